@@ -1,0 +1,111 @@
+/* alloc.c - allocation over jemalloc (or libc), try and aborting forms. */
+#include "wq.h"
+#include "alloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifdef HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#else
+#include <malloc.h>
+#endif
+
+static _Noreturn void
+alloc_oom(size_t size)
+{
+    wq_panic(__FILE__, __LINE__, "out of memory allocating %zu bytes", size);
+}
+
+void *
+wq_malloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (p == NULL)
+        alloc_oom(size);
+    return p;
+}
+
+void *
+wq_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (p == NULL)
+        alloc_oom(n * size);
+    return p;
+}
+
+void *
+wq_realloc(void *p, size_t size)
+{
+    void *q = realloc(p, size ? size : 1);
+    if (q == NULL)
+        alloc_oom(size);
+    return q;
+}
+
+void
+wq_free(void *p)
+{
+    free(p);
+}
+
+void *
+wq_try_malloc(size_t size)
+{
+#ifdef HAVE_JEMALLOC
+    return mallocx(size ? size : 1, 0);
+#else
+    return malloc(size ? size : 1);
+#endif
+}
+
+void
+wq_sized_free(void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+#ifdef HAVE_JEMALLOC
+    sdallocx(p, size ? size : 1, 0);
+#else
+    (void)size;
+    free(p);
+#endif
+}
+
+const char *
+alloc_name(void)
+{
+#ifdef HAVE_JEMALLOC
+    static char name[64];
+    if (name[0] == '\0') {
+        const char *v = "?";
+        size_t len = sizeof v;
+        /* Also keeps -ljemalloc from being dropped by --as-needed. */
+        if (mallctl("version", &v, &len, NULL, 0) != 0)
+            v = "?";
+        snprintf(name, sizeof name, "jemalloc %s", v);
+    }
+    return name;
+#else
+    return "libc";
+#endif
+}
+
+size_t
+alloc_memory_used(void)
+{
+#ifdef HAVE_JEMALLOC
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+    mallctl("epoch", &epoch, &len, &epoch, len); /* refresh the cached stats */
+    size_t allocated = 0;
+    len = sizeof allocated;
+    if (mallctl("stats.allocated", &allocated, &len, NULL, 0) != 0)
+        return 0;
+    return allocated;
+#else
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+#endif
+}

@@ -1,0 +1,26 @@
+/* alloc.h - the one allocation API.
+ * try-forms return NULL on failure and are used for anything a client sizes
+ * (payloads, results); the plain forms abort with a log line and are used for
+ * small internal objects.  Backed by jemalloc when built with it. */
+#ifndef WQ_ALLOC_H
+#define WQ_ALLOC_H
+
+#include "wq.h"
+
+void *wq_malloc(size_t size);
+void *wq_calloc(size_t n, size_t size);
+void *wq_realloc(void *p, size_t size);
+void  wq_free(void *p);
+
+/* May return NULL; free with wq_sized_free(p, size) or wq_free(p). */
+void *wq_try_malloc(size_t size);
+/* Free p, allocated with exactly `size` bytes (jemalloc's sized free). */
+void  wq_sized_free(void *p, size_t size);
+
+/* Name of the allocator in use: "jemalloc 5.3.0-..." or "libc". */
+const char *alloc_name(void);
+/* Bytes allocated by the application, as the allocator counts them
+ * (jemalloc's stats.allocated; with libc, mallinfo2's in-use bytes). */
+size_t alloc_memory_used(void);
+
+#endif /* WQ_ALLOC_H */

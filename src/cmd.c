@@ -1,0 +1,149 @@
+/* cmd.c - command table, dispatch, argument rules, common replies. */
+#include "wq.h"
+#include "cmd.h"
+
+#include <string.h>
+
+#include "conn.h"
+#include "jobid.h"
+#include "util.h"
+
+const struct cmd_flag cmd_job_flags[] = {
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX},
+    {"max-attempts", "Invalid Max Attempts", 0, WQ_MAX_ATTEMPTS},
+    {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS},
+    {NULL, NULL, 0, 0},
+};
+
+static const struct cmd_spec cmd_table[] = {
+    /* name, min args, max args, data block?, size error; flags; handler */
+    {{"add", 5, 5, true, "Invalid payload size"}, cmd_job_flags, cmd_add},
+    {{"result", 2, 2, false, NULL}, NULL, cmd_result},
+    {{"delete", 1, 1, false, NULL}, NULL, cmd_delete},
+    {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_lease},
+    {{"complete", 2, 2, true, "Invalid result size"}, NULL, cmd_complete},
+    {{"fail", 2, 2, true, "Invalid result size"}, NULL, cmd_fail},
+};
+
+const struct proto_syntax *
+cmd_lookup(const char *name, size_t len)
+{
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cmd_table); i++) {
+        const char *n = cmd_table[i].syntax.name;
+        if (strlen(n) == len && memcmp(n, name, len) == 0)
+            return &cmd_table[i].syntax;
+    }
+    return NULL;
+}
+
+void
+cmd_dispatch(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    const struct cmd_spec *spec = WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax);
+    if (spec->flags == NULL && r->nflags > 0) {
+        conn_client_error(c, "Invalid command args");
+        return;
+    }
+    spec->handler(ctx, c, r);
+}
+
+const char *
+cmd_parse_flags(const struct request *r, int64_t *values)
+{
+    const struct cmd_spec *spec = WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax);
+    uint32_t seen = 0;
+    for (size_t i = 0; i < r->nflags; i++) {
+        struct wq_str key, value;
+        proto_flag_split(&r->flags[i], &key, &value);
+        if (key.n == 0 || value.n == 0)
+            return "Invalid command flags";
+        size_t f = 0;
+        while (spec->flags[f].key != NULL &&
+               !(strlen(spec->flags[f].key) == key.n &&
+                 memcmp(spec->flags[f].key, key.p, key.n) == 0))
+            f++;
+        if (spec->flags[f].key == NULL || (seen & (1u << f)))
+            return "Invalid command flags";
+        seen |= 1u << f;
+        const struct cmd_flag *def = &spec->flags[f];
+        int rc;
+        if (def->min < 0) {
+            rc = util_parse_i64(value.p, value.n, def->min, def->max, &values[f]);
+        } else {
+            uint64_t v;
+            rc = util_parse_u64(value.p, value.n, (uint64_t)def->max, &v);
+            values[f] = (int64_t)v;
+        }
+        if (rc != 0)
+            return def->error;
+    }
+    return NULL;
+}
+
+bool
+cmd_arg_id(const struct wq_str *s, uint8_t id[16])
+{
+    return jobid_parse(s->p, s->n, id) == 0;
+}
+
+bool
+cmd_arg_name(const struct wq_str *s)
+{
+    if (s->n == 0 || s->n > WQ_MAX_NAME)
+        return false;
+    for (size_t i = 0; i < s->n; i++) {
+        unsigned char ch = (unsigned char)s->p[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+bool
+cmd_arg_ttr(const struct wq_str *s, uint32_t *ttr)
+{
+    uint64_t v;
+    if (util_parse_u64(s->p, s->n, WQ_MAX_TTR_MS, &v) != 0 || v == 0)
+        return false;
+    *ttr = (uint32_t)v;
+    return true;
+}
+
+bool
+cmd_arg_ttl(const struct wq_str *s, uint64_t *ttl)
+{
+    return util_parse_u64(s->p, s->n, UINT64_MAX, ttl) == 0 && *ttl > 0;
+}
+
+bool
+cmd_arg_wait(const struct wq_str *s, uint64_t *wait)
+{
+    return util_parse_u64(s->p, s->n, WQ_MAX_WAIT_MS, wait) == 0;
+}
+
+void
+cmd_reply_ok(struct conn *c)
+{
+    conn_reply(c, "+OK\r\n", 5);
+}
+
+void
+cmd_reply_not_found(struct conn *c)
+{
+    conn_reply(c, "-NOT-FOUND\r\n", 12);
+}
+
+void
+cmd_reply_timeout(struct conn *c)
+{
+    conn_reply(c, "-TIMEOUT\r\n", 10);
+}
+
+void
+cmd_reply_nomem(struct conn *c)
+{
+    static const char msg[] = "-SERVER-ERROR Out of memory\r\n";
+    conn_reply(c, msg, sizeof msg - 1);
+}

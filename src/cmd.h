@@ -1,0 +1,69 @@
+/* cmd.h - the command table and dispatch, and the argument rules shared by
+ * the handlers (protocol-notes.md section 2).  Handlers validate left to
+ * right, answer the first failure, and change nothing on error. */
+#ifndef WQ_CMD_H
+#define WQ_CMD_H
+
+#include "wq.h"
+#include "proto.h"
+
+struct conn;
+struct core;
+
+/* What handlers share: the core and the time of the current batch. */
+struct cmd_ctx {
+    struct core *core;
+    uint64_t     now_ms;
+};
+
+typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+
+/* One flag a command accepts.  Values are decimal, within [min, max]; a
+ * sign is allowed only when min < 0. */
+struct cmd_flag {
+    const char *key;
+    const char *error; /* for a bad value */
+    int64_t     min, max;
+};
+
+struct cmd_spec {
+    struct proto_syntax    syntax; /* first: proto hands it back */
+    const struct cmd_flag *flags;  /* NULL-key terminated; NULL: takes none */
+    cmd_handler_fn         handler;
+};
+
+/* proto_lookup_fn over the command table. */
+const struct proto_syntax *cmd_lookup(const char *name, size_t len);
+/* Run a parsed request. */
+void cmd_dispatch(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+
+/* Parse r's flags against r's command: values[i] gets flag i's value, or
+ * keeps its default when absent.  Returns NULL, or the error to answer. */
+const char *cmd_parse_flags(const struct request *r, int64_t *values);
+
+/* Argument parsers: true when valid. */
+bool cmd_arg_id(const struct wq_str *s, uint8_t id[16]);
+bool cmd_arg_name(const struct wq_str *s);
+bool cmd_arg_ttr(const struct wq_str *s, uint32_t *ttr);
+bool cmd_arg_ttl(const struct wq_str *s, uint64_t *ttl);
+bool cmd_arg_wait(const struct wq_str *s, uint64_t *wait);
+
+/* Common replies. */
+void cmd_reply_ok(struct conn *c);
+void cmd_reply_not_found(struct conn *c);
+void cmd_reply_timeout(struct conn *c);
+void cmd_reply_nomem(struct conn *c);
+
+/* The handlers (cmd_job.c, cmd_worker.c). */
+void cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_result(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_complete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_fail(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+
+/* Flag table of add (priority, max-attempts, max-fails), in this order. */
+extern const struct cmd_flag cmd_job_flags[];
+enum { CMD_FLAG_PRIORITY, CMD_FLAG_MAX_ATTEMPTS, CMD_FLAG_MAX_FAILS, CMD_FLAG_COUNT };
+
+#endif /* WQ_CMD_H */

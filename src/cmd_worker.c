@@ -1,0 +1,101 @@
+/* cmd_worker.c - the worker commands: lease, complete, fail. */
+#include "wq.h"
+#include "cmd.h"
+
+#include <stdio.h>
+
+#include "conn.h"
+#include "core.h"
+
+/* "+OK 1\r\n<id> <name> <ttr> <size>\r\n<payload>\r\n" for a leased job. */
+static void
+cmd_reply_lease(struct conn *c, const struct job *j)
+{
+    char id[JOBID_TEXT_LEN + 1];
+    char head[WQ_MAX_NAME + 96];
+    jobid_format(j->id, id);
+    int n = snprintf(head, sizeof head, "+OK 1\r\n%s %s %u %u\r\n", id, j->queue->name, j->ttr,
+                     j->payload_len);
+    conn_reply(c, head, (size_t)n);
+    conn_reply(c, j->payload, j->payload_len);
+    conn_reply(c, "\r\n", 2);
+}
+
+/* waiter_done_fn of a parked lease. */
+static void
+cmd_lease_done(void *owner, enum waiter_outcome how, struct job *j)
+{
+    struct conn *c = owner;
+    if (how == WAITER_GOT)
+        cmd_reply_lease(c, j);
+    else
+        cmd_reply_timeout(c);
+    conn_wake(c);
+}
+
+void
+cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    size_t nnames = r->nargs - 1;
+    uint64_t wait;
+    for (size_t i = 0; i < nnames; i++) {
+        if (!cmd_arg_name(&r->args[i])) {
+            conn_client_error(c, "Invalid Name");
+            return;
+        }
+    }
+    if (!cmd_arg_wait(&r->args[nnames], &wait)) {
+        conn_client_error(c, "Invalid wait timeout");
+        return;
+    }
+    struct job *j;
+    struct waiter *w;
+    switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms, cmd_lease_done, c, &j, &w)) {
+    case CORE_OK:
+        cmd_reply_lease(c, j);
+        break;
+    case CORE_PARKED:
+        conn_park(c, w);
+        break;
+    default:
+        cmd_reply_timeout(c);
+        break;
+    }
+}
+
+/* complete and fail: the same but for the outcome. */
+static void
+cmd_finish(struct cmd_ctx *ctx, struct conn *c, const struct request *r, bool success)
+{
+    uint8_t id[JOBID_LEN];
+    if (!cmd_arg_id(&r->args[0], id)) {
+        conn_client_error(c, "Invalid ID");
+        return;
+    }
+    switch (core_finish(ctx->core, id, success, r->block, r->block_len, ctx->now_ms)) {
+    case CORE_OK:
+        cmd_reply_ok(c);
+        break;
+    case CORE_NOT_FOUND:
+        cmd_reply_not_found(c);
+        break;
+    case CORE_DUP_RESULT:
+        conn_client_error(c, "Duplicate result");
+        break;
+    default:
+        cmd_reply_nomem(c);
+        break;
+    }
+}
+
+void
+cmd_complete(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    cmd_finish(ctx, c, r, true);
+}
+
+void
+cmd_fail(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    cmd_finish(ctx, c, r, false);
+}

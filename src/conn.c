@@ -1,0 +1,232 @@
+/* conn.c - client connections over bufferevents. */
+#include "wq.h"
+#include "conn.h"
+
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "cmd.h"
+#include "core.h"
+#include "log.h"
+#include "options.h"
+#include "proto.h"
+#include "server.h"
+
+/* Output back-pressure: stop taking commands above HIGH buffered reply
+ * bytes, take them again below LOW. */
+#define CONN_OUT_HIGH (4u << 20)
+#define CONN_OUT_LOW  (256u << 10)
+/* While parked, read ahead at most this much (EOF is still seen). */
+#define CONN_PARKED_READ_MAX (256u << 10)
+
+struct conn {
+    struct bufferevent *bev;
+    struct server      *srv;
+    struct proto        proto;
+    struct waiter      *waiter; /* the parked command's, or NULL */
+    struct event       *wake_ev;
+    struct conn        *prev, *next;
+    size_t              need;    /* input bytes needed before parsing again */
+    bool                closing; /* no more commands: flush and close */
+    bool                throttled;
+};
+
+static void conn_process(struct conn *c);
+
+void
+conn_reply(struct conn *c, const void *data, size_t len)
+{
+    if (len > 0)
+        evbuffer_add(bufferevent_get_output(c->bev), data, len);
+}
+
+void
+conn_client_error(struct conn *c, const char *msg)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    evbuffer_add(out, "-CLIENT-ERROR ", 14);
+    evbuffer_add(out, msg, strlen(msg));
+    evbuffer_add(out, "\r\n", 2);
+}
+
+void
+conn_park(struct conn *c, struct waiter *w)
+{
+    c->waiter = w;
+    /* Keep reading a little so a peer that leaves is noticed at once. */
+    bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_PARKED_READ_MAX);
+}
+
+void
+conn_wake(struct conn *c)
+{
+    c->waiter = NULL;
+    bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+    event_active(c->wake_ev, EV_TIMEOUT, 0);
+}
+
+void
+conn_free(struct conn *c)
+{
+    if (c == NULL)
+        return;
+    struct server *srv = c->srv;
+    if (c->waiter != NULL)
+        core_cancel(srv->ctx.core, c->waiter);
+    if (c->prev != NULL)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next != NULL)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    proto_clear(&c->proto);
+    bufferevent_free(c->bev);
+    event_free(c->wake_ev);
+    wq_free(c);
+}
+
+/* Stop taking commands; close once the replies are written. */
+static void
+conn_close_soon(struct conn *c)
+{
+    c->closing = true;
+    if (c->waiter != NULL) {
+        core_cancel(c->srv->ctx.core, c->waiter);
+        c->waiter = NULL;
+    }
+    bufferevent_disable(c->bev, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        conn_free(c);
+    else
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+}
+
+/* Run the complete commands in the input, in order, until one parks, the
+ * input runs out, or the client falls too far behind reading replies. */
+static void
+conn_process(struct conn *c)
+{
+    struct server *srv = c->srv;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    bool fatal = false;
+
+    server_begin_batch(srv);
+    while (c->waiter == NULL && !fatal) {
+        if (evbuffer_get_length(out) > CONN_OUT_HIGH) {
+            c->throttled = true;
+            bufferevent_disable(c->bev, EV_READ);
+            break;
+        }
+        size_t len = evbuffer_get_length(in);
+        if (len == 0 || len < c->need)
+            break;
+        size_t want = WQ_MIN(len, WQ_MAX(c->need, srv->opts->max_line + 2));
+        const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)want);
+
+        struct request req;
+        const char *err = NULL;
+        size_t consumed, need;
+        enum proto_result res = proto_parse(&c->proto, buf, want, &req, &err, &consumed, &need);
+        switch (res) {
+        case PROTO_REQUEST:
+            cmd_dispatch(&srv->ctx, c, &req);
+            break;
+        case PROTO_ERROR:
+            conn_client_error(c, err);
+            break;
+        case PROTO_FATAL:
+            conn_client_error(c, err);
+            fatal = true;
+            break;
+        case PROTO_NEED:
+            break;
+        }
+        evbuffer_drain(in, consumed);
+        c->need = res == PROTO_NEED ? need : 0;
+        /* Input left beyond what was pulled up: go round with more. */
+        if (res == PROTO_NEED && (want == len || need > len - consumed))
+            break;
+    }
+    server_update_timer(srv);
+    if (fatal)
+        conn_close_soon(c);
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    if (!c->closing && c->waiter == NULL)
+        conn_process(c);
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct conn *c = arg;
+    struct evbuffer *out = bufferevent_get_output(bev);
+    if (c->closing) {
+        if (evbuffer_get_length(out) == 0)
+            conn_free(c);
+        return;
+    }
+    if (c->throttled && evbuffer_get_length(out) <= CONN_OUT_LOW) {
+        c->throttled = false;
+        bufferevent_enable(bev, EV_READ);
+        conn_process(c);
+    }
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct conn *c = arg;
+    struct server *srv = c->srv;
+    if (what & BEV_EVENT_EOF) {
+        /* The peer is done sending: answer nothing more that waits, write
+         * what was already answered, then close. */
+        server_begin_batch(srv);
+        conn_close_soon(c);
+        server_update_timer(srv);
+        return;
+    }
+    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+        conn_free(c);
+        server_update_timer(srv);
+    }
+}
+
+static void
+conn_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    if (!c->closing && c->waiter == NULL)
+        conn_process(c);
+}
+
+struct conn *
+conn_new(struct server *srv, int fd)
+{
+    struct conn *c = wq_calloc(1, sizeof *c);
+    c->srv = srv;
+    c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (c->bev == NULL)
+        wq_panic(__FILE__, __LINE__, "bufferevent_socket_new failed");
+    c->wake_ev = event_new(srv->base, -1, 0, conn_wake_cb, c);
+    proto_init(&c->proto, cmd_lookup, srv->opts->max_line, srv->opts->max_payload);
+    bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->next = srv->conns;
+    if (c->next != NULL)
+        c->next->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    return c;
+}

@@ -1,0 +1,30 @@
+/* conn.h - one client connection: a bufferevent, the parser state, the
+ * parked waiter.  Commands are taken from the input in order; while a
+ * command is parked, later input waits.  Handlers answer through
+ * conn_reply; they never see libevent. */
+#ifndef WQ_CONN_H
+#define WQ_CONN_H
+
+#include "wq.h"
+
+struct conn;
+struct server;
+struct waiter;
+
+/* Take over accepted socket fd (aborts if memory is exhausted). */
+struct conn *conn_new(struct server *srv, int fd);
+/* Close at once, cancelling any parked command; NULL is ignored. */
+void         conn_free(struct conn *c);
+
+/* Queue reply bytes (copied) for the client. */
+void conn_reply(struct conn *c, const void *data, size_t len);
+/* Queue "-CLIENT-ERROR <msg>\r\n". */
+void conn_client_error(struct conn *c, const char *msg);
+
+/* The command being handled has parked waiter w: stop taking input. */
+void conn_park(struct conn *c, struct waiter *w);
+/* The parked command has been answered: take input again (soon, not from
+ * inside the caller). */
+void conn_wake(struct conn *c);
+
+#endif /* WQ_CONN_H */

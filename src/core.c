@@ -1,0 +1,539 @@
+/* core.c - job transitions, parked leasers and result waiters. */
+#include "wq.h"
+#include "core.h"
+
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "alloc.h"
+
+#define CORE_POOL_BLOCK 1024
+
+static void core_job_timer(struct wheel_entry *e, uint64_t now_ms, void *arg);
+static void core_waiter_timer(struct wheel_entry *e, uint64_t now_ms, void *arg);
+
+struct core *
+core_new(uint64_t now_ms)
+{
+    struct core *c = wq_calloc(1, sizeof *c);
+    c->jobs = registry_new(job_id_key);
+    c->queues = registry_new(queue_name_key);
+    wheel_init(&c->wheel, now_ms, c);
+    pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
+    pool_init(&c->waiter_pool, sizeof(struct waiter), CORE_POOL_BLOCK / 4);
+    if (getrandom(&c->rng, sizeof c->rng, GRND_NONBLOCK) != (ssize_t)sizeof c->rng)
+        c->rng = (uint64_t)time(NULL);
+    c->rng |= 1; /* xorshift state must not be zero */
+    return c;
+}
+
+/* xorshift64*: uniform enough to pick among a lease's names. */
+static uint64_t
+core_random(struct core *c)
+{
+    c->rng ^= c->rng >> 12;
+    c->rng ^= c->rng << 25;
+    c->rng ^= c->rng >> 27;
+    return c->rng * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t
+core_expiry(int64_t base_ms, uint64_t ttl)
+{
+    __int128 t = (__int128)base_ms + ttl;
+    if (t < 0)
+        return 0;
+    if (t > (__int128)UINT64_MAX)
+        return UINT64_MAX;
+    return (uint64_t)t;
+}
+
+struct job *
+core_find(const struct core *c, const uint8_t id[JOBID_LEN])
+{
+    return registry_find(c->jobs, id, JOBID_LEN);
+}
+
+struct queue *
+core_queue(const struct core *c, const char *name, size_t len)
+{
+    struct queue *q = registry_find(c->queues, name, len);
+    return q != NULL && queue_is_active(q) ? q : NULL;
+}
+
+/* ---- queues by reference ---- */
+
+static struct queue *
+core_queue_ref(struct core *c, const char *name, size_t len)
+{
+    struct queue *q = registry_find(c->queues, name, len);
+    if (q == NULL) {
+        q = queue_new(name, len);
+        registry_insert(c->queues, q);
+    }
+    q->refs++;
+    return q;
+}
+
+static void
+core_queue_unref(struct core *c, struct queue *q)
+{
+    WQ_ASSERT(q->refs > 0);
+    if (--q->refs == 0) {
+        registry_remove(c->queues, q->name, q->name_len);
+        queue_free(q);
+    }
+}
+
+/* ---- accounting: every job is in exactly one bucket of the stats ---- */
+
+static uint64_t *
+core_bucket(struct core *c, const struct job *j)
+{
+    if (j->place == JOB_IN_READY)
+        return &c->stats.ready;
+    if (j->place == JOB_IN_SCHEDULED)
+        return &c->stats.scheduled;
+    switch (j->state) {
+    case JOB_LEASED:
+        return &c->stats.leased;
+    case JOB_COMPLETED:
+        return &c->stats.completed;
+    case JOB_FAILED:
+        return &c->stats.failed;
+    default:
+        wq_panic(__FILE__, __LINE__, "job in state %d has no place", j->state);
+    }
+}
+
+/* ---- timers ---- */
+
+/* Arm the job's one timer for the nearest of its deadlines. */
+static void
+core_job_arm(struct core *c, struct job *j)
+{
+    uint64_t d = j->expires_at;
+    if ((j->state == JOB_LEASED || j->place == JOB_IN_SCHEDULED) && j->due_at < d)
+        d = j->due_at;
+    wheel_add(&c->wheel, &j->timer, d);
+}
+
+/* ---- waiters ---- */
+
+static void
+core_waiter_free(struct core *c, struct waiter *w)
+{
+    wheel_cancel(&c->wheel, &w->timer);
+    if (w->kind == WAITER_LEASE) {
+        for (uint32_t i = 0; i < w->nnodes; i++) {
+            struct queue *q = w->nodes[i].queue;
+            queue_unpark(q, &w->nodes[i]);
+            core_queue_unref(c, q);
+        }
+        if (w->nodes != &w->one)
+            wq_free(w->nodes);
+    } else if (w->job != NULL) {
+        *w->pprev = w->next;
+        if (w->next != NULL)
+            w->next->pprev = w->pprev;
+    }
+    c->stats.parked--;
+    pool_put(&c->waiter_pool, w);
+}
+
+/* End a wait: take the waiter out of everything, then tell its owner. */
+static void
+core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, struct job *j)
+{
+    waiter_done_fn done = w->done;
+    void *owner = w->owner;
+    core_waiter_free(c, w);
+    done(owner, how, j);
+}
+
+static struct waiter *
+core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter_done_fn done,
+                void *owner)
+{
+    struct waiter *w = pool_get(&c->waiter_pool);
+    memset(w, 0, sizeof *w);
+    w->kind = (uint8_t)kind;
+    w->done = done;
+    w->owner = owner;
+    wheel_entry_init(&w->timer, core_waiter_timer);
+    wheel_add(&c->wheel, &w->timer, deadline);
+    c->stats.parked++;
+    return w;
+}
+
+void
+core_cancel(struct core *c, struct waiter *w)
+{
+    core_waiter_free(c, w);
+}
+
+/* Answer every result waiter of j (it has its result, or is going away). */
+static void
+core_wake_result_waiters(struct core *c, struct job *j, enum waiter_outcome how)
+{
+    while (j->waiters != NULL)
+        core_waiter_finish(c, j->waiters, how, j);
+}
+
+static void
+core_waiter_timer(struct wheel_entry *e, uint64_t now_ms, void *arg)
+{
+    struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
+    core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
+}
+
+/* ---- transitions ---- */
+
+/* Lease j (NEW or PENDING, out of any heap) to a worker. */
+static void
+core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
+{
+    WQ_ASSERT(j->place == JOB_NOWHERE);
+    j->state = JOB_LEASED;
+    j->attempts++;
+    j->queue->leased++;
+    c->stats.leased++;
+    j->due_at = now_ms + j->ttr;
+    core_job_arm(c, j);
+}
+
+/* j (NEW or PENDING, out of any heap) is ready: hand it to the first parked
+ * leaser of its queue, or put it in the ready heap. */
+static void
+core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
+{
+    struct park_node *node = queue_first_parked(j->queue);
+    if (node == NULL) {
+        queue_push_ready(j->queue, j);
+        c->stats.ready++;
+        return;
+    }
+    core_lease_job(c, j, now_ms);
+    core_waiter_finish(c, node->waiter, WAITER_GOT, j);
+}
+
+/* Take j out of its heap or out of the leased count (stats included). */
+static void
+core_job_detach(struct core *c, struct job *j)
+{
+    (*core_bucket(c, j))--;
+    if (j->place != JOB_NOWHERE)
+        queue_remove(j->queue, j);
+    else if (j->state == JOB_LEASED)
+        j->queue->leased--;
+}
+
+/* Give j its final state and result (result is owned by j from now). */
+static void
+core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
+                uint32_t result_len)
+{
+    core_job_detach(c, j);
+    j->state = (uint8_t)state;
+    j->result = result;
+    j->result_len = result_len;
+    (*core_bucket(c, j))++;
+    core_job_arm(c, j); /* only the TTL is left */
+    core_wake_result_waiters(c, j, WAITER_GOT);
+}
+
+/* Forget j entirely: heap, registry, waiters, memory. */
+static void
+core_job_destroy(struct core *c, struct job *j)
+{
+    core_job_detach(c, j);
+    wheel_cancel(&c->wheel, &j->timer);
+    registry_remove(c->jobs, j->id, JOBID_LEN);
+    core_wake_result_waiters(c, j, WAITER_GONE);
+    wq_sized_free(j->payload, j->payload_len);
+    wq_sized_free(j->result, j->result_len);
+    core_queue_unref(c, j->queue);
+    pool_put(&c->job_pool, j);
+}
+
+/* The TTR of leased j ran out: retry it, or fail it if out of attempts. */
+static void
+core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
+{
+    if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
+        core_job_settle(c, j, JOB_FAILED, NULL, 0);
+        return;
+    }
+    core_job_detach(c, j);
+    j->state = JOB_PENDING;
+    core_make_ready(c, j, now_ms);
+    core_job_arm(c, j);
+}
+
+static void
+core_job_timer(struct wheel_entry *e, uint64_t now_ms, void *arg)
+{
+    struct core *c = arg;
+    struct job *j = WQ_CONTAINER_OF(e, struct job, timer);
+
+    if (now_ms >= j->expires_at) {
+        if (!job_is_done(j))
+            c->stats.evicted++;
+        core_job_destroy(c, j);
+        return;
+    }
+    if (j->state == JOB_LEASED && now_ms >= j->due_at) {
+        core_job_ttr_expired(c, j, now_ms);
+        return;
+    }
+    if (j->place == JOB_IN_SCHEDULED && now_ms >= j->due_at) {
+        core_job_detach(c, j);
+        core_make_ready(c, j, now_ms);
+    }
+    core_job_arm(c, j);
+}
+
+/* ---- commands ---- */
+
+enum core_status
+core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
+{
+    if (core_find(c, s->id) != NULL)
+        return CORE_DUPLICATE;
+    char *payload = NULL;
+    if (s->payload_len > 0) {
+        payload = wq_try_malloc(s->payload_len);
+        if (payload == NULL)
+            return CORE_NOMEM;
+        memcpy(payload, s->payload, s->payload_len);
+    }
+
+    struct job *j = pool_get(&c->job_pool);
+    memset(j, 0, sizeof *j);
+    memcpy(j->id, s->id, JOBID_LEN);
+    j->queue = core_queue_ref(c, s->name.p, s->name.n);
+    wheel_entry_init(&j->timer, core_job_timer);
+    j->seq = c->next_seq++;
+    j->ttl = s->ttl;
+    j->ttr = s->ttr;
+    j->priority = s->priority;
+    j->max_attempts = s->max_attempts;
+    j->max_fails = s->max_fails;
+    j->created_ms = (int64_t)now_ms;
+    j->payload = payload;
+    j->payload_len = (uint32_t)s->payload_len;
+    j->heap_index = HEAP_NO_INDEX;
+    j->state = JOB_NEW;
+    if (s->timed) {
+        j->flags |= JOB_F_TIMED;
+        j->time_ms = s->time_ms;
+        j->expires_at = core_expiry(s->time_ms, s->ttl);
+    } else {
+        j->expires_at = core_expiry((int64_t)now_ms, s->ttl);
+    }
+    registry_insert(c->jobs, j);
+
+    if (s->timed && s->time_ms > (int64_t)now_ms) {
+        j->due_at = (uint64_t)s->time_ms;
+        queue_push_scheduled(j->queue, j);
+        c->stats.scheduled++;
+    } else {
+        core_make_ready(c, j, now_ms);
+    }
+    core_job_arm(c, j);
+    return CORE_OK;
+}
+
+enum core_status
+core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
+           uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
+           struct waiter **parked)
+{
+    /* Pick uniformly among the distinct names with a ready job (reservoir
+     * sampling); the stamp makes a name listed twice count once. */
+    uint64_t stamp = ++c->lease_stamp;
+    struct queue *pick = NULL;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct queue *q = registry_find(c->queues, names[i].p, names[i].n);
+        if (q == NULL || q->mark == stamp)
+            continue;
+        q->mark = stamp;
+        if (heap_len(&q->ready) > 0 && core_random(c) % ++seen == 0)
+            pick = q;
+    }
+    if (pick != NULL) {
+        struct job *j = queue_peek_ready(pick);
+        core_job_detach(c, j);
+        core_lease_job(c, j, now_ms);
+        *out = j;
+        return CORE_OK;
+    }
+    if (wait_ms == 0)
+        return CORE_TIMEOUT;
+
+    /* Park on every distinct name, creating the queues that do not exist. */
+    struct waiter *w = core_waiter_new(c, WAITER_LEASE, now_ms + wait_ms, done, owner);
+    stamp = ++c->lease_stamp;
+    struct queue **qs = NULL;
+    size_t nq = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct queue *q = core_queue_ref(c, names[i].p, names[i].n);
+        if (q->mark == stamp) {
+            core_queue_unref(c, q);
+            continue;
+        }
+        q->mark = stamp;
+        if (nq == 0) {
+            w->one.queue = q; /* the common single-name case needs no array */
+        } else {
+            if (nq == 1) {
+                qs = wq_malloc(n * sizeof *qs);
+                qs[0] = w->one.queue;
+            }
+            qs[nq] = q;
+        }
+        nq++;
+    }
+    w->nnodes = (uint32_t)nq;
+    if (nq == 1) {
+        w->nodes = &w->one;
+        queue_park(w->one.queue, &w->one);
+    } else {
+        w->nodes = wq_calloc(nq, sizeof *w->nodes);
+        for (size_t i = 0; i < nq; i++)
+            queue_park(qs[i], &w->nodes[i]);
+        wq_free(qs);
+    }
+    for (size_t i = 0; i < nq; i++)
+        w->nodes[i].waiter = w;
+    *parked = w;
+    return CORE_PARKED;
+}
+
+enum core_status
+core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data,
+            size_t len, uint64_t now_ms)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    if (job_is_done(j))
+        return CORE_DUP_RESULT;
+
+    if (!success) {
+        j->fails++;
+        bool retry = j->max_fails > 0 && j->fails < j->max_fails &&
+                     (j->max_attempts == 0 || j->attempts < j->max_attempts);
+        if (retry) {
+            /* Back to waiting; a job still in a heap keeps its place there. */
+            if (j->state == JOB_LEASED) {
+                core_job_detach(c, j);
+                j->state = JOB_PENDING;
+                if ((j->flags & JOB_F_TIMED) && j->time_ms > (int64_t)now_ms) {
+                    j->due_at = (uint64_t)j->time_ms;
+                    queue_push_scheduled(j->queue, j);
+                    c->stats.scheduled++;
+                } else {
+                    core_make_ready(c, j, now_ms);
+                }
+                core_job_arm(c, j);
+            } else {
+                j->state = JOB_PENDING;
+            }
+            return CORE_OK;
+        }
+    }
+
+    char *result = NULL;
+    if (len > 0) {
+        result = wq_try_malloc(len);
+        if (result == NULL) {
+            if (!success)
+                j->fails--;
+            return CORE_NOMEM;
+        }
+        memcpy(result, data, len);
+    }
+    core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
+    return CORE_OK;
+}
+
+enum core_status
+core_delete(struct core *c, const uint8_t id[JOBID_LEN])
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    core_job_destroy(c, j);
+    return CORE_OK;
+}
+
+enum core_status
+core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint64_t now_ms,
+            waiter_done_fn done, void *owner, struct job **out, struct waiter **parked)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    if (job_is_done(j)) {
+        *out = j;
+        return CORE_OK;
+    }
+    if (wait_ms == 0)
+        return CORE_TIMEOUT;
+    struct waiter *w = core_waiter_new(c, WAITER_RESULT, now_ms + wait_ms, done, owner);
+    w->job = j;
+    w->next = j->waiters;
+    if (w->next != NULL)
+        w->next->pprev = &w->next;
+    w->pprev = &j->waiters;
+    j->waiters = w;
+    *parked = w;
+    return CORE_PARKED;
+}
+
+void
+core_advance(struct core *c, uint64_t now_ms)
+{
+    wheel_advance(&c->wheel, now_ms);
+}
+
+uint64_t
+core_next_event(const struct core *c)
+{
+    return wheel_next_event(&c->wheel);
+}
+
+static void
+core_free_job(void *elem, void *arg)
+{
+    struct job *j = elem;
+    wq_sized_free(j->payload, j->payload_len);
+    wq_sized_free(j->result, j->result_len);
+}
+
+static void
+core_free_queue(void *elem, void *arg)
+{
+    struct queue *q = elem;
+    heap_clear(&q->ready);
+    heap_clear(&q->scheduled);
+    wq_free(q);
+}
+
+void
+core_free(struct core *c)
+{
+    if (c == NULL)
+        return;
+    WQ_ASSERT(c->stats.parked == 0); /* owners cancel their waiters first */
+    registry_foreach(c->jobs, core_free_job, NULL);
+    registry_foreach(c->queues, core_free_queue, NULL);
+    registry_free(c->jobs);
+    registry_free(c->queues);
+    pool_clear(&c->job_pool);
+    pool_clear(&c->waiter_pool);
+    wq_free(c);
+}

@@ -1,0 +1,139 @@
+/* core.h - the job core: every job, queue and waiter, and every transition
+ * of protocol-notes.md section 3.  One instance per server, owned by the
+ * event-loop thread.  Pure: it never reads a clock or touches a socket; each
+ * call takes the server time in ms, and blocked clients are represented by
+ * waiters whose done callback the core calls when their wait ends. */
+#ifndef WQ_CORE_H
+#define WQ_CORE_H
+
+#include "wq.h"
+#include "job.h"
+#include "pool.h"
+#include "queue.h"
+#include "registry.h"
+#include "wheel.h"
+
+enum core_status {
+    CORE_OK,
+    CORE_PARKED,     /* the caller's waiter will be called later */
+    CORE_TIMEOUT,    /* a wait of 0 found nothing */
+    CORE_NOT_FOUND,
+    CORE_DUPLICATE,  /* a job with that id exists */
+    CORE_DUP_RESULT, /* the job has its result already */
+    CORE_NOMEM,
+};
+
+enum waiter_kind { WAITER_LEASE, WAITER_RESULT };
+enum waiter_outcome {
+    WAITER_GOT,     /* lease: the job, now leased; result: the job, now done */
+    WAITER_TIMEOUT, /* the wait-timeout passed */
+    WAITER_GONE,    /* result: the job was deleted or expired */
+};
+
+/* Called once when a wait ends, after the waiter is freed; j is valid only
+ * during the call.  It must not call back into the core. */
+typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, struct job *j);
+
+/* A blocked client: a parked lease or a result waiting for its job. */
+struct waiter {
+    struct wheel_entry timer; /* the wait-timeout */
+    waiter_done_fn     done;
+    void              *owner; /* the caller's (its connection) */
+    uint8_t            kind;  /* enum waiter_kind */
+    /* WAITER_LEASE: one node per distinct name */
+    struct park_node  *nodes;
+    uint32_t           nnodes;
+    struct park_node   one; /* storage when there is a single name */
+    /* WAITER_RESULT: the job's list of waiters */
+    struct job        *job;
+    struct waiter     *next, **pprev;
+};
+
+struct core_stats {
+    uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */
+    uint64_t evicted; /* jobs expired by TTL before their result */
+    uint64_t parked;  /* waiting clients: leases and results */
+};
+
+struct core {
+    struct registry  *jobs;   /* id -> job */
+    struct registry  *queues; /* name -> queue */
+    struct wheel      wheel;
+    struct pool       job_pool;
+    struct pool       waiter_pool;
+    uint64_t          next_seq;
+    uint64_t          lease_stamp;
+    uint64_t          rng;
+    struct core_stats stats;
+};
+
+/* What add and schedule ask for; the values are already validated. */
+struct job_spec {
+    uint8_t       id[JOBID_LEN];
+    struct wq_str name;
+    uint32_t      ttr;
+    uint64_t      ttl;
+    int32_t       priority;
+    uint8_t       max_attempts;
+    uint8_t       max_fails;
+    bool          timed;
+    int64_t       time_ms; /* Unix ms, when timed */
+    const char   *payload;
+    size_t        payload_len;
+};
+
+/* A new empty core at time now_ms (aborts if memory is exhausted). */
+struct core *core_new(uint64_t now_ms);
+/* Free every job and queue; every waiter must have been cancelled. */
+void         core_free(struct core *c);
+
+/* Server ms at which a job with base time base_ms and this ttl expires
+ * (saturating: 0 if already in the past, UINT64_MAX at most). */
+uint64_t core_expiry(int64_t base_ms, uint64_t ttl);
+
+/* Create a job: CORE_OK, CORE_DUPLICATE or CORE_NOMEM (nothing changed). */
+enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
+
+/* Lease the first job of one of names[0..n) that has a ready job (picked at
+ * random among them): CORE_OK with *out leased.  Otherwise CORE_TIMEOUT if
+ * wait_ms is 0, else CORE_PARKED with *parked set up to call done(owner).
+ * Names must be valid. */
+enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n,
+                            uint64_t wait_ms, uint64_t now_ms, waiter_done_fn done, void *owner,
+                            struct job **out, struct waiter **parked);
+
+/* Store a result: success true for complete, false for fail (which may
+ * retry).  CORE_OK, CORE_NOT_FOUND, CORE_DUP_RESULT or CORE_NOMEM. */
+enum core_status core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success,
+                             const char *data, size_t len, uint64_t now_ms);
+
+/* Remove a job in any state: CORE_OK or CORE_NOT_FOUND. */
+enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);
+
+/* The result of a job: CORE_OK with *out done, CORE_NOT_FOUND, CORE_TIMEOUT
+ * (wait 0), or CORE_PARKED with *parked set up as for core_lease. */
+enum core_status core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms,
+                             uint64_t now_ms, waiter_done_fn done, void *owner,
+                             struct job **out, struct waiter **parked);
+
+/* Withdraw a waiter whose client left; its done callback is not called. */
+void core_cancel(struct core *c, struct waiter *w);
+
+/* The job with this id, or NULL. */
+struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
+
+/* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits). */
+void     core_advance(struct core *c, uint64_t now_ms);
+/* When core_advance next has work, WHEEL_NEVER if never. */
+uint64_t core_next_event(const struct core *c);
+
+static inline uint64_t
+core_job_count(const struct core *c)
+{
+    return registry_count(c->jobs);
+}
+
+/* The active queue with this name, or NULL. */
+struct queue *core_queue(const struct core *c, const char *name, size_t len);
+
+#endif /* WQ_CORE_H */

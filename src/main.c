@@ -1,0 +1,36 @@
+/* main.c - parse options, start the server, run it until a stop signal. */
+#include "wq.h"
+
+#include <stdio.h>
+#include <sysexits.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "options.h"
+#include "server.h"
+
+int
+main(int argc, char **argv)
+{
+    struct options opts;
+    int status = options_parse(&opts, argc, argv);
+    if (status >= 0)
+        return status;
+
+    struct server srv;
+    if (server_init(&srv, &opts) != 0) {
+        server_clear(&srv);
+        return EX_UNAVAILABLE;
+    }
+    wq_log(LOG_LVL_INFO, "workq-server %s started listen=%s allocator=\"%s\" max_line=%zu "
+           "max_payload=%llu", PACKAGE_VERSION, srv.bound, alloc_name(), opts.max_line,
+           (unsigned long long)opts.max_payload);
+    /* One line on stdout that scripts and tests read to learn the port. */
+    printf("workq-server listening on %s\n", srv.bound);
+    fflush(stdout);
+
+    server_run(&srv);
+    server_clear(&srv);
+    wq_log(LOG_LVL_INFO, "workq-server stopped");
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* options.c - command-line parsing with getopt_long_only. */
+#include "wq.h"
+#include "options.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sysexits.h>
+
+#include "util.h"
+
+#define MIN_MAX_LINE    64
+#define MAX_MAX_LINE    (16u << 20)
+#define MAX_MAX_PAYLOAD (1024u << 20)
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_MAX_LINE,
+    OPT_MAX_PAYLOAD,
+    OPT_CMDLOG,
+};
+
+static const struct option long_options[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"max-line", required_argument, NULL, OPT_MAX_LINE},
+    {"max-payload", required_argument, NULL, OPT_MAX_PAYLOAD},
+    {"cmdlog-path", required_argument, NULL, OPT_CMDLOG},
+    {"cmdlog-seg-size", required_argument, NULL, OPT_CMDLOG},
+    {"cmdlog-sync", required_argument, NULL, OPT_CMDLOG},
+    {"cmdlog-sync-int", required_argument, NULL, OPT_CMDLOG},
+    {"cmdlog-clean-int", required_argument, NULL, OPT_CMDLOG},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static void
+options_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: workq-server [OPTIONS]\n"
+            "A job server speaking the Workq protocol.\n"
+            "\n"
+            "Options (one dash or two; -flag value or -flag=value):\n"
+            "  -listen HOST:PORT     address to listen on (default %s:%s);\n"
+            "                        HOST may be a name, an IPv4 address or [IPv6];\n"
+            "                        port 0 picks a free port\n"
+            "  -max-line BYTES       longest command line (default %u)\n"
+            "  -max-payload BYTES    largest job payload or result (default %u)\n"
+            "  -h, -help             show this help and exit\n"
+            "  -V, -version          show the version and exit\n"
+            "\n"
+            "The command-log flags of Workq (-cmdlog-path, -cmdlog-seg-size, -cmdlog-sync,\n"
+            "-cmdlog-sync-int, -cmdlog-clean-int) are recognised but not supported yet.\n",
+            WQ_DEFAULT_HOST, WQ_DEFAULT_PORT, WQ_DEFAULT_MAX_LINE, WQ_DEFAULT_MAX_PAYLOAD);
+}
+
+int
+options_set_listen(struct options *opts, const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    if (colon == NULL || colon[1] == '\0')
+        return -1;
+    const char *host = addr;
+    size_t hlen = (size_t)(colon - addr);
+    if (hlen > 0 && host[0] == '[') {
+        if (hlen < 3 || host[hlen - 1] != ']')
+            return -1;
+        host++;
+        hlen -= 2;
+    } else if (memchr(host, ':', hlen) != NULL) {
+        return -1; /* an IPv6 address must be bracketed */
+    }
+    uint64_t port;
+    const char *p = colon + 1;
+    if (util_parse_u64(p, strlen(p), 65535, &port) != 0 || hlen >= sizeof opts->host)
+        return -1;
+    memcpy(opts->host, host, hlen);
+    opts->host[hlen] = '\0';
+    snprintf(opts->port, sizeof opts->port, "%u", (unsigned)port);
+    return 0;
+}
+
+/* Parse a byte count within [min, max] for option `name`. */
+static int
+options_bytes(const char *name, const char *arg, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (util_parse_u64(arg, strlen(arg), max, out) != 0 || *out < min) {
+        fprintf(stderr, "workq-server: invalid -%s '%s' (expected %llu..%llu)\n", name, arg,
+                (unsigned long long)min, (unsigned long long)max);
+        return -1;
+    }
+    return 0;
+}
+
+int
+options_parse(struct options *opts, int argc, char **argv)
+{
+    memset(opts, 0, sizeof *opts);
+    snprintf(opts->host, sizeof opts->host, "%s", WQ_DEFAULT_HOST);
+    snprintf(opts->port, sizeof opts->port, "%s", WQ_DEFAULT_PORT);
+    opts->max_line = WQ_DEFAULT_MAX_LINE;
+    opts->max_payload = WQ_DEFAULT_MAX_PAYLOAD;
+
+    int ch, idx;
+    uint64_t v;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long_only(argc, argv, ":hV", long_options, &idx)) != -1) {
+        switch (ch) {
+        case OPT_LISTEN:
+            if (options_set_listen(opts, optarg) != 0) {
+                fprintf(stderr, "workq-server: invalid -listen '%s' (expected HOST:PORT)\n",
+                        optarg);
+                return EX_USAGE;
+            }
+            break;
+        case OPT_MAX_LINE:
+            if (options_bytes("max-line", optarg, MIN_MAX_LINE, MAX_MAX_LINE, &v) != 0)
+                return EX_USAGE;
+            opts->max_line = (size_t)v;
+            break;
+        case OPT_MAX_PAYLOAD:
+            if (options_bytes("max-payload", optarg, 0, MAX_MAX_PAYLOAD, &v) != 0)
+                return EX_USAGE;
+            opts->max_payload = v;
+            break;
+        case OPT_CMDLOG:
+            fprintf(stderr, "workq-server: -%s: the command log is not supported yet\n",
+                    long_options[idx].name);
+            return EX_CONFIG;
+        case 'h':
+            options_usage(stdout);
+            return 0;
+        case 'V':
+            printf("workq-server %s\n", PACKAGE_VERSION);
+            return 0;
+        case ':':
+            fprintf(stderr, "workq-server: option '%s' needs a value\n", argv[optind - 1]);
+            return EX_USAGE;
+        default:
+            fprintf(stderr, "workq-server: unknown option '%s' (see -help)\n", argv[optind - 1]);
+            return EX_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "workq-server: unexpected argument '%s' (see -help)\n", argv[optind]);
+        return EX_USAGE;
+    }
+    return -1;
+}

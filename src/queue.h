@@ -1,0 +1,67 @@
+/* queue.h - one queue per job name: a heap of ready jobs, a heap of jobs
+ * waiting for their scheduled time, a count of leased jobs, and a FIFO of
+ * parked leasers.  The queue is shared by reference: every job of the name
+ * and every parked leaser holds one, and the core frees the queue when the
+ * last goes.  A queue is "active" (visible to clients) while it holds a
+ * ready, scheduled or leased job or a parked leaser. */
+#ifndef WQ_QUEUE_H
+#define WQ_QUEUE_H
+
+#include "wq.h"
+#include "heap.h"
+
+struct job;
+struct waiter;
+
+/* A leaser's place in one queue's FIFO of parked leasers. */
+struct park_node {
+    struct park_node *prev, *next;
+    struct waiter    *waiter;
+    struct queue     *queue;
+};
+
+struct queue {
+    struct heap       ready;
+    struct heap       scheduled;
+    struct park_node *park_head, *park_tail;
+    uint64_t          refs;   /* jobs of this name + parked nodes */
+    uint64_t          mark;   /* scratch stamp for de-duplicating names in one lease */
+    uint32_t          leased;
+    uint32_t          parked;
+    uint8_t           name_len;
+    char              name[]; /* NUL-terminated */
+};
+
+/* A new empty queue named name[0..len) (len <= WQ_MAX_NAME), refs 0. */
+struct queue *queue_new(const char *name, size_t len);
+/* Free q, which must hold nothing; NULL is ignored. */
+void queue_free(struct queue *q);
+
+static inline bool
+queue_is_active(const struct queue *q)
+{
+    return heap_len(&q->ready) + heap_len(&q->scheduled) + q->leased + q->parked > 0;
+}
+
+/* Put j in the ready heap / the scheduled heap (sets j->place). */
+void        queue_push_ready(struct queue *q, struct job *j);
+void        queue_push_scheduled(struct queue *q, struct job *j);
+/* Take j out of whichever heap holds it (j->place becomes JOB_NOWHERE). */
+void        queue_remove(struct queue *q, struct job *j);
+/* The first ready job, or NULL; it stays in the heap. */
+struct job *queue_peek_ready(const struct queue *q);
+
+/* Append node (with its waiter set) to the FIFO of parked leasers. */
+void              queue_park(struct queue *q, struct park_node *node);
+/* Take node out of the FIFO. */
+void              queue_unpark(struct queue *q, struct park_node *node);
+static inline struct park_node *
+queue_first_parked(const struct queue *q)
+{
+    return q->park_head;
+}
+
+/* registry_key_fn for the name table. */
+void queue_name_key(const void *elem, const void **key, size_t *len);
+
+#endif /* WQ_QUEUE_H */

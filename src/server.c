@@ -1,0 +1,187 @@
+/* server.c - the libevent loop: listener, signals, the wheel timer. */
+#include "wq.h"
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "conn.h"
+#include "core.h"
+#include "log.h"
+#include "options.h"
+#include "util.h"
+
+#define SERVER_BACKLOG 1024
+
+void
+server_begin_batch(struct server *srv)
+{
+    srv->ctx.now_ms = util_now_ms();
+    core_advance(srv->ctx.core, srv->ctx.now_ms);
+}
+
+void
+server_update_timer(struct server *srv)
+{
+    uint64_t next = core_next_event(srv->ctx.core);
+    if (next == srv->timer_at)
+        return;
+    srv->timer_at = next;
+    if (next == WHEEL_NEVER) {
+        evtimer_del(srv->timer);
+        return;
+    }
+    uint64_t now = util_now_ms();
+    uint64_t delay = next > now ? next - now : 0;
+    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
+    evtimer_add(srv->timer, &tv);
+}
+
+static void
+server_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    srv->timer_at = WHEEL_NEVER; /* it fired: not armed any more */
+    server_begin_batch(srv);
+    server_update_timer(srv);
+}
+
+static void
+server_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct server *srv = arg;
+    wq_log(LOG_LVL_INFO, "stopping signal=%d", (int)sig);
+    event_base_loopbreak(srv->base);
+}
+
+static void
+server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+                 void *arg)
+{
+    struct server *srv = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    conn_new(srv, fd);
+}
+
+static void
+server_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    /* EMFILE and friends: log and keep listening; libevent retries. */
+    wq_log(LOG_LVL_WARN, "accept failed: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+/* Describe the address the listener really bound (port 0 becomes a port). */
+static void
+server_describe_bound(struct server *srv)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    evutil_socket_t fd = evconnlistener_get_fd(srv->listener);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+            port = ntohs(s6->sin6_port);
+            snprintf(srv->bound, sizeof srv->bound, "[%s]:%u", host, port);
+            return;
+        }
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+        port = ntohs(s4->sin_port);
+    }
+    snprintf(srv->bound, sizeof srv->bound, "%s:%u", host, port);
+}
+
+static int
+server_listen(struct server *srv)
+{
+    const struct options *o = srv->opts;
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(o->host[0] ? o->host : NULL, o->port, &hints, &res);
+    if (rc != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot resolve listen address host=%s: %s", o->host,
+               gai_strerror(rc));
+        return -1;
+    }
+    int err = 0;
+    for (struct addrinfo *ai = res; ai != NULL && srv->listener == NULL; ai = ai->ai_next) {
+        srv->listener = evconnlistener_new_bind(
+            srv->base, server_accept_cb, srv,
+            LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, SERVER_BACKLOG,
+            ai->ai_addr, (int)ai->ai_addrlen);
+        if (srv->listener == NULL)
+            err = errno;
+    }
+    freeaddrinfo(res);
+    if (srv->listener == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot listen on %s:%s: %s", o->host, o->port, strerror(err));
+        return -1;
+    }
+    evconnlistener_set_error_cb(srv->listener, server_accept_error_cb);
+    server_describe_bound(srv);
+    return 0;
+}
+
+int
+server_init(struct server *srv, const struct options *opts)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->opts = opts;
+    srv->started_ms = util_now_ms();
+    srv->timer_at = WHEEL_NEVER;
+    srv->base = event_base_new();
+    if (srv->base == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot create the event loop");
+        return -1;
+    }
+    srv->ctx.core = core_new(srv->started_ms);
+    srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
+    srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
+    srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);
+    evsignal_add(srv->sig_int, NULL);
+    evsignal_add(srv->sig_term, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return server_listen(srv);
+}
+
+void
+server_run(struct server *srv)
+{
+    event_base_dispatch(srv->base);
+}
+
+void
+server_clear(struct server *srv)
+{
+    while (srv->conns != NULL)
+        conn_free(srv->conns);
+    if (srv->listener != NULL)
+        evconnlistener_free(srv->listener);
+    if (srv->timer != NULL)
+        event_free(srv->timer);
+    if (srv->sig_int != NULL)
+        event_free(srv->sig_int);
+    if (srv->sig_term != NULL)
+        event_free(srv->sig_term);
+    core_free(srv->ctx.core);
+    if (srv->base != NULL)
+        event_base_free(srv->base);
+    memset(srv, 0, sizeof *srv);
+}

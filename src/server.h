@@ -1,0 +1,40 @@
+/* server.h - the event loop: the listener, signals, the one timer that
+ * drives the core's timer wheel, and the set of connections. */
+#ifndef WQ_SERVER_H
+#define WQ_SERVER_H
+
+#include "wq.h"
+#include "cmd.h"
+
+struct options;
+struct conn;
+struct event_base;
+
+struct server {
+    struct event_base     *base;
+    struct evconnlistener *listener;
+    struct event          *timer;
+    struct event          *sig_int, *sig_term;
+    uint64_t               timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
+    const struct options  *opts;
+    struct cmd_ctx         ctx;      /* the core and the batch time */
+    struct conn           *conns;    /* every open connection */
+    uint64_t               nconns;
+    uint64_t               started_ms;
+    char                   bound[96]; /* "host:port" actually bound */
+};
+
+/* Set up the loop and bind the listener.  Returns 0, or -1 after logging
+ * (the caller exits with EX_UNAVAILABLE). */
+int  server_init(struct server *srv, const struct options *opts);
+/* Run until SIGINT or SIGTERM. */
+void server_run(struct server *srv);
+/* Close every connection and free everything. */
+void server_clear(struct server *srv);
+
+/* Read the clock for a new batch of work and run the deadlines due by it. */
+void server_begin_batch(struct server *srv);
+/* Re-arm the timer for the core's next event, if that changed. */
+void server_update_timer(struct server *srv);
+
+#endif /* WQ_SERVER_H */

@@ -1,0 +1,24 @@
+/* util.h - strict number parsing, times, and the server clock. */
+#ifndef WQ_UTIL_H
+#define WQ_UTIL_H
+
+#include "wq.h"
+
+/* Parse s[0..len) as decimal digits only (no sign, no spaces, leading zeros
+ * fine) into a value <= max.  0 on success, -1 otherwise. */
+int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
+/* Parse an optional sign ('+' or '-') and decimal digits into [min, max]. */
+int util_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
+
+/* Format Unix milliseconds as YYYY-MM-DDTHH:MM:SSZ into buf (>= 21 bytes);
+ * returns the length. */
+size_t util_format_time(int64_t unix_ms, char *buf);
+/* Parse YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z (a real UTC date) into Unix ms
+ * (fraction truncated to ms).  0 on success, -1 otherwise. */
+int util_parse_time(const char *s, size_t len, int64_t *unix_ms);
+
+/* The server clock in milliseconds: the wall clock read once at start plus
+ * the monotonic time elapsed since, so it tracks UTC but never jumps. */
+uint64_t util_now_ms(void);
+
+#endif /* WQ_UTIL_H */

@@ -1,0 +1,165 @@
+/* wheel.c - hierarchical timer wheel.
+ *
+ * Invariant: every entry in slots[L][s] has a deadline d > now whose digits
+ * above level L equal those of now, and whose digit L is s (> now's digit L).
+ * When now's digit L becomes s, those entries are re-added and fall to lower
+ * levels; at level 0 that means d == now, so they go to the due list. */
+#include "wq.h"
+#include "wheel.h"
+
+#define WHEEL_DUE_LEVEL 0xff
+
+static inline unsigned
+wheel_digit(uint64_t t, unsigned level)
+{
+    return (unsigned)(t >> (level * WHEEL_BITS)) & (WHEEL_SLOTS - 1);
+}
+
+void
+wheel_init(struct wheel *w, uint64_t now_ms, void *arg)
+{
+    *w = (struct wheel){0};
+    w->now = now_ms;
+    w->arg = arg;
+}
+
+static void
+wheel_link(struct wheel_entry **head, struct wheel_entry *e)
+{
+    e->next = *head;
+    if (e->next != NULL)
+        e->next->pprev = &e->next;
+    e->pprev = head;
+    *head = e;
+}
+
+/* Place an armed-to-be entry by its deadline relative to w->now. */
+static void
+wheel_place(struct wheel *w, struct wheel_entry *e)
+{
+    if (e->deadline <= w->now) {
+        e->level = WHEEL_DUE_LEVEL;
+        wheel_link(&w->due, e);
+        return;
+    }
+    unsigned top_bit = 63u - (unsigned)__builtin_clzll(e->deadline ^ w->now);
+    unsigned level = top_bit / WHEEL_BITS;
+    unsigned slot = wheel_digit(e->deadline, level);
+    e->level = (uint8_t)level;
+    e->slot = (uint8_t)slot;
+    wheel_link(&w->slots[level][slot], e);
+    w->occupied[level] |= 1ULL << slot;
+}
+
+void
+wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t deadline_ms)
+{
+    wheel_cancel(w, e);
+    e->deadline = deadline_ms;
+    wheel_place(w, e);
+    w->count++;
+}
+
+/* Unlink e without touching the count; keeps the occupancy bits true. */
+static void
+wheel_unlink(struct wheel *w, struct wheel_entry *e)
+{
+    *e->pprev = e->next;
+    if (e->next != NULL)
+        e->next->pprev = e->pprev;
+    e->next = NULL;
+    e->pprev = NULL;
+    if (e->level != WHEEL_DUE_LEVEL && w->slots[e->level][e->slot] == NULL)
+        w->occupied[e->level] &= ~(1ULL << e->slot);
+}
+
+void
+wheel_cancel(struct wheel *w, struct wheel_entry *e)
+{
+    if (e->pprev == NULL)
+        return;
+    wheel_unlink(w, e);
+    w->count--;
+}
+
+/* The time at which now's digit at `level` next becomes an occupied slot, or
+ * WHEEL_NEVER.  Occupied slots are always above now's digit (invariant). */
+static uint64_t
+wheel_level_event(const struct wheel *w, unsigned level)
+{
+    uint64_t occ = w->occupied[level];
+    if (occ == 0)
+        return WHEEL_NEVER;
+    unsigned shift = level * WHEEL_BITS;
+    unsigned digit = wheel_digit(w->now, level);
+    uint64_t above = digit == 63 ? 0 : occ & (~0ULL << (digit + 1));
+    WQ_ASSERT(above == occ);
+    unsigned slot = (unsigned)__builtin_ctzll(above);
+    /* now with digits at and below `level` cleared, then digit = slot */
+    uint64_t base = shift + WHEEL_BITS >= 64 ? 0 : (w->now >> (shift + WHEEL_BITS)) << (shift + WHEEL_BITS);
+    return base | ((uint64_t)slot << shift);
+}
+
+uint64_t
+wheel_next_event(const struct wheel *w)
+{
+    if (w->due != NULL)
+        return w->now;
+    uint64_t next = WHEEL_NEVER;
+    for (unsigned level = 0; level < WHEEL_LEVELS; level++) {
+        uint64_t t = wheel_level_event(w, level);
+        if (t < next)
+            next = t;
+    }
+    return next;
+}
+
+/* Re-place every entry of slots[level][slot] relative to the new w->now. */
+static void
+wheel_cascade(struct wheel *w, unsigned level, unsigned slot)
+{
+    struct wheel_entry *e = w->slots[level][slot];
+    w->slots[level][slot] = NULL;
+    w->occupied[level] &= ~(1ULL << slot);
+    while (e != NULL) {
+        struct wheel_entry *next = e->next;
+        wheel_place(w, e);
+        e = next;
+    }
+}
+
+/* Set time to t (no occupied slot lies strictly between), moving down the
+ * slots whose turn t is. */
+static void
+wheel_step_to(struct wheel *w, uint64_t t)
+{
+    uint64_t old = w->now;
+    w->now = t;
+    for (int level = WHEEL_LEVELS - 1; level >= 0; level--) {
+        unsigned shift = (unsigned)level * WHEEL_BITS;
+        if ((t >> shift) == (old >> shift))
+            continue;
+        unsigned slot = wheel_digit(t, (unsigned)level);
+        if (w->occupied[level] & (1ULL << slot))
+            wheel_cascade(w, (unsigned)level, slot);
+    }
+}
+
+void
+wheel_advance(struct wheel *w, uint64_t now_ms)
+{
+    for (;;) {
+        while (w->due != NULL) {
+            struct wheel_entry *e = w->due;
+            wheel_unlink(w, e);
+            w->count--;
+            e->fire(e, w->now, w->arg);
+        }
+        uint64_t next = wheel_next_event(w);
+        if (next > now_ms || next == WHEEL_NEVER)
+            break;
+        wheel_step_to(w, next);
+    }
+    if (now_ms > w->now)
+        wheel_step_to(w, now_ms);
+}

@@ -1,0 +1,80 @@
+/* wheel.h - a hierarchical timer wheel with millisecond resolution.
+ * Eleven levels of 64 slots cover the whole 64-bit range of deadlines.  An
+ * entry sits at the level of the highest 6-bit digit in which its deadline
+ * differs from the wheel's current time, and moves down a level when time
+ * reaches its slot, so add and cancel are O(1) and advancing costs O(levels)
+ * per occupied slot, however far time jumps.  Entries are embedded in their
+ * owners (jobs, waiters): the wheel never allocates.  Pure: time is given. */
+#ifndef WQ_WHEEL_H
+#define WQ_WHEEL_H
+
+#include "wq.h"
+
+#define WHEEL_BITS   6
+#define WHEEL_SLOTS  64
+#define WHEEL_LEVELS 11
+#define WHEEL_NEVER  UINT64_MAX
+
+struct wheel_entry;
+/* Called when e is due; e is no longer armed and may be re-added. */
+typedef void (*wheel_fire_fn)(struct wheel_entry *e, uint64_t now_ms, void *arg);
+
+struct wheel_entry {
+    struct wheel_entry  *next;
+    struct wheel_entry **pprev; /* NULL when not armed */
+    uint64_t             deadline;
+    wheel_fire_fn        fire;
+    uint8_t              level, slot;
+};
+
+struct wheel {
+    uint64_t            now;
+    struct wheel_entry *due; /* entries whose deadline has come */
+    uint64_t            occupied[WHEEL_LEVELS];
+    struct wheel_entry *slots[WHEEL_LEVELS][WHEEL_SLOTS];
+    size_t              count;
+    void               *arg; /* passed to every fire callback */
+};
+
+/* Start an empty wheel at time now_ms; arg is passed to fire callbacks. */
+void wheel_init(struct wheel *w, uint64_t now_ms, void *arg);
+
+/* Prepare an entry that calls fire; it starts unarmed. */
+static inline void
+wheel_entry_init(struct wheel_entry *e, wheel_fire_fn fire)
+{
+    e->next = NULL;
+    e->pprev = NULL;
+    e->deadline = 0;
+    e->fire = fire;
+    e->level = e->slot = 0;
+}
+
+static inline bool
+wheel_entry_armed(const struct wheel_entry *e)
+{
+    return e->pprev != NULL;
+}
+
+/* Arm e for deadline_ms (re-arming an armed entry moves it).  A deadline at
+ * or before the wheel's time fires on the next wheel_advance. */
+void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t deadline_ms);
+/* Disarm e; nothing happens if it is not armed. */
+void wheel_cancel(struct wheel *w, struct wheel_entry *e);
+
+/* Move time to now_ms, firing every entry due by then in deadline order of
+ * their slots.  Callbacks may add and cancel entries. */
+void wheel_advance(struct wheel *w, uint64_t now_ms);
+
+/* The next time at which wheel_advance has work to do (an entry to fire or a
+ * slot to move down), WHEEL_NEVER when empty.  It is never later than the
+ * earliest deadline, and may be earlier. */
+uint64_t wheel_next_event(const struct wheel *w);
+
+static inline size_t
+wheel_count(const struct wheel *w)
+{
+    return w->count;
+}
+
+#endif /* WQ_WHEEL_H */
