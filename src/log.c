@@ -13,7 +13,7 @@ enum log_level wq_log_level = LOG_LVL_INFO;
 static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 _Static_assert(WQ_ARRAY_LEN(log_level_names) == LOG_LVL_COUNT, "log_level_names out of sync");
 
-static void
+__attribute__((format(printf, 2, 0))) static void
 log_vwrite(const char *level, const char *fmt, va_list ap)
 {
     char line[1024];
