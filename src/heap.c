@@ -114,3 +114,77 @@ heap_pop(struct heap *h)
     heap_remove(h, 0);
     return elem;
 }
+
+/* The walk's frontier: a binary min-heap of positions in h, by h's keys. */
+struct heap_frontier {
+    const struct heap *h;
+    uint32_t          *pos;
+    uint32_t           len;
+};
+
+static bool
+frontier_less(const struct heap_frontier *f, uint32_t a, uint32_t b)
+{
+    return heap_item_less(&f->h->items[f->pos[a]], &f->h->items[f->pos[b]]);
+}
+
+static void
+frontier_push(struct heap_frontier *f, uint32_t p)
+{
+    uint32_t i = f->len++;
+    f->pos[i] = p;
+    while (i > 0 && frontier_less(f, i, (i - 1) / 2)) {
+        uint32_t parent = (i - 1) / 2, t = f->pos[i];
+        f->pos[i] = f->pos[parent];
+        f->pos[parent] = t;
+        i = parent;
+    }
+}
+
+static uint32_t
+frontier_pop(struct heap_frontier *f)
+{
+    uint32_t top = f->pos[0];
+    f->pos[0] = f->pos[--f->len];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < f->len && frontier_less(f, l, m))
+            m = l;
+        if (r < f->len && frontier_less(f, r, m))
+            m = r;
+        if (m == i)
+            break;
+        uint32_t t = f->pos[i];
+        f->pos[i] = f->pos[m];
+        f->pos[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+uint32_t
+heap_walk(const struct heap *h, uint64_t skip, uint32_t count, void (*fn)(void *elem, void *arg),
+          void *arg)
+{
+    if (skip >= h->len || count == 0)
+        return 0;
+    uint64_t visits = WQ_MIN(skip + count, (uint64_t)h->len);
+    /* Each visit removes one position and adds at most HEAP_D. */
+    struct heap_frontier f = {h, wq_malloc((size_t)(visits * (HEAP_D - 1) + 1) * sizeof(uint32_t)),
+                              0};
+    uint32_t calls = 0;
+    frontier_push(&f, 0);
+    for (uint64_t n = 0; n < visits; n++) {
+        uint32_t p = frontier_pop(&f);
+        if (n >= skip) {
+            fn(h->items[p].elem, arg);
+            calls++;
+        }
+        uint64_t first = (uint64_t)p * HEAP_D + 1;
+        for (uint64_t c = first; c < first + HEAP_D && c < h->len; c++)
+            frontier_push(&f, (uint32_t)c);
+    }
+    wq_free(f.pos);
+    return calls;
+}

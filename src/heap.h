@@ -63,4 +63,11 @@ heap_item_less(const struct heap_item *a, const struct heap_item *b)
     return a->k[2] < b->k[2];
 }
 
+/* Visit the elements in ascending key order without changing the heap:
+ * skip the first `skip`, then call fn on up to `count` of them.  Costs
+ * O((skip + count) log(skip + count)) by a best-first walk from the root,
+ * whatever the heap's size.  Returns the number of calls made. */
+uint32_t heap_walk(const struct heap *h, uint64_t skip, uint32_t count,
+                   void (*fn)(void *elem, void *arg), void *arg);
+
 #endif /* WQ_HEAP_H */

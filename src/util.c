@@ -62,14 +62,66 @@ days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
+/* The inverse of days_from_civil (same source). */
+static void
+civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+/* Write v as exactly n decimal digits, zero-padded. */
+static char *
+put_digits(char *p, unsigned v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (char)('0' + v % 10);
+        v /= 10;
+    }
+    return p + n;
+}
+
+/* 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the years the format
+ * (and util_parse_time) can express. */
+#define UTIL_TIME_MIN_MS (-62167219200000LL)
+#define UTIL_TIME_MAX_MS 253402300799999LL
+
 size_t
 util_format_time(int64_t unix_ms, char *buf)
 {
+    /* Four-digit years only (as Go's RFC 3339 layout, and what
+     * util_parse_time reads back); times outside them are clamped rather
+     * than overflowing the 21-byte buffer.  strftime is not used: glibc's %Y
+     * does not pad years below 1000. */
+    unix_ms = WQ_MAX(WQ_MIN(unix_ms, UTIL_TIME_MAX_MS), UTIL_TIME_MIN_MS);
     int64_t secs = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
-    time_t t = (time_t)secs;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    return strftime(buf, 21, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+    unsigned sod = (unsigned)(secs - days * 86400);
+    int64_t y;
+    unsigned m, d;
+    civil_from_days(days, &y, &m, &d);
+
+    char *p = put_digits(buf, (unsigned)y, 4);
+    *p++ = '-';
+    p = put_digits(p, m, 2);
+    *p++ = '-';
+    p = put_digits(p, d, 2);
+    *p++ = 'T';
+    p = put_digits(p, sod / 3600, 2);
+    *p++ = ':';
+    p = put_digits(p, sod / 60 % 60, 2);
+    *p++ = ':';
+    p = put_digits(p, sod % 60, 2);
+    *p++ = 'Z';
+    *p = '\0';
+    return (size_t)(p - buf);
 }
 
 static bool

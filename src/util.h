@@ -11,7 +11,7 @@ int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
 int util_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
 
 /* Format Unix milliseconds as YYYY-MM-DDTHH:MM:SSZ into buf (>= 21 bytes);
- * returns the length. */
+ * returns the length (20).  Times outside the years 0000-9999 are clamped. */
 size_t util_format_time(int64_t unix_ms, char *buf);
 /* Parse YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z (a real UTC date) into Unix ms
  * (fraction truncated to ms).  0 on success, -1 otherwise. */

@@ -96,7 +96,8 @@ wheel_level_event(const struct wheel *w, unsigned level)
     WQ_ASSERT(above == occ);
     unsigned slot = (unsigned)__builtin_ctzll(above);
     /* now with digits at and below `level` cleared, then digit = slot */
-    uint64_t base = shift + WHEEL_BITS >= 64 ? 0 : (w->now >> (shift + WHEEL_BITS)) << (shift + WHEEL_BITS);
+    uint64_t base =
+        shift + WHEEL_BITS >= 64 ? 0 : (w->now >> (shift + WHEEL_BITS)) << (shift + WHEEL_BITS);
     return base | ((uint64_t)slot << shift);
 }
 
@@ -155,11 +156,12 @@ wheel_advance(struct wheel *w, uint64_t now_ms)
             w->count--;
             e->fire(e, w->now, w->arg);
         }
-        uint64_t next = wheel_next_event(w);
-        if (next > now_ms || next == WHEEL_NEVER)
+        if (w->now >= now_ms)
             break;
-        wheel_step_to(w, next);
+        /* Step to the next event or to now_ms, whichever comes first.  An
+         * event at UINT64_MAX (a deadline of UINT64_MAX) equals WHEEL_NEVER,
+         * so "never" cannot end the loop: stepping to now_ms then still
+         * cascades that slot and the entry fires on the next turn. */
+        wheel_step_to(w, WQ_MIN(wheel_next_event(w), now_ms));
     }
-    if (now_ms > w->now)
-        wheel_step_to(w, now_ms);
 }

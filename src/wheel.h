@@ -68,7 +68,9 @@ void wheel_advance(struct wheel *w, uint64_t now_ms);
 
 /* The next time at which wheel_advance has work to do (an entry to fire or a
  * slot to move down), WHEEL_NEVER when empty.  It is never later than the
- * earliest deadline, and may be earlier. */
+ * earliest deadline (or the wheel's time, for an entry already due), and may
+ * be earlier.  The fire callbacks get the wheel's stepped time, which is the
+ * entry's slot time, not the time passed to wheel_advance. */
 uint64_t wheel_next_event(const struct wheel *w);
 
 static inline size_t

@@ -1,0 +1,506 @@
+/* check_registry.c - unit tests for the keyed-hash table (src/registry.c).
+ * Tables use 16-byte ids (as jobs do) or NUL-terminated names of any length
+ * (as queues do).  The hash key is random per table, so collisions cannot be
+ * chosen; the removal tests instead fill tables to their maximum load, where
+ * long probe runs form on their own, and check every survivor after each
+ * removal. */
+#include "wq.h"
+#include "registry.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
+/* Under valgrind or ASan, the big cases shrink to keep each run short. */
+#define SLOW_RUN (RUNNING_ON_VALGRIND || TEST_ASAN)
+
+/* check's ck_assert_* records a mark point (a write to a file) even when it
+ * passes; loops that check millions of facts test first and call check only
+ * to report a failure. */
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg("failed: %s", #cond);                                                     \
+    } while (0)
+
+struct item {
+    uint8_t id[16];
+    unsigned visits; /* registry_foreach */
+    bool in;         /* what the test believes */
+};
+
+static void
+item_key(const void *elem, const void **key, size_t *len)
+{
+    const struct item *it = elem;
+    *key = it->id;
+    *len = sizeof it->id;
+}
+
+struct named {
+    const char *name;
+    unsigned visits;
+};
+
+static void
+named_key(const void *elem, const void **key, size_t *len)
+{
+    const struct named *n = elem;
+    *key = n->name;
+    *len = strlen(n->name);
+}
+
+/* Deterministic xorshift64*: the same sequence on every run and platform. */
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static void
+shuffle(size_t *a, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(rng_next() % i);
+        size_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* n items with distinct ids: a counter in the first 8 bytes, random bytes
+ * after, so ids differ early, late or both. */
+static struct item *
+items_new(size_t n)
+{
+    struct item *its = calloc(n, sizeof *its);
+    ck_assert_ptr_nonnull(its);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t c = i, r = rng_next();
+        memcpy(its[i].id, &c, 8);
+        memcpy(its[i].id + 8, &r, 8);
+    }
+    return its;
+}
+
+static size_t *
+order_new(size_t n)
+{
+    size_t *o = malloc(n * sizeof *o);
+    ck_assert_ptr_nonnull(o);
+    for (size_t i = 0; i < n; i++)
+        o[i] = i;
+    shuffle(o, n);
+    return o;
+}
+
+/* Every item is found exactly when the test believes it is in. */
+static void
+verify_items(const struct registry *r, const struct item *its, size_t n)
+{
+    size_t in = 0;
+    for (size_t i = 0; i < n; i++) {
+        void *found = registry_find(r, its[i].id, sizeof its[i].id);
+        REQUIRE(found == (its[i].in ? &its[i] : NULL));
+        in += its[i].in;
+    }
+    REQUIRE(registry_count(r) == in);
+}
+
+static void
+count_visit(void *elem, void *arg)
+{
+    struct item *it = elem;
+    it->visits++;
+    (*(size_t *)arg)++;
+}
+
+static void
+named_visit(void *elem, void *arg)
+{
+    struct named *n = elem;
+    n->visits++;
+    (*(size_t *)arg)++;
+}
+
+START_TEST(test_ids_basic)
+{
+    struct registry *r = registry_new(item_key);
+    struct item *its = items_new(3);
+    uint8_t absent[16] = {0xff};
+
+    ck_assert_uint_eq(registry_count(r), 0);
+    ck_assert_ptr_null(registry_find(r, its[0].id, 16));
+    ck_assert_ptr_null(registry_remove(r, its[0].id, 16));
+
+    registry_insert(r, &its[0]);
+    registry_insert(r, &its[1]);
+    ck_assert_uint_eq(registry_count(r), 2);
+    ck_assert_ptr_eq(registry_find(r, its[0].id, 16), &its[0]);
+    ck_assert_ptr_eq(registry_find(r, its[1].id, 16), &its[1]);
+    ck_assert_ptr_null(registry_find(r, its[2].id, 16));
+    ck_assert_ptr_null(registry_find(r, absent, 16));
+
+    /* A key is found by its bytes, not by the pointer passed in. */
+    uint8_t copy[16];
+    memcpy(copy, its[1].id, 16);
+    ck_assert_ptr_eq(registry_find(r, copy, 16), &its[1]);
+    /* A prefix of a key is another key. */
+    ck_assert_ptr_null(registry_find(r, its[1].id, 15));
+    ck_assert_ptr_null(registry_remove(r, its[1].id, 15));
+    ck_assert_uint_eq(registry_count(r), 2);
+
+    ck_assert_ptr_eq(registry_remove(r, its[0].id, 16), &its[0]);
+    ck_assert_uint_eq(registry_count(r), 1);
+    ck_assert_ptr_null(registry_find(r, its[0].id, 16));
+    ck_assert_ptr_null(registry_remove(r, its[0].id, 16));
+    ck_assert_ptr_eq(registry_find(r, its[1].id, 16), &its[1]);
+
+    /* Removed keys can come back. */
+    registry_insert(r, &its[0]);
+    ck_assert_ptr_eq(registry_find(r, its[0].id, 16), &its[0]);
+    ck_assert_uint_eq(registry_count(r), 2);
+
+    registry_free(r);
+    registry_free(NULL);
+    free(its);
+}
+END_TEST
+
+START_TEST(test_string_keys)
+{
+    /* Keys of every length from 0 to 40, sharing prefixes, across the 8-byte
+     * block boundaries of the hash. */
+    enum { N = 41 };
+    static char buf[N][N + 1];
+    struct named ns[N + 3];
+    struct registry *r = registry_new(named_key);
+    for (size_t i = 0; i < N; i++) {
+        memset(buf[i], 'q', i);
+        buf[i][i] = '\0';
+        ns[i].name = buf[i];
+        registry_insert(r, &ns[i]);
+    }
+    char other[] = "emails", other2[] = "emailz", utf8[] = "caf\xc3\xa9";
+    ns[N].name = other;
+    ns[N + 1].name = other2;
+    ns[N + 2].name = utf8;
+    for (size_t i = N; i < N + 3; i++)
+        registry_insert(r, &ns[i]);
+    ck_assert_uint_eq(registry_count(r), N + 3);
+
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_eq(registry_find(r, buf[i], i), &ns[i]);
+    ck_assert_ptr_eq(registry_find(r, "", 0), &ns[0]);
+    ck_assert_ptr_eq(registry_find(r, "emails", 6), &ns[N]);
+    ck_assert_ptr_eq(registry_find(r, "emailz", 6), &ns[N + 1]);
+    ck_assert_ptr_eq(registry_find(r, "caf\xc3\xa9", 5), &ns[N + 2]);
+    ck_assert_ptr_null(registry_find(r, "email", 5));
+    ck_assert_ptr_null(registry_find(r, "emailss", 7));
+    ck_assert_ptr_null(registry_find(r, "Emails", 6));
+    /* A name given as a token of a longer line (not NUL-terminated). */
+    const char *line = "lease emails 5000";
+    ck_assert_ptr_eq(registry_find(r, line + 6, 6), &ns[N]);
+
+    /* Remove the odd lengths, then check all. */
+    for (size_t i = 1; i < N; i += 2)
+        ck_assert_ptr_eq(registry_remove(r, buf[i], i), &ns[i]);
+    for (size_t i = 0; i < N; i++)
+        ck_assert_ptr_eq(registry_find(r, buf[i], i), i % 2 ? NULL : &ns[i]);
+    ck_assert_ptr_eq(registry_remove(r, "", 0), &ns[0]);
+    ck_assert_ptr_null(registry_find(r, "", 0));
+    ck_assert_uint_eq(registry_count(r), N + 3 - N / 2 - 1);
+    ck_assert_ptr_eq(registry_find(r, "emails", 6), &ns[N]);
+    registry_free(r);
+}
+END_TEST
+
+START_TEST(test_growth_and_removal_phases)
+{
+    const size_t n = SLOW_RUN ? 150000 : 1000000;
+    struct item *its = items_new(n);
+    size_t *order = order_new(n);
+    struct registry *r = registry_new(item_key);
+
+    /* Phase 1: insert all (through many doublings), all findable. */
+    for (size_t i = 0; i < n; i++) {
+        registry_insert(r, &its[i]);
+        its[i].in = true;
+        if ((i & (i + 1)) == 0) /* at every power of two: a spot check */
+            REQUIRE(registry_find(r, its[i / 2].id, 16) == &its[i / 2]);
+    }
+    REQUIRE(registry_count(r) == n);
+    verify_items(r, its, n);
+
+    /* Phase 2: remove half in random order. */
+    for (size_t k = 0; k < n / 2; k++) {
+        struct item *it = &its[order[k]];
+        REQUIRE(registry_remove(r, it->id, 16) == it);
+        it->in = false;
+    }
+    verify_items(r, its, n);
+
+    /* Phase 3: remove the rest (and the removed ones again: NULL). */
+    shuffle(order, n);
+    for (size_t k = 0; k < n; k++) {
+        struct item *it = &its[order[k]];
+        void *got = registry_remove(r, it->id, 16);
+        REQUIRE(got == (it->in ? it : NULL));
+        it->in = false;
+    }
+    REQUIRE(registry_count(r) == 0);
+    for (size_t i = 0; i < n; i += 97)
+        REQUIRE(registry_find(r, its[i].id, 16) == NULL);
+
+    /* The emptied table still works. */
+    registry_insert(r, &its[5]);
+    ck_assert_ptr_eq(registry_find(r, its[5].id, 16), &its[5]);
+    ck_assert_uint_eq(registry_count(r), 1);
+
+    registry_free(r);
+    free(order);
+    free(its);
+}
+END_TEST
+
+/* Fill a fresh table to n items, then remove them in random order, checking
+ * every survivor (and every removed one) after each removal. */
+static void
+drain_checked(size_t n)
+{
+    struct item *its = items_new(n);
+    size_t *order = order_new(n);
+    struct registry *r = registry_new(item_key);
+    for (size_t i = 0; i < n; i++) {
+        registry_insert(r, &its[i]);
+        its[i].in = true;
+    }
+    verify_items(r, its, n);
+    for (size_t k = 0; k < n; k++) {
+        struct item *it = &its[order[k]];
+        REQUIRE(registry_remove(r, it->id, 16) == it);
+        it->in = false;
+        verify_items(r, its, n);
+    }
+    registry_free(r);
+    free(order);
+    free(its);
+}
+
+START_TEST(test_remove_in_runs)
+{
+    /* Powers of two fill a table to its maximum load of one half (the long
+     * runs, wrapping past the end of the slot array on some tables); the
+     * others are just above or below.  Many small tables, each with its own
+     * random hash key, give many different run shapes. */
+    static const size_t sizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 128};
+    int rounds = SLOW_RUN ? 15 : 60;
+    for (int round = 0; round < rounds; round++) {
+        for (size_t i = 0; i < WQ_ARRAY_LEN(sizes); i++)
+            drain_checked(sizes[i]);
+    }
+    drain_checked(SLOW_RUN ? 256 : 512);
+    drain_checked(SLOW_RUN ? 512 : 2048);
+}
+END_TEST
+
+START_TEST(test_random_mixed)
+{
+    /* Inserts and removes interleaved at random against a model. */
+    const size_t n = 4096;
+    const int ops = SLOW_RUN ? 20000 : 200000;
+    struct item *its = items_new(n);
+    struct registry *r = registry_new(item_key);
+    size_t in = 0;
+    for (int op = 0; op < ops; op++) {
+        struct item *it = &its[rng_next() % n];
+        if (it->in) {
+            REQUIRE(registry_remove(r, it->id, 16) == it);
+            it->in = false;
+            in--;
+        } else {
+            REQUIRE(registry_find(r, it->id, 16) == NULL);
+            registry_insert(r, it);
+            it->in = true;
+            in++;
+        }
+        REQUIRE(registry_count(r) == in);
+        if (op % 4096 == 0)
+            verify_items(r, its, n);
+    }
+    verify_items(r, its, n);
+    registry_free(r);
+    free(its);
+}
+END_TEST
+
+START_TEST(test_foreach)
+{
+    const size_t n = 5000;
+    struct item *its = items_new(n);
+    struct registry *r = registry_new(item_key);
+    size_t total = 0;
+
+    registry_foreach(r, count_visit, &total); /* empty: no calls */
+    ck_assert_uint_eq(total, 0);
+
+    for (size_t i = 0; i < n; i++)
+        registry_insert(r, &its[i]);
+    for (size_t i = 0; i < n; i += 3)
+        ck_assert_ptr_eq(registry_remove(r, its[i].id, 16), &its[i]);
+    registry_foreach(r, count_visit, &total);
+    ck_assert_uint_eq(total, registry_count(r));
+    for (size_t i = 0; i < n; i++)
+        REQUIRE(its[i].visits == (i % 3 != 0));
+    registry_free(r);
+    free(its);
+
+    /* Also with string keys. */
+    struct named ns[3] = {{"a", 0}, {"bb", 0}, {"", 0}};
+    r = registry_new(named_key);
+    for (size_t i = 0; i < 3; i++)
+        registry_insert(r, &ns[i]);
+    total = 0;
+    registry_foreach(r, named_visit, &total);
+    ck_assert_uint_eq(total, 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_uint_eq(ns[i].visits, 1);
+    registry_free(r);
+}
+END_TEST
+
+/* SipHash-1-3 reference outputs: key 00 01 .. 0f and message 00 01 .. (len-1),
+ * as published with Swift's and Rust's SipHash-1-3 test suites (generated
+ * from the reference implementation, github.com/veorq/SipHash); and the
+ * all-zero key, which is Rust's DefaultHasher::new(). */
+static const struct {
+    size_t len;
+    uint64_t want;
+} sip13_key_seq[] = {
+    {0, 0xabac0158050fc4dcULL},  {1, 0xc9f49bf37d57ca93ULL},  {2, 0x82cb9b024dc7d44dULL},
+    {7, 0xd3927d989bb11140ULL},  {8, 0x369095118d299a8eULL},  {9, 0x25a48eb36c063de4ULL},
+    {15, 0xd320d86d2a519956ULL}, {16, 0xcc4fdd1a7d908b66ULL}, {17, 0x9cf2689063dbd80cULL},
+    {63, 0x9d199062b7bbb3a8ULL},
+};
+static const struct {
+    size_t len;
+    uint64_t want;
+} sip13_key_zero[] = {
+    {0, 0xd1fba762150c532cULL},
+    {1, 0x68a914128e01e473ULL},
+    {8, 0xead411e67ebe2eeaULL},
+    {63, 0x385d3e39e5f37359ULL},
+};
+
+START_TEST(test_siphash_vectors)
+{
+    uint8_t key[16], zero[16] = {0}, msg[64];
+    for (int i = 0; i < 16; i++)
+        key[i] = (uint8_t)i;
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)i;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(sip13_key_seq); i++) {
+        uint64_t got = registry_siphash(key, msg, sip13_key_seq[i].len);
+        ck_assert_msg(got == sip13_key_seq[i].want, "len %zu: got %016llx want %016llx",
+                      sip13_key_seq[i].len, (unsigned long long)got,
+                      (unsigned long long)sip13_key_seq[i].want);
+    }
+    for (size_t i = 0; i < WQ_ARRAY_LEN(sip13_key_zero); i++) {
+        uint64_t got = registry_siphash(zero, msg, sip13_key_zero[i].len);
+        ck_assert_msg(got == sip13_key_zero[i].want, "len %zu: got %016llx want %016llx",
+                      sip13_key_zero[i].len, (unsigned long long)got,
+                      (unsigned long long)sip13_key_zero[i].want);
+    }
+}
+END_TEST
+
+START_TEST(test_siphash_properties)
+{
+    uint8_t k1[16] = {1, 2, 3}, k2[16] = {1, 2, 4}, msg[64];
+    for (int i = 0; i < 64; i++)
+        msg[i] = (uint8_t)(i * 7);
+    /* Deterministic, and independent of the buffer's alignment. */
+    uint8_t shifted[65];
+    memcpy(shifted + 1, msg, 64);
+    for (size_t len = 0; len <= 64; len++) {
+        ck_assert_uint_eq(registry_siphash(k1, msg, len), registry_siphash(k1, msg, len));
+        ck_assert_uint_eq(registry_siphash(k1, msg, len), registry_siphash(k1, shifted + 1, len));
+        /* Another key, another hash (2^-64 chance of a false failure). */
+        ck_assert_uint_ne(registry_siphash(k1, msg, len), registry_siphash(k2, msg, len));
+        /* Length is part of the input: trailing zero bytes change it. */
+        if (len < 64) {
+            uint8_t z[65] = {0};
+            memcpy(z, msg, len);
+            ck_assert_uint_ne(registry_siphash(k1, z, len), registry_siphash(k1, z, len + 1));
+        }
+    }
+    /* One flipped bit anywhere changes the hash. */
+    for (size_t bit = 0; bit < 64 * 8; bit++) {
+        uint8_t m[64];
+        memcpy(m, msg, 64);
+        m[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        REQUIRE(registry_siphash(k1, m, 64) != registry_siphash(k1, msg, 64));
+    }
+}
+END_TEST
+
+static Suite *
+registry_suite(void)
+{
+    Suite *s = suite_create("registry");
+    struct {
+        const char *name;
+        const TTest *test;
+    } cases[] = {
+        {"ids_basic", test_ids_basic},
+        {"string_keys", test_string_keys},
+        {"growth_and_removal_phases", test_growth_and_removal_phases},
+        {"remove_in_runs", test_remove_in_runs},
+        {"random_mixed", test_random_mixed},
+        {"foreach", test_foreach},
+        {"siphash_vectors", test_siphash_vectors},
+        {"siphash_properties", test_siphash_properties},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(registry_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
