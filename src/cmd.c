@@ -15,6 +15,11 @@ const struct cmd_flag cmd_job_flags[] = {
     {NULL, NULL, 0, 0},
 };
 
+const struct cmd_flag cmd_run_flags[] = {
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX},
+    {NULL, NULL, 0, 0},
+};
+
 static const struct cmd_spec cmd_table[] = {
     /* name, min args, max args, data block?, size error; flags; handler */
     {{"add", 5, 5, true, "Invalid payload size"}, cmd_job_flags, cmd_add},

@@ -10,10 +10,13 @@
 struct conn;
 struct core;
 
-/* What handlers share: the core and the time of the current batch. */
+/* What handlers share: the core, the time of the current batch, and the
+ * server figures that inspect shows. */
 struct cmd_ctx {
     struct core *core;
     uint64_t     now_ms;
+    uint64_t     started_ms;
+    uint64_t     clients; /* open connections */
 };
 
 typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
@@ -61,9 +64,14 @@ void cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
 void cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
 void cmd_complete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
 void cmd_fail(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_run(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
 
-/* Flag table of add (priority, max-attempts, max-fails), in this order. */
+/* Flag tables: add and schedule take all three (in this order), run only
+ * the priority. */
 extern const struct cmd_flag cmd_job_flags[];
+extern const struct cmd_flag cmd_run_flags[];
 enum { CMD_FLAG_PRIORITY, CMD_FLAG_MAX_ATTEMPTS, CMD_FLAG_MAX_FAILS, CMD_FLAG_COUNT };
 
 #endif /* WQ_CMD_H */

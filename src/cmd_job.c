@@ -6,46 +6,62 @@
 
 #include "conn.h"
 #include "core.h"
+#include "util.h"
+
+/* The reply to a job-creating command that did not park. */
+static void
+cmd_reply_add_status(struct conn *c, enum core_status st)
+{
+    if (st == CORE_OK)
+        cmd_reply_ok(c);
+    else if (st == CORE_DUPLICATE)
+        conn_client_error(c, "Duplicate job");
+    else
+        cmd_reply_nomem(c);
+}
+
+/* Validate what add, schedule and run share: <id> <name> <ttr> first. */
+static const char *
+cmd_job_head(const struct request *r, struct job_spec *s)
+{
+    if (!cmd_arg_id(&r->args[0], s->id))
+        return "Invalid ID";
+    if (!cmd_arg_name(&r->args[1]))
+        return "Invalid Name";
+    if (!cmd_arg_ttr(&r->args[2], &s->ttr))
+        return "Invalid TTR";
+    s->name = r->args[1];
+    s->payload = r->block;
+    s->payload_len = r->block_len;
+    return NULL;
+}
+
+/* Validate the flags (last, as they come) and put them in s. */
+static const char *
+cmd_job_flags_into(const struct request *r, struct job_spec *s)
+{
+    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0};
+    const char *err = cmd_parse_flags(r, flags);
+    s->priority = (int32_t)flags[CMD_FLAG_PRIORITY];
+    s->max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
+    s->max_fails = (uint8_t)flags[CMD_FLAG_MAX_FAILS];
+    return err;
+}
 
 void
 cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
 {
     struct job_spec s = {0};
-    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0};
-    const char *err = NULL;
-
-    if (!cmd_arg_id(&r->args[0], s.id))
-        err = "Invalid ID";
-    else if (!cmd_arg_name(&r->args[1]))
-        err = "Invalid Name";
-    else if (!cmd_arg_ttr(&r->args[2], &s.ttr))
-        err = "Invalid TTR";
-    else if (!cmd_arg_ttl(&r->args[3], &s.ttl))
+    const char *err = cmd_job_head(r, &s);
+    if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
         err = "Invalid TTL";
-    else
-        err = cmd_parse_flags(r, flags);
+    if (err == NULL)
+        err = cmd_job_flags_into(r, &s);
     if (err != NULL) {
         conn_client_error(c, err);
         return;
     }
-    s.name = r->args[1];
-    s.priority = (int32_t)flags[CMD_FLAG_PRIORITY];
-    s.max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
-    s.max_fails = (uint8_t)flags[CMD_FLAG_MAX_FAILS];
-    s.payload = r->block;
-    s.payload_len = r->block_len;
-
-    switch (core_add(ctx->core, &s, ctx->now_ms)) {
-    case CORE_OK:
-        cmd_reply_ok(c);
-        break;
-    case CORE_DUPLICATE:
-        conn_client_error(c, "Duplicate job");
-        break;
-    default:
-        cmd_reply_nomem(c);
-        break;
-    }
+    cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
 }
 
 /* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done. */
@@ -119,4 +135,50 @@ cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
         cmd_reply_ok(c);
     else
         cmd_reply_not_found(c);
+}
+
+void
+cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    struct job_spec s = {0};
+    const char *err = cmd_job_head(r, &s);
+    if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
+        err = "Invalid TTL";
+    if (err == NULL && util_parse_time(r->args[4].p, r->args[4].n, &s.time_ms) != 0)
+        err = "Invalid Time";
+    if (err == NULL)
+        err = cmd_job_flags_into(r, &s);
+    /* A job whose life would be over before it starts is refused. */
+    if (err == NULL && core_expiry(s.time_ms, s.ttl) <= ctx->now_ms)
+        err = "Invalid Time";
+    if (err != NULL) {
+        conn_client_error(c, err);
+        return;
+    }
+    s.timed = true;
+    cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
+}
+
+void
+cmd_run(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    struct job_spec s = {0};
+    uint64_t wait = 0;
+    const char *err = cmd_job_head(r, &s);
+    if (err == NULL && !cmd_arg_wait(&r->args[3], &wait))
+        err = "Invalid wait timeout";
+    if (err == NULL)
+        err = cmd_job_flags_into(r, &s);
+    if (err != NULL) {
+        conn_client_error(c, err);
+        return;
+    }
+    struct waiter *w;
+    enum core_status st = core_run(ctx->core, &s, wait, ctx->now_ms, cmd_result_done, c, &w);
+    if (st == CORE_PARKED)
+        conn_park(c, w);
+    else if (st == CORE_TIMEOUT)
+        cmd_reply_timeout(c);
+    else
+        cmd_reply_add_status(c, st);
 }

@@ -83,7 +83,7 @@ conn_free(struct conn *c)
         srv->conns = c->next;
     if (c->next != NULL)
         c->next->prev = c->prev;
-    srv->nconns--;
+    srv->ctx.clients--;
     proto_clear(&c->proto);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
@@ -227,6 +227,6 @@ conn_new(struct server *srv, int fd)
     if (c->next != NULL)
         c->next->prev = c;
     srv->conns = c;
-    srv->nconns++;
+    srv->ctx.clients++;
     return c;
 }

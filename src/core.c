@@ -10,8 +10,9 @@
 
 #define CORE_POOL_BLOCK 1024
 
-static void core_job_timer(struct wheel_entry *e, uint64_t now_ms, void *arg);
-static void core_waiter_timer(struct wheel_entry *e, uint64_t now_ms, void *arg);
+static void core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+static void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+static void core_job_destroy(struct core *c, struct job *j);
 
 struct core *
 core_new(uint64_t now_ms)
@@ -25,6 +26,7 @@ core_new(uint64_t now_ms)
     if (getrandom(&c->rng, sizeof c->rng, GRND_NONBLOCK) != (ssize_t)sizeof c->rng)
         c->rng = (uint64_t)time(NULL);
     c->rng |= 1; /* xorshift state must not be zero */
+    c->now_ms = now_ms;
     return c;
 }
 
@@ -170,7 +172,10 @@ core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter
 void
 core_cancel(struct core *c, struct waiter *w)
 {
+    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
     core_waiter_free(c, w);
+    if (run_job != NULL)
+        core_job_destroy(c, run_job);
 }
 
 /* Answer every result waiter of j (it has its result, or is going away). */
@@ -181,11 +186,25 @@ core_wake_result_waiters(struct core *c, struct job *j, enum waiter_outcome how)
         core_waiter_finish(c, j->waiters, how, j);
 }
 
+/* The waiting client of run job j, or NULL. */
+static struct waiter *
+core_run_waiter(const struct job *j)
+{
+    for (struct waiter *w = j->waiters; w != NULL; w = w->next) {
+        if (w->kind == WAITER_RUN)
+            return w;
+    }
+    return NULL;
+}
+
 static void
-core_waiter_timer(struct wheel_entry *e, uint64_t now_ms, void *arg)
+core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 {
     struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
+    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
     core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
+    if (run_job != NULL)
+        core_job_destroy(arg, run_job); /* nobody leased it in time */
 }
 
 /* ---- transitions ---- */
@@ -201,6 +220,12 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
     c->stats.leased++;
     j->due_at = now_ms + j->ttr;
     core_job_arm(c, j);
+    if (j->flags & JOB_F_RUN) {
+        /* Leased: the client now waits for the result until the TTR ends. */
+        struct waiter *rw = core_run_waiter(j);
+        if (rw != NULL)
+            wheel_cancel(&c->wheel, &rw->timer);
+    }
 }
 
 /* j (NEW or PENDING, out of any heap) is ready: hand it to the first parked
@@ -241,6 +266,8 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
     core_wake_result_waiters(c, j, WAITER_GOT);
+    if (j->flags & JOB_F_RUN)
+        core_job_destroy(c, j); /* its client has the result */
 }
 
 /* Forget j entirely: heap, registry, waiters, memory. */
@@ -261,6 +288,13 @@ core_job_destroy(struct core *c, struct job *j)
 static void
 core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
 {
+    if (j->flags & JOB_F_RUN) {
+        struct waiter *rw = core_run_waiter(j);
+        if (rw != NULL)
+            core_waiter_finish(c, rw, WAITER_TIMEOUT, NULL);
+        core_job_destroy(c, j);
+        return;
+    }
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         return;
@@ -271,10 +305,13 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
     core_job_arm(c, j);
 }
 
+/* Timer callbacks use the time of the advance (c->now_ms), not the wheel's
+ * stepped slot time, so a late batch does not shorten a new TTR. */
 static void
-core_job_timer(struct wheel_entry *e, uint64_t now_ms, void *arg)
+core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 {
     struct core *c = arg;
+    uint64_t now_ms = c->now_ms;
     struct job *j = WQ_CONTAINER_OF(e, struct job, timer);
 
     if (now_ms >= j->expires_at) {
@@ -296,16 +333,16 @@ core_job_timer(struct wheel_entry *e, uint64_t now_ms, void *arg)
 
 /* ---- commands ---- */
 
-enum core_status
-core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
+/* A new registered job from s, not yet placed anywhere, or NULL if its
+ * payload cannot be allocated. */
+static struct job *
+core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
 {
-    if (core_find(c, s->id) != NULL)
-        return CORE_DUPLICATE;
     char *payload = NULL;
     if (s->payload_len > 0) {
         payload = wq_try_malloc(s->payload_len);
         if (payload == NULL)
-            return CORE_NOMEM;
+            return NULL;
         memcpy(payload, s->payload, s->payload_len);
     }
 
@@ -333,7 +370,17 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
         j->expires_at = core_expiry((int64_t)now_ms, s->ttl);
     }
     registry_insert(c->jobs, j);
+    return j;
+}
 
+enum core_status
+core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
+{
+    if (core_find(c, s->id) != NULL)
+        return CORE_DUPLICATE;
+    struct job *j = core_job_create(c, s, now_ms);
+    if (j == NULL)
+        return CORE_NOMEM;
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         j->due_at = (uint64_t)s->time_ms;
         queue_push_scheduled(j->queue, j);
@@ -343,6 +390,48 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
     }
     core_job_arm(c, j);
     return CORE_OK;
+}
+
+/* Link waiter w to job j's list of waiters. */
+static void
+core_waiter_link(struct waiter *w, struct job *j)
+{
+    w->job = j;
+    w->next = j->waiters;
+    if (w->next != NULL)
+        w->next->pprev = &w->next;
+    w->pprev = &j->waiters;
+    j->waiters = w;
+}
+
+enum core_status
+core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
+         waiter_done_fn done, void *owner, struct waiter **parked)
+{
+    if (core_find(c, s->id) != NULL)
+        return CORE_DUPLICATE;
+    if (wait_ms == 0) {
+        struct queue *q = registry_find(c->queues, s->name.p, s->name.n);
+        if (q == NULL || queue_first_parked(q) == NULL)
+            return CORE_TIMEOUT;
+    }
+    struct job_spec spec = *s;
+    spec.ttl = 0;
+    spec.timed = false;
+    spec.max_attempts = 1;
+    spec.max_fails = 0;
+    struct job *j = core_job_create(c, &spec, now_ms);
+    if (j == NULL)
+        return CORE_NOMEM;
+    j->flags |= JOB_F_RUN;
+    j->expires_at = UINT64_MAX;
+    /* The waiter first, so a lease right away finds it. */
+    struct waiter *w = core_waiter_new(c, WAITER_RUN, now_ms + wait_ms, done, owner);
+    core_waiter_link(w, j);
+    core_make_ready(c, j, now_ms);
+    core_job_arm(c, j);
+    *parked = w;
+    return CORE_PARKED;
 }
 
 enum core_status
@@ -484,12 +573,7 @@ core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint6
     if (wait_ms == 0)
         return CORE_TIMEOUT;
     struct waiter *w = core_waiter_new(c, WAITER_RESULT, now_ms + wait_ms, done, owner);
-    w->job = j;
-    w->next = j->waiters;
-    if (w->next != NULL)
-        w->next->pprev = &w->next;
-    w->pprev = &j->waiters;
-    j->waiters = w;
+    core_waiter_link(w, j);
     *parked = w;
     return CORE_PARKED;
 }
@@ -497,6 +581,7 @@ core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint6
 void
 core_advance(struct core *c, uint64_t now_ms)
 {
+    c->now_ms = WQ_MAX(c->now_ms, now_ms);
     wheel_advance(&c->wheel, now_ms);
 }
 

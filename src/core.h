@@ -23,9 +23,9 @@ enum core_status {
     CORE_NOMEM,
 };
 
-enum waiter_kind { WAITER_LEASE, WAITER_RESULT };
+enum waiter_kind { WAITER_LEASE, WAITER_RESULT, WAITER_RUN };
 enum waiter_outcome {
-    WAITER_GOT,     /* lease: the job, now leased; result: the job, now done */
+    WAITER_GOT,     /* lease: the job, now leased; result, run: the job, now done */
     WAITER_TIMEOUT, /* the wait-timeout passed */
     WAITER_GONE,    /* result: the job was deleted or expired */
 };
@@ -34,7 +34,8 @@ enum waiter_outcome {
  * during the call.  It must not call back into the core. */
 typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, struct job *j);
 
-/* A blocked client: a parked lease or a result waiting for its job. */
+/* A blocked client: a parked lease, a result waiting for its job, or the
+ * client of a run job waiting for it to be leased and then done. */
 struct waiter {
     struct wheel_entry timer; /* the wait-timeout */
     waiter_done_fn     done;
@@ -44,7 +45,7 @@ struct waiter {
     struct park_node  *nodes;
     uint32_t           nnodes;
     struct park_node   one; /* storage when there is a single name */
-    /* WAITER_RESULT: the job's list of waiters */
+    /* WAITER_RESULT, WAITER_RUN: the job's list of waiters */
     struct job        *job;
     struct waiter     *next, **pprev;
 };
@@ -64,6 +65,7 @@ struct core {
     uint64_t          next_seq;
     uint64_t          lease_stamp;
     uint64_t          rng;
+    uint64_t          now_ms; /* the time of the last core_advance */
     struct core_stats stats;
 };
 
@@ -94,6 +96,16 @@ uint64_t core_expiry(int64_t base_ms, uint64_t ttl);
 /* Create a job: CORE_OK, CORE_DUPLICATE or CORE_NOMEM (nothing changed). */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
+/* Queue a run job (no TTL, one attempt, no retry) and park the caller on it:
+ * CORE_PARKED, then done(owner) once with the job's result (GOT), TIMEOUT
+ * (not leased within wait_ms, or its TTR ran out) or GONE (deleted).  With
+ * wait_ms 0, only a leaser parked right now can take it: else CORE_TIMEOUT
+ * and nothing is left behind.  CORE_DUPLICATE or CORE_NOMEM change nothing.
+ * The job is removed once its client is answered or cancelled. */
+enum core_status core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms,
+                          uint64_t now_ms, waiter_done_fn done, void *owner,
+                          struct waiter **parked);
+
 /* Lease the first job of one of names[0..n) that has a ready job (picked at
  * random among them): CORE_OK with *out leased.  Otherwise CORE_TIMEOUT if
  * wait_ms is 0, else CORE_PARKED with *parked set up to call done(owner).
@@ -116,7 +128,8 @@ enum core_status core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64
                              uint64_t now_ms, waiter_done_fn done, void *owner,
                              struct job **out, struct waiter **parked);
 
-/* Withdraw a waiter whose client left; its done callback is not called. */
+/* Withdraw a waiter whose client left; its done callback is not called.
+ * A run job goes with its waiter. */
 void core_cancel(struct core *c, struct waiter *w);
 
 /* The job with this id, or NULL. */

@@ -24,6 +24,7 @@ enum job_state {
 enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 
 #define JOB_F_TIMED 0x01 /* was scheduled (has a time) */
+#define JOB_F_RUN   0x02 /* queued by run: lives only while its client waits */
 
 struct queue;
 struct waiter;

@@ -152,6 +152,7 @@ server_init(struct server *srv, const struct options *opts)
         return -1;
     }
     srv->ctx.core = core_new(srv->started_ms);
+    srv->ctx.started_ms = srv->started_ms;
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);

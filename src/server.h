@@ -19,7 +19,6 @@ struct server {
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
     struct conn           *conns;    /* every open connection */
-    uint64_t               nconns;
     uint64_t               started_ms;
     char                   bound[96]; /* "host:port" actually bound */
 };

@@ -1,0 +1,240 @@
+/* cmd_inspect.c - the inspect command: server, queues, queue, jobs,
+ * scheduled-jobs, job.  Read-only: nothing here changes a job or reorders a
+ * queue. */
+#include "wq.h"
+#include "cmd.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "conn.h"
+#include "core.h"
+#include "util.h"
+
+/* Append a formatted "key value\r\n" line. */
+__attribute__((format(printf, 2, 3))) static void
+inspect_line(struct conn *c, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 2, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof buf - 3)
+        n = (int)(sizeof buf - 3);
+    memcpy(buf + n, "\r\n", 2);
+    conn_reply(c, buf, (size_t)n + 2);
+}
+
+static void
+inspect_time_line(struct conn *c, const char *key, int64_t unix_ms)
+{
+    char t[32];
+    util_format_time(unix_ms, t);
+    inspect_line(c, "%s %s", key, t);
+}
+
+/* One job block: "<id> <k>" then k key lines, payload raw. */
+static void
+inspect_job_block(struct conn *c, const struct job *j)
+{
+    char id[JOBID_TEXT_LEN + 1];
+    bool timed = j->flags & JOB_F_TIMED;
+    jobid_format(j->id, id);
+    inspect_line(c, "%s %d", id, timed ? 13 : 12);
+    inspect_line(c, "name %s", j->queue->name);
+    inspect_line(c, "ttr %u", j->ttr);
+    inspect_line(c, "ttl %llu", (unsigned long long)j->ttl);
+    inspect_line(c, "payload-size %u", j->payload_len);
+    conn_reply(c, "payload ", 8);
+    conn_reply(c, j->payload, j->payload_len);
+    conn_reply(c, "\r\n", 2);
+    inspect_line(c, "max-attempts %u", j->max_attempts);
+    inspect_line(c, "attempts %u", j->attempts);
+    inspect_line(c, "max-fails %u", j->max_fails);
+    inspect_line(c, "fails %u", j->fails);
+    inspect_line(c, "priority %d", j->priority);
+    inspect_line(c, "state %u", j->state);
+    inspect_time_line(c, "created", j->created_ms);
+    if (timed)
+        inspect_time_line(c, "time", j->time_ms);
+}
+
+static void
+inspect_queue_block(struct conn *c, const struct queue *q)
+{
+    inspect_line(c, "%s 2", q->name);
+    inspect_line(c, "ready-len %u", heap_len(&q->ready));
+    inspect_line(c, "scheduled-len %u", heap_len(&q->scheduled));
+}
+
+static void
+inspect_server(struct cmd_ctx *ctx, struct conn *c)
+{
+    const struct core_stats *st = &ctx->core->stats;
+    inspect_line(c, "+OK 1");
+    inspect_line(c, "server 14");
+    inspect_line(c, "active-clients %llu", (unsigned long long)ctx->clients);
+    inspect_line(c, "evicted-jobs %llu", (unsigned long long)st->evicted);
+    inspect_time_line(c, "started", (int64_t)ctx->started_ms);
+    inspect_line(c, "version %s", PACKAGE_VERSION);
+    inspect_line(c, "uptime %llu", (unsigned long long)((ctx->now_ms - ctx->started_ms) / 1000));
+    inspect_line(c, "jobs %llu", (unsigned long long)core_job_count(ctx->core));
+    inspect_line(c, "ready-jobs %llu", (unsigned long long)st->ready);
+    inspect_line(c, "scheduled-jobs %llu", (unsigned long long)st->scheduled);
+    inspect_line(c, "leased-jobs %llu", (unsigned long long)st->leased);
+    inspect_line(c, "completed-jobs %llu", (unsigned long long)st->completed);
+    inspect_line(c, "failed-jobs %llu", (unsigned long long)st->failed);
+    inspect_line(c, "parked-clients %llu", (unsigned long long)st->parked);
+    inspect_line(c, "memory-used %zu", alloc_memory_used());
+    inspect_line(c, "allocator %s", alloc_name());
+}
+
+struct queue_list {
+    const struct queue **q;
+    size_t               n;
+};
+
+static void
+queue_list_add(void *elem, void *arg)
+{
+    struct queue_list *l = arg;
+    const struct queue *q = elem;
+    if (queue_is_active(q))
+        l->q[l->n++] = q;
+}
+
+static int
+queue_name_cmp(const void *a, const void *b)
+{
+    const struct queue *qa = *(const struct queue *const *)a;
+    const struct queue *qb = *(const struct queue *const *)b;
+    size_t n = WQ_MIN(qa->name_len, qb->name_len);
+    int d = memcmp(qa->name, qb->name, n);
+    return d != 0 ? d : (int)qa->name_len - (int)qb->name_len;
+}
+
+/* inspect queues: the active queues sorted by name.  Queues are few next to
+ * jobs, so this sorts them per call rather than keeping an index. */
+static void
+inspect_queues(struct cmd_ctx *ctx, struct conn *c, uint64_t offset, uint64_t limit)
+{
+    struct registry *names = ctx->core->queues;
+    struct queue_list l = {wq_malloc((registry_count(names) + 1) * sizeof *l.q), 0};
+    registry_foreach(names, queue_list_add, &l);
+    qsort(l.q, l.n, sizeof *l.q, queue_name_cmp);
+    uint64_t first = WQ_MIN(offset, (uint64_t)l.n);
+    uint64_t count = WQ_MIN(limit, (uint64_t)l.n - first);
+    inspect_line(c, "+OK %llu", (unsigned long long)count);
+    for (uint64_t i = first; i < first + count; i++)
+        inspect_queue_block(c, l.q[i]);
+    wq_free(l.q);
+}
+
+static void
+inspect_job_cb(void *elem, void *arg)
+{
+    inspect_job_block(arg, elem);
+}
+
+/* inspect jobs / scheduled-jobs: a best-first walk of the queue's heap. */
+static void
+inspect_jobs(struct cmd_ctx *ctx, struct conn *c, const struct wq_str *name, uint64_t offset,
+             uint64_t limit, bool scheduled)
+{
+    struct queue *q = core_queue(ctx->core, name->p, name->n);
+    if (q == NULL) {
+        cmd_reply_not_found(c);
+        return;
+    }
+    const struct heap *h = scheduled ? &q->scheduled : &q->ready;
+    uint64_t count = offset >= heap_len(h) ? 0 : WQ_MIN(limit, heap_len(h) - offset);
+    inspect_line(c, "+OK %llu", (unsigned long long)count);
+    heap_walk(h, offset, (uint32_t)count, inspect_job_cb, c);
+}
+
+/* Parse "<offset> <limit>" at args[i], args[i+1]; NULL or the error. */
+static const char *
+inspect_range(const struct request *r, size_t i, uint64_t *offset, uint64_t *limit)
+{
+    if (util_parse_u64(r->args[i].p, r->args[i].n, UINT32_MAX, offset) != 0)
+        return "Invalid cursor offset";
+    if (util_parse_u64(r->args[i + 1].p, r->args[i + 1].n, WQ_MAX_INSPECT_LIMIT, limit) != 0 ||
+        *limit == 0)
+        return "Invalid limit";
+    return NULL;
+}
+
+static bool
+inspect_is(const struct wq_str *s, const char *word)
+{
+    return s->n == strlen(word) && memcmp(s->p, word, s->n) == 0;
+}
+
+void
+cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+{
+    const struct wq_str *obj = &r->args[0];
+    size_t n = r->nargs - 1;
+    uint64_t offset = 0, limit = 0;
+    const char *err = NULL;
+    size_t want;
+
+    if (inspect_is(obj, "server"))
+        want = 0;
+    else if (inspect_is(obj, "queues"))
+        want = 2;
+    else if (inspect_is(obj, "queue") || inspect_is(obj, "job"))
+        want = 1;
+    else if (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs"))
+        want = 3;
+    else
+        err = "Unknown command";
+    if (err == NULL && n != want)
+        err = "Invalid command args";
+    if (err == NULL && inspect_is(obj, "queues"))
+        err = inspect_range(r, 1, &offset, &limit);
+    if (err == NULL && (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs") ||
+                        inspect_is(obj, "queue"))) {
+        if (!cmd_arg_name(&r->args[1]))
+            err = "Invalid Name";
+        else if (want == 3)
+            err = inspect_range(r, 2, &offset, &limit);
+    }
+    uint8_t id[JOBID_LEN];
+    if (err == NULL && inspect_is(obj, "job") && !cmd_arg_id(&r->args[1], id))
+        err = "Invalid ID";
+    if (err != NULL) {
+        conn_client_error(c, err);
+        return;
+    }
+
+    if (inspect_is(obj, "server")) {
+        inspect_server(ctx, c);
+    } else if (inspect_is(obj, "queues")) {
+        inspect_queues(ctx, c, offset, limit);
+    } else if (inspect_is(obj, "queue")) {
+        struct queue *q = core_queue(ctx->core, r->args[1].p, r->args[1].n);
+        if (q == NULL) {
+            cmd_reply_not_found(c);
+            return;
+        }
+        inspect_line(c, "+OK 1");
+        inspect_queue_block(c, q);
+    } else if (inspect_is(obj, "job")) {
+        struct job *j = core_find(ctx->core, id);
+        if (j == NULL) {
+            cmd_reply_not_found(c);
+            return;
+        }
+        inspect_line(c, "+OK 1");
+        inspect_job_block(c, j);
+    } else {
+        inspect_jobs(ctx, c, &r->args[1], offset, limit, inspect_is(obj, "scheduled-jobs"));
+    }
+}
