@@ -10,6 +10,8 @@
 void
 proto_init(struct proto *p, proto_lookup_fn lookup, size_t max_line, uint64_t max_payload)
 {
+    /* Block arithmetic (line + size + terminator) must not wrap. */
+    WQ_ASSERT(max_payload <= SIZE_MAX / 4 && max_line <= SIZE_MAX / 4);
     memset(p, 0, sizeof *p);
     p->lookup = lookup;
     p->max_line = max_line;

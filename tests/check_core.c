@@ -1,0 +1,1473 @@
+/* check_core.c - unit tests for the job core (src/core.c) with fake time:
+ * the rules of protocol-notes.md section 3.  Waiters report to a struct
+ * owner; after every step check_core() recounts every job, queue and waiter
+ * by walking the registries and compares that with c->stats. */
+#include "wq.h"
+#include "core.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg("failed: %s", #cond);                                                     \
+    } while (0)
+
+#define RESULT_MAX 64
+
+/* ---- ids ---- */
+
+static void
+mkid(uint32_t n, uint8_t id[JOBID_LEN])
+{
+    memset(id, 0, JOBID_LEN);
+    id[0] = 0xaa; /* never the nil id */
+    id[12] = (uint8_t)(n >> 24);
+    id[13] = (uint8_t)(n >> 16);
+    id[14] = (uint8_t)(n >> 8);
+    id[15] = (uint8_t)n;
+}
+
+static uint32_t
+job_num(const struct job *j)
+{
+    return (uint32_t)j->id[12] << 24 | (uint32_t)j->id[13] << 16 | (uint32_t)j->id[14] << 8 |
+           j->id[15];
+}
+
+static struct job *
+find(struct core *c, uint32_t n)
+{
+    uint8_t id[JOBID_LEN];
+    mkid(n, id);
+    return core_find(c, id);
+}
+
+/* ---- waiter owners ---- */
+
+struct owner {
+    struct core *core;
+    int tag;
+    int calls;
+    bool active; /* parked and not yet called or cancelled */
+    struct waiter *w;
+    enum waiter_outcome how;
+    bool had_job;
+    uint32_t job;      /* job_num of the job passed */
+    uint8_t state;     /* its state at the call */
+    uint32_t attempts; /* its attempts at the call */
+    char result[RESULT_MAX];
+    uint32_t result_len;
+};
+
+static int64_t g_outstanding; /* waiters parked and not yet ended */
+static int g_order[1024];     /* tags of owners called, in order */
+/* Bulk loops set this to skip the full recount on every step (it walks every
+ * job) and call check_core once at the end. */
+static size_t g_norder;
+
+static bool g_quiet;
+
+static void
+reset_globals(void)
+{
+    g_quiet = false;
+    g_outstanding = 0;
+    g_norder = 0;
+}
+
+static void
+owner_init(struct owner *o, struct core *c, int tag)
+{
+    memset(o, 0, sizeof *o);
+    o->core = c;
+    o->tag = tag;
+}
+
+static void
+on_done(void *arg, enum waiter_outcome how, struct job *j)
+{
+    struct owner *o = arg;
+    REQUIRE(o->active);
+    o->active = false;
+    o->w = NULL;
+    o->calls++;
+    o->how = how;
+    o->had_job = j != NULL;
+    g_outstanding--;
+    /* The waiter is gone before its owner hears of it. */
+    REQUIRE(o->core->stats.parked == (uint64_t)g_outstanding);
+    if (g_norder < WQ_ARRAY_LEN(g_order))
+        g_order[g_norder++] = o->tag;
+    if (j != NULL) {
+        o->job = job_num(j);
+        o->state = j->state;
+        o->attempts = j->attempts;
+        o->result_len = j->result_len;
+        REQUIRE(j->result_len <= RESULT_MAX);
+        if (j->result_len > 0)
+            memcpy(o->result, j->result, j->result_len);
+    }
+}
+
+/* ---- the invariant check ---- */
+
+struct qcount {
+    const struct queue *q;
+    uint64_t jobs;
+};
+
+struct tally {
+    const struct core *c;
+    uint64_t ready, scheduled, leased, completed, failed, jobs;
+    struct qcount *qs;
+    size_t nq, capq;
+    /* from the queues */
+    uint64_t q_ready, q_scheduled, q_leased, nqueues;
+};
+
+static struct qcount *
+tally_queue(struct tally *t, const struct queue *q)
+{
+    for (size_t i = 0; i < t->nq; i++) {
+        if (t->qs[i].q == q)
+            return &t->qs[i];
+    }
+    if (t->nq == t->capq) {
+        t->capq = t->capq ? 2 * t->capq : 16;
+        t->qs = realloc(t->qs, t->capq * sizeof *t->qs);
+        REQUIRE(t->qs != NULL);
+    }
+    t->qs[t->nq] = (struct qcount){q, 0};
+    return &t->qs[t->nq++];
+}
+
+static void
+tally_job(void *elem, void *arg)
+{
+    struct job *j = elem;
+    struct tally *t = arg;
+    t->jobs++;
+    REQUIRE(j->queue != NULL);
+    tally_queue(t, j->queue)->jobs++;
+    switch (j->state) {
+    case JOB_NEW:
+    case JOB_PENDING:
+        REQUIRE(j->place == JOB_IN_READY || j->place == JOB_IN_SCHEDULED);
+        if (j->place == JOB_IN_READY) {
+            t->ready++;
+            REQUIRE(j->heap_index < heap_len(&j->queue->ready));
+            REQUIRE(heap_at(&j->queue->ready, j->heap_index)->elem == j);
+        } else {
+            t->scheduled++;
+            REQUIRE(j->heap_index < heap_len(&j->queue->scheduled));
+            REQUIRE(heap_at(&j->queue->scheduled, j->heap_index)->elem == j);
+        }
+        break;
+    case JOB_LEASED:
+        REQUIRE(j->place == JOB_NOWHERE);
+        t->leased++;
+        break;
+    case JOB_COMPLETED:
+        REQUIRE(j->place == JOB_NOWHERE);
+        t->completed++;
+        break;
+    case JOB_FAILED:
+        REQUIRE(j->place == JOB_NOWHERE);
+        t->failed++;
+        break;
+    default:
+        ck_abort_msg("job %u in state %d", job_num(j), j->state);
+    }
+    REQUIRE(job_is_done(j) || j->waiters == NULL || j->waiters->job == j);
+}
+
+static void
+tally_q(void *elem, void *arg)
+{
+    struct queue *q = elem;
+    struct tally *t = arg;
+    t->nqueues++;
+    t->q_ready += heap_len(&q->ready);
+    t->q_scheduled += heap_len(&q->scheduled);
+    t->q_leased += q->leased;
+    /* Every queue in the table is referenced, and by exactly its jobs and
+     * its parked nodes. */
+    uint64_t jobs = 0;
+    for (size_t i = 0; i < t->nq; i++) {
+        if (t->qs[i].q == q)
+            jobs = t->qs[i].jobs;
+    }
+    REQUIRE(q->refs > 0);
+    REQUIRE(q->refs == jobs + q->parked);
+    uint32_t n = 0;
+    for (const struct park_node *p = q->park_head; p != NULL; p = p->next, n++)
+        REQUIRE(p->queue == q && p->waiter != NULL);
+    REQUIRE(n == q->parked);
+    /* core_queue shows exactly the active queues. */
+    REQUIRE((core_queue(t->c, q->name, q->name_len) != NULL) == queue_is_active(q));
+}
+
+/* Recount everything and compare with the stats. */
+static void
+check_core_(struct core *c, const char *file, int line)
+{
+    if (g_quiet)
+        return;
+    struct tally t = {0};
+    t.c = c;
+    registry_foreach(c->jobs, tally_job, &t);
+    registry_foreach(c->queues, tally_q, &t);
+    const struct core_stats *s = &c->stats;
+    if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
+        s->completed != t.completed || s->failed != t.failed || t.jobs != core_job_count(c) ||
+        s->ready + s->scheduled + s->leased + s->completed + s->failed != core_job_count(c) ||
+        t.q_ready != t.ready || t.q_scheduled != t.scheduled || t.q_leased != t.leased ||
+        s->parked != (uint64_t)g_outstanding)
+        ck_abort_msg("%s:%d: stats ready %llu/%llu/%llu scheduled %llu/%llu/%llu "
+                     "leased %llu/%llu/%llu completed %llu/%llu failed %llu/%llu "
+                     "jobs %llu/%llu parked %llu/%lld",
+                     file, line, (unsigned long long)s->ready, (unsigned long long)t.ready,
+                     (unsigned long long)t.q_ready, (unsigned long long)s->scheduled,
+                     (unsigned long long)t.scheduled, (unsigned long long)t.q_scheduled,
+                     (unsigned long long)s->leased, (unsigned long long)t.leased,
+                     (unsigned long long)t.q_leased, (unsigned long long)s->completed,
+                     (unsigned long long)t.completed, (unsigned long long)s->failed,
+                     (unsigned long long)t.failed, (unsigned long long)t.jobs,
+                     (unsigned long long)core_job_count(c), (unsigned long long)s->parked,
+                     (long long)g_outstanding);
+    free(t.qs);
+}
+#define check_core(c) check_core_((c), __FILE__, __LINE__)
+
+static size_t
+queue_count(const struct core *c)
+{
+    return registry_count(c->queues);
+}
+
+static bool
+active(const struct core *c, const char *name)
+{
+    return core_queue(c, name, strlen(name)) != NULL;
+}
+
+/* ---- operations ---- */
+
+static struct job_spec
+spec(uint32_t n, const char *name)
+{
+    struct job_spec s;
+    memset(&s, 0, sizeof s);
+    mkid(n, s.id);
+    s.name.p = name;
+    s.name.n = strlen(name);
+    s.ttr = 1000;
+    s.ttl = 1000000;
+    s.payload = "payload";
+    s.payload_len = 7;
+    return s;
+}
+
+static void
+add_spec(struct core *c, const struct job_spec *s, uint64_t now)
+{
+    ck_assert_int_eq(core_add(c, s, now), CORE_OK);
+    check_core(c);
+}
+
+static void
+add(struct core *c, uint32_t n, const char *name, int32_t prio, uint64_t now)
+{
+    struct job_spec s = spec(n, name);
+    s.priority = prio;
+    add_spec(c, &s, now);
+}
+
+/* Lease from the names in a space-separated list. */
+static enum core_status
+lease(struct core *c, const char *list, uint64_t wait, uint64_t now, struct owner *o,
+      struct job **out)
+{
+    struct wq_str names[16];
+    size_t n = 0;
+    for (const char *p = list; *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        const char *start = p;
+        while (*p != '\0' && *p != ' ')
+            p++;
+        if (p > start) {
+            REQUIRE(n < WQ_ARRAY_LEN(names));
+            names[n].p = start;
+            names[n].n = (size_t)(p - start);
+            n++;
+        }
+    }
+    struct job *j = NULL;
+    struct waiter *w = NULL;
+    enum core_status st = core_lease(c, names, n, wait, now, on_done, o, &j, &w);
+    if (st == CORE_PARKED) {
+        REQUIRE(o != NULL && w != NULL && !o->active);
+        o->active = true;
+        o->w = w;
+        g_outstanding++;
+    } else if (st == CORE_OK) {
+        REQUIRE(j != NULL && j->state == JOB_LEASED);
+    }
+    if (out != NULL)
+        *out = j;
+    check_core(c);
+    return st;
+}
+
+/* Lease one job with wait 0 and return its number, or 0 on timeout. */
+static uint32_t
+lease_now(struct core *c, const char *list, uint64_t now)
+{
+    struct job *j;
+    enum core_status st = lease(c, list, 0, now, NULL, &j);
+    if (st == CORE_TIMEOUT)
+        return 0;
+    ck_assert_int_eq(st, CORE_OK);
+    return job_num(j);
+}
+
+static enum core_status
+finish(struct core *c, uint32_t n, bool success, const char *data, uint64_t now)
+{
+    uint8_t id[JOBID_LEN];
+    mkid(n, id);
+    enum core_status st = core_finish(c, id, success, data, strlen(data), now);
+    check_core(c);
+    return st;
+}
+
+static enum core_status
+del(struct core *c, uint32_t n)
+{
+    uint8_t id[JOBID_LEN];
+    mkid(n, id);
+    enum core_status st = core_delete(c, id);
+    check_core(c);
+    return st;
+}
+
+static enum core_status
+result(struct core *c, uint32_t n, uint64_t wait, uint64_t now, struct owner *o, struct job **out)
+{
+    uint8_t id[JOBID_LEN];
+    mkid(n, id);
+    struct job *j = NULL;
+    struct waiter *w = NULL;
+    enum core_status st = core_result(c, id, wait, now, on_done, o, &j, &w);
+    if (st == CORE_PARKED) {
+        REQUIRE(o != NULL && w != NULL && !o->active);
+        o->active = true;
+        o->w = w;
+        g_outstanding++;
+    }
+    if (out != NULL)
+        *out = j;
+    check_core(c);
+    return st;
+}
+
+static void
+cancel(struct core *c, struct owner *o)
+{
+    REQUIRE(o->active);
+    core_cancel(c, o->w);
+    o->active = false;
+    o->w = NULL;
+    g_outstanding--;
+    check_core(c);
+}
+
+static void
+advance(struct core *c, uint64_t now)
+{
+    core_advance(c, now);
+    check_core(c);
+}
+
+static struct core *
+core_fixture(void)
+{
+    reset_globals();
+    struct core *c = core_new(0);
+    check_core(c);
+    return c;
+}
+
+static void
+core_done(struct core *c)
+{
+    check_core(c);
+    REQUIRE(g_outstanding == 0);
+    core_free(c);
+}
+
+/* ---- lease order ---- */
+
+START_TEST(test_lease_order)
+{
+    struct core *c = core_fixture();
+    int32_t prios[] = {0, 5, -2, 5, 0, 10, -2, INT32_MIN, INT32_MAX};
+    for (uint32_t i = 0; i < WQ_ARRAY_LEN(prios); i++)
+        add(c, i + 1, "q", prios[i], 0);
+    ck_assert_uint_eq(c->stats.ready, 9);
+    uint32_t want[] = {9, 6, 2, 4, 1, 5, 3, 7, 8};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++) {
+        struct job *j;
+        ck_assert_int_eq(lease(c, "q", 0, 10, NULL, &j), CORE_OK);
+        ck_assert_uint_eq(job_num(j), want[i]);
+        ck_assert_uint_eq(j->state, JOB_LEASED);
+        ck_assert_uint_eq(j->attempts, 1);
+        ck_assert_uint_eq(j->due_at, 10 + 1000);
+    }
+    ck_assert_uint_eq(c->stats.leased, 9);
+    ck_assert_uint_eq(c->stats.ready, 0);
+    ck_assert_int_eq(lease(c, "q", 0, 10, NULL, NULL), CORE_TIMEOUT);
+    ck_assert(active(c, "q")); /* leased jobs keep it */
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_lease_unknown_name)
+{
+    struct core *c = core_fixture();
+    ck_assert_int_eq(lease(c, "nope", 0, 0, NULL, NULL), CORE_TIMEOUT);
+    ck_assert(!active(c, "nope"));
+    ck_assert_uint_eq(queue_count(c), 0);
+    add(c, 1, "q", 0, 0);
+    ck_assert_uint_eq(lease_now(c, "other", 0), 0);
+    ck_assert_uint_eq(lease_now(c, "other q", 0), 1);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_duplicate_add)
+{
+    struct core *c = core_fixture();
+    add(c, 1, "q", 0, 0);
+    struct job_spec s = spec(1, "other");
+    ck_assert_int_eq(core_add(c, &s, 0), CORE_DUPLICATE);
+    ck_assert(!active(c, "other"));
+    ck_assert_int_eq(finish(c, 1, true, "r", 0), CORE_OK);
+    ck_assert_int_eq(core_add(c, &s, 0), CORE_DUPLICATE); /* done but not expired */
+    check_core(c);
+    ck_assert_int_eq(del(c, 1), CORE_OK);
+    add_spec(c, &s, 0);
+    core_done(c);
+}
+END_TEST
+
+/* ---- TTR ---- */
+
+START_TEST(test_ttr_requeue)
+{
+    struct core *c = core_fixture();
+    for (uint32_t n = 1; n <= 3; n++) {
+        struct job_spec s = spec(n, "q");
+        s.ttr = 100;
+        add_spec(c, &s, 0);
+    }
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    advance(c, 99);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_LEASED);
+    advance(c, 100);
+    struct job *j = find(c, 1);
+    ck_assert_uint_eq(j->state, JOB_PENDING);
+    ck_assert_uint_eq(j->attempts, 1);
+    /* back at its old place, ahead of the later jobs */
+    ck_assert_uint_eq(lease_now(c, "q", 100), 1);
+    ck_assert_uint_eq(find(c, 1)->attempts, 2);
+    ck_assert_uint_eq(lease_now(c, "q", 110), 2);
+
+    /* A re-queued job goes straight to a parked leaser. */
+    struct owner o;
+    owner_init(&o, c, 1);
+    ck_assert_uint_eq(lease_now(c, "q", 120), 3);
+    ck_assert_int_eq(lease(c, "q", 5000, 150, &o, NULL), CORE_PARKED);
+    advance(c, 200); /* job 1 (leased at 100) expires */
+    ck_assert_int_eq(o.calls, 1);
+    ck_assert_int_eq(o.how, WAITER_GOT);
+    ck_assert_uint_eq(o.job, 1);
+    ck_assert_uint_eq(o.state, JOB_LEASED);
+    ck_assert_uint_eq(o.attempts, 3);
+    ck_assert_uint_eq(find(c, 1)->due_at, 300);
+    core_done(c);
+}
+END_TEST
+
+/* Time driven only by core_next_event lands exactly on deadlines. */
+START_TEST(test_next_event)
+{
+    struct core *c = core_fixture();
+    ck_assert(core_next_event(c) == WHEEL_NEVER);
+    struct job_spec s = spec(1, "q");
+    s.ttr = 12345;
+    s.ttl = 1000000;
+    add_spec(c, &s, 0);
+    ck_assert_uint_le(core_next_event(c), 1000000);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    uint64_t now = 0;
+    int steps = 0;
+    while (find(c, 1)->state == JOB_LEASED) {
+        uint64_t t = core_next_event(c);
+        ck_assert_uint_gt(t, now);
+        ck_assert_uint_le(t, 12345);
+        now = t;
+        advance(c, now);
+        REQUIRE(++steps < 100);
+    }
+    ck_assert_uint_eq(now, 12345);
+    while (find(c, 1) != NULL) {
+        uint64_t t = core_next_event(c);
+        ck_assert_uint_le(t, 1000000);
+        now = t;
+        advance(c, now);
+        REQUIRE(++steps < 200);
+    }
+    ck_assert_uint_eq(now, 1000000);
+    ck_assert_uint_eq(c->stats.evicted, 1);
+    ck_assert(core_next_event(c) == WHEEL_NEVER);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_max_attempts)
+{
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    s.ttr = 100;
+    s.max_attempts = 2;
+    add_spec(c, &s, 0);
+    struct owner r1, r2;
+    owner_init(&r1, c, 1);
+    owner_init(&r2, c, 2);
+    ck_assert_int_eq(result(c, 1, 10000, 0, &r1, NULL), CORE_PARKED);
+    ck_assert_int_eq(result(c, 1, 10000, 0, &r2, NULL), CORE_PARKED);
+
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    advance(c, 100);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_PENDING);
+    ck_assert_int_eq(r1.calls, 0);
+    ck_assert_uint_eq(lease_now(c, "q", 100), 1);
+    advance(c, 199);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_LEASED);
+    advance(c, 200);
+    /* out of attempts: FAILED with an empty result, waiters told */
+    struct job *j = find(c, 1);
+    ck_assert_uint_eq(j->state, JOB_FAILED);
+    ck_assert_uint_eq(j->result_len, 0);
+    ck_assert_uint_eq(j->attempts, 2);
+    ck_assert_uint_eq(c->stats.failed, 1);
+    ck_assert_int_eq(r1.calls, 1);
+    ck_assert_int_eq(r1.how, WAITER_GOT);
+    ck_assert_uint_eq(r1.state, JOB_FAILED);
+    ck_assert_uint_eq(r1.result_len, 0);
+    ck_assert_int_eq(r2.calls, 1);
+    ck_assert_int_eq(r2.how, WAITER_GOT);
+    ck_assert_uint_eq(lease_now(c, "q", 200), 0);
+    ck_assert(!active(c, "q"));
+    /* a late worker's result is a duplicate */
+    ck_assert_int_eq(finish(c, 1, true, "late", 300), CORE_DUP_RESULT);
+    /* nothing more happens to it before its TTL */
+    advance(c, 5000);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_FAILED);
+    struct job *out;
+    ck_assert_int_eq(result(c, 1, 0, 5000, NULL, &out), CORE_OK);
+    ck_assert_ptr_eq(out, j);
+
+    /* max-attempts 1: the first expiry is final. */
+    s = spec(2, "q");
+    s.ttr = 10;
+    s.max_attempts = 1;
+    add_spec(c, &s, 5000);
+    ck_assert_uint_eq(lease_now(c, "q", 5000), 2);
+    advance(c, 5010);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_FAILED);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_max_attempts_unlimited)
+{
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    s.ttr = 10;
+    s.ttl = UINT64_MAX;
+    s.max_attempts = 0;
+    add_spec(c, &s, 0);
+    uint64_t now = 0;
+    for (uint32_t i = 1; i <= 300; i++) {
+        REQUIRE(lease_now(c, "q", now) == 1);
+        now += 10;
+        advance(c, now);
+        REQUIRE(find(c, 1)->state == JOB_PENDING);
+        REQUIRE(find(c, 1)->attempts == i); /* past 255: not capped */
+    }
+    ck_assert_uint_eq(c->stats.failed, 0);
+    core_done(c);
+}
+END_TEST
+
+/* ---- TTL ---- */
+
+enum ttl_case { TTL_NEW, TTL_SCHEDULED, TTL_LEASED, TTL_PENDING, TTL_COMPLETED, TTL_FAILED };
+
+START_TEST(test_ttl_every_state)
+{
+    for (int k = TTL_NEW; k <= TTL_FAILED; k++) {
+        struct core *c = core_fixture();
+        struct job_spec s = spec(1, "q");
+        s.ttr = k == TTL_LEASED ? 5000 : 100; /* leased: the TTL comes first */
+        s.ttl = 1000;
+        uint64_t expiry = 1000;
+        if (k == TTL_SCHEDULED) {
+            s.timed = true;
+            s.time_ms = 500; /* TTL counts from the time: expires at 1500 */
+            expiry = 1500;
+        }
+        add_spec(c, &s, 0);
+        struct owner w;
+        owner_init(&w, c, 1);
+        if (k != TTL_COMPLETED && k != TTL_FAILED)
+            ck_assert_int_eq(result(c, 1, 100000, 0, &w, NULL), CORE_PARKED);
+        uint8_t want_state = JOB_NEW;
+        switch (k) {
+        case TTL_NEW:
+            break;
+        case TTL_SCHEDULED:
+            ck_assert_uint_eq(c->stats.scheduled, 1);
+            advance(c, 1000); /* now ready, for 500 ms more */
+            ck_assert_uint_eq(c->stats.ready, 1);
+            break;
+        case TTL_LEASED:
+            ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+            want_state = JOB_LEASED;
+            break;
+        case TTL_PENDING:
+            ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+            advance(c, 100);
+            want_state = JOB_PENDING;
+            break;
+        case TTL_COMPLETED:
+            ck_assert_int_eq(finish(c, 1, true, "ok", 10), CORE_OK);
+            want_state = JOB_COMPLETED;
+            break;
+        case TTL_FAILED:
+            ck_assert_int_eq(finish(c, 1, false, "bad", 10), CORE_OK);
+            want_state = JOB_FAILED;
+            break;
+        }
+        advance(c, expiry - 1);
+        struct job *j = find(c, 1);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_uint_eq(j->state, want_state);
+        ck_assert_uint_eq(c->stats.evicted, 0);
+        advance(c, expiry);
+        ck_assert_ptr_null(find(c, 1));
+        ck_assert_uint_eq(core_job_count(c), 0);
+        bool had_result = k == TTL_COMPLETED || k == TTL_FAILED;
+        ck_assert_uint_eq(c->stats.evicted, had_result ? 0 : 1);
+        if (!had_result) {
+            ck_assert_int_eq(w.calls, 1);
+            ck_assert_int_eq(w.how, WAITER_GONE);
+        }
+        /* a late result finds nothing; the queue is gone */
+        ck_assert_int_eq(finish(c, 1, true, "late", expiry), CORE_NOT_FOUND);
+        ck_assert_uint_eq(queue_count(c), 0);
+        ck_assert_uint_eq(c->stats.leased, 0);
+        core_done(c);
+    }
+}
+END_TEST
+
+START_TEST(test_ttl_saturates)
+{
+    ck_assert_uint_eq(core_expiry(1000, 5), 1005);
+    ck_assert_uint_eq(core_expiry(-100, 50), 0);
+    ck_assert(core_expiry(INT64_MAX, UINT64_MAX) == UINT64_MAX);
+    ck_assert(core_expiry(1, UINT64_MAX) == UINT64_MAX);
+    ck_assert(core_expiry(-1, UINT64_MAX) == UINT64_MAX - 1);
+
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    s.ttl = UINT64_MAX;
+    add_spec(c, &s, 5);
+    ck_assert(find(c, 1)->expires_at == UINT64_MAX);
+    advance(c, UINT64_MAX / 2);
+    ck_assert_ptr_nonnull(find(c, 1));
+    ck_assert_uint_eq(c->stats.evicted, 0);
+    core_done(c);
+}
+END_TEST
+
+/* ---- results ---- */
+
+START_TEST(test_complete_states)
+{
+    struct core *c = core_fixture();
+    /* 1 will be LEASED */
+    add(c, 1, "q", 0, 0);
+    /* 2 will be PENDING */
+    struct job_spec s = spec(2, "q");
+    s.ttr = 10;
+    s.priority = 5;
+    add_spec(c, &s, 0);
+    /* 3 stays NEW */
+    add(c, 3, "q", -1, 0);
+    /* 4 is NEW and scheduled */
+    s = spec(4, "q");
+    s.timed = true;
+    s.time_ms = 100000;
+    add_spec(c, &s, 0);
+
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    advance(c, 10); /* job 2 back to PENDING */
+    ck_assert_uint_eq(find(c, 1)->state, JOB_LEASED);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_PENDING);
+
+    ck_assert_int_eq(finish(c, 2, true, "two", 20), CORE_OK);   /* PENDING */
+    ck_assert_int_eq(finish(c, 1, true, "one", 20), CORE_OK);   /* LEASED */
+    ck_assert_int_eq(finish(c, 3, true, "three", 20), CORE_OK); /* NEW */
+    ck_assert_int_eq(finish(c, 4, true, "", 20), CORE_OK);      /* NEW, scheduled */
+    for (uint32_t n = 1; n <= 4; n++)
+        ck_assert_uint_eq(find(c, n)->state, JOB_COMPLETED);
+    ck_assert_uint_eq(c->stats.completed, 4);
+    ck_assert_uint_eq(find(c, 3)->result_len, 5);
+    ck_assert(memcmp(find(c, 3)->result, "three", 5) == 0);
+    ck_assert_uint_eq(find(c, 4)->result_len, 0);
+    ck_assert(!active(c, "q"));
+    ck_assert_uint_eq(lease_now(c, "q", 20), 0);
+
+    /* first result wins */
+    ck_assert_int_eq(finish(c, 1, true, "again", 30), CORE_DUP_RESULT);
+    ck_assert_int_eq(finish(c, 1, false, "again", 30), CORE_DUP_RESULT);
+    ck_assert(memcmp(find(c, 1)->result, "one", 3) == 0);
+    ck_assert_uint_eq(find(c, 1)->fails, 0);
+    /* unknown */
+    ck_assert_int_eq(finish(c, 99, true, "x", 30), CORE_NOT_FOUND);
+
+    /* The TTR of a completed job is stopped. */
+    advance(c, 5000);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_COMPLETED);
+    ck_assert_uint_eq(find(c, 1)->attempts, 1);
+    ck_assert_uint_eq(find(c, 4)->state, JOB_COMPLETED); /* not made ready at its time */
+    advance(c, 200000);
+    ck_assert_uint_eq(find(c, 4)->state, JOB_COMPLETED);
+    ck_assert_uint_eq(c->stats.ready + c->stats.scheduled, 0);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_fail_retry)
+{
+    struct core *c = core_fixture();
+    struct owner r;
+    owner_init(&r, c, 1);
+
+    /* max-fails 3, unlimited attempts: two retries, then FAILED. */
+    struct job_spec s = spec(1, "q");
+    s.max_fails = 3;
+    add_spec(c, &s, 0);
+    add(c, 2, "q", 0, 0);
+    ck_assert_int_eq(result(c, 1, 100000, 0, &r, NULL), CORE_PARKED);
+    for (uint32_t f = 1; f <= 2; f++) {
+        ck_assert_uint_eq(lease_now(c, "q", 0), 1); /* at its old place, before 2 */
+        ck_assert_int_eq(finish(c, 1, false, "err", 0), CORE_OK);
+        struct job *j = find(c, 1);
+        ck_assert_uint_eq(j->state, JOB_PENDING);
+        ck_assert_uint_eq(j->fails, f);
+        ck_assert_ptr_null(j->result); /* the result is dropped */
+        ck_assert_int_eq(r.calls, 0);
+    }
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_int_eq(finish(c, 1, false, "final", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_FAILED);
+    ck_assert_uint_eq(find(c, 1)->fails, 3);
+    ck_assert_uint_eq(find(c, 1)->attempts, 3);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_int_eq(r.how, WAITER_GOT);
+    ck_assert_uint_eq(r.state, JOB_FAILED);
+    ck_assert_uint_eq(r.result_len, 5);
+    ck_assert(memcmp(r.result, "final", 5) == 0);
+    ck_assert_uint_eq(c->stats.failed, 1);
+    ck_assert_int_eq(finish(c, 1, false, "x", 0), CORE_DUP_RESULT);
+    ck_assert_uint_eq(find(c, 1)->fails, 3);
+
+    /* max-fails 0: the first fail is final. */
+    s = spec(3, "q");
+    s.max_fails = 0;
+    add_spec(c, &s, 0);
+    ck_assert_int_eq(finish(c, 3, false, "e", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 3)->state, JOB_FAILED);
+
+    /* max-fails 1: also final at once (fails 1 is not < 1). */
+    s = spec(4, "q");
+    s.max_fails = 1;
+    add_spec(c, &s, 0);
+    ck_assert_int_eq(finish(c, 4, false, "e", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 4)->state, JOB_FAILED);
+
+    /* Attempts exhausted: final even with fails left. */
+    s = spec(5, "a");
+    s.max_fails = 5;
+    s.max_attempts = 2;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(lease_now(c, "a", 0), 5);
+    ck_assert_int_eq(finish(c, 5, false, "e1", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 5)->state, JOB_PENDING);
+    ck_assert_uint_eq(lease_now(c, "a", 0), 5);
+    ck_assert_int_eq(finish(c, 5, false, "e2", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 5)->state, JOB_FAILED);
+    ck_assert_uint_eq(find(c, 5)->result_len, 2);
+
+    /* A fail on a job that is not leased: PENDING, in place. */
+    s = spec(6, "b");
+    s.max_fails = 2;
+    add_spec(c, &s, 0);
+    add(c, 7, "b", 0, 0);
+    ck_assert_int_eq(finish(c, 6, false, "e", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 6)->state, JOB_PENDING);
+    ck_assert_uint_eq(lease_now(c, "b", 0), 6);
+    ck_assert_uint_eq(lease_now(c, "b", 0), 7);
+
+    /* A retried job goes straight to a parked leaser. */
+    s = spec(8, "c");
+    s.max_fails = 2;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(lease_now(c, "c", 0), 8);
+    struct owner l;
+    owner_init(&l, c, 2);
+    ck_assert_int_eq(lease(c, "c", 1000, 0, &l, NULL), CORE_PARKED);
+    ck_assert_int_eq(finish(c, 8, false, "e", 5), CORE_OK);
+    ck_assert_int_eq(l.calls, 1);
+    ck_assert_int_eq(l.how, WAITER_GOT);
+    ck_assert_uint_eq(l.job, 8);
+    ck_assert_uint_eq(l.attempts, 2);
+    ck_assert_uint_eq(find(c, 8)->state, JOB_LEASED);
+    ck_assert_uint_eq(find(c, 8)->due_at, 5 + 1000);
+
+    /* The retried job's TTR is stopped while it waits. */
+    s = spec(9, "d");
+    s.max_fails = 2;
+    s.ttr = 50;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(lease_now(c, "d", 0), 9);
+    ck_assert_int_eq(finish(c, 9, false, "e", 10), CORE_OK);
+    advance(c, 500);
+    ck_assert_uint_eq(find(c, 9)->state, JOB_PENDING);
+    ck_assert_uint_eq(find(c, 9)->attempts, 1);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_result_waiters)
+{
+    struct core *c = core_fixture();
+    struct owner a, b, t, g;
+    owner_init(&a, c, 1);
+    owner_init(&b, c, 2);
+    owner_init(&t, c, 3);
+    owner_init(&g, c, 4);
+    add(c, 1, "q", 0, 0);
+    ck_assert_int_eq(result(c, 99, 100, 0, &a, NULL), CORE_NOT_FOUND);
+    ck_assert_int_eq(result(c, 1, 0, 0, &a, NULL), CORE_TIMEOUT);
+    ck_assert_int_eq(a.calls, 0);
+
+    /* Two waiters both get the result. */
+    ck_assert_int_eq(result(c, 1, 1000, 0, &a, NULL), CORE_PARKED);
+    ck_assert_int_eq(result(c, 1, 2000, 0, &b, NULL), CORE_PARKED);
+    ck_assert_uint_eq(c->stats.parked, 2);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_int_eq(finish(c, 1, true, "done", 10), CORE_OK);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(a.how, WAITER_GOT);
+    ck_assert_int_eq(b.how, WAITER_GOT);
+    ck_assert_uint_eq(a.job, 1);
+    ck_assert_uint_eq(a.state, JOB_COMPLETED);
+    ck_assert_uint_eq(b.result_len, 4);
+    ck_assert(memcmp(b.result, "done", 4) == 0);
+    /* Asked afterwards: at once. */
+    struct job *out = NULL;
+    ck_assert_int_eq(result(c, 1, 1000, 10, &a, &out), CORE_OK);
+    ck_assert_ptr_eq(out, find(c, 1));
+    ck_assert_int_eq(a.calls, 1);
+    /* The old deadlines are gone with the waiters. */
+    advance(c, 3000);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(b.calls, 1);
+
+    /* Timeout. */
+    add(c, 2, "q", 0, 3000);
+    ck_assert_int_eq(result(c, 2, 500, 3000, &t, NULL), CORE_PARKED);
+    advance(c, 3499);
+    ck_assert_int_eq(t.calls, 0);
+    advance(c, 3500);
+    ck_assert_int_eq(t.calls, 1);
+    ck_assert_int_eq(t.how, WAITER_TIMEOUT);
+    ck_assert(!t.had_job);
+    /* ...and the job does not remember it. */
+    ck_assert_ptr_null(find(c, 2)->waiters);
+    ck_assert_int_eq(finish(c, 2, true, "x", 3600), CORE_OK);
+    ck_assert_int_eq(t.calls, 1);
+
+    /* Delete wakes with GONE. */
+    add(c, 3, "q", 0, 4000);
+    owner_init(&a, c, 1);
+    owner_init(&b, c, 2);
+    ck_assert_int_eq(result(c, 3, 500, 4000, &a, NULL), CORE_PARKED);
+    ck_assert_int_eq(result(c, 3, 500, 4000, &b, NULL), CORE_PARKED);
+    ck_assert_int_eq(del(c, 3), CORE_OK);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(a.how, WAITER_GONE);
+    ck_assert_uint_eq(a.job, 3);
+    ck_assert_int_eq(b.calls, 1);
+    ck_assert_int_eq(b.how, WAITER_GONE);
+    advance(c, 5000);
+    ck_assert_int_eq(a.calls, 1);
+
+    /* Cancel: no callback, and the others are still served. */
+    add(c, 4, "q", 0, 5000);
+    owner_init(&a, c, 1);
+    owner_init(&b, c, 2);
+    ck_assert_int_eq(result(c, 4, 500, 5000, &a, NULL), CORE_PARKED);
+    ck_assert_int_eq(result(c, 4, 500, 5000, &b, NULL), CORE_PARKED);
+    ck_assert_int_eq(result(c, 4, 500, 5000, &g, NULL), CORE_PARKED);
+    cancel(c, &b);
+    ck_assert_int_eq(finish(c, 4, false, "f", 5100), CORE_OK);
+    ck_assert_int_eq(a.calls, 1);
+    ck_assert_int_eq(g.calls, 1);
+    ck_assert_uint_eq(g.state, JOB_FAILED);
+    ck_assert_int_eq(b.calls, 0);
+    advance(c, 6000);
+    ck_assert_int_eq(b.calls, 0);
+
+    /* A fail that retries wakes nobody. */
+    struct job_spec s = spec(5, "q");
+    s.max_fails = 3;
+    add_spec(c, &s, 6000);
+    owner_init(&a, c, 1);
+    ck_assert_int_eq(result(c, 5, 500, 6000, &a, NULL), CORE_PARKED);
+    ck_assert_int_eq(finish(c, 5, false, "f", 6000), CORE_OK);
+    ck_assert_int_eq(a.calls, 0);
+    cancel(c, &a);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_delete)
+{
+    struct core *c = core_fixture();
+    ck_assert_int_eq(del(c, 1), CORE_NOT_FOUND);
+    struct job_spec s = spec(1, "q");
+    add_spec(c, &s, 0);
+    s = spec(2, "q");
+    s.timed = true;
+    s.time_ms = 1000;
+    add_spec(c, &s, 0);
+    add(c, 3, "q", 0, 0);
+    add(c, 4, "q", 0, 0);
+    add(c, 5, "q", 0, 0);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 3);
+    ck_assert_int_eq(finish(c, 3, true, "r", 0), CORE_OK);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 4);
+    ck_assert_int_eq(finish(c, 4, false, "r", 0), CORE_OK);
+    /* leased, scheduled, completed, failed, new */
+    for (uint32_t n = 1; n <= 5; n++) {
+        ck_assert_int_eq(del(c, n), CORE_OK);
+        ck_assert_ptr_null(find(c, n));
+        ck_assert_int_eq(del(c, n), CORE_NOT_FOUND);
+    }
+    ck_assert_int_eq(finish(c, 1, true, "late", 0), CORE_NOT_FOUND);
+    ck_assert_uint_eq(core_job_count(c), 0);
+    ck_assert_uint_eq(queue_count(c), 0);
+    ck_assert_uint_eq(c->stats.evicted, 0); /* delete is not eviction */
+    advance(c, 10000);
+    core_done(c);
+}
+END_TEST
+
+/* ---- parked leasers ---- */
+
+START_TEST(test_parked_fifo)
+{
+    struct core *c = core_fixture();
+    struct owner o[4];
+    for (int i = 0; i < 4; i++) {
+        owner_init(&o[i], c, i + 1);
+        ck_assert_int_eq(lease(c, "q", 1000, (uint64_t)i, &o[i], NULL), CORE_PARKED);
+    }
+    ck_assert_uint_eq(c->stats.parked, 4);
+    ck_assert(active(c, "q"));
+    ck_assert_uint_eq(core_queue(c, "q", 1)->parked, 4);
+    for (uint32_t n = 1; n <= 3; n++)
+        add(c, n, "q", (int32_t)n, 10);
+    ck_assert_uint_eq(g_norder, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(g_order[i], i + 1);
+        ck_assert_int_eq(o[i].how, WAITER_GOT);
+        ck_assert_uint_eq(o[i].job, (uint32_t)i + 1);
+        ck_assert_uint_eq(o[i].state, JOB_LEASED);
+        ck_assert_uint_eq(o[i].attempts, 1);
+    }
+    ck_assert_uint_eq(c->stats.leased, 3);
+    ck_assert_uint_eq(c->stats.ready, 0);
+    ck_assert_uint_eq(find(c, 1)->due_at, 10 + 1000);
+    /* the fourth times out at 3 + 1000 */
+    advance(c, 1002);
+    ck_assert_int_eq(o[3].calls, 0);
+    advance(c, 1003);
+    ck_assert_int_eq(o[3].calls, 1);
+    ck_assert_int_eq(o[3].how, WAITER_TIMEOUT);
+    ck_assert(!o[3].had_job);
+    ck_assert_uint_eq(c->stats.parked, 0);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_park_several_names)
+{
+    struct core *c = core_fixture();
+    struct owner l1, l2, l3;
+    owner_init(&l1, c, 1);
+    owner_init(&l2, c, 2);
+    owner_init(&l3, c, 3);
+    ck_assert_int_eq(lease(c, "a b c", 1000, 0, &l1, NULL), CORE_PARKED);
+    ck_assert(active(c, "a") && active(c, "b") && active(c, "c"));
+    ck_assert_uint_eq(c->stats.parked, 1); /* one client */
+    ck_assert_int_eq(lease(c, "b", 1000, 0, &l2, NULL), CORE_PARKED);
+    ck_assert_int_eq(lease(c, "c a", 1000, 0, &l3, NULL), CORE_PARKED);
+
+    add(c, 1, "b", 0, 1);
+    ck_assert_int_eq(l1.calls, 1);
+    ck_assert_uint_eq(l1.job, 1);
+    ck_assert_int_eq(l2.calls, 0);
+    /* l1 left every queue: a now only has l3, b only l2 */
+    ck_assert_uint_eq(core_queue(c, "a", 1)->parked, 1);
+    ck_assert_uint_eq(core_queue(c, "b", 1)->parked, 1);
+    ck_assert_uint_eq(core_queue(c, "c", 1)->parked, 1);
+    add(c, 2, "a", 0, 2);
+    ck_assert_int_eq(l3.calls, 1);
+    ck_assert_uint_eq(l3.job, 2);
+    /* c was held only by parked leasers: it is gone */
+    ck_assert(!active(c, "c"));
+    add(c, 3, "b", 0, 3);
+    ck_assert_int_eq(l2.calls, 1);
+    ck_assert_uint_eq(l2.job, 3);
+    /* nobody is parked: the next job waits in its queue */
+    add(c, 4, "c", 0, 4);
+    ck_assert_uint_eq(find(c, 4)->state, JOB_NEW);
+    ck_assert_uint_eq(c->stats.ready, 1);
+
+    /* A leaser parked on names that do not exist yet creates them, and a
+     * timeout frees them again. */
+    struct owner l4;
+    owner_init(&l4, c, 4);
+    size_t before = queue_count(c);
+    ck_assert_int_eq(lease(c, "x y z", 100, 10, &l4, NULL), CORE_PARKED);
+    ck_assert_uint_eq(queue_count(c), before + 3);
+    advance(c, 110);
+    ck_assert_int_eq(l4.how, WAITER_TIMEOUT);
+    ck_assert_uint_eq(queue_count(c), before);
+    ck_assert(!active(c, "x") && !active(c, "y") && !active(c, "z"));
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_names_listed_twice)
+{
+    struct core *c = core_fixture();
+    struct owner l;
+    owner_init(&l, c, 1);
+    ck_assert_int_eq(lease(c, "q q q", 1000, 0, &l, NULL), CORE_PARKED);
+    struct queue *q = core_queue(c, "q", 1);
+    ck_assert_uint_eq(q->parked, 1);
+    ck_assert_uint_eq(q->refs, 1);
+    add(c, 1, "q", 0, 1);
+    ck_assert_int_eq(l.calls, 1);
+    add(c, 2, "q", 0, 1);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_NEW); /* served once only */
+    ck_assert_uint_eq(lease_now(c, "q q", 1), 2);
+    del(c, 1);
+    del(c, 2);
+    ck_assert_uint_eq(queue_count(c), 0);
+
+    /* With a duplicate in the list, a name is not favoured: a a a b picks
+     * each about half of the time. */
+    enum { N = 4000 };
+    g_quiet = true;
+    for (uint32_t i = 0; i < N; i++) {
+        add(c, 100 + i, "a", 0, 2);
+        add(c, 100 + N + i, "b", 0, 2);
+    }
+    int picked_a = 0;
+    for (int i = 0; i < N; i++) {
+        uint32_t n = lease_now(c, "a a a b", 2);
+        REQUIRE(n != 0);
+        if (find(c, n)->queue == core_queue(c, "a", 1))
+            picked_a++;
+    }
+    g_quiet = false;
+    check_core(c);
+    ck_assert_int_gt(picked_a, N / 2 - 300);
+    ck_assert_int_lt(picked_a, N / 2 + 300);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_lease_random_pick)
+{
+    struct core *c = core_fixture();
+    enum { N = 400 };
+    g_quiet = true;
+    for (uint32_t i = 0; i < N; i++) {
+        add(c, 1 + i, "a", 0, 0);
+        add(c, 1 + N + i, "b", 0, 0);
+    }
+    int picked_a = 0;
+    for (int i = 0; i < N; i++) {
+        uint32_t n = lease_now(c, "a b", 0);
+        REQUIRE(n != 0);
+        picked_a += n <= N;
+    }
+    g_quiet = false;
+    check_core(c);
+    ck_assert_int_gt(picked_a, 0);
+    ck_assert_int_lt(picked_a, N);
+    ck_assert_int_gt(picked_a, N / 2 - 100);
+    ck_assert_int_lt(picked_a, N / 2 + 100);
+    /* Within a name, still its first job: the a jobs came out in order. */
+    uint32_t expect_next = 1;
+    for (uint32_t n = 1; n <= N; n++) {
+        if (find(c, n)->state == JOB_LEASED) {
+            ck_assert_uint_eq(n, expect_next);
+            expect_next++;
+        }
+    }
+    /* A name without ready jobs is never picked. */
+    add(c, 5000, "solo", 0, 0);
+    ck_assert_uint_eq(lease_now(c, "empty solo nothing", 0), 5000);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_cancel_parked_lease)
+{
+    struct core *c = core_fixture();
+    struct owner l1, l2;
+    owner_init(&l1, c, 1);
+    owner_init(&l2, c, 2);
+    ck_assert_int_eq(lease(c, "q r", 1000, 0, &l1, NULL), CORE_PARKED);
+    ck_assert_int_eq(lease(c, "q", 1000, 0, &l2, NULL), CORE_PARKED);
+    cancel(c, &l1);
+    ck_assert(!active(c, "r"));
+    add(c, 1, "r", 0, 1);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_NEW); /* not given to the cancelled one */
+    add(c, 2, "q", 0, 1);
+    ck_assert_int_eq(l2.calls, 1); /* the next in line */
+    ck_assert_uint_eq(l2.job, 2);
+    ck_assert_int_eq(l1.calls, 0);
+    advance(c, 5000);
+    ck_assert_int_eq(l1.calls, 0); /* its timer went with it */
+
+    /* Cancel the only leaser: the queue goes. */
+    owner_init(&l1, c, 1);
+    ck_assert_int_eq(lease(c, "lonely", 1000, 5000, &l1, NULL), CORE_PARKED);
+    ck_assert(active(c, "lonely"));
+    cancel(c, &l1);
+    ck_assert(!active(c, "lonely"));
+    core_done(c);
+}
+END_TEST
+
+/* ---- timed jobs ---- */
+
+START_TEST(test_timed_jobs)
+{
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    s.timed = true;
+    s.time_ms = 1000;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(c->stats.scheduled, 1);
+    ck_assert(active(c, "q"));
+    ck_assert_uint_le(core_next_event(c), 1000);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 0);
+    advance(c, 999);
+    ck_assert_uint_eq(lease_now(c, "q", 999), 0);
+    add(c, 2, "q", 0, 500); /* untimed, same priority, added earlier in time */
+    advance(c, 1000);
+    ck_assert_uint_eq(c->stats.scheduled, 0);
+    ck_assert_uint_eq(c->stats.ready, 2);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_NEW);
+    /* untimed before timed, though the timed job arrived first */
+    ck_assert_uint_eq(lease_now(c, "q", 1000), 2);
+    ck_assert_uint_eq(lease_now(c, "q", 1000), 1);
+
+    /* A past time: ready at once, still after untimed jobs of its priority
+     * but before lower priorities; among timed jobs by time. */
+    s = spec(3, "p");
+    s.timed = true;
+    s.time_ms = 1500;
+    add_spec(c, &s, 2000);
+    s = spec(4, "p");
+    s.timed = true;
+    s.time_ms = 1200;
+    add_spec(c, &s, 2000);
+    add(c, 5, "p", 0, 2000);
+    add(c, 6, "p", -1, 2000);
+    s = spec(7, "p");
+    s.timed = true;
+    s.time_ms = 1900;
+    s.priority = 1;
+    add_spec(c, &s, 2000);
+    ck_assert_uint_eq(c->stats.scheduled, 0);
+    uint32_t want[] = {7, 5, 4, 3, 6};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++)
+        ck_assert_uint_eq(lease_now(c, "p", 2000), want[i]);
+
+    /* A parked leaser gets a scheduled job when its time comes. */
+    struct owner l;
+    owner_init(&l, c, 1);
+    ck_assert_int_eq(lease(c, "t", 10000, 2000, &l, NULL), CORE_PARKED);
+    s = spec(8, "t");
+    s.timed = true;
+    s.time_ms = 3000;
+    add_spec(c, &s, 2000);
+    ck_assert_int_eq(l.calls, 0);
+    advance(c, 2999);
+    ck_assert_int_eq(l.calls, 0);
+    advance(c, 3000);
+    ck_assert_int_eq(l.calls, 1);
+    ck_assert_uint_eq(l.job, 8);
+    ck_assert_uint_eq(find(c, 8)->state, JOB_LEASED);
+    ck_assert_uint_eq(find(c, 8)->due_at, 3000 + 1000);
+
+    /* Scheduled jobs become ready in time order, even when time jumps. */
+    for (uint32_t n = 0; n < 5; n++) {
+        s = spec(20 + n, "u");
+        s.timed = true;
+        s.time_ms = 10000 - (int64_t)n * 100;
+        add_spec(c, &s, 3000);
+    }
+    advance(c, 20000);
+    for (uint32_t n = 0; n < 5; n++)
+        ck_assert_uint_eq(lease_now(c, "u", 20000), 24 - n);
+    core_done(c);
+}
+END_TEST
+
+/* ---- queue lifetime ---- */
+
+START_TEST(test_queue_lifetime)
+{
+    struct core *c = core_fixture();
+    ck_assert(!active(c, "q"));
+    add(c, 1, "q", 0, 0);
+    ck_assert(active(c, "q"));
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert(active(c, "q")); /* leased */
+    ck_assert_int_eq(finish(c, 1, true, "r", 0), CORE_OK);
+    ck_assert(!active(c, "q")); /* a completed job does not make it visible */
+    add(c, 2, "q", 0, 0);
+    ck_assert(active(c, "q"));
+    del(c, 2);
+    ck_assert(!active(c, "q"));
+    del(c, 1);
+    ck_assert_uint_eq(queue_count(c), 0); /* nothing refers to it: freed */
+
+    /* Name lookup is by exact bytes. */
+    add(c, 3, "Q", 0, 0);
+    ck_assert(!active(c, "q"));
+    ck_assert(core_queue(c, "Qx", 1) != NULL);
+    ck_assert(core_queue(c, "Qx", 2) == NULL);
+    del(c, 3);
+    ck_assert_uint_eq(queue_count(c), 0);
+    core_done(c);
+}
+END_TEST
+
+/* ---- a random workload, checked after every step ---- */
+
+static uint64_t rng_state;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static uint64_t
+rng_below(uint64_t n)
+{
+    return rng_next() % n;
+}
+
+START_TEST(test_random_workload)
+{
+    static const char *const lists[] = {"a", "b", "c", "a b", "b c a", "a a", "zz", "c zz"};
+    static const char *const names[] = {"a", "b", "c"};
+    enum { OWNERS = 32, IDS = 64, STEPS = 20000 };
+    struct core *c = core_fixture();
+    struct owner owners[OWNERS];
+    for (int i = 0; i < OWNERS; i++)
+        owner_init(&owners[i], c, i);
+    rng_state = 0x12345678;
+    uint64_t now = 0;
+    uint64_t gone_before = 0;
+    for (int step = 0; step < STEPS; step++) {
+        uint32_t id = 1 + (uint32_t)rng_below(IDS);
+        struct owner *o = &owners[rng_below(OWNERS)];
+        switch (rng_below(10)) {
+        case 0:
+        case 1: {
+            struct job_spec s = spec(id, names[rng_below(3)]);
+            s.priority = (int32_t)rng_below(3);
+            s.ttr = 1 + (uint32_t)rng_below(200);
+            s.ttl = 1 + rng_below(10000);
+            s.max_attempts = (uint8_t)rng_below(4);
+            s.max_fails = (uint8_t)rng_below(4);
+            if (rng_below(4) == 0) {
+                s.timed = true;
+                s.time_ms = (int64_t)now + (int64_t)rng_below(400) - 100;
+            }
+            bool existed = find(c, id) != NULL;
+            enum core_status st = core_add(c, &s, now);
+            REQUIRE(st == (existed ? CORE_DUPLICATE : CORE_OK));
+            check_core(c);
+            break;
+        }
+        case 2:
+        case 3:
+            if (!o->active)
+                lease(c, lists[rng_below(WQ_ARRAY_LEN(lists))], rng_below(4) * 500, now, o, NULL);
+            break;
+        case 4: {
+            struct job *j = find(c, id);
+            enum core_status st = finish(c, id, rng_below(2), "res", now);
+            REQUIRE(j == NULL ? st == CORE_NOT_FOUND : st == CORE_OK || st == CORE_DUP_RESULT);
+            break;
+        }
+        case 5:
+            if (rng_below(4) == 0)
+                del(c, id);
+            break;
+        case 6:
+            if (!o->active)
+                result(c, id, rng_below(4) * 500, now, o, NULL);
+            break;
+        case 7:
+            if (o->active && rng_below(3) == 0)
+                cancel(c, o);
+            break;
+        default:
+            now += rng_below(30);
+            advance(c, now);
+            break;
+        }
+        REQUIRE(c->stats.evicted >= gone_before);
+        gone_before = c->stats.evicted;
+    }
+    for (int i = 0; i < OWNERS; i++) {
+        if (owners[i].active)
+            cancel(c, &owners[i]);
+    }
+    /* Let everything expire: nothing may be left behind. */
+    advance(c, now + 100000);
+    ck_assert_uint_eq(core_job_count(c), 0);
+    ck_assert_uint_eq(queue_count(c), 0);
+    core_done(c);
+}
+END_TEST
+
+/* core_free with jobs in every state and a parked result-waiter cancelled
+ * first: nothing leaks (run under valgrind). */
+START_TEST(test_free_with_jobs)
+{
+    struct core *c = core_fixture();
+    g_quiet = true;
+    for (uint32_t n = 1; n <= 3000; n++) {
+        struct job_spec s = spec(n, n % 2 ? "odd" : "even");
+        if (n % 7 == 0) {
+            s.timed = true;
+            s.time_ms = 100000;
+        }
+        add_spec(c, &s, 0);
+    }
+    for (int i = 0; i < 500; i++)
+        REQUIRE(lease_now(c, "odd even", 0) != 0);
+    for (uint32_t n = 1; n <= 3000; n += 11)
+        finish(c, n, n % 2, "some result", 0);
+    g_quiet = false;
+    check_core(c);
+    struct owner o;
+    owner_init(&o, c, 1);
+    ck_assert_int_eq(lease(c, "nobody", 100, 0, &o, NULL), CORE_PARKED);
+    cancel(c, &o);
+    core_free(c);
+    core_free(NULL);
+}
+END_TEST
+
+static Suite *
+core_suite(void)
+{
+    Suite *s = suite_create("core");
+    struct {
+        const char *name;
+        const TTest *test;
+    } cases[] = {
+        {"lease_order", test_lease_order},
+        {"lease_unknown_name", test_lease_unknown_name},
+        {"duplicate_add", test_duplicate_add},
+        {"ttr_requeue", test_ttr_requeue},
+        {"next_event", test_next_event},
+        {"max_attempts", test_max_attempts},
+        {"max_attempts_unlimited", test_max_attempts_unlimited},
+        {"ttl_every_state", test_ttl_every_state},
+        {"ttl_saturates", test_ttl_saturates},
+        {"complete_states", test_complete_states},
+        {"fail_retry", test_fail_retry},
+        {"result_waiters", test_result_waiters},
+        {"delete", test_delete},
+        {"parked_fifo", test_parked_fifo},
+        {"park_several_names", test_park_several_names},
+        {"names_listed_twice", test_names_listed_twice},
+        {"lease_random_pick", test_lease_random_pick},
+        {"cancel_parked_lease", test_cancel_parked_lease},
+        {"timed_jobs", test_timed_jobs},
+        {"queue_lifetime", test_queue_lifetime},
+        {"random_workload", test_random_workload},
+        {"free_with_jobs", test_free_with_jobs},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(core_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
