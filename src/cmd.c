@@ -23,11 +23,14 @@ const struct cmd_flag cmd_run_flags[] = {
 static const struct cmd_spec cmd_table[] = {
     /* name, min args, max args, data block?, size error; flags; handler */
     {{"add", 5, 5, true, "Invalid payload size"}, cmd_job_flags, cmd_add},
+    {{"schedule", 6, 6, true, "Invalid payload size"}, cmd_job_flags, cmd_schedule},
+    {{"run", 5, 5, true, "Invalid payload size"}, cmd_run_flags, cmd_run},
     {{"result", 2, 2, false, NULL}, NULL, cmd_result},
     {{"delete", 1, 1, false, NULL}, NULL, cmd_delete},
     {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_lease},
     {{"complete", 2, 2, true, "Invalid result size"}, NULL, cmd_complete},
     {{"fail", 2, 2, true, "Invalid result size"}, NULL, cmd_fail},
+    {{"inspect", 1, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_inspect},
 };
 
 const struct proto_syntax *

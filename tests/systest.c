@@ -88,7 +88,7 @@ systest_start(struct systest_server *s, ...)
         dup2(pipefd[1], STDOUT_FILENO);
         close(pipefd[0]);
         close(pipefd[1]);
-        execv(argv[0], argv);
+        execvp(argv[0], argv);
         _exit(127);
     }
     close(pipefd[1]);
