@@ -84,7 +84,7 @@ alloc_name(void)
         /* Also keeps -ljemalloc from being dropped by --as-needed. */
         if (mallctl("version", &v, &len, NULL, 0) != 0)
             v = "?";
-        snprintf(name, sizeof name, "jemalloc %s", v);
+        snprintf(name, sizeof name, "jemalloc-%s", v);
     }
     return name;
 #else

@@ -17,7 +17,7 @@ void *wq_try_malloc(size_t size);
 /* Free p, allocated with exactly `size` bytes (jemalloc's sized free). */
 void  wq_sized_free(void *p, size_t size);
 
-/* Name of the allocator in use: "jemalloc 5.3.0-..." or "libc". */
+/* Name of the allocator in use, one word: "jemalloc-5.3.0-..." or "libc". */
 const char *alloc_name(void);
 /* Bytes allocated by the application, as the allocator counts them
  * (jemalloc's stats.allocated; with libc, mallinfo2's in-use bytes). */

@@ -3,6 +3,7 @@
 #include "conn.h"
 
 #include <string.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -20,8 +21,19 @@
  * bytes, take them again below LOW. */
 #define CONN_OUT_HIGH (4u << 20)
 #define CONN_OUT_LOW  (256u << 10)
-/* While parked, read ahead at most this much (EOF is still seen). */
+/* While parked, read ahead at most this much: EOF is seen unless a client
+ * pipelines more than this behind a parked command. */
 #define CONN_PARKED_READ_MAX (256u << 10)
+/* After an error that ends a connection, how long the peer's input is still
+ * read and dropped so that the error reply is not lost to a TCP reset. */
+#define CONN_LINGER_MS 2000
+
+/* How a connection is ending. */
+enum conn_end {
+    CONN_OPEN,
+    CONN_FLUSH,  /* the peer left, or the server stops: write what is due, close */
+    CONN_LINGER, /* our error ended it: write, shut down writing, drain the peer */
+};
 
 struct conn {
     struct bufferevent *bev;
@@ -30,12 +42,18 @@ struct conn {
     struct waiter      *waiter; /* the parked command's, or NULL */
     struct event       *wake_ev;
     struct conn        *prev, *next;
-    size_t              need;    /* input bytes needed before parsing again */
-    bool                closing; /* no more commands: flush and close */
+    size_t              need; /* input bytes needed before parsing again */
+    enum conn_end       closing;
     bool                throttled;
 };
 
 static void conn_process(struct conn *c);
+
+struct conn *
+conn_next(const struct conn *c)
+{
+    return c->next;
+}
 
 void
 conn_reply(struct conn *c, const void *data, size_t len)
@@ -66,7 +84,7 @@ conn_wake(struct conn *c)
 {
     c->waiter = NULL;
     bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-    event_active(c->wake_ev, EV_TIMEOUT, 0);
+    event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
 void
@@ -88,20 +106,41 @@ conn_free(struct conn *c)
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
     wq_free(c);
+    server_conn_gone(srv);
 }
 
-/* Stop taking commands; close once the replies are written. */
+/* Everything due has been written: close, or start lingering. */
 static void
-conn_close_soon(struct conn *c)
+conn_flushed(struct conn *c)
 {
-    c->closing = true;
+    if (c->closing != CONN_LINGER) {
+        conn_free(c);
+        return;
+    }
+    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    struct timeval tv = {CONN_LINGER_MS / 1000, (CONN_LINGER_MS % 1000) * 1000};
+    event_add(c->wake_ev, &tv); /* the latest it may take the peer to close */
+}
+
+void
+conn_close_soon(struct conn *c, bool linger)
+{
+    if (c->closing != CONN_OPEN)
+        return;
+    c->closing = linger ? CONN_LINGER : CONN_FLUSH;
     if (c->waiter != NULL) {
         core_cancel(c->srv->ctx.core, c->waiter);
         c->waiter = NULL;
     }
-    bufferevent_disable(c->bev, EV_READ);
+    if (linger) {
+        /* Keep reading (and dropping) so unread input cannot cause a reset. */
+        bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
+        bufferevent_enable(c->bev, EV_READ);
+    } else {
+        bufferevent_disable(c->bev, EV_READ);
+    }
     if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
-        conn_free(c);
+        conn_flushed(c);
     else
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
@@ -155,14 +194,16 @@ conn_process(struct conn *c)
     }
     server_update_timer(srv);
     if (fatal)
-        conn_close_soon(c);
+        conn_close_soon(c, true);
 }
 
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
-    if (!c->closing && c->waiter == NULL)
+    if (c->closing != CONN_OPEN)
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+    else if (c->waiter == NULL)
         conn_process(c);
 }
 
@@ -171,9 +212,9 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
     struct evbuffer *out = bufferevent_get_output(bev);
-    if (c->closing) {
+    if (c->closing != CONN_OPEN) {
         if (evbuffer_get_length(out) == 0)
-            conn_free(c);
+            conn_flushed(c);
         return;
     }
     if (c->throttled && evbuffer_get_length(out) <= CONN_OUT_LOW) {
@@ -188,25 +229,23 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct conn *c = arg;
     struct server *srv = c->srv;
-    if (what & BEV_EVENT_EOF) {
-        /* The peer is done sending: answer nothing more that waits, write
-         * what was already answered, then close. */
-        server_begin_batch(srv);
-        conn_close_soon(c);
-        server_update_timer(srv);
-        return;
+    if ((what & BEV_EVENT_EOF) && c->closing == CONN_OPEN) {
+        /* The peer is done sending: cancel what waits (before any timer
+         * could hand it a job), write what was already answered, close. */
+        conn_close_soon(c, false);
+    } else {
+        conn_free(c); /* an error, or the end of a linger */
     }
-    if (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
-        conn_free(c);
-        server_update_timer(srv);
-    }
+    server_update_timer(srv);
 }
 
 static void
 conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    if (!c->closing && c->waiter == NULL)
+    if (c->closing == CONN_LINGER && (what & EV_TIMEOUT))
+        conn_free(c); /* the peer took too long to close */
+    else if (c->closing == CONN_OPEN && c->waiter == NULL)
         conn_process(c);
 }
 

@@ -16,6 +16,15 @@ struct conn *conn_new(struct server *srv, int fd);
 /* Close at once, cancelling any parked command; NULL is ignored. */
 void         conn_free(struct conn *c);
 
+/* Take no more commands: cancel a parked one, write the replies already
+ * due, then close.  With linger (after an error of ours), also drain the
+ * peer's input for a while so that the last reply is not lost to a reset.
+ * May free c at once. */
+void conn_close_soon(struct conn *c, bool linger);
+
+/* The next connection of the server's list, for walks that may free c. */
+struct conn *conn_next(const struct conn *c);
+
 /* Queue reply bytes (copied) for the client. */
 void conn_reply(struct conn *c, const void *data, size_t len);
 /* Queue "-CLIENT-ERROR <msg>\r\n". */

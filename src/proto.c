@@ -7,6 +7,9 @@
 #include "alloc.h"
 #include "util.h"
 
+/* Token slots a connection keeps between lines. */
+#define PROTO_KEEP_TOKENS 16
+
 void
 proto_init(struct proto *p, proto_lookup_fn lookup, size_t max_line, uint64_t max_payload)
 {
@@ -45,13 +48,15 @@ proto_is_flag(const char *tok, size_t n)
     return n > 0 && tok[0] == '-' && memchr(tok, '=', n) != NULL;
 }
 
-/* Make room for up to `count` tokens of each kind. */
+/* Size the token arrays for exactly this line (plus a little), so a
+ * connection keeps no more than its largest line needs, and gives a long
+ * line's worth back on the next short one. */
 static void
 proto_reserve(struct proto *p, size_t count)
 {
-    if (count <= p->cap)
+    if (count <= p->cap && (p->cap <= PROTO_KEEP_TOKENS || count > p->cap / 4))
         return;
-    size_t cap = WQ_MAX(count, 2 * p->cap);
+    size_t cap = WQ_MAX(count, (size_t)PROTO_KEEP_TOKENS);
     p->args = wq_realloc(p->args, cap * sizeof *p->args);
     p->flags = wq_realloc(p->flags, cap * sizeof *p->flags);
     p->cap = cap;
@@ -63,7 +68,10 @@ static bool
 proto_tokenize(struct proto *p, const char *line, size_t len, struct wq_str *name,
                struct request *req)
 {
-    proto_reserve(p, len / 2 + 1);
+    size_t count = 0;
+    for (size_t i = 0; i < len; i++)
+        count += line[i] != ' ' && (i == 0 || line[i - 1] == ' ');
+    proto_reserve(p, count);
     req->nargs = req->nflags = 0;
     name->p = NULL;
     size_t i = 0;

@@ -23,6 +23,10 @@
 #include "util.h"
 
 #define SERVER_BACKLOG 1024
+/* How long a stop waits for replies to be written. */
+#define SERVER_STOP_MS 2000
+/* How long accepting pauses when file descriptors run out. */
+#define SERVER_ACCEPT_PAUSE_MS 100
 
 void
 server_begin_batch(struct server *srv)
@@ -57,12 +61,45 @@ server_timer_cb(evutil_socket_t fd, short what, void *arg)
     server_update_timer(srv);
 }
 
+void
+server_conn_gone(struct server *srv)
+{
+    if (srv->stopping && srv->conns == NULL)
+        event_base_loopbreak(srv->base);
+}
+
+static void
+server_stop_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    wq_log(LOG_LVL_WARN, "stopping without waiting any longer for slow clients");
+    event_base_loopbreak(srv->base);
+}
+
+/* SIGINT, SIGTERM: stop accepting, cancel parked commands, write the
+ * replies already due (for a little while at most), then leave the loop.
+ * A second signal leaves at once. */
 static void
 server_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
     struct server *srv = arg;
-    wq_log(LOG_LVL_INFO, "stopping signal=%d", (int)sig);
-    event_base_loopbreak(srv->base);
+    if (srv->stopping) {
+        event_base_loopbreak(srv->base);
+        return;
+    }
+    wq_log(LOG_LVL_INFO, "stopping signal=%d clients=%llu", (int)sig,
+           (unsigned long long)srv->ctx.clients);
+    srv->stopping = true;
+    evconnlistener_disable(srv->listener);
+    struct timeval tv = {SERVER_STOP_MS / 1000, (SERVER_STOP_MS % 1000) * 1000};
+    evtimer_add(srv->stop_ev, &tv);
+    struct conn *c = srv->conns;
+    while (c != NULL) {
+        struct conn *next = conn_next(c);
+        conn_close_soon(c, false); /* may free c, never another one */
+        c = next;
+    }
+    server_conn_gone(srv);
 }
 
 static void
@@ -76,10 +113,25 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
 }
 
 static void
+server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    if (!srv->stopping)
+        evconnlistener_enable(srv->listener);
+}
+
+/* accept failed (EMFILE, ENFILE, ENOMEM...): the pending connection stays
+ * in the backlog and the socket stays readable, so pause accepting for a
+ * moment instead of spinning. */
+static void
 server_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-    /* EMFILE and friends: log and keep listening; libevent retries. */
-    wq_log(LOG_LVL_WARN, "accept failed: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    struct server *srv = arg;
+    wq_log(LOG_LVL_WARN, "accept failed, pausing for %d ms: %s", SERVER_ACCEPT_PAUSE_MS,
+           evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    evconnlistener_disable(l);
+    struct timeval tv = {0, SERVER_ACCEPT_PAUSE_MS * 1000};
+    evtimer_add(srv->accept_ev, &tv);
 }
 
 /* Describe the address the listener really bound (port 0 becomes a port). */
@@ -146,7 +198,13 @@ server_init(struct server *srv, const struct options *opts)
     srv->opts = opts;
     srv->started_ms = util_now_ms();
     srv->timer_at = WHEEL_NEVER;
-    srv->base = event_base_new();
+    /* Precise timers: the default coarse clock is 4 ms off here. */
+    struct event_config *cfg = event_config_new();
+    if (cfg != NULL) {
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+        srv->base = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+    }
     if (srv->base == NULL) {
         wq_log(LOG_LVL_ERROR, "cannot create the event loop");
         return -1;
@@ -156,9 +214,12 @@ server_init(struct server *srv, const struct options *opts)
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);
+    srv->stop_ev = evtimer_new(srv->base, server_stop_deadline_cb, srv);
+    srv->accept_ev = evtimer_new(srv->base, server_accept_resume_cb, srv);
     evsignal_add(srv->sig_int, NULL);
     evsignal_add(srv->sig_term, NULL);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN); /* nothing to reopen yet; never die of it */
     return server_listen(srv);
 }
 
@@ -171,6 +232,7 @@ server_run(struct server *srv)
 void
 server_clear(struct server *srv)
 {
+    srv->stopping = false; /* freeing the rest is not a graceful stop */
     while (srv->conns != NULL)
         conn_free(srv->conns);
     if (srv->listener != NULL)
@@ -181,6 +243,10 @@ server_clear(struct server *srv)
         event_free(srv->sig_int);
     if (srv->sig_term != NULL)
         event_free(srv->sig_term);
+    if (srv->stop_ev != NULL)
+        event_free(srv->stop_ev);
+    if (srv->accept_ev != NULL)
+        event_free(srv->accept_ev);
     core_free(srv->ctx.core);
     if (srv->base != NULL)
         event_base_free(srv->base);

@@ -15,6 +15,9 @@ struct server {
     struct evconnlistener *listener;
     struct event          *timer;
     struct event          *sig_int, *sig_term;
+    struct event          *stop_ev;   /* deadline of a graceful stop */
+    struct event          *accept_ev; /* re-enables accepting after EMFILE */
+    bool                   stopping;
     uint64_t               timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
@@ -35,5 +38,7 @@ void server_clear(struct server *srv);
 void server_begin_batch(struct server *srv);
 /* Re-arm the timer for the core's next event, if that changed. */
 void server_update_timer(struct server *srv);
+/* A connection was freed (a graceful stop ends with the last one). */
+void server_conn_gone(struct server *srv);
 
 #endif /* WQ_SERVER_H */
