@@ -155,3 +155,13 @@ cmd_reply_nomem(struct conn *c)
     static const char msg[] = "-SERVER-ERROR Out of memory\r\n";
     conn_reply(c, msg, sizeof msg - 1);
 }
+
+bool
+cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c)
+{
+    static const char msg[] = "-SERVER-ERROR Read-only: command log write failed\r\n";
+    if (!ctx->readonly)
+        return false;
+    conn_reply(c, msg, sizeof msg - 1);
+    return true;
+}

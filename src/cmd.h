@@ -9,6 +9,7 @@
 
 struct conn;
 struct core;
+struct cmdlog;
 
 /* What handlers share: the core, the time of the current batch, and the
  * server figures that inspect shows. */
@@ -16,7 +17,9 @@ struct cmd_ctx {
     struct core *core;
     uint64_t     now_ms;
     uint64_t     started_ms;
-    uint64_t     clients; /* open connections */
+    uint64_t     clients;  /* open connections */
+    struct cmdlog *log;    /* NULL without a command log */
+    bool         readonly; /* the log cannot be written: refuse changes */
 };
 
 typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
@@ -56,6 +59,8 @@ void cmd_reply_ok(struct conn *c);
 void cmd_reply_not_found(struct conn *c);
 void cmd_reply_timeout(struct conn *c);
 void cmd_reply_nomem(struct conn *c);
+/* In read-only mode, answer the server error and return true. */
+bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c);
 
 /* The handlers (cmd_job.c, cmd_worker.c). */
 void cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r);

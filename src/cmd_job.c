@@ -61,6 +61,8 @@ cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
         conn_client_error(c, err);
         return;
     }
+    if (cmd_refuse_readonly(ctx, c))
+        return;
     cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
 }
 
@@ -131,6 +133,8 @@ cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
         conn_client_error(c, "Invalid ID");
         return;
     }
+    if (cmd_refuse_readonly(ctx, c))
+        return;
     if (core_delete(ctx->core, id) == CORE_OK)
         cmd_reply_ok(c);
     else
@@ -155,6 +159,8 @@ cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
         conn_client_error(c, err);
         return;
     }
+    if (cmd_refuse_readonly(ctx, c))
+        return;
     s.timed = true;
     cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
 }

@@ -48,6 +48,8 @@ cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
         conn_client_error(c, "Invalid wait timeout");
         return;
     }
+    if (cmd_refuse_readonly(ctx, c))
+        return;
     struct job *j;
     struct waiter *w;
     switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms, cmd_lease_done, c, &j, &w)) {
@@ -72,6 +74,8 @@ cmd_finish(struct cmd_ctx *ctx, struct conn *c, const struct request *r, bool su
         conn_client_error(c, "Invalid ID");
         return;
     }
+    if (cmd_refuse_readonly(ctx, c))
+        return;
     switch (core_finish(ctx->core, id, success, r->block, r->block_len, ctx->now_ms)) {
     case CORE_OK:
         cmd_reply_ok(c);

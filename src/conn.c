@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "cmd.h"
+#include "cmdlog.h"
 #include "core.h"
 #include "log.h"
 #include "options.h"
@@ -42,6 +43,10 @@ struct conn {
     struct waiter      *waiter; /* the parked command's, or NULL */
     struct event       *wake_ev;
     struct conn        *prev, *next;
+    struct evbuffer    *held;      /* replies waiting for the log (always policy) */
+    uint64_t            hold_lsn;  /* ... until this record is on disk */
+    struct conn        *held_prev, *held_next;
+    bool                in_held;   /* linked in srv->held */
     size_t              need; /* input bytes needed before parsing again */
     enum conn_end       closing;
     bool                throttled;
@@ -55,17 +60,78 @@ conn_next(const struct conn *c)
     return c->next;
 }
 
+/* Bytes of reply not yet sent, held ones included. */
+static size_t
+conn_pending(const struct conn *c)
+{
+    size_t n = evbuffer_get_length(bufferevent_get_output(c->bev));
+    return c->held != NULL ? n + evbuffer_get_length(c->held) : n;
+}
+
+static void
+conn_held_unlink(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (!c->in_held)
+        return;
+    if (c->held_prev != NULL)
+        c->held_prev->held_next = c->held_next;
+    else
+        srv->held = c->held_next;
+    if (c->held_next != NULL)
+        c->held_next->held_prev = c->held_prev;
+    c->held_prev = c->held_next = NULL;
+    c->in_held = false;
+}
+
+/* Where a reply goes now: the socket's output, or, while the command log
+ * has records not yet on disk under the always policy, the held buffer
+ * (and every later reply too, to keep them in order). */
+static struct evbuffer *
+conn_out(struct conn *c)
+{
+    struct server *srv = c->srv;
+    if (srv->log == NULL || (!c->in_held && !cmdlog_holds_replies(srv->log)))
+        return bufferevent_get_output(c->bev);
+    if (c->held == NULL)
+        c->held = evbuffer_new();
+    c->hold_lsn = cmdlog_appended(srv->log);
+    if (!c->in_held) {
+        c->held_next = srv->held;
+        if (c->held_next != NULL)
+            c->held_next->held_prev = c;
+        c->held_prev = NULL;
+        srv->held = c;
+        c->in_held = true;
+    }
+    return c->held;
+}
+
+void
+conn_release_held(struct server *srv, uint64_t durable)
+{
+    struct conn *c = srv->held;
+    while (c != NULL) {
+        struct conn *next = c->held_next;
+        if (c->hold_lsn <= durable) {
+            evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
+            conn_held_unlink(c);
+        }
+        c = next;
+    }
+}
+
 void
 conn_reply(struct conn *c, const void *data, size_t len)
 {
     if (len > 0)
-        evbuffer_add(bufferevent_get_output(c->bev), data, len);
+        evbuffer_add(conn_out(c), data, len);
 }
 
 void
 conn_client_error(struct conn *c, const char *msg)
 {
-    struct evbuffer *out = bufferevent_get_output(c->bev);
+    struct evbuffer *out = conn_out(c);
     evbuffer_add(out, "-CLIENT-ERROR ", 14);
     evbuffer_add(out, msg, strlen(msg));
     evbuffer_add(out, "\r\n", 2);
@@ -102,6 +168,9 @@ conn_free(struct conn *c)
     if (c->next != NULL)
         c->next->prev = c->prev;
     srv->ctx.clients--;
+    conn_held_unlink(c);
+    if (c->held != NULL)
+        evbuffer_free(c->held);
     proto_clear(&c->proto);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
@@ -139,10 +208,9 @@ conn_close_soon(struct conn *c, bool linger)
     } else {
         bufferevent_disable(c->bev, EV_READ);
     }
-    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+    bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    if (conn_pending(c) == 0)
         conn_flushed(c);
-    else
-        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
 }
 
 /* Run the complete commands in the input, in order, until one parks, the
@@ -152,12 +220,11 @@ conn_process(struct conn *c)
 {
     struct server *srv = c->srv;
     struct evbuffer *in = bufferevent_get_input(c->bev);
-    struct evbuffer *out = bufferevent_get_output(c->bev);
     bool fatal = false;
 
     server_begin_batch(srv);
     while (c->waiter == NULL && !fatal) {
-        if (evbuffer_get_length(out) > CONN_OUT_HIGH) {
+        if (conn_pending(c) > CONN_OUT_HIGH) {
             c->throttled = true;
             bufferevent_disable(c->bev, EV_READ);
             break;
@@ -211,13 +278,12 @@ static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
-    struct evbuffer *out = bufferevent_get_output(bev);
     if (c->closing != CONN_OPEN) {
-        if (evbuffer_get_length(out) == 0)
+        if (conn_pending(c) == 0)
             conn_flushed(c);
         return;
     }
-    if (c->throttled && evbuffer_get_length(out) <= CONN_OUT_LOW) {
+    if (c->throttled && conn_pending(c) <= CONN_OUT_LOW) {
         c->throttled = false;
         bufferevent_enable(bev, EV_READ);
         conn_process(c);

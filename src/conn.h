@@ -22,6 +22,10 @@ void         conn_free(struct conn *c);
  * May free c at once. */
 void conn_close_soon(struct conn *c, bool linger);
 
+/* Send the held replies of every connection whose last held reply waited
+ * for a record at or below durable. */
+void conn_release_held(struct server *srv, uint64_t durable);
+
 /* The next connection of the server's list, for walks that may free c. */
 struct conn *conn_next(const struct conn *c);
 

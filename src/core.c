@@ -207,6 +207,32 @@ core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         core_job_destroy(arg, run_job); /* nobody leased it in time */
 }
 
+/* ---- the command log ---- */
+
+/* Log a record that carries only the job id. */
+static void
+core_log_id(struct core *c, const struct job *j, enum cmdlog_code code)
+{
+    if (c->log == NULL || (j->flags & JOB_F_RUN))
+        return;
+    struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
+    memcpy(r.id, j->id, JOBID_LEN);
+    c->log(c->log_arg, &r);
+}
+
+/* Log a result (complete or final fail). */
+static void
+core_log_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
+                size_t len)
+{
+    if (c->log == NULL || (j->flags & JOB_F_RUN))
+        return;
+    struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
+    memcpy(r.id, j->id, JOBID_LEN);
+    r.result = (struct wq_str){data, len};
+    c->log(c->log_arg, &r);
+}
+
 /* ---- transitions ---- */
 
 /* Lease j (NEW or PENDING, out of any heap) to a worker. */
@@ -214,6 +240,7 @@ static void
 core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
 {
     WQ_ASSERT(j->place == JOB_NOWHERE);
+    core_log_id(c, j, CMDLOG_START_ATTEMPT);
     j->state = JOB_LEASED;
     j->attempts++;
     j->queue->leased++;
@@ -295,6 +322,7 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
         core_job_destroy(c, j);
         return;
     }
+    core_log_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         return;
@@ -317,6 +345,7 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     if (now_ms >= j->expires_at) {
         if (!job_is_done(j))
             c->stats.evicted++;
+        core_log_id(c, j, CMDLOG_EXPIRE);
         core_job_destroy(c, j);
         return;
     }
@@ -357,7 +386,7 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     j->priority = s->priority;
     j->max_attempts = s->max_attempts;
     j->max_fails = s->max_fails;
-    j->created_ms = (int64_t)now_ms;
+    j->created_ms = s->created_ms != 0 ? s->created_ms : (int64_t)now_ms;
     j->payload = payload;
     j->payload_len = (uint32_t)s->payload_len;
     j->heap_index = HEAP_NO_INDEX;
@@ -367,7 +396,7 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
         j->time_ms = s->time_ms;
         j->expires_at = core_expiry(s->time_ms, s->ttl);
     } else {
-        j->expires_at = core_expiry((int64_t)now_ms, s->ttl);
+        j->expires_at = core_expiry(j->created_ms, s->ttl);
     }
     registry_insert(c->jobs, j);
     return j;
@@ -381,6 +410,24 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
     struct job *j = core_job_create(c, s, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
+    if (c->log != NULL) {
+        struct cmdlog_rec r = {
+            .code = s->timed ? CMDLOG_SCHEDULE : CMDLOG_ADD,
+            .at_ms = (int64_t)now_ms,
+            .name = s->name,
+            .ttr = s->ttr,
+            .ttl = s->ttl,
+            .priority = s->priority,
+            .max_attempts = s->max_attempts,
+            .max_fails = s->max_fails,
+            .payload = {s->payload, s->payload_len},
+            .timed = s->timed,
+            .time_ms = s->time_ms,
+            .created_ms = j->created_ms,
+        };
+        memcpy(r.id, s->id, JOBID_LEN);
+        c->log(c->log_arg, &r);
+    }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         j->due_at = (uint64_t)s->time_ms;
         queue_push_scheduled(j->queue, j);
@@ -517,6 +564,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
                      (j->max_attempts == 0 || j->attempts < j->max_attempts);
         if (retry) {
             /* Back to waiting; a job still in a heap keeps its place there. */
+            core_log_id(c, j, CMDLOG_FAIL_RETRY);
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 j->state = JOB_PENDING;
@@ -545,6 +593,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
         }
         memcpy(result, data, len);
     }
+    core_log_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
     core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
     return CORE_OK;
 }
@@ -555,6 +604,7 @@ core_delete(struct core *c, const uint8_t id[JOBID_LEN])
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
+    core_log_id(c, j, CMDLOG_DELETE);
     core_job_destroy(c, j);
     return CORE_OK;
 }
@@ -621,4 +671,90 @@ core_free(struct core *c)
     pool_clear(&c->job_pool);
     pool_clear(&c->waiter_pool);
     wq_free(c);
+}
+
+/* ---- replay ---- */
+
+/* Re-create the job of an add or schedule record, unless already gone. */
+static void
+core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    struct job_spec s = {
+        .name = r->name,
+        .ttr = (uint32_t)r->ttr,
+        .ttl = r->ttl,
+        .priority = (int32_t)r->priority,
+        .max_attempts = (uint8_t)r->max_attempts,
+        .max_fails = (uint8_t)r->max_fails,
+        .timed = r->code == CMDLOG_SCHEDULE && r->timed,
+        .time_ms = r->time_ms,
+        .payload = r->payload.p,
+        .payload_len = r->payload.n,
+        .created_ms = r->created_ms,
+    };
+    memcpy(s.id, r->id, JOBID_LEN);
+    /* Values the protocol could never have accepted mean a damaged record. */
+    struct wq_str name = r->name;
+    if (name.n == 0 || name.n > WQ_MAX_NAME || r->ttr == 0 || r->ttr > WQ_MAX_TTR_MS ||
+        r->ttl == 0 || r->priority < INT32_MIN || r->priority > INT32_MAX ||
+        r->max_attempts > WQ_MAX_ATTEMPTS || r->max_fails > WQ_MAX_FAILS ||
+        r->payload.n > UINT32_MAX || s.created_ms == 0)
+        return;
+    uint64_t expiry = core_expiry(s.timed ? s.time_ms : s.created_ms, s.ttl);
+    if (expiry <= now_ms)
+        return; /* its life ended while the server was down */
+    core_add(c, &s, now_ms);
+}
+
+void
+core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    core_log_fn log = c->log;
+    c->log = NULL;
+    c->now_ms = WQ_MAX(c->now_ms, now_ms);
+    struct job *j = core_find(c, r->id);
+    switch (r->code) {
+    case CMDLOG_ADD:
+    case CMDLOG_SCHEDULE:
+        if (j == NULL)
+            core_replay_add(c, r, now_ms);
+        break;
+    case CMDLOG_START_ATTEMPT:
+        /* The lease starts over with a fresh TTR from now. */
+        if (j != NULL && (j->state == JOB_NEW || j->state == JOB_PENDING)) {
+            core_job_detach(c, j);
+            core_lease_job(c, j, now_ms);
+        }
+        break;
+    case CMDLOG_TIMEOUT_ATTEMPT:
+        if (j != NULL && j->state == JOB_LEASED)
+            core_job_ttr_expired(c, j, now_ms);
+        break;
+    case CMDLOG_COMPLETE:
+    case CMDLOG_FAIL:
+        if (j != NULL && !job_is_done(j)) {
+            char *result = NULL;
+            if (r->result.n > 0) {
+                result = wq_malloc(r->result.n);
+                memcpy(result, r->result.p, r->result.n);
+            }
+            if (r->code == CMDLOG_FAIL)
+                j->fails++;
+            core_job_settle(c, j, r->code == CMDLOG_COMPLETE ? JOB_COMPLETED : JOB_FAILED, result,
+                            (uint32_t)r->result.n);
+        }
+        break;
+    case CMDLOG_FAIL_RETRY:
+        if (j != NULL && !job_is_done(j))
+            core_finish(c, r->id, false, NULL, 0, now_ms);
+        break;
+    case CMDLOG_DELETE:
+    case CMDLOG_EXPIRE:
+        if (j != NULL)
+            core_job_destroy(c, j);
+        break;
+    default:
+        break;
+    }
+    c->log = log;
 }

@@ -7,6 +7,7 @@
 #define WQ_CORE_H
 
 #include "wq.h"
+#include "cmdlog_codec.h"
 #include "job.h"
 #include "pool.h"
 #include "queue.h"
@@ -56,7 +57,13 @@ struct core_stats {
     uint64_t parked;  /* waiting clients: leases and results */
 };
 
+/* Called with the record of every state change, before the change is made
+ * (the command log appends it).  Run jobs are never logged. */
+typedef void (*core_log_fn)(void *arg, const struct cmdlog_rec *r);
+
 struct core {
+    core_log_fn       log;     /* NULL: nothing is logged (and during replay) */
+    void             *log_arg;
     struct registry  *jobs;   /* id -> job */
     struct registry  *queues; /* name -> queue */
     struct wheel      wheel;
@@ -82,6 +89,7 @@ struct job_spec {
     int64_t       time_ms; /* Unix ms, when timed */
     const char   *payload;
     size_t        payload_len;
+    int64_t       created_ms; /* Unix ms; 0 means now (replay passes the original) */
 };
 
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
@@ -134,6 +142,12 @@ void core_cancel(struct core *c, struct waiter *w);
 
 /* The job with this id, or NULL. */
 struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
+
+/* Apply a record read back from the command log at start-up, as of now_ms:
+ * jobs keep their original expiry (those already past it are dropped) and a
+ * replayed lease gets a fresh TTR.  Records that do not fit the state (a
+ * damaged or foreign log) are ignored.  Nothing is logged meanwhile. */
+void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 
 /* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits). */
 void     core_advance(struct core *c, uint64_t now_ms);

@@ -17,18 +17,24 @@ enum {
     OPT_LISTEN = 256,
     OPT_MAX_LINE,
     OPT_MAX_PAYLOAD,
-    OPT_CMDLOG,
+    OPT_CMDLOG_PATH,
+    OPT_CMDLOG_SEG_SIZE,
+    OPT_CMDLOG_SYNC,
+    OPT_CMDLOG_SYNC_INT,
+    OPT_CMDLOG_CLEAN_INT,
+    OPT_CMDLOG_TRUNCATE,
 };
 
 static const struct option long_options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"max-line", required_argument, NULL, OPT_MAX_LINE},
     {"max-payload", required_argument, NULL, OPT_MAX_PAYLOAD},
-    {"cmdlog-path", required_argument, NULL, OPT_CMDLOG},
-    {"cmdlog-seg-size", required_argument, NULL, OPT_CMDLOG},
-    {"cmdlog-sync", required_argument, NULL, OPT_CMDLOG},
-    {"cmdlog-sync-int", required_argument, NULL, OPT_CMDLOG},
-    {"cmdlog-clean-int", required_argument, NULL, OPT_CMDLOG},
+    {"cmdlog-path", required_argument, NULL, OPT_CMDLOG_PATH},
+    {"cmdlog-seg-size", required_argument, NULL, OPT_CMDLOG_SEG_SIZE},
+    {"cmdlog-sync", required_argument, NULL, OPT_CMDLOG_SYNC},
+    {"cmdlog-sync-int", required_argument, NULL, OPT_CMDLOG_SYNC_INT},
+    {"cmdlog-clean-int", required_argument, NULL, OPT_CMDLOG_CLEAN_INT},
+    {"cmdlog-truncate", no_argument, NULL, OPT_CMDLOG_TRUNCATE},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
@@ -47,12 +53,18 @@ options_usage(FILE *f)
             "                        port 0 picks a free port\n"
             "  -max-line BYTES       longest command line (default %u)\n"
             "  -max-payload BYTES    largest job payload or result (default %u)\n"
+            "  -cmdlog-path DIR      keep a command log in DIR (default: none, jobs live\n"
+            "                        in memory only)\n"
+            "  -cmdlog-seg-size BYTES  start a new segment file at this size (default %u)\n"
+            "  -cmdlog-sync POLICY   os, interval or always (default interval)\n"
+            "  -cmdlog-sync-int MS   the interval of the interval policy (default %u)\n"
+            "  -cmdlog-clean-int MS  how often old segments are cleaned (default %u)\n"
+            "  -cmdlog-truncate      at start, cut a damaged log at the damage instead of\n"
+            "                        refusing to start (what follows it is lost)\n"
             "  -h, -help             show this help and exit\n"
-            "  -V, -version          show the version and exit\n"
-            "\n"
-            "The command-log flags of Workq (-cmdlog-path, -cmdlog-seg-size, -cmdlog-sync,\n"
-            "-cmdlog-sync-int, -cmdlog-clean-int) are recognised but not supported yet.\n",
-            WQ_DEFAULT_HOST, WQ_DEFAULT_PORT, WQ_DEFAULT_MAX_LINE, WQ_DEFAULT_MAX_PAYLOAD);
+            "  -V, -version          show the version and exit\n",
+            WQ_DEFAULT_HOST, WQ_DEFAULT_PORT, WQ_DEFAULT_MAX_LINE, WQ_DEFAULT_MAX_PAYLOAD,
+            CMDLOG_DEFAULT_SEG_SIZE, CMDLOG_DEFAULT_SYNC_INT, CMDLOG_DEFAULT_CLEAN_INT);
 }
 
 int
@@ -101,6 +113,10 @@ options_parse(struct options *opts, int argc, char **argv)
     snprintf(opts->port, sizeof opts->port, "%s", WQ_DEFAULT_PORT);
     opts->max_line = WQ_DEFAULT_MAX_LINE;
     opts->max_payload = WQ_DEFAULT_MAX_PAYLOAD;
+    opts->cmdlog.seg_size = CMDLOG_DEFAULT_SEG_SIZE;
+    opts->cmdlog.sync = CMDLOG_SYNC_INTERVAL;
+    opts->cmdlog.sync_int_ms = CMDLOG_DEFAULT_SYNC_INT;
+    opts->cmdlog.clean_int_ms = CMDLOG_DEFAULT_CLEAN_INT;
 
     int ch, idx;
     uint64_t v;
@@ -125,10 +141,36 @@ options_parse(struct options *opts, int argc, char **argv)
                 return EX_USAGE;
             opts->max_payload = v;
             break;
-        case OPT_CMDLOG:
-            fprintf(stderr, "workq-server: -%s: the command log is not supported yet\n",
-                    long_options[idx].name);
-            return EX_CONFIG;
+        case OPT_CMDLOG_PATH:
+            if (optarg[0] == '\0') {
+                fprintf(stderr, "workq-server: -cmdlog-path needs a directory\n");
+                return EX_USAGE;
+            }
+            opts->cmdlog.dir = optarg;
+            break;
+        case OPT_CMDLOG_SEG_SIZE:
+            if (options_bytes("cmdlog-seg-size", optarg, 1, UINT64_MAX, &opts->cmdlog.seg_size))
+                return EX_USAGE;
+            break;
+        case OPT_CMDLOG_SYNC:
+            if (cmdlog_sync_parse(optarg, &opts->cmdlog.sync) != 0) {
+                fprintf(stderr, "workq-server: invalid -cmdlog-sync '%s' (os, interval, always)\n",
+                        optarg);
+                return EX_USAGE;
+            }
+            break;
+        case OPT_CMDLOG_SYNC_INT:
+            if (options_bytes("cmdlog-sync-int", optarg, 0, UINT32_MAX, &opts->cmdlog.sync_int_ms))
+                return EX_USAGE;
+            break;
+        case OPT_CMDLOG_CLEAN_INT:
+            if (options_bytes("cmdlog-clean-int", optarg, 1, UINT32_MAX,
+                              &opts->cmdlog.clean_int_ms))
+                return EX_USAGE;
+            break;
+        case OPT_CMDLOG_TRUNCATE:
+            opts->cmdlog.truncate_damage = true;
+            break;
         case 'h':
             options_usage(stdout);
             return 0;

@@ -5,12 +5,14 @@
 #define WQ_OPTIONS_H
 
 #include "wq.h"
+#include "cmdlog.h"
 
 struct options {
     char     host[256]; /* "" means every address */
     char     port[16];
     size_t   max_line;
     uint64_t max_payload;
+    struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
 };
 
 /* Fill opts from argv.  Returns -1 to continue, or an exit status: 0 after

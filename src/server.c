@@ -16,6 +16,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include "cmdlog.h"
 #include "conn.h"
 #include "core.h"
 #include "log.h"
@@ -158,7 +159,7 @@ server_describe_bound(struct server *srv)
     snprintf(srv->bound, sizeof srv->bound, "%s:%u", host, port);
 }
 
-static int
+int
 server_listen(struct server *srv)
 {
     const struct options *o = srv->opts;
@@ -220,7 +221,45 @@ server_init(struct server *srv, const struct options *opts)
     evsignal_add(srv->sig_term, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN); /* nothing to reopen yet; never die of it */
-    return server_listen(srv);
+    return 0;
+}
+
+/* The log threads wrote or synced something, or read-only mode changed:
+ * release the replies that were waiting for it. */
+static void
+server_log_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    bool was_readonly = srv->ctx.readonly;
+    cmdlog_event_ack(srv->log);
+    srv->ctx.readonly = cmdlog_readonly(srv->log);
+    if (srv->ctx.readonly != was_readonly)
+        wq_log(LOG_LVL_WARN, "read-only mode %s", srv->ctx.readonly ? "on" : "off");
+    conn_release_held(srv, cmdlog_durable(srv->log));
+}
+
+int
+server_open_log(struct server *srv)
+{
+    const struct cmdlog_config *cfg = &srv->opts->cmdlog;
+    if (cfg->dir == NULL)
+        return 0;
+    srv->log = cmdlog_open(cfg);
+    if (srv->log == NULL)
+        return -1;
+    if (cmdlog_replay(srv->log, srv->ctx.core, util_now_ms()) != 0)
+        return -1;
+    if (cmdlog_start(srv->log) != 0) {
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot start its threads");
+        return -1;
+    }
+    srv->log_ev = event_new(srv->base, cmdlog_event_fd(srv->log), EV_READ | EV_PERSIST,
+                            server_log_cb, srv);
+    event_add(srv->log_ev, NULL);
+    srv->ctx.core->log = cmdlog_append;
+    srv->ctx.core->log_arg = srv->log;
+    srv->ctx.log = srv->log;
+    return 0;
 }
 
 void
@@ -247,6 +286,11 @@ server_clear(struct server *srv)
         event_free(srv->stop_ev);
     if (srv->accept_ev != NULL)
         event_free(srv->accept_ev);
+    if (srv->log_ev != NULL)
+        event_free(srv->log_ev);
+    if (srv->ctx.core != NULL)
+        srv->ctx.core->log = NULL;
+    cmdlog_close(srv->log); /* writes and syncs what is left */
     core_free(srv->ctx.core);
     if (srv->base != NULL)
         event_base_free(srv->base);

@@ -8,6 +8,7 @@
 
 struct options;
 struct conn;
+struct cmdlog;
 struct event_base;
 
 struct server {
@@ -22,13 +23,20 @@ struct server {
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
     struct conn           *conns;    /* every open connection */
+    struct conn           *held;     /* connections with replies held for the log */
+    struct cmdlog         *log;      /* NULL without -cmdlog-path */
+    struct event          *log_ev;   /* the log threads' news */
     uint64_t               started_ms;
     char                   bound[96]; /* "host:port" actually bound */
 };
 
-/* Set up the loop and bind the listener.  Returns 0, or -1 after logging
- * (the caller exits with EX_UNAVAILABLE). */
+/* Set up the loop and the core.  Returns 0, or -1 after logging. */
 int  server_init(struct server *srv, const struct options *opts);
+/* Open the command log, replay it into the core and start logging.
+ * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
+int  server_open_log(struct server *srv);
+/* Bind the listener.  Returns 0, or -1 after logging (EX_UNAVAILABLE). */
+int  server_listen(struct server *srv);
 /* Run until SIGINT or SIGTERM. */
 void server_run(struct server *srv);
 /* Close every connection and free everything. */

@@ -1,0 +1,351 @@
+/* cmdlog_codec.c - command-log record encoding and decoding. */
+#include "wq.h"
+#include "cmdlog_codec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* A record payload larger than this is corruption, not data: the biggest
+ * real one is an add with a maximal payload and name. */
+#define CMDLOG_MAX_PAYLOAD ((uint64_t)1 << 31)
+
+const uint8_t cmdlog_header[CMDLOG_HEADER_LEN] = {0x77, 0x71, 0x77, 0x71, 0, 0, 0, 1};
+
+static uint32_t crc32c_table[256];
+
+/* Build the reflected CRC-32C table once (0x82F63B78). */
+static void
+crc32c_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc32c_table[i] = c;
+    }
+}
+
+uint32_t
+cmdlog_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    if (crc32c_table[1] == 0)
+        crc32c_init();
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (len--)
+        crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static void
+put_be(uint8_t *out, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--) {
+        out[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static uint64_t
+get_be(const uint8_t *in, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = (v << 8) | in[i];
+    return v;
+}
+
+void
+cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms)
+{
+    int64_t sec = 0, nsec = 0;
+    if (has_time) {
+        int64_t s = unix_ms / 1000, ms = unix_ms % 1000;
+        if (ms < 0) {
+            ms += 1000;
+            s--;
+        }
+        sec = s + CMDLOG_EPOCH_OFFSET;
+        nsec = ms * 1000000;
+    }
+    out[0] = 1;
+    put_be(out + 1, (uint64_t)sec, 8);
+    put_be(out + 9, (uint64_t)nsec, 4);
+    put_be(out + 13, 0xffff, 2); /* UTC */
+}
+
+int
+cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms)
+{
+    if (in[0] != 1)
+        return -1;
+    int64_t sec = (int64_t)get_be(in + 1, 8);
+    int32_t nsec = (int32_t)(uint32_t)get_be(in + 9, 4);
+    if (nsec < 0 || nsec >= 1000000000)
+        return -1;
+    *has_time = sec != 0 || nsec != 0;
+    __int128 ms = ((__int128)sec - CMDLOG_EPOCH_OFFSET) * 1000 + nsec / 1000000;
+    if (ms > INT64_MAX || ms < INT64_MIN)
+        return -1;
+    *unix_ms = *has_time ? (int64_t)ms : 0;
+    return 0;
+}
+
+size_t
+cmdlog_uvarint_put(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
+size_t
+cmdlog_uvarint_get(const uint8_t *in, size_t len, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (size_t i = 0; i < len && i < 10; i++) {
+        uint8_t b = in[i];
+        if (i == 9 && b > 1)
+            return 0; /* more than 64 bits */
+        x |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (b < 0x80) {
+            *v = x;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+size_t
+cmdlog_varint_put(uint8_t *out, int64_t v)
+{
+    uint64_t zz = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    return cmdlog_uvarint_put(out, zz);
+}
+
+size_t
+cmdlog_varint_get(const uint8_t *in, size_t len, int64_t *v)
+{
+    uint64_t zz;
+    size_t n = cmdlog_uvarint_get(in, len, &zz);
+    if (n > 0)
+        *v = (int64_t)(zz >> 1) ^ -(int64_t)(zz & 1);
+    return n;
+}
+
+static size_t
+uvarint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t
+varint_len(int64_t v)
+{
+    return uvarint_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* Bytes of the payload (code and body) of r. */
+static size_t
+cmdlog_payload_size(const struct cmdlog_rec *r)
+{
+    size_t n = 1 + JOBID_LEN;
+    switch (r->code) {
+    case CMDLOG_ADD:
+    case CMDLOG_SCHEDULE:
+        n += uvarint_len(r->name.n) + r->name.n + uvarint_len(r->ttr) + uvarint_len(r->ttl) +
+             varint_len(r->priority) + uvarint_len(r->max_attempts) + uvarint_len(r->max_fails) +
+             uvarint_len(r->payload.n) + r->payload.n + 2 * CMDLOG_TIME_LEN;
+        break;
+    case CMDLOG_COMPLETE:
+    case CMDLOG_FAIL:
+        n += uvarint_len(r->result.n) + r->result.n;
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+size_t
+cmdlog_rec_size(const struct cmdlog_rec *r)
+{
+    size_t p = cmdlog_payload_size(r);
+    return CMDLOG_TIME_LEN + uvarint_len(p) + p + CMDLOG_CRC_LEN;
+}
+
+static uint8_t *
+put_bytes(uint8_t *o, const struct wq_str *s)
+{
+    o += cmdlog_uvarint_put(o, s->n);
+    if (s->n > 0)
+        memcpy(o, s->p, s->n);
+    return o + s->n;
+}
+
+void
+cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
+{
+    uint8_t *o = out;
+    cmdlog_time_put(o, true, r->at_ms);
+    o += CMDLOG_TIME_LEN;
+    o += cmdlog_uvarint_put(o, cmdlog_payload_size(r));
+    *o++ = r->code;
+    memcpy(o, r->id, JOBID_LEN);
+    o += JOBID_LEN;
+    if (r->code == CMDLOG_ADD || r->code == CMDLOG_SCHEDULE) {
+        o = put_bytes(o, &r->name);
+        o += cmdlog_uvarint_put(o, r->ttr);
+        o += cmdlog_uvarint_put(o, r->ttl);
+        o += cmdlog_varint_put(o, r->priority);
+        o += cmdlog_uvarint_put(o, r->max_attempts);
+        o += cmdlog_uvarint_put(o, r->max_fails);
+        o = put_bytes(o, &r->payload);
+        cmdlog_time_put(o, r->timed, r->time_ms);
+        o += CMDLOG_TIME_LEN;
+        cmdlog_time_put(o, true, r->created_ms);
+        o += CMDLOG_TIME_LEN;
+    } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
+        o = put_bytes(o, &r->result);
+    }
+    put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
+}
+
+/* A cursor over a payload; every get fails once anything is missing. */
+struct reader {
+    const uint8_t *p, *end;
+    bool           bad;
+};
+
+static uint64_t
+rd_uvarint(struct reader *rd)
+{
+    uint64_t v = 0;
+    size_t n = rd->bad ? 0 : cmdlog_uvarint_get(rd->p, (size_t)(rd->end - rd->p), &v);
+    rd->bad |= n == 0;
+    rd->p += n;
+    return v;
+}
+
+static int64_t
+rd_varint(struct reader *rd)
+{
+    int64_t v = 0;
+    size_t n = rd->bad ? 0 : cmdlog_varint_get(rd->p, (size_t)(rd->end - rd->p), &v);
+    rd->bad |= n == 0;
+    rd->p += n;
+    return v;
+}
+
+static const uint8_t *
+rd_take(struct reader *rd, uint64_t n)
+{
+    if (rd->bad || n > (uint64_t)(rd->end - rd->p)) {
+        rd->bad = true;
+        return NULL;
+    }
+    const uint8_t *at = rd->p;
+    rd->p += n;
+    return at;
+}
+
+static struct wq_str
+rd_bytes(struct reader *rd)
+{
+    uint64_t n = rd_uvarint(rd);
+    const uint8_t *at = rd_take(rd, n);
+    return (struct wq_str){(const char *)at, at != NULL ? (size_t)n : 0};
+}
+
+static void
+rd_time(struct reader *rd, bool *has, int64_t *ms)
+{
+    const uint8_t *at = rd_take(rd, CMDLOG_TIME_LEN);
+    if (at != NULL && cmdlog_time_get(at, has, ms) != 0)
+        rd->bad = true;
+}
+
+/* Decode the payload (code onwards) into r. */
+static bool
+cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
+{
+    struct reader rd = {p, p + len, false};
+    const uint8_t *code = rd_take(&rd, 1);
+    const uint8_t *id = rd_take(&rd, JOBID_LEN);
+    if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX)
+        return false;
+    r->code = code[0];
+    memcpy(r->id, id, JOBID_LEN);
+    if (r->code == CMDLOG_ADD || r->code == CMDLOG_SCHEDULE) {
+        bool has_created;
+        r->name = rd_bytes(&rd);
+        r->ttr = rd_uvarint(&rd);
+        r->ttl = rd_uvarint(&rd);
+        r->priority = rd_varint(&rd);
+        r->max_attempts = rd_uvarint(&rd);
+        r->max_fails = rd_uvarint(&rd);
+        r->payload = rd_bytes(&rd);
+        rd_time(&rd, &r->timed, &r->time_ms);
+        rd_time(&rd, &has_created, &r->created_ms);
+    } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
+        r->result = rd_bytes(&rd);
+    }
+    return !rd.bad && rd.p == rd.end;
+}
+
+enum cmdlog_decode_result
+cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *used)
+{
+    memset(r, 0, sizeof *r);
+    if (len < CMDLOG_TIME_LEN + 1)
+        return CMDLOG_REC_SHORT;
+    uint64_t size;
+    size_t n = cmdlog_uvarint_get(in + CMDLOG_TIME_LEN, len - CMDLOG_TIME_LEN, &size);
+    if (n == 0)
+        return len - CMDLOG_TIME_LEN >= 10 ? CMDLOG_REC_BAD : CMDLOG_REC_SHORT;
+    if (size > CMDLOG_MAX_PAYLOAD)
+        return CMDLOG_REC_BAD;
+    size_t head = CMDLOG_TIME_LEN + n;
+    size_t total = head + (size_t)size + CMDLOG_CRC_LEN;
+    if (len < total)
+        return CMDLOG_REC_SHORT;
+    uint32_t crc = (uint32_t)get_be(in + head + size, 4);
+    if (crc != cmdlog_crc32c(0, in, head + (size_t)size))
+        return CMDLOG_REC_BAD;
+    bool has_at;
+    if (cmdlog_time_get(in, &has_at, &r->at_ms) != 0)
+        return CMDLOG_REC_BAD;
+    if (!cmdlog_payload_decode(in + head, (size_t)size, r))
+        return CMDLOG_REC_BAD;
+    *used = total;
+    return CMDLOG_REC_OK;
+}
+
+void
+cmdlog_segment_name(uint32_t n, char out[14])
+{
+    snprintf(out, 14, "%09u.log", n);
+}
+
+uint32_t
+cmdlog_segment_number(const char *name)
+{
+    if (strlen(name) != 13 || strcmp(name + 9, ".log") != 0)
+        return 0;
+    uint32_t n = 0;
+    for (int i = 0; i < 9; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return 0;
+        n = n * 10 + (uint32_t)(name[i] - '0');
+    }
+    return n;
+}

@@ -1,0 +1,88 @@
+/* cmdlog_codec.h - the bytes of Workq's command log (protocol-notes.md
+ * section 6): segment header, record framing, CRC-32C, varints, Go's binary
+ * time, and the payload of each command code.  Pure: no files. */
+#ifndef WQ_CMDLOG_CODEC_H
+#define WQ_CMDLOG_CODEC_H
+
+#include "wq.h"
+#include "jobid.h"
+
+#define CMDLOG_HEADER_LEN 8
+#define CMDLOG_TIME_LEN   15
+#define CMDLOG_CRC_LEN    4
+/* Seconds from 0001-01-01T00:00:00Z to the Unix epoch. */
+#define CMDLOG_EPOCH_OFFSET 62135596800LL
+
+extern const uint8_t cmdlog_header[CMDLOG_HEADER_LEN];
+
+enum cmdlog_code {
+    CMDLOG_ADD = 1,
+    CMDLOG_SCHEDULE = 2,
+    CMDLOG_COMPLETE = 3,
+    CMDLOG_FAIL = 4,
+    CMDLOG_DELETE = 5,
+    CMDLOG_EXPIRE = 6,
+    CMDLOG_START_ATTEMPT = 7,   /* a lease */
+    CMDLOG_TIMEOUT_ATTEMPT = 8, /* a TTR expiry */
+    /* Ours, from 9 up (doc/cmdlog.md): */
+    CMDLOG_FAIL_RETRY = 9, /* a fail that sent the job back to waiting */
+    CMDLOG_CODE_MAX = 9,
+};
+
+/* One record, decoded.  Pointers refer into the buffer it was decoded from
+ * (or that the caller owns, to encode). */
+struct cmdlog_rec {
+    uint8_t       code;
+    int64_t       at_ms; /* when it was written, Unix ms */
+    uint8_t       id[JOBID_LEN];
+    /* CMDLOG_ADD, CMDLOG_SCHEDULE */
+    struct wq_str name;
+    uint64_t      ttr;
+    uint64_t      ttl;
+    int64_t       priority;
+    uint64_t      max_attempts;
+    uint64_t      max_fails;
+    struct wq_str payload;
+    bool          timed; /* has a scheduled time */
+    int64_t       time_ms;
+    int64_t       created_ms;
+    /* CMDLOG_COMPLETE, CMDLOG_FAIL */
+    struct wq_str result;
+};
+
+/* CRC-32C (Castagnoli) continued from crc (0 to start). */
+uint32_t cmdlog_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* Go's time.MarshalBinary (version 1, UTC) of Unix ms; has_time false
+ * writes Go's zero time. */
+void cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms);
+/* Read one; *has_time is false for the zero time.  0, or -1 if malformed. */
+int  cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms);
+
+/* LEB128 varints: put returns the bytes written (<= 10); get returns the
+ * bytes read, or 0 if truncated or too long. */
+size_t cmdlog_uvarint_put(uint8_t *out, uint64_t v);
+size_t cmdlog_uvarint_get(const uint8_t *in, size_t len, uint64_t *v);
+size_t cmdlog_varint_put(uint8_t *out, int64_t v); /* zig-zag */
+size_t cmdlog_varint_get(const uint8_t *in, size_t len, int64_t *v);
+
+/* Bytes the whole framed record will take. */
+size_t cmdlog_rec_size(const struct cmdlog_rec *r);
+/* Frame r into out (cmdlog_rec_size bytes): TIME, SIZE, PAYLOAD, CRC. */
+void   cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out);
+
+enum cmdlog_decode_result {
+    CMDLOG_REC_OK,
+    CMDLOG_REC_SHORT, /* the buffer ends inside the record (a torn tail?) */
+    CMDLOG_REC_BAD,   /* CRC mismatch or a malformed payload */
+};
+/* Decode the record at in[0..len): on OK, *used is its framed size. */
+enum cmdlog_decode_result cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r,
+                                            size_t *used);
+
+/* "NNNNNNNNN.log" for segment number n (>= 1) into out (>= 14 bytes). */
+void cmdlog_segment_name(uint32_t n, char out[14]);
+/* The number of a segment file name, or 0 if it is not one. */
+uint32_t cmdlog_segment_number(const char *name);
+
+#endif /* WQ_CMDLOG_CODEC_H */

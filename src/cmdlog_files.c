@@ -1,0 +1,327 @@
+/* cmdlog_files.c - segment files: list, read, replay, clean. */
+#include "wq.h"
+#include "cmdlog_files.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "cmdlog_codec.h"
+#include "core.h"
+#include "log.h"
+#include "registry.h"
+
+static int
+u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int
+cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
+{
+    int fd = dup(dirfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    rewinddir(d);
+    size_t n = 0, cap = 16;
+    uint32_t *v = wq_malloc(cap * sizeof *v);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        uint32_t num = cmdlog_segment_number(de->d_name);
+        if (num == 0)
+            continue;
+        if (n == cap)
+            v = wq_realloc(v, (cap *= 2) * sizeof *v);
+        v[n++] = num;
+    }
+    closedir(d);
+    qsort(v, n, sizeof *v, u32_cmp);
+    *nums = v;
+    *count = n;
+    return 0;
+}
+
+int
+cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
+{
+    char name[14];
+    cmdlog_segment_name(n, name);
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    uint8_t *b = wq_malloc(size + 1);
+    while (got < size) {
+        ssize_t r = read(fd, b + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break; /* shorter than stat said: read what there is */
+        got += (size_t)r;
+    }
+    close(fd);
+    *buf = b;
+    *len = got;
+    return 0;
+}
+
+/* Is there any valid record at or after `from` in buf? */
+static bool
+cmdlog_files_valid_after(const uint8_t *buf, size_t len, size_t from)
+{
+    struct cmdlog_rec r;
+    size_t used;
+    for (size_t at = from; at + CMDLOG_TIME_LEN + 1 + CMDLOG_CRC_LEN <= len; at++) {
+        if (buf[at] == 1 && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK)
+            return true;
+    }
+    return false;
+}
+
+static int
+cmdlog_files_truncate(int dirfd, uint32_t n, size_t size)
+{
+    char name[14];
+    cmdlog_segment_name(n, name);
+    int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = ftruncate(fd, (off_t)size) == 0 && fsync(fd) == 0 ? 0 : -1;
+    close(fd);
+    return rc;
+}
+
+/* Cut the log at segment n, offset `at`: truncate it, remove later ones. */
+static int
+cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t at)
+{
+    if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
+        return -1;
+    for (size_t k = i + 1; k < count; k++) {
+        char name[14];
+        cmdlog_segment_name(nums[k], name);
+        if (unlinkat(dirfd, name, 0) != 0)
+            return -1;
+        wq_log(LOG_LVL_WARN, "cmdlog removed segment=%s after the cut", name);
+    }
+    return fsync(dirfd);
+}
+
+int
+cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
+                    uint32_t *last, uint64_t *last_size, uint64_t *records)
+{
+    uint32_t *nums;
+    size_t count;
+    *last = 0;
+    *last_size = 0;
+    *records = 0;
+    if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot list the directory: %s", strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        bool is_last = i + 1 == count;
+        uint8_t *buf;
+        size_t len;
+        char name[14];
+        cmdlog_segment_name(nums[i], name);
+        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
+            wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+            rc = -1;
+            break;
+        }
+        size_t at = 0;
+        bool damaged = false;
+        if (len < CMDLOG_HEADER_LEN || memcmp(buf, cmdlog_header, CMDLOG_HEADER_LEN) != 0) {
+            /* A crash before the header was whole leaves a short first write. */
+            bool torn_header = len < CMDLOG_HEADER_LEN && memcmp(buf, cmdlog_header, len) == 0;
+            damaged = !(is_last && torn_header);
+        } else {
+            at = CMDLOG_HEADER_LEN;
+            while (at < len) {
+                struct cmdlog_rec r;
+                size_t used;
+                enum cmdlog_decode_result d = cmdlog_rec_decode(buf + at, len - at, &r, &used);
+                if (d != CMDLOG_REC_OK) {
+                    damaged = !is_last || cmdlog_files_valid_after(buf, len, at + 1);
+                    break;
+                }
+                core_replay(core, &r, now_ms);
+                (*records)++;
+                at += used;
+            }
+        }
+        if (damaged) {
+            wq_log(LOG_LVL_ERROR, "cmdlog damaged segment=%s offset=%zu%s", name, at,
+                   truncate ? ": cutting the log there as asked" : "");
+            if (!truncate || cmdlog_files_cut(dirfd, nums, count, i, at) != 0)
+                rc = -1;
+            count = i + 1; /* nothing after the cut */
+        } else if (at < len) {
+            wq_log(LOG_LVL_WARN, "cmdlog cut torn tail segment=%s offset=%zu bytes=%zu", name, at,
+                   len - at);
+            if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
+                rc = -1;
+        }
+        if (rc == 0 && i + 1 == count) {
+            *last = nums[i];
+            *last_size = at;
+        }
+        wq_free(buf);
+    }
+    wq_free(nums);
+    return rc;
+}
+
+/* ---- cleaning ---- */
+
+/* Per job id, the position of its last delete or expire record. */
+struct clean_gone {
+    uint8_t  id[JOBID_LEN];
+    uint64_t pos;
+};
+
+static void
+clean_gone_key(const void *elem, const void **key, size_t *len)
+{
+    *key = ((const struct clean_gone *)elem)->id;
+    *len = JOBID_LEN;
+}
+
+static void
+clean_gone_free(void *elem, void *arg)
+{
+    wq_free(elem);
+}
+
+/* Write buf[0..len) as segment n through a temporary file. */
+static int
+cmdlog_files_replace(int dirfd, uint32_t n, const uint8_t *buf, size_t len)
+{
+    char name[14], tmp[20];
+    cmdlog_segment_name(n, name);
+    memcpy(tmp, name, 14);
+    strcat(tmp, ".tmp");
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, buf + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    int rc = off == len && fsync(fd) == 0 ? 0 : -1;
+    close(fd);
+    if (rc == 0)
+        rc = renameat(dirfd, tmp, dirfd, name);
+    if (rc != 0)
+        unlinkat(dirfd, tmp, 0);
+    return rc;
+}
+
+int
+cmdlog_files_clean(int dirfd, uint32_t below)
+{
+    uint32_t *nums;
+    size_t count;
+    if (cmdlog_files_list(dirfd, &nums, &count) != 0)
+        return -1;
+    while (count > 0 && nums[count - 1] >= below)
+        count--;
+
+    /* Pass 1: the last delete/expire of each id; positions count records
+     * across the segments in order. */
+    struct registry *gone = registry_new(clean_gone_key);
+    uint64_t pos = 0;
+    int rc = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        uint8_t *buf;
+        size_t len, at = CMDLOG_HEADER_LEN, used;
+        struct cmdlog_rec r;
+        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
+            rc = -1;
+            break;
+        }
+        while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
+            pos++;
+            if (r.code == CMDLOG_DELETE || r.code == CMDLOG_EXPIRE) {
+                struct clean_gone *g = registry_find(gone, r.id, JOBID_LEN);
+                if (g == NULL) {
+                    g = wq_malloc(sizeof *g);
+                    memcpy(g->id, r.id, JOBID_LEN);
+                    registry_insert(gone, g);
+                }
+                g->pos = pos;
+            }
+            at += used;
+        }
+        wq_free(buf);
+    }
+
+    /* Pass 2: rewrite each segment that holds records of gone jobs. */
+    pos = 0;
+    bool removed = false;
+    for (size_t i = 0; i < count && rc == 0 && registry_count(gone) > 0; i++) {
+        uint8_t *buf;
+        size_t len, at = CMDLOG_HEADER_LEN, used, kept = CMDLOG_HEADER_LEN;
+        struct cmdlog_rec r;
+        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
+            rc = -1;
+            break;
+        }
+        uint8_t *out = wq_malloc(len + 1);
+        memcpy(out, cmdlog_header, CMDLOG_HEADER_LEN);
+        while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
+            pos++;
+            struct clean_gone *g = registry_find(gone, r.id, JOBID_LEN);
+            if (g == NULL || pos > g->pos) {
+                memcpy(out + kept, buf + at, used);
+                kept += used;
+            }
+            at += used;
+        }
+        if (at == len && kept < len) { /* never touch a segment we cannot fully read */
+            char name[14];
+            cmdlog_segment_name(nums[i], name);
+            if (kept == CMDLOG_HEADER_LEN)
+                rc = unlinkat(dirfd, name, 0);
+            else
+                rc = cmdlog_files_replace(dirfd, nums[i], out, kept);
+            removed = true;
+            wq_log(LOG_LVL_DEBUG, "cmdlog cleaned segment=%s bytes=%zu->%zu", name, len, kept);
+        }
+        wq_free(out);
+        wq_free(buf);
+    }
+    if (rc == 0 && removed)
+        rc = fsync(dirfd);
+    if (rc != 0)
+        wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
+    registry_foreach(gone, clean_gone_free, NULL);
+    registry_free(gone);
+    wq_free(nums);
+    return rc;
+}

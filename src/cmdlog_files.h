@@ -1,0 +1,32 @@
+/* cmdlog_files.h - the segment files of a command-log directory: listing,
+ * reading, replaying into the core, and cleaning.  Used by cmdlog.c; all of
+ * it blocks on disk, so only start-up and the cleaner thread call it. */
+#ifndef WQ_CMDLOG_FILES_H
+#define WQ_CMDLOG_FILES_H
+
+#include "wq.h"
+
+struct core;
+
+/* The segment numbers in directory dirfd, ascending.  0 or -1 (errno). */
+int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
+
+/* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
+int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
+
+/* Replay every segment into core as of now_ms.  A torn tail (a partial or
+ * garbled end of the last segment after which nothing valid follows) is cut
+ * off with a log line.  Other damage stops with -1 after a log line naming
+ * segment and offset, unless truncate is set: then the log is cut there
+ * (that segment truncated, later ones removed).  On success *last and
+ * *last_size give the last segment and its size (0, 0 if none). */
+int cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
+                        uint32_t *last, uint64_t *last_size, uint64_t *records);
+
+/* Rewrite the segments numbered below `below` without the records of jobs
+ * that are gone (deleted or expired in those segments), each through a
+ * temporary file, fsync and rename; a segment left empty is removed.  0 or
+ * -1 after logging. */
+int cmdlog_files_clean(int dirfd, uint32_t below);
+
+#endif /* WQ_CMDLOG_FILES_H */
