@@ -221,6 +221,7 @@ server_init(struct server *srv, const struct options *opts)
     evsignal_add(srv->sig_term, NULL);
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN); /* nothing to reopen yet; never die of it */
+    signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error, not a death */
     return 0;
 }
 
