@@ -148,7 +148,7 @@ cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     const char *err = cmd_job_head(r, &s);
     if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
         err = "Invalid TTL";
-    if (err == NULL && util_parse_time(r->args[4].p, r->args[4].n, &s.time_ms) != 0)
+    if (err == NULL && util_parse_time_ns(r->args[4].p, r->args[4].n, &s.time_ms, &s.time_ns) != 0)
         err = "Invalid Time";
     if (err == NULL)
         err = cmd_job_flags_into(r, &s);

@@ -55,8 +55,9 @@ get_be(const uint8_t *in, int bytes)
     return v;
 }
 
-void
-cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms)
+/* Go's binary time of Unix ms plus sub_ns nanoseconds (< 1 ms). */
+static void
+cmdlog_time_put_ns(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms, uint32_t sub_ns)
 {
     int64_t sec = 0, nsec = 0;
     if (has_time) {
@@ -66,7 +67,7 @@ cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms)
             s--;
         }
         sec = s + CMDLOG_EPOCH_OFFSET;
-        nsec = ms * 1000000;
+        nsec = ms * 1000000 + sub_ns % 1000000;
     }
     out[0] = 1;
     put_be(out + 1, (uint64_t)sec, 8);
@@ -74,8 +75,16 @@ cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms)
     put_be(out + 13, 0xffff, 2); /* UTC */
 }
 
-int
-cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms)
+void
+cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms)
+{
+    cmdlog_time_put_ns(out, has_time, unix_ms, 0);
+}
+
+/* Read a binary time as Unix ms plus the nanoseconds below it. */
+static int
+cmdlog_time_get_ns(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms,
+                   uint32_t *sub_ns)
 {
     if (in[0] != 1)
         return -1;
@@ -88,7 +97,15 @@ cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix
     if (ms > INT64_MAX || ms < INT64_MIN)
         return -1;
     *unix_ms = *has_time ? (int64_t)ms : 0;
+    *sub_ns = (uint32_t)(nsec % 1000000);
     return 0;
+}
+
+int
+cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms)
+{
+    uint32_t sub_ns;
+    return cmdlog_time_get_ns(in, has_time, unix_ms, &sub_ns);
 }
 
 size_t
@@ -210,7 +227,7 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
         o += cmdlog_uvarint_put(o, r->max_attempts);
         o += cmdlog_uvarint_put(o, r->max_fails);
         o = put_bytes(o, &r->payload);
-        cmdlog_time_put(o, r->timed, r->time_ms);
+        cmdlog_time_put_ns(o, r->timed, r->time_ms, r->time_ns);
         o += CMDLOG_TIME_LEN;
         cmdlog_time_put(o, true, r->created_ms);
         o += CMDLOG_TIME_LEN;
@@ -267,10 +284,10 @@ rd_bytes(struct reader *rd)
 }
 
 static void
-rd_time(struct reader *rd, bool *has, int64_t *ms)
+rd_time(struct reader *rd, bool *has, int64_t *ms, uint32_t *sub_ns)
 {
     const uint8_t *at = rd_take(rd, CMDLOG_TIME_LEN);
-    if (at != NULL && cmdlog_time_get(at, has, ms) != 0)
+    if (at != NULL && cmdlog_time_get_ns(at, has, ms, sub_ns) != 0)
         rd->bad = true;
 }
 
@@ -287,6 +304,7 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
     memcpy(r->id, id, JOBID_LEN);
     if (r->code == CMDLOG_ADD || r->code == CMDLOG_SCHEDULE) {
         bool has_created;
+        uint32_t created_ns;
         r->name = rd_bytes(&rd);
         r->ttr = rd_uvarint(&rd);
         r->ttl = rd_uvarint(&rd);
@@ -294,8 +312,8 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
         r->max_attempts = rd_uvarint(&rd);
         r->max_fails = rd_uvarint(&rd);
         r->payload = rd_bytes(&rd);
-        rd_time(&rd, &r->timed, &r->time_ms);
-        rd_time(&rd, &has_created, &r->created_ms);
+        rd_time(&rd, &r->timed, &r->time_ms, &r->time_ns);
+        rd_time(&rd, &has_created, &r->created_ms, &created_ns);
     } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
         r->result = rd_bytes(&rd);
     }

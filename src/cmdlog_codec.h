@@ -45,6 +45,7 @@ struct cmdlog_rec {
     struct wq_str payload;
     bool          timed; /* has a scheduled time */
     int64_t       time_ms;
+    uint32_t      time_ns; /* the scheduled time below the millisecond */
     int64_t       created_ms;
     /* CMDLOG_COMPLETE, CMDLOG_FAIL */
     struct wq_str result;

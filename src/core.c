@@ -381,6 +381,7 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     j->queue = core_queue_ref(c, s->name.p, s->name.n);
     wheel_entry_init(&j->timer, core_job_timer);
     j->seq = c->next_seq++;
+    WQ_ASSERT(j->seq < JOB_SEQ_LIMIT);
     j->ttl = s->ttl;
     j->ttr = s->ttr;
     j->priority = s->priority;
@@ -394,6 +395,7 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     if (s->timed) {
         j->flags |= JOB_F_TIMED;
         j->time_ms = s->time_ms;
+        j->time_ns = s->time_ns;
         j->expires_at = core_expiry(s->time_ms, s->ttl);
     } else {
         j->expires_at = core_expiry(j->created_ms, s->ttl);
@@ -423,6 +425,7 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
             .payload = {s->payload, s->payload_len},
             .timed = s->timed,
             .time_ms = s->time_ms,
+            .time_ns = s->time_ns,
             .created_ms = j->created_ms,
         };
         memcpy(r.id, s->id, JOBID_LEN);
@@ -688,6 +691,7 @@ core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         .max_fails = (uint8_t)r->max_fails,
         .timed = r->code == CMDLOG_SCHEDULE && r->timed,
         .time_ms = r->time_ms,
+        .time_ns = r->time_ns,
         .payload = r->payload.p,
         .payload_len = r->payload.n,
         .created_ms = r->created_ms,

@@ -87,6 +87,7 @@ struct job_spec {
     uint8_t       max_fails;
     bool          timed;
     int64_t       time_ms; /* Unix ms, when timed */
+    uint32_t      time_ns; /* and the nanoseconds below that ms */
     const char   *payload;
     size_t        payload_len;
     int64_t       created_ms; /* Unix ms; 0 means now (replay passes the original) */

@@ -26,14 +26,14 @@ job_ready_key(const struct job *j, uint64_t k[3])
     bool timed = j->flags & JOB_F_TIMED;
     k[0] = (priority_desc(j->priority) << 1) | timed;
     k[1] = timed ? time_key(j->time_ms) : 0;
-    k[2] = j->seq;
+    k[2] = ((uint64_t)j->time_ns << 44) | j->seq; /* time_ns is 0 untimed */
 }
 
 void
 job_scheduled_key(const struct job *j, uint64_t k[3])
 {
     k[0] = time_key(j->time_ms);
-    k[1] = priority_desc(j->priority);
+    k[1] = ((uint64_t)j->time_ns << 32) | priority_desc(j->priority);
     k[2] = j->seq;
 }
 

@@ -49,6 +49,7 @@ struct job {
     uint32_t            heap_index; /* in the ready or scheduled heap */
     uint32_t            attempts;
     uint32_t            fails;
+    uint32_t            time_ns;    /* the scheduled time below the millisecond */
     uint8_t             max_attempts;
     uint8_t             max_fails;
     uint8_t             state;      /* enum job_state */
@@ -66,7 +67,9 @@ job_is_done(const struct job *j)
 }
 
 /* Heap keys: ready order is priority descending, untimed before timed, time,
- * then arrival; scheduled order is time, priority descending, arrival. */
+ * then arrival; scheduled order is time, priority descending, arrival.
+ * Times order to the nanosecond; arrival numbers must stay below 2^44. */
+#define JOB_SEQ_LIMIT ((uint64_t)1 << 44)
 void job_ready_key(const struct job *j, uint64_t k[3]);
 void job_scheduled_key(const struct job *j, uint64_t k[3]);
 

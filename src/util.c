@@ -141,8 +141,15 @@ digits(const char *s, size_t n, unsigned *out)
 int
 util_parse_time(const char *s, size_t len, int64_t *unix_ms)
 {
+    uint32_t sub;
+    return util_parse_time_ns(s, len, unix_ms, &sub);
+}
+
+int
+util_parse_time_ns(const char *s, size_t len, int64_t *unix_ms, uint32_t *sub_ms_ns)
+{
     /* YYYY-MM-DDTHH:MM:SS is 19 bytes, then an optional .f{1,9}, then Z */
-    unsigned y, mo, d, h, mi, sec, ms = 0;
+    unsigned y, mo, d, h, mi, sec, ms = 0, ns = 0;
     if (len < 20 || s[len - 1] != 'Z')
         return -1;
     if (s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':')
@@ -156,11 +163,11 @@ util_parse_time(const char *s, size_t len, int64_t *unix_ms)
         unsigned frac;
         if (s[19] != '.' || nfrac < 1 || nfrac > 9 || !digits(s + 20, nfrac, &frac))
             return -1;
-        ms = frac;
-        for (size_t i = nfrac; i < 3; i++)
-            ms *= 10;
-        for (size_t i = 3; i < nfrac; i++)
-            ms /= 10;
+        ns = frac; /* scale the fraction to nanoseconds */
+        for (size_t i = nfrac; i < 9; i++)
+            ns *= 10;
+        ms = ns / 1000000;
+        ns %= 1000000;
     }
     static const unsigned mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -170,6 +177,7 @@ util_parse_time(const char *s, size_t len, int64_t *unix_ms)
         return -1;
     int64_t days = days_from_civil((int64_t)y, mo, d);
     *unix_ms = ((days * 24 + h) * 60 + mi) * 60000 + (int64_t)sec * 1000 + ms;
+    *sub_ms_ns = ns;
     return 0;
 }
 

@@ -16,6 +16,8 @@ size_t util_format_time(int64_t unix_ms, char *buf);
 /* Parse YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z (a real UTC date) into Unix ms
  * (fraction truncated to ms).  0 on success, -1 otherwise. */
 int util_parse_time(const char *s, size_t len, int64_t *unix_ms);
+/* The same, also giving the nanoseconds below the millisecond. */
+int util_parse_time_ns(const char *s, size_t len, int64_t *unix_ms, uint32_t *sub_ms_ns);
 
 /* The server clock in milliseconds: the wall clock read once at start plus
  * the monotonic time elapsed since, so it tracks UTC but never jumps. */
