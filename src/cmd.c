@@ -156,6 +156,14 @@ cmd_reply_nomem(struct conn *c)
     conn_reply(c, msg, sizeof msg - 1);
 }
 
+void
+cmd_reply_block(struct conn *c, const char *head, size_t head_len, const char *data, size_t len)
+{
+    conn_reply(c, head, head_len);
+    conn_reply(c, data, len);
+    conn_reply(c, "\r\n", 2);
+}
+
 bool
 cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c)
 {

@@ -75,9 +75,7 @@ cmd_reply_result(struct conn *c, const struct job *j)
     jobid_format(j->id, id);
     int n = snprintf(head, sizeof head, "+OK 1\r\n%s %d %u\r\n", id,
                      j->state == JOB_COMPLETED ? 1 : 0, j->result_len);
-    conn_reply(c, head, (size_t)n);
-    conn_reply(c, j->result, j->result_len);
-    conn_reply(c, "\r\n", 2);
+    cmd_reply_block(c, head, (size_t)n, j->result, j->result_len);
 }
 
 /* waiter_done_fn of a parked result. */

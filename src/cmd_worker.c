@@ -16,9 +16,7 @@ cmd_reply_lease(struct conn *c, const struct job *j)
     jobid_format(j->id, id);
     int n = snprintf(head, sizeof head, "+OK 1\r\n%s %s %u %u\r\n", id, j->queue->name, j->ttr,
                      j->payload_len);
-    conn_reply(c, head, (size_t)n);
-    conn_reply(c, j->payload, j->payload_len);
-    conn_reply(c, "\r\n", 2);
+    cmd_reply_block(c, head, (size_t)n, j->payload, j->payload_len);
 }
 
 /* waiter_done_fn of a parked lease. */
