@@ -739,7 +739,10 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         if (j != NULL && !job_is_done(j)) {
             char *result = NULL;
             if (r->result.n > 0) {
-                result = wq_malloc(r->result.n);
+                /* Sized like every result: freed with wq_sized_free. */
+                result = wq_try_malloc(r->result.n);
+                if (result == NULL)
+                    wq_panic(__FILE__, __LINE__, "out of memory replaying a result");
                 memcpy(result, r->result.p, r->result.n);
             }
             if (r->code == CMDLOG_FAIL)
