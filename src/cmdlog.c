@@ -221,7 +221,9 @@ cmdlog_readonly(const struct cmdlog *l)
 bool
 cmdlog_holds_replies(const struct cmdlog *l)
 {
-    return l->cfg.sync == CMDLOG_SYNC_ALWAYS && l->appended > l->durable_seen;
+    /* While read-only, replies that do not follow a held one go out: reads
+     * keep working and refusals are answered at once. */
+    return l->cfg.sync == CMDLOG_SYNC_ALWAYS && !l->readonly_seen && l->appended > l->durable_seen;
 }
 
 int

@@ -56,7 +56,8 @@ uint64_t cmdlog_appended(const struct cmdlog *l);
  * whether the log is read-only, as of the last cmdlog_event_ack. */
 uint64_t cmdlog_durable(const struct cmdlog *l);
 bool     cmdlog_readonly(const struct cmdlog *l);
-/* Does a reply have to wait for cmdlog_durable to reach cmdlog_appended? */
+/* Does a reply have to wait for cmdlog_durable to reach cmdlog_appended?
+ * (Under always, unless read-only.) */
 bool     cmdlog_holds_replies(const struct cmdlog *l);
 
 /* Readable when the threads have news; cmdlog_event_ack takes it. */

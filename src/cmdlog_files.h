@@ -14,7 +14,8 @@ int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
 /* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
 int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
 
-/* Replay every segment into core as of now_ms.  A torn tail (a partial or
+/* Replay every segment into core as of now_ms (the caller then runs
+ * core_advance to expire the jobs whose life ended meanwhile).  A torn tail (a partial or
  * garbled end of the last segment after which nothing valid follows) is cut
  * off with a log line.  Other damage stops with -1 after a log line naming
  * segment and offset, unless truncate is set: then the log is cut there

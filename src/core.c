@@ -704,9 +704,9 @@ core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         r->max_attempts > WQ_MAX_ATTEMPTS || r->max_fails > WQ_MAX_FAILS ||
         r->payload.n > UINT32_MAX || s.created_ms == 0)
         return;
-    uint64_t expiry = core_expiry(s.timed ? s.time_ms : s.created_ms, s.ttl);
-    if (expiry <= now_ms)
-        return; /* its life ended while the server was down */
+    /* A job whose life ended while the server was down comes back too: the
+     * first core_advance expires it, and logs that, so cleaning can drop
+     * its records. */
     core_add(c, &s, now_ms);
 }
 

@@ -145,8 +145,8 @@ void core_cancel(struct core *c, struct waiter *w);
 struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
 
 /* Apply a record read back from the command log at start-up, as of now_ms:
- * jobs keep their original expiry (those already past it are dropped) and a
- * replayed lease gets a fresh TTR.  Records that do not fit the state (a
+ * jobs keep their original expiry (those already past it go at the next
+ * core_advance) and a replayed lease gets a fresh TTR.  Records that do not fit the state (a
  * damaged or foreign log) are ignored.  Nothing is logged meanwhile. */
 void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 

@@ -260,6 +260,9 @@ server_open_log(struct server *srv)
     srv->ctx.core->log = cmdlog_append;
     srv->ctx.core->log_arg = srv->log;
     srv->ctx.log = srv->log;
+    /* Expire, and log as expired, the jobs whose life ended while down. */
+    server_begin_batch(srv);
+    server_update_timer(srv);
     return 0;
 }
 

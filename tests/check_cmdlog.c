@@ -173,6 +173,7 @@ replay(const struct tdir *d, uint64_t now, bool truncate, struct replay *r)
     r->core = core_new(now);
     r->rc =
         cmdlog_files_replay(d->fd, r->core, now, truncate, &r->last, &r->last_size, &r->records);
+    core_advance(r->core, now); /* as the server does: expire what died meanwhile */
 }
 
 static void
