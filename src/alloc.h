@@ -20,7 +20,8 @@ void  wq_sized_free(void *p, size_t size);
 /* Name of the allocator in use, one word: "jemalloc-5.3.0-..." or "libc". */
 const char *alloc_name(void);
 /* Bytes allocated by the application, as the allocator counts them
- * (jemalloc's stats.allocated; with libc, mallinfo2's in-use bytes). */
+ * (jemalloc's stats.allocated; with libc, mallinfo2's in-use bytes, or the
+ * resident size where a sanitizer hides those). */
 size_t alloc_memory_used(void);
 
 #endif /* WQ_ALLOC_H */
