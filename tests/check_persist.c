@@ -38,9 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OK "+OK\r\n"
-#define NF "-NOT-FOUND\r\n"
-#define TO "-TIMEOUT\r\n"
 #define RO "-SERVER-ERROR Read-only: command log write failed\r\n"
 
 #define TTR              600000u   /* never runs out during a test */
@@ -52,49 +49,6 @@ enum { NEW = 0, COMPLETED = 1, FAILED = 2, PENDING = 3, LEASED = 4, GONE = -1 };
 
 /* ------------------------------------------------------------------------ */
 /* Helpers: text */
-
-/* printf into one of a ring of buffers: up to 16 results live at once. */
-static const char *f(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static const char *
-f(const char *fmt, ...)
-{
-    static char ring[16][8192];
-    static unsigned next;
-    char *b = ring[next++ % 16];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof ring[0], fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof ring[0])
-        ck_abort_msg("f(): text too long");
-    return b;
-}
-
-/* A growing byte string. */
-struct sb {
-    char *p;
-    size_t n, cap;
-};
-
-static void
-sb_addn(struct sb *s, const void *data, size_t len)
-{
-    if (s->n + len + 1 > s->cap) {
-        s->cap = (s->n + len + 1) * 2;
-        s->p = realloc(s->p, s->cap);
-        ck_assert_ptr_nonnull(s->p);
-    }
-    memcpy(s->p + s->n, data, len);
-    s->n += len;
-    s->p[s->n] = '\0';
-}
-
-static void
-sb_add(struct sb *s, const char *text)
-{
-    sb_addn(s, text, strlen(text));
-}
 
 /* The text form of ref_id(n), so that records and commands name the same
  * job. */
@@ -110,14 +64,6 @@ same_id(const uint8_t id[REF_ID_LEN], uint64_t n)
     uint8_t want[REF_ID_LEN];
     ref_id(want, n);
     return memcmp(id, want, REF_ID_LEN) == 0;
-}
-
-static int64_t
-wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* YYYY-MM-DDTHH:MM:SS[.mmm]Z of Unix ms. */
@@ -204,44 +150,15 @@ file_size(const char *path)
 static pid_t
 spawn_server(struct fx *x, const char *const *args, int *out_fd)
 {
-    const char *server = getenv("WQ_SERVER");
-    ck_assert_msg(server != NULL, "WQ_SERVER is not set");
-    char *argv[80];
-    int argc = 0;
-    char *wrapper = wrapped() ? strdup(getenv("WQ_SERVER_WRAPPER")) : NULL;
-    if (wrapper != NULL) {
-        for (char *w = strtok(wrapper, " "); w != NULL && argc < 32; w = strtok(NULL, " "))
-            argv[argc++] = w;
-    }
-    argv[argc++] = (char *)server;
-    for (size_t i = 0; args[i] != NULL && argc < 79; i++)
-        argv[argc++] = (char *)args[i];
-    argv[argc] = NULL;
-
     int efd = -1;
     snprintf(x->err, sizeof x->err, "%s/stderr.%u", x->base, ++x->runs);
     if (!x->err_inherit) {
         efd = open(x->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         ck_assert_int_ge(efd, 0);
     }
-    int out[2];
-    ck_assert_int_eq(pipe(out), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        close(out[0]);
-        close(out[1]);
-        if (efd >= 0)
-            dup2(efd, STDERR_FILENO);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    free(wrapper);
-    close(out[1]);
+    pid_t pid = systest_spawn(args, out_fd, efd);
     if (efd >= 0)
         close(efd);
-    *out_fd = out[0];
     return pid;
 }
 
@@ -294,10 +211,7 @@ srv_start(struct fx *x, struct systest_server *s, ...)
         n++;
     }
     line[n] = '\0';
-    const char *prefix = "workq-server listening on 127.0.0.1:";
-    ck_assert_msg(strncmp(line, prefix, strlen(prefix)) == 0, "unexpected first line: %s", line);
-    s->port = atoi(line + strlen(prefix));
-    ck_assert_int_gt(s->port, 0);
+    systest_parse_port(s, line);
 }
 
 /* SIGTERM; exit status 0. */
@@ -709,7 +623,7 @@ restart_build(int fd)
 {
     for (unsigned n = 1; n <= 8; n++)
         add_ex(fd, n, "q", TTR, TTL, f("p%u", n), f("-priority=%d", q_prio[n]));
-    int64_t now = wall_ms();
+    int64_t now = systest_now_ms();
     send_block(fd,
                f("schedule %s q %u %s %s 2 -priority=0\r\n", idt(R_Q_PAST), TTR, TTL,
                  iso_time(now - 10000, false)),
@@ -893,7 +807,7 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     add_ex(fd, 1, "l", t, TTL, "a", NULL);
     lease_now(fd, "l", 1, t, "a");
     add_ex(fd, 2, "e", TTR, f("%u", t), "b", NULL);
-    int64_t now = wall_ms();
+    int64_t now = systest_now_ms();
     send_block(fd, f("schedule %s e %u %u %s 1\r\n", idt(3), TTR, 2 * t, iso_time(now + 100, true)),
                "c", 1);
     systest_expect(fd, OK);
@@ -1242,7 +1156,8 @@ START_TEST(test_torn_last_record)
     struct ref_buf rec;
     ref_buf_init(&rec);
     ref_id(id, 99);
-    ref_rec_add(&rec, wall_ms(), id, "q", TTR, 3600000, 0, 0, 0, "torn", 4, wall_ms());
+    ref_rec_add(&rec, systest_now_ms(), id, "q", TTR, 3600000, 0, 0, 0, "torn", 4,
+                systest_now_ms());
     /* cut inside TIME, right after it, inside SIZE..PAYLOAD, and 1 byte short */
     const size_t cuts[] = {1, 14, 15, 16, 17, rec.len / 2, rec.len - 4, rec.len - 1};
     for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
@@ -1593,9 +1508,10 @@ START_TEST(test_full_disk)
     finish(fd, "complete", 1, "r", 1, RO);
     finish(fd, "fail", 1, "r", 1, RO);
     systest_roundtrip(fd, f("delete %s\r\n", idt(1)), RO);
-    send_block(
-        fd, f("schedule %s q %u %s %s 1\r\n", idt(n), TTR, TTL, iso_time(wall_ms() + 60000, false)),
-        "s", 1);
+    send_block(fd,
+               f("schedule %s q %u %s %s 1\r\n", idt(n), TTR, TTL,
+                 iso_time(systest_now_ms() + 60000, false)),
+               "s", 1);
     systest_expect(fd, RO);
     refused[n++] = true;
     send_add(fd, n, "q", TTR, TTL, "a", 1, NULL);
@@ -1911,7 +1827,7 @@ START_TEST(test_records_decode)
     struct fx x;
     fx_init(&x);
     struct systest_server s;
-    int64_t t0 = wall_ms();
+    int64_t t0 = systest_now_ms();
     int64_t when = (t0 / 1000 + 3600) * 1000 + 250;
     srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
     int fd = conn(&s);
@@ -1939,7 +1855,7 @@ START_TEST(test_records_decode)
     add_ex(fd, 5, "eps", TTR, "200", "e", NULL);
     wait_state(fd, 5, GONE);
     systest_roundtrip(fd, f("delete %s\r\n", idt(1)), OK);
-    int64_t t1 = wall_ms();
+    int64_t t1 = systest_now_ms();
     close(fd);
     srv_stop(&s);
 
@@ -2157,11 +2073,5 @@ persist_suite(void)
 int
 main(void)
 {
-    /* A test writing to a connection the server has closed must fail, not die. */
-    signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(persist_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return systest_main(persist_suite());
 }

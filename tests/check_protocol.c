@@ -16,8 +16,6 @@
 
 #include <check.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,16 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OK  "+OK\r\n"
-#define NF  "-NOT-FOUND\r\n"
-#define TO  "-TIMEOUT\r\n"
-#define ERR(text) "-CLIENT-ERROR " text "\r\n"
-
-#define TTR     60000u    /* long enough never to expire during a test */
-#define TTL     "600000"
+#define TTR     SYSTEST_TTR
+#define TTL     SYSTEST_TTL
 #define TTL_MAX "18446744073709551615"
 #define PARK    "60000"   /* wait of a lease/result/run that must be woken */
-#define WAIT_MS 5000      /* how long to wait for bytes, scaled */
 #define HOUR_MS 3600000LL
 
 /* Fixed texts for tables (f()'s ring would not outlive a table). */
@@ -44,77 +36,8 @@
 #define TTRS  "60000"                                /* TTR */
 #define LATER "2999-01-01T00:00:00Z"
 
-static struct systest_server srv;
-
 /* ------------------------------------------------------------------------ */
 /* Helpers */
-
-/* printf into one of a ring of buffers: up to 16 results live at once. */
-static const char *f(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static const char *
-f(const char *fmt, ...)
-{
-    static char ring[16][8192];
-    static unsigned next;
-    char *b = ring[next++ % 16];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof ring[0], fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof ring[0])
-        ck_abort_msg("f(): text too long");
-    return b;
-}
-
-/* A growing byte string. */
-struct sb {
-    char  *p;
-    size_t n, cap;
-};
-
-static void
-sb_addn(struct sb *s, const void *data, size_t len)
-{
-    if (s->n + len + 1 > s->cap) {
-        s->cap = (s->n + len + 1) * 2;
-        s->p = realloc(s->p, s->cap);
-        ck_assert_ptr_nonnull(s->p);
-    }
-    memcpy(s->p + s->n, data, len);
-    s->n += len;
-    s->p[s->n] = '\0';
-}
-
-static void
-sb_add(struct sb *s, const char *text)
-{
-    sb_addn(s, text, strlen(text));
-}
-
-static const char *
-id4(unsigned n)
-{
-    return f("%08x-58cc-4372-a567-0e02b2c3d479", n);
-}
-
-static void
-start(void)
-{
-    systest_start(&srv, NULL);
-}
-
-static void
-stop(void)
-{
-    systest_stop(&srv);
-}
-
-static int
-conn(void)
-{
-    return systest_connect(&srv);
-}
 
 static int
 slow(void)
@@ -122,33 +45,11 @@ slow(void)
     return systest_slow();
 }
 
-static bool
-exact_timing(void)
-{
-    return systest_slow() == 1;
-}
-
-/* Sleep long enough for a server-side deadline of `ms` to have passed. */
-static void
-sleep_past(int ms)
-{
-    systest_sleep_ms((ms + 300) * slow());
-}
-
-/* Wall clock, Unix milliseconds. */
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sleep until the wall clock reaches ms. */
 static void
 sleep_until(int64_t ms)
 {
-    int64_t d = ms - now_ms();
+    int64_t d = ms - systest_now_ms();
     if (d > 0)
         systest_sleep_ms((int)d);
 }
@@ -157,7 +58,7 @@ sleep_until(int64_t ms)
 static int64_t
 ahead(int ms)
 {
-    return now_ms() + (int64_t)ms * slow();
+    return systest_now_ms() + (int64_t)ms * slow();
 }
 
 /* "YYYY-MM-DDTHH:MM:SS.mmmZ" (frac) or "YYYY-MM-DDTHH:MM:SSZ" (seconds,
@@ -216,24 +117,9 @@ static void
 check_recent(const char *t)
 {
     int64_t s = parse_time_s(t);
-    int64_t now = now_ms() / 1000;
+    int64_t now = systest_now_ms() / 1000;
     ck_assert_msg(s <= now + 2 && s >= now - 10 - 10 * slow(),
                   "time \"%s\" is not now (%s)", t, tm_s(now * 1000));
-}
-
-/* Read exactly n bytes into buf (NUL terminated). */
-static void
-read_n(int fd, char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, WAIT_MS * slow()) > 0, "no reply (got %zu of %zu)", got, n);
-        ssize_t r = recv(fd, buf + got, n - got, 0);
-        ck_assert_msg(r > 0, "connection closed (got %zu of %zu)", got, n);
-        got += (size_t)r;
-    }
-    buf[n] = '\0';
 }
 
 /* Read one line ending in CR LF; returns it without the CR LF. */
@@ -246,7 +132,7 @@ read_line(int fd)
     size_t n = 0;
     for (;;) {
         ck_assert_msg(n + 1 < sizeof buf[0], "line too long");
-        read_n(fd, b + n, 1);
+        systest_read_n(fd, b + n, 1);
         n++;
         if (n >= 2 && b[n - 2] == '\r' && b[n - 1] == '\n')
             break;
@@ -265,54 +151,6 @@ all_digits(const char *s)
         if (*s < '0' || *s > '9')
             return false;
     return true;
-}
-
-/* A command that always answers -NOT-FOUND: proves that everything sent
- * before it got exactly the replies already checked. */
-static void
-sync_conn(int fd)
-{
-    systest_roundtrip(fd, f("delete %s\r\n", id4(0xdeadbeef)), NF);
-}
-
-static const char *
-lease_reply(const char *id, const char *name, unsigned ttr, const char *payload)
-{
-    return f("+OK 1\r\n%s %s %u %zu\r\n%s\r\n", id, name, ttr, strlen(payload), payload);
-}
-
-static const char *
-result_reply(const char *id, int success, const char *result)
-{
-    return f("+OK 1\r\n%s %d %zu\r\n%s\r\n", id, success, strlen(result), result);
-}
-
-static void
-expect_lease(int fd, const char *id, const char *name, const char *payload)
-{
-    systest_expect(fd, lease_reply(id, name, TTR, payload));
-}
-
-static void
-lease_now(int fd, const char *name, const char *id, const char *payload)
-{
-    systest_roundtrip(fd, f("lease %s 0\r\n", name), lease_reply(id, name, TTR, payload));
-}
-
-static void
-add_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
-         const char *payload, const char *flags)
-{
-    systest_roundtrip(fd,
-                      f("add %s %s %u %s %zu%s%s\r\n%s\r\n", id, name, ttr, ttl, strlen(payload),
-                        flags != NULL ? " " : "", flags != NULL ? flags : "", payload),
-                      OK);
-}
-
-static void
-add(int fd, const char *id, const char *name, const char *payload)
-{
-    add_full(fd, id, name, TTR, TTL, payload, NULL);
 }
 
 /* schedule with the given time text and flags (may be NULL), expect +OK. */
@@ -353,19 +191,6 @@ static void
 run_error(int fd, const char *args, const char *reply)
 {
     systest_roundtrip(fd, f("run %s\r\nabc\r\n", args), reply);
-}
-
-/* A name of n copies of c. */
-static const char *
-name_of(size_t n, char c)
-{
-    static char buf[2][512];
-    static unsigned next;
-    char *b = buf[next++ % 2];
-    ck_assert_uint_lt(n, sizeof buf[0]);
-    memset(b, c, n);
-    b[n] = '\0';
-    return b;
 }
 
 /* ---- job blocks ---- */
@@ -431,7 +256,7 @@ expect_job_block(int fd, const struct jx *j)
     systest_expect_bytes(fd, e.p, e.n);
     free(e.p);
     char created[21];
-    read_n(fd, created, 20);
+    systest_read_n(fd, created, 20);
     check_recent(created);
     systest_expect(fd, "\r\n");
     if (j->time[0] != '\0')
@@ -469,7 +294,7 @@ skip_job_block(int fd)
     size_t plen = 0;
     ck_assert_int_eq(sscanf(read_line(fd), "payload-size %zu", &plen), 1);
     char *p = malloc(plen + 11);
-    read_n(fd, p, plen + 10);
+    systest_read_n(fd, p, plen + 10);
     ck_assert_msg(memcmp(p, "payload ", 8) == 0 && memcmp(p + 8 + plen, "\r\n", 2) == 0,
                   "bad payload line");
     free(p);
@@ -575,7 +400,7 @@ inspect_server(int fd, struct server_info *info)
 {
     systest_sends(fd, "inspect server\r\n");
     read_server_info(fd, info);
-    sync_conn(fd);
+    systest_sync(fd);
 }
 
 static unsigned long long
@@ -611,41 +436,41 @@ expect_stats(int fd, ...)
 
 START_TEST(test_schedule_becomes_ready)
 {
-    start();
-    int fd = conn(), w = conn();
+    systest_start_srv();
+    int fd = systest_conn(), w = systest_conn();
     int64_t t = ahead(800);
     sched(fd, id4(1), "q", t, "later");
-    if (exact_timing()) {
+    if (systest_exact_timing()) {
         /* not before its time */
         systest_roundtrip(fd, "lease q 0\r\n", TO);
         expect_queue(fd, "q", 0, 1);
     }
     /* a parked leaser is woken by the time arriving */
     systest_sends(w, f("lease q %d\r\n", 5000 * slow()));
-    if (exact_timing())
+    if (systest_exact_timing())
         systest_expect_silence(w, 300);
-    expect_lease(w, id4(1), "q", "later");
-    if (exact_timing())
-        ck_assert_msg(now_ms() >= t - 100, "leased %lld ms before its time",
-                      (long long)(t - now_ms()));
+    systest_expect_lease(w, id4(1), "q", "later");
+    if (systest_exact_timing())
+        ck_assert_msg(systest_now_ms() >= t - 100, "leased %lld ms before its time",
+                      (long long)(t - systest_now_ms()));
     systest_expect_silence(w, 0);
 
     /* without a parked leaser: ready once the time has come */
     t = ahead(600);
     sched(fd, id4(2), "q", t, "two");
-    if (exact_timing())
+    if (systest_exact_timing())
         systest_roundtrip(fd, "lease q 0\r\n", TO);
     sleep_until(t + 300 * slow());
     expect_queue(fd, "q", 1, 0);
-    lease_now(fd, "q", id4(2), "two");
+    systest_lease_now(fd, "q", id4(2), "two");
 
     /* a leaser parked on several names, woken by the time on one of them */
     t = ahead(700);
     sched(fd, id4(3), "r", t, "three");
     systest_sends(w, f("lease a r b %d\r\n", 5000 * slow()));
-    if (exact_timing())
+    if (systest_exact_timing())
         systest_expect_silence(w, 300);
-    expect_lease(w, id4(3), "r", "three");
+    systest_expect_lease(w, id4(3), "r", "three");
     systest_roundtrip(fd, "lease a r b 0\r\n", TO);
 
     /* deleted, completed and failed before their time: their time passes
@@ -663,28 +488,28 @@ START_TEST(test_schedule_becomes_ready)
                  "failed-jobs", U(1), NULL);
     sleep_until(t + 30 + 300 * slow());
     expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(0), "ready-jobs", U(1), NULL);
-    lease_now(fd, "d", id4(7), "stays");
+    systest_lease_now(fd, "d", id4(7), "stays");
     systest_roundtrip(fd, "lease d 0\r\n", TO);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(5)), result_reply(id4(5), 1, "c"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(6)), result_reply(id4(6), 0, "f"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(5)), systest_result_reply(id4(5), 1, "c"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(6)), systest_result_reply(id4(6), 0, "f"));
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_past_time)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* a past time with time + ttl in the future: ready at once */
-    sched(fd, id4(1), "q", now_ms() - 10000, "past");
-    lease_now(fd, "q", id4(1), "past");
-    sched_full(fd, id4(2), "q", TTR, "20000", tm_ms(now_ms() - 10000), "barely", NULL);
-    lease_now(fd, "q", id4(2), "barely");
+    sched(fd, id4(1), "q", systest_now_ms() - 10000, "past");
+    systest_lease_now(fd, "q", id4(1), "past");
+    sched_full(fd, id4(2), "q", TTR, "20000", tm_ms(systest_now_ms() - 10000), "barely", NULL);
+    systest_lease_now(fd, "q", id4(2), "barely");
 
     /* time + ttl in the past, or now: Invalid Time, and no job */
-    sched_error(fd, f("%s q %u 5000 %s 3", id4(3), TTR, tm_ms(now_ms() - 10000)),
+    sched_error(fd, f("%s q %u 5000 %s 3", id4(3), TTR, tm_ms(systest_now_ms() - 10000)),
                 ERR("Invalid Time"));
     sched_error(fd, f("%s q %u 1 2000-01-01T00:00:00Z 3", id4(3), TTR), ERR("Invalid Time"));
     sched_error(fd, f("%s q %u 1 0001-01-01T00:00:00Z 3", id4(3), TTR), ERR("Invalid Time"));
@@ -717,7 +542,7 @@ START_TEST(test_schedule_past_time)
         expect_inspect_job(fd, &j);
     }
     for (unsigned i = 0; i < 9; i++)
-        lease_now(fd, "p", id4(9 + order[i]), f("g%u", order[i]));
+        systest_lease_now(fd, "p", id4(9 + order[i]), f("g%u", order[i]));
     systest_roundtrip(fd, "lease p 0\r\n", TO);
 
     /* the latest time there is, with ttl 1: accepted, not ready */
@@ -729,14 +554,14 @@ START_TEST(test_schedule_past_time)
     systest_roundtrip(fd, "lease z 0\r\n", TO);
     expect_queue(fd, "z", 0, 1);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_invalid_time)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const char *const bad[] = {
         "2030-01-01T00:00:00",            /* no Z */
         "2030-01-01T00:00:00z",           /* lowercase z */
@@ -792,22 +617,22 @@ START_TEST(test_schedule_invalid_time)
     sched_error(fd, f("%s q %u 1 2000-01-01T00:00:00Z 3 -max-fails=256", id4(1), TTR),
                 ERR("Invalid Max Fails"));
     /* and "time + ttl in the past" before Duplicate job */
-    add(fd, id4(2), "q", "dup");
+    systest_add(fd, id4(2), "q", "dup");
     sched_error(fd, f("%s q %u 1 2000-01-01T00:00:00Z 3", id4(2), TTR), ERR("Invalid Time"));
     sched_error(fd, f("%s q %u %s %s 3", id4(2), TTR, TTL, tm_ms(ahead(HOUR_MS))),
                 ERR("Duplicate job"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
-    lease_now(fd, "q", id4(2), "dup");
+    systest_lease_now(fd, "q", id4(2), "dup");
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_args)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* wrong number of positional tokens: no data block is read */
     systest_roundtrip(fd, "schedule " ID1 " q " TTRS " " TTL " 3\r\nabc\r\n",
                       ERR("Invalid command args") ERR("Unknown command"));
@@ -842,12 +667,12 @@ START_TEST(test_schedule_args)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         sched_error(fd, bad[i].args, f("-CLIENT-ERROR %s\r\n", bad[i].error));
-    sched_error(fd, f("%s %s %u %s %s 3", id4(1), name_of(256, 'n'), TTR, TTL, LATER),
+    sched_error(fd, f("%s %s %u %s %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL, LATER),
                 ERR("Invalid Name"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
 
     /* flags anywhere, and they take effect */
-    int64_t t = now_ms() + HOUR_MS;
+    int64_t t = systest_now_ms() + HOUR_MS;
     systest_roundtrip(fd, f("schedule -priority=-4 %s q 1000 %s %s -max-attempts=7 -max-fails=9 "
                             "5\r\nflags\r\n",
                             id4(2), TTL, tm_ms(t)),
@@ -872,33 +697,33 @@ START_TEST(test_schedule_args)
     SET(j.time, tm_s(t));
     expect_inspect_job(fd, &j);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_order)
 {
-    start();
-    int fd = conn();
-    int64_t now = now_ms();
+    systest_start_srv();
+    int fd = systest_conn();
+    int64_t now = systest_now_ms();
     /* equal priority: unscheduled (FIFO), then scheduled by time, then FIFO */
-    add(fd, id4(1), "q", "a1");
+    systest_add(fd, id4(1), "q", "a1");
     sched(fd, id4(2), "q", now - 20000, "s1");
-    add(fd, id4(3), "q", "a2");
+    systest_add(fd, id4(3), "q", "a2");
     sched(fd, id4(4), "q", now - 30000, "s2");
     sched(fd, id4(5), "q", now - 30000, "s3");
     sched(fd, id4(6), "q", now - 20001, "s4");
     /* a higher priority wins over everything of a lower one */
     sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(now - 1000), "hs", "-priority=5");
-    add_full(fd, id4(8), "q", TTR, TTL, "h1", "-priority=5");
+    systest_add_full(fd, id4(8), "q", TTR, TTL, "h1", "-priority=5");
     sched_full(fd, id4(9), "q", TTR, TTL, tm_ms(now - 50000), "hs2", "-priority=5");
-    add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
+    systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
     sched_full(fd, id4(11), "q", TTR, TTL, tm_ms(now - 90000), "ls", "-priority=-1");
     static const unsigned order[] = {8, 9, 7, 1, 3, 4, 5, 6, 2, 10, 11};
     static const char *const pay[] = {"",   "a1", "s1", "a2", "s2",  "s3",
                                       "s4", "hs", "h1", "hs2", "l1", "ls"};
     for (size_t i = 0; i < 11; i++)
-        lease_now(fd, "q", id4(order[i]), pay[order[i]]);
+        systest_lease_now(fd, "q", id4(order[i]), pay[order[i]]);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
 
     /* scheduled jobs that become ready later still rank after unscheduled
@@ -908,21 +733,21 @@ START_TEST(test_schedule_order)
     sched(fd, id4(21), "r", t, "x2");
     sched_full(fd, id4(22), "r", TTR, TTL, tm_ms(t + 200), "xp", "-priority=1");
     sleep_until(t + 200 + 300 * slow());
-    add(fd, id4(23), "r", "late");
-    lease_now(fd, "r", id4(22), "xp");
-    lease_now(fd, "r", id4(23), "late");
-    lease_now(fd, "r", id4(21), "x2");
-    lease_now(fd, "r", id4(20), "x1");
+    systest_add(fd, id4(23), "r", "late");
+    systest_lease_now(fd, "r", id4(22), "xp");
+    systest_lease_now(fd, "r", id4(23), "late");
+    systest_lease_now(fd, "r", id4(21), "x2");
+    systest_lease_now(fd, "r", id4(20), "x1");
     systest_roundtrip(fd, "lease r 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_order_fraction)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* scheduled time, to the last of its 9 fraction digits: both jobs are
      * ready, same priority; the earlier time goes first, not the earlier
      * arrival */
@@ -930,10 +755,10 @@ START_TEST(test_schedule_order_fraction)
     sched_full(fd, id4(2), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0001Z", "sooner", NULL);
     sched_full(fd, id4(3), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000002Z", "n2", NULL);
     sched_full(fd, id4(4), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000001Z", "n1", NULL);
-    lease_now(fd, "q", id4(4), "n1");
-    lease_now(fd, "q", id4(3), "n2");
-    lease_now(fd, "q", id4(2), "sooner");
-    lease_now(fd, "q", id4(1), "later");
+    systest_lease_now(fd, "q", id4(4), "n1");
+    systest_lease_now(fd, "q", id4(3), "n2");
+    systest_lease_now(fd, "q", id4(2), "sooner");
+    systest_lease_now(fd, "q", id4(1), "later");
     /* the same for jobs not due yet: soonest first */
     sched_full(fd, id4(5), "s", TTR, TTL, "2999-01-01T00:00:00.0009Z", "later", NULL);
     sched_full(fd, id4(6), "s", TTR, TTL, "2999-01-01T00:00:00.0001Z", "sooner", NULL);
@@ -942,22 +767,22 @@ START_TEST(test_schedule_order_fraction)
     SET(j.time, "2999-01-01T00:00:00Z");
     expect_job_block(fd, &j);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_ttl)
 {
-    start();
-    int fd = conn(), w = conn();
+    systest_start_srv();
+    int fd = systest_conn(), w = systest_conn();
     /* expires at time + ttl, not at accept + ttl */
-    int64_t t0 = now_ms();
+    int64_t t0 = systest_now_ms();
     int64_t t = t0 + 600 * slow();
     int ttl = 700 * slow();
     sched_full(fd, id4(1), "q", TTR, f("%d", ttl), tm_ms(t), "ttl", NULL);
     systest_sends(w, f("lease q %d\r\n", 5000 * slow()));
-    expect_lease(w, id4(1), "q", "ttl");
-    if (exact_timing()) {
+    systest_expect_lease(w, id4(1), "q", "ttl");
+    if (systest_exact_timing()) {
         /* past accept + ttl, before time + ttl: still there */
         sleep_until(t0 + 1000);
         struct jx j = jx(id4(1), "q", "ttl");
@@ -973,7 +798,7 @@ START_TEST(test_schedule_ttl)
     expect_stats(fd, "evicted-jobs", U(1), "jobs", U(0), NULL);
 
     /* a past time: the TTL still counts from it; never leased */
-    t0 = now_ms();
+    t0 = systest_now_ms();
     sched_full(fd, id4(2), "q", TTR, f("%d", 10000 + 600 * slow()), tm_ms(t0 - 10000), "old",
                NULL);
     expect_queue(fd, "q", 1, 0);
@@ -992,15 +817,15 @@ START_TEST(test_schedule_ttl)
     expect_stats(fd, "evicted-jobs", U(3), "jobs", U(0), "scheduled-jobs", U(0), NULL);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_schedule_duplicate_and_states)
 {
-    start();
-    int fd = conn();
-    int64_t t = now_ms() + HOUR_MS;
+    systest_start_srv();
+    int fd = systest_conn();
+    int64_t t = systest_now_ms() + HOUR_MS;
     /* Duplicate job between schedule, add and run, in every direction */
     sched(fd, id4(1), "s", t, "one");
     sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
@@ -1013,7 +838,7 @@ START_TEST(test_schedule_duplicate_and_states)
                       ERR("Duplicate job"));
     run_error(fd, f("%s s %u 1000 3", id4(1), TTR), ERR("Duplicate job"));
     run_error(fd, f("%s s %u 0 3", id4(1), TTR), ERR("Duplicate job"));
-    add(fd, id4(2), "s", "two");
+    systest_add(fd, id4(2), "s", "two");
     sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
     /* argument errors come first */
     sched_error(fd, f("%s s 0 %s %s 3", id4(1), TTL, tm_ms(t)), ERR("Invalid TTR"));
@@ -1021,14 +846,14 @@ START_TEST(test_schedule_duplicate_and_states)
     struct jx j = jx(id4(1), "s", "one");
     SET(j.time, tm_s(t));
     expect_inspect_job(fd, &j);
-    lease_now(fd, "s", id4(2), "two");
+    systest_lease_now(fd, "s", id4(2), "two");
     /* completed and failed jobs keep their ids */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(2)), OK);
     sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
 
     /* a job that is not due yet can be completed: it never becomes ready */
     systest_roundtrip(fd, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
     j.state = COMPLETED;
     expect_inspect_job(fd, &j);
     systest_roundtrip(fd, "inspect queue s\r\n", NF);
@@ -1050,15 +875,15 @@ START_TEST(test_schedule_duplicate_and_states)
     /* and a final fail */
     sched_full(fd, id4(4), "s", TTR, TTL, tm_ms(t), "final", NULL);
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(4)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), result_reply(id4(4), 0, "bad"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), systest_result_reply(id4(4), 0, "bad"));
     expect_queue(fd, "s", 0, 1);
     /* a scheduled job can be deleted; its id is free again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_roundtrip(fd, "inspect queue s\r\n", NF);
-    sched(fd, id4(3), "s", now_ms() - 1000, "again");
-    lease_now(fd, "s", id4(3), "again");
+    sched(fd, id4(3), "s", systest_now_ms() - 1000, "again");
+    systest_lease_now(fd, "s", id4(3), "again");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1067,19 +892,19 @@ END_TEST
 
 START_TEST(test_run_complete)
 {
-    start();
-    int r = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", TTR, PARK, "a b\r\nc", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(1), "q", TTR,
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), systest_lease_reply(id4(1), "q", TTR,
                                                                             "a b\r\nc"));
     struct jx j = jx_run(id4(1), "q", "a b\r\nc");
     j.attempts = 1;
     j.state = LEASED;
     expect_inspect_job(fd, &j);
-    if (exact_timing())
+    if (systest_exact_timing())
         systest_expect_silence(r, 50);
     systest_roundtrip(w, f("complete %s 6\r\nok\r\n!!\r\n", id4(1)), OK);
-    systest_expect(r, result_reply(id4(1), 1, "ok\r\n!!"));
+    systest_expect(r, systest_result_reply(id4(1), 1, "ok\r\n!!"));
     /* removed after the reply */
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), NF);
@@ -1092,70 +917,73 @@ START_TEST(test_run_complete)
     run_send(r, id4(2), "q", 1234, PARK, "", NULL);
     systest_expect(w, f("+OK 1\r\n%s q 1234 0\r\n\r\n", id4(2)));
     systest_roundtrip(w, f("complete %s 0\r\n\r\n", id4(2)), OK);
-    systest_expect(r, result_reply(id4(2), 1, ""));
+    systest_expect(r, systest_result_reply(id4(2), 1, ""));
 
     /* its pipeline is held until the reply */
     systest_sends(r, f("run %s q %u %s 1\r\nx\r\ninspect job %s\r\ndelete %s\r\n", id4(3), TTR,
                        PARK, id4(3), id4(3)));
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(3), "q", TTR, "x"));
-    if (exact_timing())
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(3), "q", TTR, "x"));
+    if (systest_exact_timing())
         systest_expect_silence(r, 50);
     systest_roundtrip(w, f("complete %s 1\r\ny\r\n", id4(3)), OK);
-    systest_expect(r, result_reply(id4(3), 1, "y"));
+    systest_expect(r, systest_result_reply(id4(3), 1, "y"));
     systest_expect(r, NF NF);
     /* the id is free again */
-    add(fd, id4(3), "q", "reuse");
-    lease_now(fd, "q", id4(3), "reuse");
+    systest_add(fd, id4(3), "q", "reuse");
+    systest_lease_now(fd, "q", id4(3), "reuse");
 
     /* a wait-timeout that ends after the lease does not matter any more */
     run_send(r, id4(4), "q", TTR, f("%d", 300 * slow()), "w", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(4), "q", TTR, "w"));
-    sleep_past(300);
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(4), "q", TTR, "w"));
+    systest_sleep_past(300);
     systest_roundtrip(w, f("complete %s 4\r\nlate\r\n", id4(4)), OK);
-    systest_expect(r, result_reply(id4(4), 1, "late"));
+    systest_expect(r, systest_result_reply(id4(4), 1, "late"));
     close(r);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_fail)
 {
-    start();
-    int r = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     /* a fail is final at once (max-fails 0), result flag 0 */
     run_send(r, id4(1), "q", TTR, PARK, "job", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(1), "q", TTR, "job"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(1), "q", TTR, "job"));
     systest_roundtrip(w, f("fail %s 5\r\nno\r\nx\r\n", id4(1)), OK);
-    systest_expect(r, result_reply(id4(1), 0, "no\r\nx"));
+    systest_expect(r, systest_result_reply(id4(1), 0, "no\r\nx"));
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* an empty fail */
     run_send(r, id4(2), "q", TTR, PARK, "job2", NULL);
     systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
-                      lease_reply(id4(2), "q", TTR, "job2"));
+                      systest_lease_reply(id4(2), "q", TTR, "job2"));
     systest_roundtrip(w, f("fail %s 0\r\n\r\n", id4(2)), OK);
-    systest_expect(r, result_reply(id4(2), 0, ""));
+    systest_expect(r, systest_result_reply(id4(2), 0, ""));
     /* complete and fail need no lease: a job answered while still queued */
     run_send(r, id4(3), "q", TTR, PARK, "job3", NULL);
     wait_job(fd, id4(3));
     systest_roundtrip(fd, f("fail %s 1\r\nE\r\n", id4(3)), OK);
-    systest_expect(r, result_reply(id4(3), 0, "E"));
+    systest_expect(r, systest_result_reply(id4(3), 0, "E"));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(r);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_timeout_unleased)
 {
-    start();
-    int r = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", TTR, "300", "x", NULL);
-    if (exact_timing())
+    if (systest_exact_timing())
         systest_expect_silence(r, 150);
     systest_expect(r, TO);
     /* the job is gone */
@@ -1165,10 +993,10 @@ START_TEST(test_run_timeout_unleased)
     /* the id is free, the connection usable */
     run_send(r, id4(1), "q", TTR, "100", "y", NULL);
     systest_expect(r, TO);
-    add(fd, id4(1), "q", "reuse");
-    lease_now(fd, "q", id4(1), "reuse");
+    systest_add(fd, id4(1), "q", "reuse");
+    systest_lease_now(fd, "q", id4(1), "reuse");
     /* a result waiter learns that the job is gone */
-    int res = conn();
+    int res = systest_conn();
     run_send(r, id4(2), "q", TTR, f("%d", 500 * slow()), "z", NULL);
     wait_job(fd, id4(2));
     systest_roundtrip(res, f("result %s 0\r\n", id4(2)), TO);
@@ -1179,17 +1007,18 @@ START_TEST(test_run_timeout_unleased)
     close(res);
     close(r);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_timeout_leased)
 {
-    start();
-    int r = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", 300, PARK, "x", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(1), "q", 300, "x"));
-    if (exact_timing())
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(1), "q", 300, "x"));
+    if (systest_exact_timing())
         systest_expect_silence(r, 150);
     /* the TTR ends: -TIMEOUT, and the job is not queued again */
     systest_expect(r, TO);
@@ -1199,13 +1028,15 @@ START_TEST(test_run_timeout_leased)
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
     /* nor does a late worker find anything after a fail */
     run_send(r, id4(2), "q", 200, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(2), "q", 200, "y"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(2), "q", 200, "y"));
     systest_expect(r, TO);
     systest_roundtrip(w, f("fail %s 0\r\n\r\n", id4(2)), NF);
     /* a result waiter learns that the job is gone */
-    int res = conn();
+    int res = systest_conn();
     run_send(r, id4(3), "q", 300, PARK, "z", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(3), "q", 300, "z"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(3), "q", 300, "z"));
     systest_sends(res, f("result %s " PARK "\r\n", id4(3)));
     systest_expect(r, TO);
     systest_expect(res, NF);
@@ -1214,16 +1045,16 @@ START_TEST(test_run_timeout_leased)
     close(r);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_disconnect)
 {
-    start();
-    int w = conn(), fd = conn();
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
     /* waiting to be leased: the job goes with the client */
-    int r = conn();
+    int r = systest_conn();
     run_send(r, id4(1), "q", TTR, PARK, "x", NULL);
     wait_job(fd, id4(1));
     close(r);
@@ -1239,16 +1070,17 @@ START_TEST(test_run_disconnect)
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
 
     /* leased: the worker's complete finds nothing */
-    r = conn();
+    r = systest_conn();
     run_send(r, id4(2), "q", TTR, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(2), "q", TTR, "y"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(2), "q", TTR, "y"));
     close(r);
     systest_sleep_ms(100 * slow());
     systest_roundtrip(w, f("complete %s 2\r\nok\r\n", id4(2)), NF);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
 
     /* EOF (half close): no reply, the connection is closed, the job gone */
-    r = conn();
+    r = systest_conn();
     run_send(r, id4(3), "q", TTR, PARK, "z", NULL);
     wait_job(fd, id4(3));
     ck_assert_int_eq(shutdown(r, SHUT_WR), 0);
@@ -1258,8 +1090,8 @@ START_TEST(test_run_disconnect)
     systest_roundtrip(fd, "lease q 0\r\n", TO);
 
     /* a result waiter on the job learns that it is gone */
-    r = conn();
-    int res = conn();
+    r = systest_conn();
+    int res = systest_conn();
     run_send(r, id4(4), "q", TTR, PARK, "r", NULL);
     wait_job(fd, id4(4));
     systest_sends(res, f("result %s " PARK "\r\n", id4(4)));
@@ -1271,14 +1103,14 @@ START_TEST(test_run_disconnect)
     expect_stats(fd, "jobs", U(0), "ready-jobs", U(0), "leased-jobs", U(0), NULL);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_delete)
 {
-    start();
-    int r = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     /* deleted while queued: -NOT-FOUND at once */
     run_send(r, id4(1), "q", TTR, PARK, "x", NULL);
     wait_job(fd, id4(1));
@@ -1287,13 +1119,14 @@ START_TEST(test_run_delete)
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* deleted while leased */
     run_send(r, id4(2), "q", TTR, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), lease_reply(id4(2), "q", TTR, "y"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(2), "q", TTR, "y"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
     systest_expect(r, NF);
     systest_roundtrip(w, f("complete %s 0\r\n\r\n", id4(2)), NF);
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), NF);
     /* with a result waiter: both learn it */
-    int res = conn();
+    int res = systest_conn();
     run_send(r, id4(3), "q", TTR, PARK, "z", NULL);
     wait_job(fd, id4(3));
     systest_sends(res, f("result %s " PARK "\r\n", id4(3)));
@@ -1303,45 +1136,45 @@ START_TEST(test_run_delete)
     systest_expect(res, NF);
     close(res);
     /* the run connection is usable afterwards */
-    sync_conn(r);
+    systest_sync(r);
     close(r);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_two_waiters)
 {
-    start();
-    int r = conn(), res = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), res = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", TTR, PARK, "x", NULL);
     wait_job(fd, id4(1));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
     systest_sends(res, f("result %s " PARK "\r\n", id4(1)));
     systest_sleep_ms(100 * slow());
-    systest_roundtrip(w, "lease q 0\r\n", lease_reply(id4(1), "q", TTR, "x"));
-    if (exact_timing()) {
+    systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(1), "q", TTR, "x"));
+    if (systest_exact_timing()) {
         systest_expect_silence(r, 50);
         systest_expect_silence(res, 0);
     }
     systest_roundtrip(w, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
-    systest_expect(r, result_reply(id4(1), 1, "done"));
-    systest_expect(res, result_reply(id4(1), 1, "done"));
+    systest_expect(r, systest_result_reply(id4(1), 1, "done"));
+    systest_expect(res, systest_result_reply(id4(1), 1, "done"));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), NF);
 
     /* the same with a fail, two result waiters */
-    int res2 = conn();
+    int res2 = systest_conn();
     run_send(r, id4(2), "q", TTR, PARK, "y", NULL);
     wait_job(fd, id4(2));
     systest_sends(res, f("result %s " PARK "\r\n", id4(2)));
     systest_sends(res2, f("result %s " PARK "\r\n", id4(2)));
     systest_sleep_ms(100 * slow());
-    systest_roundtrip(w, "lease q 0\r\n", lease_reply(id4(2), "q", TTR, "y"));
+    systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(2), "q", TTR, "y"));
     systest_roundtrip(w, f("fail %s 3\r\nbad\r\n", id4(2)), OK);
-    systest_expect(r, result_reply(id4(2), 0, "bad"));
-    systest_expect(res, result_reply(id4(2), 0, "bad"));
-    systest_expect(res2, result_reply(id4(2), 0, "bad"));
+    systest_expect(r, systest_result_reply(id4(2), 0, "bad"));
+    systest_expect(res, systest_result_reply(id4(2), 0, "bad"));
+    systest_expect(res2, systest_result_reply(id4(2), 0, "bad"));
 
     /* a result waiter that leaves changes nothing */
     run_send(r, id4(3), "q", TTR, PARK, "z", NULL);
@@ -1350,21 +1183,21 @@ START_TEST(test_run_two_waiters)
     systest_sleep_ms(100 * slow());
     close(res2);
     systest_sleep_ms(50 * slow());
-    systest_roundtrip(w, "lease q 0\r\n", lease_reply(id4(3), "q", TTR, "z"));
+    systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(3), "q", TTR, "z"));
     systest_roundtrip(w, f("complete %s 1\r\nZ\r\n", id4(3)), OK);
-    systest_expect(r, result_reply(id4(3), 1, "Z"));
+    systest_expect(r, systest_result_reply(id4(3), 1, "Z"));
     close(r);
     close(res);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_wait_zero)
 {
-    start();
-    int r = conn(), w = conn(), fd = conn();
+    systest_start_srv();
+    int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     /* no parked leaser: -TIMEOUT at once, no job left */
     systest_roundtrip(r, f("run %s q %u 0 3\r\nabc\r\n", id4(1), TTR), TO);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
@@ -1378,28 +1211,28 @@ START_TEST(test_run_wait_zero)
     systest_expect_silence(w, 50);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
     /* a ready job in the queue does not count either: it is no leaser */
-    add(fd, id4(2), "q", "queued");
+    systest_add(fd, id4(2), "q", "queued");
     systest_roundtrip(r, f("run %s q %u 0 3\r\nabc\r\n", id4(1), TTR), TO);
-    lease_now(fd, "q", id4(2), "queued");
+    systest_lease_now(fd, "q", id4(2), "queued");
     /* with a leaser parked on it: leased to that leaser */
-    add(fd, id4(3), "other", "wake");
-    expect_lease(w, id4(3), "other", "wake");
+    systest_add(fd, id4(3), "other", "wake");
+    systest_expect_lease(w, id4(3), "other", "wake");
     systest_sends(w, "lease x q y " PARK "\r\n");
     wait_queue(fd, "x");
     run_send(r, id4(1), "q", TTR, "0", "abc", NULL);
-    expect_lease(w, id4(1), "q", "abc");
-    if (exact_timing())
+    systest_expect_lease(w, id4(1), "q", "abc");
+    if (systest_exact_timing())
         systest_expect_silence(r, 50);
     struct jx j = jx_run(id4(1), "q", "abc");
     j.attempts = 1;
     j.state = LEASED;
     expect_inspect_job(fd, &j);
     systest_roundtrip(w, f("complete %s 2\r\nok\r\n", id4(1)), OK);
-    systest_expect(r, result_reply(id4(1), 1, "ok"));
+    systest_expect(r, systest_result_reply(id4(1), 1, "ok"));
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
 
     /* a leaser that has left does not count */
-    int g = conn();
+    int g = systest_conn();
     systest_sends(g, "lease ghost " PARK "\r\n");
     wait_queue(fd, "ghost");
     close(g);
@@ -1414,39 +1247,39 @@ START_TEST(test_run_wait_zero)
     systest_roundtrip(r, f("run %s ghost %u 0 1\r\ng\r\n", id4(5), TTR), TO);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(5)), NF);
     /* two parked leasers: the first one gets it */
-    int w2 = conn();
+    int w2 = systest_conn();
     systest_sends(w, "lease two " PARK "\r\n");
     wait_queue(fd, "two");
     systest_sleep_ms(50 * slow());
     systest_sends(w2, "lease two " PARK "\r\n");
     systest_sleep_ms(100 * slow());
     run_send(r, id4(6), "two", TTR, "0", "fcfs", NULL);
-    expect_lease(w, id4(6), "two", "fcfs");
+    systest_expect_lease(w, id4(6), "two", "fcfs");
     systest_expect_silence(w2, 50);
     systest_roundtrip(w, f("complete %s 0\r\n\r\n", id4(6)), OK);
-    systest_expect(r, result_reply(id4(6), 1, ""));
+    systest_expect(r, systest_result_reply(id4(6), 1, ""));
     close(w2);
     close(r);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_order)
 {
-    start();
-    int r1 = conn(), r2 = conn(), r3 = conn(), fd = conn();
+    systest_start_srv();
+    int r1 = systest_conn(), r2 = systest_conn(), r3 = systest_conn(), fd = systest_conn();
     /* run jobs rank like add jobs: priority, then FIFO */
-    add(fd, id4(1), "q", "a1");
+    systest_add(fd, id4(1), "q", "a1");
     run_send(r1, id4(2), "q", TTR, PARK, "r1", "-priority=5");
     wait_job(fd, id4(2));
     run_send(r2, id4(3), "q", TTR, PARK, "r2", NULL);
     wait_job(fd, id4(3));
-    add(fd, id4(4), "q", "a2");
+    systest_add(fd, id4(4), "q", "a2");
     run_send(r3, id4(5), "q", TTR, PARK, "r3", "-priority=-2147483648");
     wait_job(fd, id4(5));
-    int64_t ts = now_ms() - 1000;
+    int64_t ts = systest_now_ms() - 1000;
     sched(fd, id4(6), "q", ts, "s1");
     struct jx jobs[6] = {jx_run(id4(2), "q", "r1"), jx(id4(1), "q", "a1"),
                          jx_run(id4(3), "q", "r2"), jx(id4(4), "q", "a2"),
@@ -1455,30 +1288,30 @@ START_TEST(test_run_order)
     SET(jobs[4].time, tm_s(ts));
     jobs[5].priority = INT32_MIN;
     expect_inspect_list(fd, "jobs", "q", "0 10", jobs, 6);
-    lease_now(fd, "q", id4(2), "r1");
-    lease_now(fd, "q", id4(1), "a1");
-    lease_now(fd, "q", id4(3), "r2");
-    lease_now(fd, "q", id4(4), "a2");
-    lease_now(fd, "q", id4(6), "s1");
-    lease_now(fd, "q", id4(5), "r3");
+    systest_lease_now(fd, "q", id4(2), "r1");
+    systest_lease_now(fd, "q", id4(1), "a1");
+    systest_lease_now(fd, "q", id4(3), "r2");
+    systest_lease_now(fd, "q", id4(4), "a2");
+    systest_lease_now(fd, "q", id4(6), "s1");
+    systest_lease_now(fd, "q", id4(5), "r3");
     systest_roundtrip(fd, f("complete %s 1\r\n1\r\n", id4(2)), OK);
     systest_roundtrip(fd, f("complete %s 1\r\n2\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("complete %s 1\r\n3\r\n", id4(5)), OK);
-    systest_expect(r1, result_reply(id4(2), 1, "1"));
-    systest_expect(r2, result_reply(id4(3), 1, "2"));
-    systest_expect(r3, result_reply(id4(5), 1, "3"));
+    systest_expect(r1, systest_result_reply(id4(2), 1, "1"));
+    systest_expect(r2, systest_result_reply(id4(3), 1, "2"));
+    systest_expect(r3, systest_result_reply(id4(5), 1, "3"));
     close(r1);
     close(r2);
     close(r3);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_run_errors)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const struct {
         const char *args, *error;
     } bad[] = {
@@ -1527,10 +1360,11 @@ START_TEST(test_run_errors)
     systest_roundtrip(fd, "run\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* Duplicate job: an existing job, or a run job still waiting */
-    add(fd, id4(2), "q", "dup");
-    run_error(fd, f("%s %s %u 1000 3", id4(1), name_of(256, 'n'), TTR), ERR("Invalid Name"));
+    systest_add(fd, id4(2), "q", "dup");
+    run_error(fd, f("%s %s %u 1000 3", id4(1), systest_name_of(256, 'n'), TTR),
+              ERR("Invalid Name"));
     run_error(fd, f("%s q %u 1000 3", id4(2), TTR), ERR("Duplicate job"));
-    int r = conn();
+    int r = systest_conn();
     run_send(r, id4(3), "q", TTR, PARK, "run", NULL);
     wait_job(fd, id4(3));
     run_error(fd, f("%s q %u 1000 3", id4(3), TTR), ERR("Duplicate job"));
@@ -1540,19 +1374,19 @@ START_TEST(test_run_errors)
     sched_error(fd, f("%s q %u %s %s 3", id4(3), TTR, TTL, tm_ms(ahead(HOUR_MS))),
                 ERR("Duplicate job"));
     /* neither original was touched; the limits are accepted */
-    lease_now(fd, "q", id4(2), "dup");
-    lease_now(fd, "q", id4(3), "run");
+    systest_lease_now(fd, "q", id4(2), "dup");
+    systest_lease_now(fd, "q", id4(3), "run");
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(3)), OK);
-    systest_expect(r, result_reply(id4(3), 1, ""));
-    run_send(r, id4(4), name_of(255, 'n'), 86400000, "86400000", "lim",
+    systest_expect(r, systest_result_reply(id4(3), 1, ""));
+    run_send(r, id4(4), systest_name_of(255, 'n'), 86400000, "86400000", "lim",
              "-priority=2147483647");
-    systest_roundtrip(fd, f("lease %s %d\r\n", name_of(255, 'n'), 5000 * slow()),
-                      lease_reply(id4(4), name_of(255, 'n'), 86400000, "lim"));
+    systest_roundtrip(fd, f("lease %s %d\r\n", systest_name_of(255, 'n'), 5000 * slow()),
+                      systest_lease_reply(id4(4), systest_name_of(255, 'n'), 86400000, "lim"));
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(4)), OK);
-    systest_expect(r, result_reply(id4(4), 0, ""));
+    systest_expect(r, systest_result_reply(id4(4), 0, ""));
     close(r);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1561,8 +1395,8 @@ END_TEST
 
 START_TEST(test_inspect_server_format)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     struct server_info info;
     inspect_server(fd, &info);
     static const char *const zero[] = {"evicted-jobs", "jobs",           "ready-jobs",
@@ -1574,9 +1408,9 @@ START_TEST(test_inspect_server_format)
     ck_assert_uint_eq(stat_of(&info, "active-clients"), 1);
     ck_assert_uint_gt(stat_of(&info, "memory-used"), 0);
     /* active-clients counts open connections */
-    int a = conn(), b = conn();
-    sync_conn(a);
-    sync_conn(b);
+    int a = systest_conn(), b = systest_conn();
+    systest_sync(a);
+    systest_sync(b);
     expect_stats(fd, "active-clients", U(3), NULL);
     close(a);
     close(b);
@@ -1591,30 +1425,30 @@ START_TEST(test_inspect_server_format)
     systest_sends(fd, "inspect server\r\n\r\n  inspect   server  \n");
     read_server_info(fd, &info);
     read_server_info(fd, &info);
-    sync_conn(fd);
+    systest_sync(fd);
     /* flags and arguments are errors */
     systest_roundtrip(fd, "inspect server -a=b\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, "inspect -a=b server\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, "inspect server x\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, "inspect server 0 10\r\n", ERR("Invalid command args"));
-    sync_conn(fd);
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_server_counters)
 {
-    start();
-    int fd = conn(), w = conn();
-    add(fd, id4(1), "q", "r1");
-    add(fd, id4(2), "q", "r2");
-    sched(fd, id4(3), "q", now_ms() + HOUR_MS, "s1");
-    add(fd, id4(4), "l", "l1");
-    lease_now(fd, "l", id4(4), "l1");
-    add(fd, id4(5), "c", "c1");
+    systest_start_srv();
+    int fd = systest_conn(), w = systest_conn();
+    systest_add(fd, id4(1), "q", "r1");
+    systest_add(fd, id4(2), "q", "r2");
+    sched(fd, id4(3), "q", systest_now_ms() + HOUR_MS, "s1");
+    systest_add(fd, id4(4), "l", "l1");
+    systest_lease_now(fd, "l", id4(4), "l1");
+    systest_add(fd, id4(5), "c", "c1");
     systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(5)), OK);
-    add(fd, id4(6), "f", "f1");
+    systest_add(fd, id4(6), "f", "f1");
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(6)), OK);
     systest_sends(w, "lease none " PARK "\r\n");
     wait_queue(fd, "none");
@@ -1622,26 +1456,26 @@ START_TEST(test_inspect_server_counters)
                  "ready-jobs", U(2), "scheduled-jobs", U(1), "leased-jobs", U(1),
                  "completed-jobs", U(1), "failed-jobs", U(1), "parked-clients", U(1), NULL);
     /* the parked leaser takes a job: one leased more, no one parked */
-    add(fd, id4(7), "none", "n");
-    expect_lease(w, id4(7), "none", "n");
+    systest_add(fd, id4(7), "none", "n");
+    systest_expect_lease(w, id4(7), "none", "n");
     expect_stats(fd, "jobs", U(7), "ready-jobs", U(2), "leased-jobs", U(2),
                  "parked-clients", U(0), NULL);
     /* a retried fail and a TTR expiry: ready again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(7)), OK);
-    add_full(fd, id4(8), "t", 100, TTL, "t", NULL);
-    systest_roundtrip(fd, "lease t 0\r\n", lease_reply(id4(8), "t", 100, "t"));
-    sleep_past(100);
+    systest_add_full(fd, id4(8), "t", 100, TTL, "t", NULL);
+    systest_roundtrip(fd, "lease t 0\r\n", systest_lease_reply(id4(8), "t", 100, "t"));
+    systest_sleep_past(100);
     expect_stats(fd, "jobs", U(7), "ready-jobs", U(3), "leased-jobs", U(1), NULL);
     /* TTL: an unfinished job is evicted, a finished one is not */
-    add_full(fd, id4(9), "e", TTR, "200", "e1", NULL);
-    add_full(fd, id4(10), "e", TTR, "200", "e2", NULL);
+    systest_add_full(fd, id4(9), "e", TTR, "200", "e1", NULL);
+    systest_add_full(fd, id4(10), "e", TTR, "200", "e2", NULL);
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(10)), OK);
-    add_full(fd, id4(11), "e", TTR, "200", "e3", NULL);
+    systest_add_full(fd, id4(11), "e", TTR, "200", "e3", NULL);
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(11)), OK);
-    add_full(fd, id4(12), "e", TTR, "200", "e4", NULL);
-    lease_now(fd, "e", id4(9), "e1");
+    systest_add_full(fd, id4(12), "e", TTR, "200", "e4", NULL);
+    systest_lease_now(fd, "e", id4(9), "e1");
     expect_stats(fd, "jobs", U(11), "completed-jobs", U(2), "failed-jobs", U(2), NULL);
-    sleep_past(200);
+    systest_sleep_past(200);
     expect_stats(fd, "evicted-jobs", U(2), "jobs", U(7), "ready-jobs", U(3),
                  "scheduled-jobs", U(1), "leased-jobs", U(1), "completed-jobs", U(1),
                  "failed-jobs", U(1), NULL);
@@ -1654,7 +1488,7 @@ START_TEST(test_inspect_server_counters)
                  "completed-jobs", U(0), "failed-jobs", U(0), "parked-clients", U(0), NULL);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1663,26 +1497,26 @@ END_TEST
 
 START_TEST(test_inspect_queues)
 {
-    start();
-    int fd = conn(), w = conn();
+    systest_start_srv();
+    int fd = systest_conn(), w = systest_conn();
     systest_roundtrip(fd, "inspect queues 0 10\r\n", "+OK 0\r\n");
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
-    int64_t later = now_ms() + HOUR_MS;
-    add(fd, id4(1), "b.x", "1");
-    add(fd, id4(2), "a", "2");
-    add(fd, id4(3), "a", "3");
+    int64_t later = systest_now_ms() + HOUR_MS;
+    systest_add(fd, id4(1), "b.x", "1");
+    systest_add(fd, id4(2), "a", "2");
+    systest_add(fd, id4(3), "a", "3");
     sched(fd, id4(4), "a", later, "4");
     sched(fd, id4(5), "b", later, "5");
-    add(fd, id4(6), "B", "6");
-    add(fd, id4(7), "c", "7"); /* completed: the queue is gone */
+    systest_add(fd, id4(6), "B", "6");
+    systest_add(fd, id4(7), "c", "7"); /* completed: the queue is gone */
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(7)), OK);
-    add(fd, id4(8), "d", "8"); /* leased only: the queue stays */
-    lease_now(fd, "d", id4(8), "8");
-    add(fd, id4(9), "gone", "9"); /* deleted */
+    systest_add(fd, id4(8), "d", "8"); /* leased only: the queue stays */
+    systest_lease_now(fd, "d", id4(8), "8");
+    systest_add(fd, id4(9), "gone", "9"); /* deleted */
     systest_roundtrip(fd, f("delete %s\r\n", id4(9)), OK);
     systest_sends(w, "lease e " PARK "\r\n"); /* a parked leaser only */
     wait_queue(fd, "e");
-    sched(fd, id4(10), "a-", now_ms() - 1000, "10"); /* past: ready */
+    sched(fd, id4(10), "a-", systest_now_ms() - 1000, "10"); /* past: ready */
 
     enum { NQ = 7 };
     static const struct {
@@ -1736,22 +1570,22 @@ START_TEST(test_inspect_queues)
     systest_roundtrip(fd, "inspect queue d\r\n", NF);
     systest_roundtrip(fd, "inspect queue e\r\n", NF);
     /* leasing and deleting change the lengths */
-    lease_now(fd, "a", id4(2), "2");
+    systest_lease_now(fd, "a", id4(2), "2");
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(10)), OK);
     systest_roundtrip(fd, "inspect queues 0 10\r\n",
                       f("+OK 4\r\n%s%s%s%s", queue_block("B", 1, 0), queue_block("a", 1, 0),
                         queue_block("b", 0, 1), queue_block("b.x", 1, 0)));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_queues_errors)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "x");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "x");
     struct {
         const char *cmd, *error;
     } bad[] = {
@@ -1780,12 +1614,13 @@ START_TEST(test_inspect_queues_errors)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         systest_roundtrip(fd, f("%s\r\n", bad[i].cmd), f("-CLIENT-ERROR %s\r\n", bad[i].error));
-    systest_roundtrip(fd, f("inspect queue %s\r\n", name_of(256, 'n')), ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect queue %s\r\n", name_of(255, 'n')), NF);
+    systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(256, 'n')),
+                      ERR("Invalid Name"));
+    systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(255, 'n')), NF);
     systest_roundtrip(fd, "inspect queues 4294967295 1000\r\n", "+OK 0\r\n");
     systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK 1\r\n%s", queue_block("q", 1, 0)));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1794,11 +1629,12 @@ END_TEST
 
 START_TEST(test_inspect_job)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* a payload with CR LF and spaces; every flag */
     const char *pay = " a b\r\nc  d \r\n";
-    add_full(fd, id4(1), "q", 1000, "7000000", pay, "-priority=-7 -max-attempts=3 -max-fails=2");
+    systest_add_full(fd, id4(1), "q", 1000, "7000000", pay,
+                     "-priority=-7 -max-attempts=3 -max-fails=2");
     struct jx j = jx(id4(1), "q", pay);
     j.ttr = 1000;
     SET(j.ttl, "7000000");
@@ -1810,7 +1646,7 @@ START_TEST(test_inspect_job)
     systest_roundtrip(fd, "inspect job 00000001-58CC-4372-A567-0E02B2C3D479\r\n", "+OK 1\r\n");
     expect_job_block(fd, &j);
     /* LEASED, attempts 1 */
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(1), "q", 1000, pay));
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 1000, pay));
     j.attempts = 1;
     j.state = LEASED;
     expect_inspect_job(fd, &j);
@@ -1824,16 +1660,16 @@ START_TEST(test_inspect_job)
     j.state = COMPLETED;
     expect_inspect_job(fd, &j);
     /* FAILED */
-    add(fd, id4(2), "q", "f");
+    systest_add(fd, id4(2), "q", "f");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(2)), OK);
     j = jx(id4(2), "q", "f");
     j.fails = 1;
     j.state = FAILED;
     expect_inspect_job(fd, &j);
     /* empty payload; limits */
-    add_full(fd, id4(3), name_of(255, 'n'), 86400000, TTL_MAX, "",
-             "-priority=2147483647 -max-attempts=255 -max-fails=255");
-    j = jx(id4(3), name_of(255, 'n'), "");
+    systest_add_full(fd, id4(3), systest_name_of(255, 'n'), 86400000, TTL_MAX, "",
+                     "-priority=2147483647 -max-attempts=255 -max-fails=255");
+    j = jx(id4(3), systest_name_of(255, 'n'), "");
     j.ttr = 86400000;
     SET(j.ttl, TTL_MAX);
     j.priority = 2147483647;
@@ -1855,11 +1691,12 @@ START_TEST(test_inspect_job)
     j.priority = 3;
     SET(j.time, tm_s(t));
     expect_inspect_job(fd, &j);
-    systest_roundtrip(fd, f("lease s %d\r\n", 5000 * slow()), lease_reply(id4(5), "s", 500, "sch"));
+    systest_roundtrip(fd, f("lease s %d\r\n", 5000 * slow()),
+                      systest_lease_reply(id4(5), "s", 500, "sch"));
     j.attempts = 1;
     j.state = LEASED;
     expect_inspect_job(fd, &j);
-    sleep_past(500); /* TTR expiry: PENDING, ready */
+    systest_sleep_past(500); /* TTR expiry: PENDING, ready */
     j.state = PENDING;
     expect_inspect_job(fd, &j);
     expect_inspect_list(fd, "jobs", "s", "0 10", &j, 1);
@@ -1872,24 +1709,24 @@ START_TEST(test_inspect_job)
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_jobs_order)
 {
-    start();
-    int fd = conn();
-    int64_t now = now_ms();
+    systest_start_srv();
+    int fd = systest_conn();
+    int64_t now = systest_now_ms();
     /* the mix of test_schedule_order */
-    add(fd, id4(1), "q", "a1");
+    systest_add(fd, id4(1), "q", "a1");
     sched(fd, id4(2), "q", now - 20000, "s1");
-    add(fd, id4(3), "q", "a2");
+    systest_add(fd, id4(3), "q", "a2");
     sched(fd, id4(4), "q", now - 30000, "s2");
     sched(fd, id4(5), "q", now - 30000, "s3");
     sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(now - 1000), "hs", "-priority=5");
-    add_full(fd, id4(8), "q", 200, TTL, "h1", "-priority=5");
-    add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
+    systest_add_full(fd, id4(8), "q", 200, TTL, "h1", "-priority=5");
+    systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
     sched(fd, id4(20), "q", now + HOUR_MS, "future"); /* not ready: not listed */
     enum { N = 8 };
     static const unsigned order[N] = {8, 7, 1, 3, 4, 5, 2, 10};
@@ -1924,31 +1761,31 @@ START_TEST(test_inspect_jobs_order)
     expect_inspect_list(fd, "jobs", "q", "0004294967295 01000", NULL, 0);
 
     /* a leased job is not listed; back after its TTR, at its old place */
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(8), "q", 200, "h1"));
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
     expect_inspect_list(fd, "jobs", "q", "0 1000", jobs + 1, N - 1);
-    sleep_past(200);
+    systest_sleep_past(200);
     jobs[0].attempts = 1;
     jobs[0].state = PENDING;
     expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
     expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
     /* and lease gives exactly that order */
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(8), "q", 200, "h1"));
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
     for (unsigned i = 1; i < N; i++)
-        lease_now(fd, "q", jobs[i].id, jobs[i].payload);
+        systest_lease_now(fd, "q", jobs[i].id, jobs[i].payload);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* the queue still exists (leased and scheduled jobs): empty list */
     expect_inspect_list(fd, "jobs", "q", "0 10", NULL, 0);
     systest_roundtrip(fd, "inspect jobs nope 0 10\r\n", NF);
     systest_roundtrip(fd, "inspect jobs Q 0 10\r\n", NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_jobs_many)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* 1000 ready jobs and a few more: limit 1000 is the most in one reply */
     enum { N = 1003 };
     struct sb req = {0}, exp = {0};
@@ -1984,17 +1821,17 @@ START_TEST(test_inspect_jobs_many)
     systest_roundtrip(fd, "inspect jobs q 0 1001\r\n", ERR("Invalid limit"));
     systest_roundtrip(fd, "inspect queue q\r\n", f("+OK 1\r\n%s", queue_block("q", N, 0)));
     for (unsigned i = 0; i < N; i++)
-        lease_now(fd, "q", id4(order[i] + 1), f("%04u", order[i]));
+        systest_lease_now(fd, "q", id4(order[i] + 1), f("%04u", order[i]));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_scheduled_jobs)
 {
-    start();
-    int fd = conn();
-    int64_t base = now_ms() + HOUR_MS;
+    systest_start_srv();
+    int fd = systest_conn();
+    int64_t base = systest_now_ms() + HOUR_MS;
     /* soonest first, then priority descending, then FIFO */
     sched(fd, id4(1), "q", base + HOUR_MS, "f1");
     sched(fd, id4(2), "q", base, "f2");
@@ -2003,7 +1840,7 @@ START_TEST(test_inspect_scheduled_jobs)
     sched_full(fd, id4(5), "q", TTR, TTL, tm_ms(base + 500), "f5", "-priority=100");
     sched_full(fd, id4(6), "q", TTR, TTL, tm_ms(base), "f6", "-priority=-3");
     sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(base - 1), "f7", "-priority=-9");
-    add(fd, id4(8), "q", "ready"); /* not listed */
+    systest_add(fd, id4(8), "q", "ready"); /* not listed */
     enum { N = 7 };
     static const unsigned order[N] = {7, 3, 4, 2, 6, 5, 1};
     static const int prio[] = {0, 0, 0, 9, 9, 100, -3, -9};
@@ -2027,7 +1864,7 @@ START_TEST(test_inspect_scheduled_jobs)
     /* the ready job is in the other list */
     struct jx r = jx(id4(8), "q", "ready");
     expect_inspect_list(fd, "jobs", "q", "0 10", &r, 1);
-    lease_now(fd, "q", id4(8), "ready");
+    systest_lease_now(fd, "q", id4(8), "ready");
     expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
     /* a deleted one leaves the list */
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
@@ -2039,7 +1876,7 @@ START_TEST(test_inspect_scheduled_jobs)
     sched(fd, id4(20), "m", t, "moves");
     struct jx m = jx(id4(20), "m", "moves");
     SET(m.time, tm_s(t));
-    if (exact_timing()) {
+    if (systest_exact_timing()) {
         expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", &m, 1);
         expect_inspect_list(fd, "jobs", "m", "0 10", NULL, 0);
     }
@@ -2048,15 +1885,15 @@ START_TEST(test_inspect_scheduled_jobs)
     expect_inspect_list(fd, "jobs", "m", "0 10", &m, 1);
     systest_roundtrip(fd, "inspect scheduled-jobs nope 0 10\r\n", NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_inspect_errors)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "x");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "x");
     struct {
         const char *cmd, *error;
     } bad[] = {
@@ -2118,28 +1955,24 @@ START_TEST(test_inspect_errors)
     expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1000", NULL, 0);
     systest_roundtrip(fd, "inspect jobs nope 0 1000\r\n", NF);
     systest_roundtrip(fd, "inspect scheduled-jobs nope 4294967295 1\r\n", NF);
-    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", name_of(256, 'n')), ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect scheduled-jobs %s 0 1\r\n", name_of(256, 'n')),
+    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", systest_name_of(256, 'n')),
                       ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", name_of(255, 'n')), NF);
+    systest_roundtrip(fd, f("inspect scheduled-jobs %s 0 1\r\n", systest_name_of(256, 'n')),
+                      ERR("Invalid Name"));
+    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", systest_name_of(255, 'n')), NF);
     /* nothing was changed: the job is still first in line */
-    lease_now(fd, "q", id4(1), "x");
+    systest_lease_now(fd, "q", id4(1), "x");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 /* ------------------------------------------------------------------------ */
 
-struct test_group {
-    const char *name;
-    const TTest *tests[16];
-};
-
 static Suite *
 protocol_suite(void)
 {
-    const struct test_group groups[] = {
+    const struct systest_group groups[] = {
         {"schedule",
          {test_schedule_becomes_ready, test_schedule_past_time, test_schedule_invalid_time,
           test_schedule_args, test_schedule_order, test_schedule_order_fraction, test_schedule_ttl,
@@ -2154,25 +1987,11 @@ protocol_suite(void)
          {test_inspect_job, test_inspect_jobs_order, test_inspect_jobs_many,
           test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
     };
-    Suite *s = suite_create("protocol");
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        TCase *tc = tcase_create(groups[i].name);
-        tcase_set_timeout(tc, 30 * systest_slow());
-        for (size_t t = 0; groups[i].tests[t] != NULL; t++)
-            tcase_add_test(tc, groups[i].tests[t]);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return systest_suite("protocol", groups, sizeof groups / sizeof groups[0]);
 }
 
 int
 main(void)
 {
-    /* A test writing to a connection the server has closed must fail, not die. */
-    signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(protocol_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return systest_main(protocol_suite());
 }

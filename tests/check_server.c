@@ -17,9 +17,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,172 +26,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OK  "+OK\r\n"
-#define NF  "-NOT-FOUND\r\n"
-#define TO  "-TIMEOUT\r\n"
-#define ERR(text) "-CLIENT-ERROR " text "\r\n"
-
-#define TTR     60000u    /* long enough never to expire during a test */
-#define TTL     "600000"
+#define TTR     SYSTEST_TTR
+#define TTL     SYSTEST_TTL
 #define PARK    "60000"   /* wait of a lease/result that must be woken */
-#define WAIT_MS 5000      /* how long to wait for bytes, scaled */
-
-static struct systest_server srv;
 
 /* ------------------------------------------------------------------------ */
 /* Helpers */
-
-/* printf into one of a ring of buffers: up to 16 results live at once. */
-static const char *f(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static const char *
-f(const char *fmt, ...)
-{
-    static char ring[16][8192];
-    static unsigned next;
-    char *b = ring[next++ % 16];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b, sizeof ring[0], fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof ring[0])
-        ck_abort_msg("f(): text too long");
-    return b;
-}
-
-/* A growing byte string for big pipelined requests and replies. */
-struct sb {
-    char  *p;
-    size_t n, cap;
-};
-
-static void
-sb_addn(struct sb *s, const void *data, size_t len)
-{
-    if (s->n + len + 1 > s->cap) {
-        s->cap = (s->n + len + 1) * 2;
-        s->p = realloc(s->p, s->cap);
-        ck_assert_ptr_nonnull(s->p);
-    }
-    memcpy(s->p + s->n, data, len);
-    s->n += len;
-    s->p[s->n] = '\0';
-}
-
-static void
-sb_add(struct sb *s, const char *text)
-{
-    sb_addn(s, text, strlen(text));
-}
-
-/* Distinct ids: version 4 and version 1 (the protocol text's examples). */
-static const char *
-id4(unsigned n)
-{
-    return f("%08x-58cc-4372-a567-0e02b2c3d479", n);
-}
-
-static const char *
-id1(unsigned n)
-{
-    return f("%08x-9dad-11d1-80b4-00c04fd430c8", n);
-}
-
-static void
-start(void)
-{
-    systest_start(&srv, NULL);
-}
-
-static void
-stop(void)
-{
-    systest_stop(&srv);
-}
-
-static int
-conn(void)
-{
-    return systest_connect(&srv);
-}
-
-/* Sleep long enough for a server-side deadline of `ms` to have passed. */
-static void
-sleep_past(int ms)
-{
-    systest_sleep_ms((ms + 300) * systest_slow());
-}
-
-static bool
-exact_timing(void)
-{
-    return systest_slow() == 1;
-}
-
-static const char *
-lease_reply(const char *id, const char *name, unsigned ttr, const char *payload)
-{
-    return f("+OK 1\r\n%s %s %u %zu\r\n%s\r\n", id, name, ttr, strlen(payload), payload);
-}
-
-static const char *
-result_reply(const char *id, int success, const char *result)
-{
-    return f("+OK 1\r\n%s %d %zu\r\n%s\r\n", id, success, strlen(result), result);
-}
-
-/* add with the given ttr/ttl/flags (flags may be NULL), expect +OK. */
-static void
-add_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
-         const char *payload, const char *flags)
-{
-    systest_roundtrip(fd,
-                      f("add %s %s %u %s %zu%s%s\r\n%s\r\n", id, name, ttr, ttl, strlen(payload),
-                        flags != NULL ? " " : "", flags != NULL ? flags : "", payload),
-                      OK);
-}
-
-static void
-add(int fd, const char *id, const char *name, const char *payload)
-{
-    add_full(fd, id, name, TTR, TTL, payload, NULL);
-}
-
-static void
-expect_lease(int fd, const char *id, const char *name, const char *payload)
-{
-    systest_expect(fd, lease_reply(id, name, TTR, payload));
-}
-
-static void
-lease_now(int fd, const char *name, const char *id, const char *payload)
-{
-    systest_roundtrip(fd, f("lease %s 0\r\n", name), lease_reply(id, name, TTR, payload));
-}
-
-/* A command that always answers -NOT-FOUND: proves that everything sent
- * before it got exactly the replies already checked. */
-static void
-sync_conn(int fd)
-{
-    systest_roundtrip(fd, f("delete %s\r\n", id4(0xdeadbeef)), NF);
-}
-
-/* Read exactly n bytes into buf (NUL terminated). */
-static void
-read_n(int fd, char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, WAIT_MS * systest_slow()) > 0, "no reply (got %zu of %zu)", got,
-                      n);
-        ssize_t r = recv(fd, buf + got, n - got, 0);
-        ck_assert_msg(r > 0, "connection closed (got %zu of %zu)", got, n);
-        got += (size_t)r;
-    }
-    buf[n] = '\0';
-}
 
 /* Expect one of two replies of the same length; returns 0 or 1. */
 static int
@@ -201,7 +40,7 @@ expect_one_of(int fd, const char *a, const char *b)
     size_t n = strlen(a);
     ck_assert_uint_eq(n, strlen(b));
     char *got = malloc(n + 1);
-    read_n(fd, got, n);
+    systest_read_n(fd, got, n);
     int which = strcmp(got, a) == 0 ? 0 : strcmp(got, b) == 0 ? 1 : -1;
     if (which < 0) {
         free(got);
@@ -211,48 +50,35 @@ expect_one_of(int fd, const char *a, const char *b)
     return which;
 }
 
-/* A name of n copies of c. */
-static const char *
-name_of(size_t n, char c)
-{
-    static char buf[2][512];
-    static unsigned next;
-    char *b = buf[next++ % 2];
-    ck_assert_uint_lt(n, sizeof buf[0]);
-    memset(b, c, n);
-    b[n] = '\0';
-    return b;
-}
-
 /* ------------------------------------------------------------------------ */
 /* add */
 
 START_TEST(test_add_success)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* version-1 and version-4 ids */
-    add(fd, id1(1), "q", "hello");
-    add(fd, id4(2), "q", "world");
-    lease_now(fd, "q", id1(1), "hello");
-    lease_now(fd, "q", id4(2), "world");
+    systest_add(fd, id1(1), "q", "hello");
+    systest_add(fd, id4(2), "q", "world");
+    systest_lease_now(fd, "q", id1(1), "hello");
+    systest_lease_now(fd, "q", id4(2), "world");
 
     /* an uppercase id is echoed in lowercase, and found in either case */
     systest_roundtrip(fd, f("add 6BA7B810-9DAD-11D1-80B4-00C04FD430C8 up %u %s 2\r\nUP\r\n", TTR,
                             TTL),
                       OK);
-    lease_now(fd, "up", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "UP");
+    systest_lease_now(fd, "up", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "UP");
     systest_roundtrip(fd, "complete 6ba7b810-9DAD-11d1-80b4-00C04FD430C8 1\r\nx\r\n", OK);
     systest_roundtrip(fd, "result 6ba7b810-9dad-11d1-80b4-00c04fd430c8 0\r\n",
-                      result_reply("6ba7b810-9dad-11d1-80b4-00c04fd430c8", 1, "x"));
+                      systest_result_reply("6ba7b810-9dad-11d1-80b4-00c04fd430c8", 1, "x"));
 
     /* any version but nil; the all-ones uuid too */
-    add(fd, "00000000-0000-0000-0000-000000000001", "v", "a");
-    add(fd, "ffffffff-ffff-ffff-ffff-ffffffffffff", "v", "b");
-    add(fd, "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "v", "c"); /* version 7 */
-    lease_now(fd, "v", "00000000-0000-0000-0000-000000000001", "a");
-    lease_now(fd, "v", "ffffffff-ffff-ffff-ffff-ffffffffffff", "b");
-    lease_now(fd, "v", "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "c");
+    systest_add(fd, "00000000-0000-0000-0000-000000000001", "v", "a");
+    systest_add(fd, "ffffffff-ffff-ffff-ffff-ffffffffffff", "v", "b");
+    systest_add(fd, "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "v", "c"); /* version 7 */
+    systest_lease_now(fd, "v", "00000000-0000-0000-0000-000000000001", "a");
+    systest_lease_now(fd, "v", "ffffffff-ffff-ffff-ffff-ffffffffffff", "b");
+    systest_lease_now(fd, "v", "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "c");
 
     /* empty payload */
     systest_roundtrip(fd, f("add %s e %u %s 0\r\n\r\n", id4(3), TTR, TTL), OK);
@@ -287,25 +113,25 @@ START_TEST(test_add_success)
 
     /* limits and leading zeros: ttr 86400000, ttl 2^64-1, name of 255 */
     systest_roundtrip(fd, f("add %s lim 86400000 18446744073709551615 1\r\nL\r\n", id4(6)), OK);
-    systest_roundtrip(fd, "lease lim 0\r\n", lease_reply(id4(6), "lim", 86400000, "L"));
+    systest_roundtrip(fd, "lease lim 0\r\n", systest_lease_reply(id4(6), "lim", 86400000, "L"));
     systest_roundtrip(fd, f("add %s lz 000100 0001000 003\r\nabc\r\n", id4(7)), OK);
-    systest_roundtrip(fd, "lease lz 0\r\n", lease_reply(id4(7), "lz", 100, "abc"));
-    const char *n255 = name_of(255, 'n');
-    add(fd, id4(8), n255, "long");
-    lease_now(fd, n255, id4(8), "long");
+    systest_roundtrip(fd, "lease lz 0\r\n", systest_lease_reply(id4(7), "lz", 100, "abc"));
+    const char *n255 = systest_name_of(255, 'n');
+    systest_add(fd, id4(8), n255, "long");
+    systest_lease_now(fd, n255, id4(8), "long");
     /* every allowed name character; a name may start with '-' */
-    add(fd, id4(9), "Az09_.-", "chars");
-    lease_now(fd, "Az09_.-", id4(9), "chars");
-    add(fd, id4(10), "-", "dash");
-    add(fd, id4(11), "-q", "dashq");
-    lease_now(fd, "-", id4(10), "dash");
-    lease_now(fd, "-q", id4(11), "dashq");
+    systest_add(fd, id4(9), "Az09_.-", "chars");
+    systest_lease_now(fd, "Az09_.-", id4(9), "chars");
+    systest_add(fd, id4(10), "-", "dash");
+    systest_add(fd, id4(11), "-q", "dashq");
+    systest_lease_now(fd, "-", id4(10), "dash");
+    systest_lease_now(fd, "-q", id4(11), "dashq");
     /* names are case-sensitive */
-    add(fd, id4(12), "Case", "C");
+    systest_add(fd, id4(12), "Case", "C");
     systest_roundtrip(fd, "lease case 0\r\n", TO);
-    lease_now(fd, "Case", id4(12), "C");
+    systest_lease_now(fd, "Case", id4(12), "C");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -318,8 +144,8 @@ add_error(int fd, const char *args, const char *reply)
 
 START_TEST(test_add_invalid_id)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const char *const bad[] = {
         "bad",
         "00000000-0000-0000-0000-000000000000",   /* nil */
@@ -337,17 +163,18 @@ START_TEST(test_add_invalid_id)
     /* the id is checked first, whatever else is wrong */
     add_error(fd, "bad a*b 0 0 3 -priority=x", ERR("Invalid ID"));
     systest_roundtrip(fd, "add bad q 1 1 0 -prioirty=5\r\n\r\n", ERR("Invalid ID"));
-    sync_conn(fd);
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_invalid_name)
 {
-    start();
-    int fd = conn();
-    add_error(fd, f("%s %s %u %s 3", id4(1), name_of(256, 'n'), TTR, TTL), ERR("Invalid Name"));
+    systest_start_srv();
+    int fd = systest_conn();
+    add_error(fd, f("%s %s %u %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL),
+              ERR("Invalid Name"));
     static const char *const bad[] = {"a*b", "*", "q/r", "q:1", "q,r", "\xc3\xa9", "a\"b", "x\x01"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         add_error(fd, f("%s %s %u %s 3", id4(1), bad[i], TTR, TTL), ERR("Invalid Name"));
@@ -359,14 +186,14 @@ START_TEST(test_add_invalid_name)
     /* none of these jobs exists */
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_invalid_ttr_ttl)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const char *const bad_ttr[] = {"0", "86400001", "+1", "abc", "-1", "1.5", "000",
                                           "18446744073709551616", "1e3"};
     for (size_t i = 0; i < sizeof bad_ttr / sizeof bad_ttr[0]; i++)
@@ -382,17 +209,17 @@ START_TEST(test_add_invalid_ttr_ttl)
     add_error(fd, f("%s q %u 0 3 -prioirty=5", id4(1), TTR), ERR("Invalid TTL"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* the largest values are accepted */
-    add_full(fd, id4(2), "q", 86400000, "18446744073709551615", "abc", NULL);
-    add_full(fd, id4(3), "q", 1, "1000000", "abc", NULL);
+    systest_add_full(fd, id4(2), "q", 86400000, "18446744073709551615", "abc", NULL);
+    systest_add_full(fd, id4(3), "q", 1, "1000000", "abc", NULL);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_flag_values)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     unsigned n = 1;
     /* accepted values */
     static const char *const good[] = {
@@ -402,7 +229,7 @@ START_TEST(test_add_flag_values)
         "-priority=1 -max-attempts=2 -max-fails=3",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
-        add_full(fd, id4(n++), "q", TTR, TTL, "abc", good[i]);
+        systest_add_full(fd, id4(n++), "q", TTR, TTL, "abc", good[i]);
 
     struct {
         const char *flags, *error;
@@ -434,14 +261,14 @@ START_TEST(test_add_flag_values)
     /* nothing was added under that id */
     systest_roundtrip(fd, f("delete %s\r\n", id4(n)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_flag_keys)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     struct {
         const char *flags, *error;
     } bad[] = {
@@ -475,35 +302,35 @@ START_TEST(test_add_flag_keys)
                             TTL),
                       OK);
     /* and they take effect: priority 5, 4, 3 */
-    lease_now(fd, "fl", id4(3), "def");
-    lease_now(fd, "fl", id4(4), "ghi");
-    lease_now(fd, "fl", id4(2), "abc");
+    systest_lease_now(fd, "fl", id4(3), "def");
+    systest_lease_now(fd, "fl", id4(4), "ghi");
+    systest_lease_now(fd, "fl", id4(2), "abc");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_duplicate)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* NEW */
-    add(fd, id4(1), "q", "one");
+    systest_add(fd, id4(1), "q", "one");
     add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     add_error(fd, f("%s other %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     /* argument errors come before the duplicate check */
     add_error(fd, f("%s q 0 %s 3", id4(1), TTL), ERR("Invalid TTR"));
     add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL), ERR("Invalid command flags"));
     /* the original is untouched */
-    lease_now(fd, "q", id4(1), "one");
+    systest_lease_now(fd, "q", id4(1), "one");
     /* LEASED */
     add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     /* COMPLETED */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
     add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "ok"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "ok"));
     /* FAILED */
-    add(fd, id4(2), "q", "two");
+    systest_add(fd, id4(2), "q", "two");
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(2)), OK);
     add_error(fd, f("%s q %u %s 3", id4(2), TTR, TTL), ERR("Duplicate job"));
     /* the same id in another case is the same job */
@@ -512,18 +339,18 @@ START_TEST(test_add_duplicate)
               ERR("Duplicate job"));
     /* after a delete the id is free again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
-    add(fd, id4(1), "q", "again");
-    lease_now(fd, "q", "0000000a-58cc-4372-a567-0e02b2c3d479", "abc");
-    lease_now(fd, "q", id4(1), "again");
+    systest_add(fd, id4(1), "q", "again");
+    systest_lease_now(fd, "q", "0000000a-58cc-4372-a567-0e02b2c3d479", "abc");
+    systest_lease_now(fd, "q", id4(1), "again");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_arg_count)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* too few: no data block is read, the data line is the next command */
     systest_roundtrip(fd, f("add %s q %u 3\r\nabc\r\n", id4(1), TTR),
                       ERR("Invalid command args") ERR("Unknown command"));
@@ -540,14 +367,14 @@ START_TEST(test_add_arg_count)
                       ERR("Invalid command args") ERR("Unknown command"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_bad_size)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const char *const bad[] = {"+1", "-1", "abc", "18446744073709551616", "1.0", "0x3",
                                       "99999999999999999999999", "3a"};
     /* no data block is read: "abc" comes back as an unknown command */
@@ -559,44 +386,44 @@ START_TEST(test_add_bad_size)
                       ERR("Invalid payload size") ERR("Unknown command"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_size_over_max)
 {
-    systest_start(&srv, "--max-payload", "16", NULL);
-    int fd = conn();
+    systest_start(&systest_srv, "--max-payload", "16", NULL);
+    int fd = systest_conn();
     /* 17 bytes that look like commands are skipped, then one error */
     const char *skip = "x\r\nlease q 0\r\nabc"; /* 17 bytes */
     ck_assert_uint_eq(strlen(skip), 17);
     systest_roundtrip(fd, f("add %s q %u %s 17\r\n%s\r\n", id4(1), TTR, TTL, skip),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* with a bare LF terminator too */
     systest_roundtrip(fd, f("add %s q %u %s 17\n%s\n", id4(1), TTR, TTL, skip),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     /* the other arguments do not matter */
     systest_roundtrip(fd, f("add bad q 0 0 17\r\n%s\r\n", skip), ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     /* skipped bytes not followed by a terminator: still one error, and the
      * rest is discarded through the next LF */
     systest_roundtrip(fd, f("add %s q %u %s 17\r\n%sXY delete %s\r\n", id4(1), TTR, TTL, skip,
                             id4(9)),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     /* 16 bytes are fine */
-    add(fd, id4(2), "q", "0123456789abcdef");
-    lease_now(fd, "q", id4(2), "0123456789abcdef");
+    systest_add(fd, id4(2), "q", "0123456789abcdef");
+    systest_lease_now(fd, "q", id4(2), "0123456789abcdef");
     /* results are limited the same way */
     systest_roundtrip(fd, f("complete %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
     systest_roundtrip(fd, f("fail %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
     systest_roundtrip(fd, f("complete %s 16\r\n0123456789ABCDEF\r\n", id4(2)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)),
-                      result_reply(id4(2), 1, "0123456789ABCDEF"));
+                      systest_result_reply(id4(2), 1, "0123456789ABCDEF"));
 
     /* a large block, in pieces, is skipped without trouble */
     size_t big = 300000;
@@ -607,57 +434,57 @@ START_TEST(test_add_size_over_max)
     for (size_t off = 0; off < big; off += 70000)
         systest_send(fd, junk + off, big - off < 70000 ? big - off : 70000);
     systest_roundtrip(fd, "\r\n", ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
 
     /* a client that leaves while its oversized block is being skipped */
-    int gone = conn();
+    int gone = systest_conn();
     systest_sends(gone, f("add %s q %u %s %zu\r\n", id4(4), TTR, TTL, big));
     systest_send(gone, junk, 1000);
     close(gone);
     free(junk);
-    sync_conn(fd);
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_add_block_terminator)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* size 2, then "abcd\r\n": error, "cd\r\n" discarded, nothing stored */
     systest_roundtrip(fd, f("add %s q %u %s 2\r\nabcd\r\n", id4(1), TTR, TTL),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* a CR not followed by LF is no terminator: discard from the CR */
     systest_roundtrip(fd, f("add %s q %u %s 2\r\nab\rx\r\n", id4(1), TTR, TTL),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     /* the discarded rest may look like a command: it is not run */
     systest_roundtrip(fd, f("add %s q %u %s 2\r\nabXdelete %s\r\n", id4(1), TTR, TTL, id4(9)),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     /* size 0 and bytes where the terminator should be */
     systest_roundtrip(fd, f("add %s q %u %s 0\r\nxyz\r\n", id4(1), TTR, TTL),
                       ERR("Invalid payload size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
 
     /* complete <id> 2\r\nabc\n: stores nothing and discards "c\n" */
-    add(fd, id4(2), "q", "job");
+    systest_add(fd, id4(2), "q", "job");
     systest_roundtrip(fd, f("complete %s 2\r\nabc\n", id4(2)), ERR("Invalid result size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("fail %s 2\r\nabc\r\n", id4(2)), ERR("Invalid result size"));
-    sync_conn(fd);
+    systest_sync(fd);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
-    lease_now(fd, "q", id4(2), "job");
+    systest_lease_now(fd, "q", id4(2), "job");
     /* a bare LF terminator is fine */
     systest_roundtrip(fd, f("complete %s 2\r\nab\n", id4(2)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), result_reply(id4(2), 1, "ab"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), systest_result_reply(id4(2), 1, "ab"));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -666,24 +493,24 @@ END_TEST
 
 START_TEST(test_framing_lf_only)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, f("add %s q %u %s 3\nabc\n", id4(1), TTR, TTL), OK);
-    systest_roundtrip(fd, "lease q 0\n", lease_reply(id4(1), "q", TTR, "abc"));
+    systest_roundtrip(fd, "lease q 0\n", systest_lease_reply(id4(1), "q", TTR, "abc"));
     systest_roundtrip(fd, f("complete %s 2\nok\n", id4(1)), OK);
-    systest_roundtrip(fd, f("result %s 0\n", id4(1)), result_reply(id4(1), 1, "ok"));
+    systest_roundtrip(fd, f("result %s 0\n", id4(1)), systest_result_reply(id4(1), 1, "ok"));
     /* mixed line ends in one send */
     systest_roundtrip(fd, f("delete %s\ndelete %s\r\ndelete %s\n", id4(1), id4(1), id4(1)),
                       OK NF NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_pipelining)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     struct sb req = {0}, exp = {0};
     for (unsigned i = 0; i < 50; i++) {
         sb_add(&req, f("add %s q %u %s 3\r\n%03u\r\n", id4(i + 1), TTR, TTL, i));
@@ -695,7 +522,7 @@ START_TEST(test_framing_pipelining)
     sb_add(&exp, ERR("Unknown command"));
     for (unsigned i = 0; i < 50; i++) {
         sb_add(&req, "lease q 0\r\n");
-        sb_add(&exp, lease_reply(id4(i + 1), "q", TTR, f("%03u", i)));
+        sb_add(&exp, systest_lease_reply(id4(i + 1), "q", TTR, f("%03u", i)));
     }
     sb_add(&req, "lease q 0\r\n");
     sb_add(&exp, TO);
@@ -703,7 +530,7 @@ START_TEST(test_framing_pipelining)
         sb_add(&req, f("complete %s 1\r\n%c\r\n", id4(i + 1), 'a' + i % 26));
         sb_add(&exp, OK);
         sb_add(&req, f("result %s 0\r\n", id4(i + 1)));
-        sb_add(&exp, result_reply(id4(i + 1), 1, f("%c", 'a' + i % 26)));
+        sb_add(&exp, systest_result_reply(id4(i + 1), 1, f("%c", 'a' + i % 26)));
         sb_add(&req, f("result %s 0\r\n", id4(i + 2)));
         sb_add(&exp, TO);
         sb_add(&req, f("delete %s\r\n", id4(i + 2)));
@@ -715,7 +542,7 @@ START_TEST(test_framing_pipelining)
     free(req.p);
     free(exp.p);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -730,8 +557,8 @@ send_bytewise(int fd, const char *text)
 
 START_TEST(test_framing_split_every_byte)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     const char *cmd = f("add %s q %u %s 7\r\nab\r\ncd\n\r\n", id4(1), TTR, TTL);
     size_t n = strlen(cmd);
     for (size_t i = 0; i + 1 < n; i++) {
@@ -742,20 +569,20 @@ START_TEST(test_framing_split_every_byte)
     systest_send(fd, cmd + n - 1, 1);
     systest_expect(fd, OK);
     send_bytewise(fd, "lease q 0\r\n");
-    systest_expect(fd, lease_reply(id4(1), "q", TTR, "ab\r\ncd\n"));
+    systest_expect(fd, systest_lease_reply(id4(1), "q", TTR, "ab\r\ncd\n"));
     send_bytewise(fd, f("complete %s 0\n\n", id4(1)));
     systest_expect(fd, OK);
     send_bytewise(fd, f("result %s 0\n", id4(1)));
-    systest_expect(fd, result_reply(id4(1), 1, ""));
+    systest_expect(fd, systest_result_reply(id4(1), 1, ""));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_split_terminator)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* the CR and LF ending a data block in separate sends */
     systest_sends(fd, f("add %s q %u %s 3\r\nabc\r", id4(1), TTR, TTL));
     systest_expect_silence(fd, 50);
@@ -777,29 +604,29 @@ START_TEST(test_framing_split_terminator)
     /* the CR and LF of a command line, and a size token split in two */
     systest_sends(fd, "lease q 0\r");
     systest_sleep_ms(20);
-    systest_roundtrip(fd, "\n", lease_reply(id4(1), "q", TTR, "abc"));
+    systest_roundtrip(fd, "\n", systest_lease_reply(id4(1), "q", TTR, "abc"));
     systest_sends(fd, f("add %s q %u %s 1", id4(4), TTR, TTL));
     systest_sleep_ms(20);
     systest_sends(fd, "0\r\n01234");
     systest_sleep_ms(20);
     systest_roundtrip(fd, "56789\r\n", OK);
-    lease_now(fd, "q", id4(2), "abc");
-    lease_now(fd, "q", id4(3), "x\r");
-    lease_now(fd, "q", id4(4), "0123456789");
+    systest_lease_now(fd, "q", id4(2), "abc");
+    systest_lease_now(fd, "q", id4(3), "x\r");
+    systest_lease_now(fd, "q", id4(4), "0123456789");
     /* a complete whose block terminator is split */
     systest_sends(fd, f("complete %s 2\r\nok\r", id4(4)));
     systest_sleep_ms(20);
     systest_roundtrip(fd, "\n", OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), result_reply(id4(4), 1, "ok"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), systest_result_reply(id4(4), 1, "ok"));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_blank_lines)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_sends(fd, "\r\n\n   \r\n \n          \n");
     systest_expect_silence(fd, 50);
     systest_roundtrip(fd, f("\r\n\r\n delete %s\r\n\r\n \r\n", id4(1)), NF);
@@ -810,30 +637,30 @@ START_TEST(test_framing_blank_lines)
     systest_expect(fd, f("%s q %u 1\r\nx\r\n", id4(1), TTR));
     systest_expect_silence(fd, 50);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_spaces)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, f("   add   %s  q    %u  %s   3   \r\nabc\r\n", id4(1), TTR, TTL), OK);
-    systest_roundtrip(fd, "  lease   q     0  \r\n", lease_reply(id4(1), "q", TTR, "abc"));
+    systest_roundtrip(fd, "  lease   q     0  \r\n", systest_lease_reply(id4(1), "q", TTR, "abc"));
     systest_roundtrip(fd, f(" complete  %s  -x=1  1 \r\nz\r\n", id4(1)),
                       ERR("Invalid command args"));
     systest_roundtrip(fd, f(" complete  %s    1    \r\nz\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("    result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "z"));
+    systest_roundtrip(fd, f("    result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "z"));
     systest_roundtrip(fd, f("delete %s          \r\n", id4(1)), OK);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_tabs_and_cr)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* a tab is an ordinary character */
     systest_roundtrip(fd, f("add\t%s q %u %s 0\r\n", id4(1), TTR, TTL), ERR("Unknown command"));
     systest_roundtrip(fd, f("delete\t%s\r\n", id4(1)), ERR("Unknown command"));
@@ -848,16 +675,16 @@ START_TEST(test_framing_tabs_and_cr)
     /* a NUL byte too */
     systest_send(fd, "delete\0x\r\n", 10);
     systest_expect(fd, ERR("Unknown command"));
-    sync_conn(fd);
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_unknown_commands)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     static const char *const names[] = {"ADD", "Add", "LEASE", "Delete", "RESULT", "Complete",
                                         "FAIL", "foo", "addx", "ad", "-add", "+OK"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -870,15 +697,15 @@ START_TEST(test_framing_unknown_commands)
     systest_expect_silence(fd, 30);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_flags_on_plain_commands)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "abc");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "abc");
     systest_roundtrip(fd, f("delete %s -x=1\r\n", id4(1)), ERR("Invalid command args"));
     systest_roundtrip(fd, f("delete -x=1 %s\r\n", id4(1)), ERR("Invalid command args"));
     systest_roundtrip(fd, f("delete %s -=\r\n", id4(1)), ERR("Invalid command args"));
@@ -895,13 +722,13 @@ START_TEST(test_framing_flags_on_plain_commands)
     systest_expect_silence(fd, 30);
     /* nothing happened to the job */
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
-    lease_now(fd, "q", id4(1), "abc");
+    systest_lease_now(fd, "q", id4(1), "abc");
     /* a token that starts with '-' without '=' is positional */
     systest_roundtrip(fd, f("delete %s -x\r\n", id4(1)), ERR("Invalid command args"));
     systest_roundtrip(fd, "delete -x\r\n", ERR("Invalid ID"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -915,7 +742,7 @@ padded_line(size_t len, const char *cmd)
 
 START_TEST(test_framing_line_too_long)
 {
-    systest_start(&srv, "--max-line", "64", NULL);
+    systest_start(&systest_srv, "--max-line", "64", NULL);
     const char *del = f("delete %s", id4(1)); /* 43 bytes */
     const char *l64 = padded_line(64, del);
     const char *l65 = padded_line(65, del);
@@ -923,7 +750,7 @@ START_TEST(test_framing_line_too_long)
     ck_assert_uint_eq(strlen(l65), 65);
 
     /* 64 bytes are fine, however the terminator arrives */
-    int fd = conn();
+    int fd = systest_conn();
     systest_roundtrip(fd, f("%s\r\n", l64), NF);
     systest_roundtrip(fd, f("%s\n", l64), NF);
     systest_sends(fd, l64);
@@ -938,19 +765,19 @@ START_TEST(test_framing_line_too_long)
     char payload[201];
     memset(payload, 'p', 200);
     payload[200] = '\0';
-    add(fd, id4(2), "q", payload);
-    lease_now(fd, "q", id4(2), payload);
+    systest_add(fd, id4(2), "q", payload);
+    systest_lease_now(fd, "q", id4(2), payload);
     close(fd);
 
     /* 65 bytes without a line end: error, then the connection is closed */
-    fd = conn();
+    fd = systest_conn();
     systest_sends(fd, l65);
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
 
     /* the same, arriving in pieces after a good command */
-    fd = conn();
+    fd = systest_conn();
     systest_roundtrip(fd, f("%s\r\n", l64), NF);
     systest_sends(fd, "          ");
     systest_sleep_ms(20);
@@ -960,86 +787,86 @@ START_TEST(test_framing_line_too_long)
     close(fd);
 
     /* 65 bytes with a line end in the same send: too long as well */
-    fd = conn();
+    fd = systest_conn();
     systest_sends(fd, f("%s\r\n", l65));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
 
     /* other connections are unaffected */
-    fd = conn();
-    sync_conn(fd);
+    fd = systest_conn();
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_eof)
 {
-    start();
+    systest_start_srv();
     /* replies of commands already received are still written after EOF */
-    int fd = conn();
+    int fd = systest_conn();
     systest_sends(fd, f("add %s q %u %s 3\r\nabc\r\nlease q 0\r\nlease q 0\r\n", id4(1), TTR, TTL));
     ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
     systest_expect(fd, OK);
-    systest_expect(fd, lease_reply(id4(1), "q", TTR, "abc"));
+    systest_expect(fd, systest_lease_reply(id4(1), "q", TTR, "abc"));
     systest_expect(fd, TO);
     systest_expect_closed(fd);
     close(fd);
 
     /* a parked lease is cancelled at EOF and never takes a job */
-    fd = conn();
+    fd = systest_conn();
     systest_sends(fd, "lease p " PARK "\r\n");
     systest_sleep_ms(100 * systest_slow());
     ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
     systest_expect_closed(fd);
     close(fd);
-    int c2 = conn();
-    add_full(c2, id4(2), "p", TTR, TTL, "x", "-max-attempts=1");
-    lease_now(c2, "p", id4(2), "x");
+    int c2 = systest_conn();
+    systest_add_full(c2, id4(2), "p", TTR, TTL, "x", "-max-attempts=1");
+    systest_lease_now(c2, "p", id4(2), "x");
 
     /* a waiting result is cancelled at EOF too; the job is untouched */
-    fd = conn();
+    fd = systest_conn();
     systest_sends(fd, f("result %s " PARK "\r\n", id4(2)));
     systest_sleep_ms(100 * systest_slow());
     ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
     systest_expect_closed(fd);
     close(fd);
     systest_roundtrip(c2, f("complete %s 1\r\nr\r\n", id4(2)), OK);
-    systest_roundtrip(c2, f("result %s 0\r\n", id4(2)), result_reply(id4(2), 1, "r"));
+    systest_roundtrip(c2, f("result %s 0\r\n", id4(2)), systest_result_reply(id4(2), 1, "r"));
     close(c2);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_framing_disconnect_mid_payload)
 {
-    start();
+    systest_start_srv();
     /* mid-payload */
-    int a = conn();
+    int a = systest_conn();
     systest_sends(a, f("add %s q %u %s 10\r\nabc", id4(1), TTR, TTL));
     systest_sleep_ms(20);
     close(a);
     /* mid-payload of a big block */
-    int b = conn();
+    int b = systest_conn();
     char *junk = calloc(1, 150000);
     systest_sends(b, f("add %s q %u %s 400000\r\n", id4(2), TTR, TTL));
     systest_send(b, junk, 150000);
     close(b);
     free(junk);
     /* mid-line, and right after the line of a block command */
-    int c = conn();
+    int c = systest_conn();
     systest_sends(c, "add 6ba7b810-9dad");
     close(c);
-    int d = conn();
+    int d = systest_conn();
     systest_sends(d, f("complete %s 5\r\n", id4(1)));
     close(d);
     /* mid-terminator */
-    int e = conn();
+    int e = systest_conn();
     systest_sends(e, f("add %s q %u %s 1\r\nx\r", id4(3), TTR, TTL));
     close(e);
     /* a client that sends many commands and leaves without reading */
-    int g = conn();
+    int g = systest_conn();
     struct sb req = {0};
     for (int i = 0; i < 2000; i++)
         sb_add(&req, "lease nothing 0\r\nnope\r\n");
@@ -1048,16 +875,16 @@ START_TEST(test_framing_disconnect_mid_payload)
     close(g);
 
     systest_sleep_ms(100 * systest_slow());
-    int fd = conn();
+    int fd = systest_conn();
     /* no partial job was stored */
-    add(fd, id4(1), "q", "one");
-    add(fd, id4(2), "q", "two");
+    systest_add(fd, id4(1), "q", "one");
+    systest_add(fd, id4(2), "q", "two");
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
-    lease_now(fd, "q", id4(1), "one");
-    lease_now(fd, "q", id4(2), "two");
+    systest_lease_now(fd, "q", id4(1), "one");
+    systest_lease_now(fd, "q", id4(2), "two");
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1066,61 +893,61 @@ END_TEST
 
 START_TEST(test_lease_immediate)
 {
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", 1234, TTL, "payload", NULL);
-    systest_roundtrip(fd, "lease q 1000\r\n", lease_reply(id4(1), "q", 1234, "payload"));
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", 1234, TTL, "payload", NULL);
+    systest_roundtrip(fd, "lease q 1000\r\n", systest_lease_reply(id4(1), "q", 1234, "payload"));
     /* a leased job is not leased again */
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* the longest wait is accepted */
-    add(fd, id4(2), "q", "x");
-    systest_roundtrip(fd, "lease q 86400000\r\n", lease_reply(id4(2), "q", TTR, "x"));
+    systest_add(fd, id4(2), "q", "x");
+    systest_roundtrip(fd, "lease q 86400000\r\n", systest_lease_reply(id4(2), "q", TTR, "x"));
     systest_roundtrip(fd, "lease q 00\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_wait_zero_empty)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, "lease a b c 0\r\n", TO);
-    add(fd, id4(1), "other", "x");
+    systest_add(fd, id4(1), "other", "x");
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_woken_by_add)
 {
-    start();
-    int w = conn(), p = conn();
+    systest_start_srv();
+    int w = systest_conn(), p = systest_conn();
     systest_sends(w, "lease q " PARK "\r\n");
     systest_expect_silence(w, 100);
-    add(p, id1(1), "q", "wake");
-    expect_lease(w, id1(1), "q", "wake");
+    systest_add(p, id1(1), "q", "wake");
+    systest_expect_lease(w, id1(1), "q", "wake");
     /* parked on several names, woken by the second one */
     systest_sends(w, "lease x y z " PARK "\r\n");
     systest_expect_silence(w, 100);
-    add(p, id1(2), "q", "not for w");
-    add(p, id1(3), "y", "for w");
-    expect_lease(w, id1(3), "y", "for w");
+    systest_add(p, id1(2), "q", "not for w");
+    systest_add(p, id1(3), "y", "for w");
+    systest_expect_lease(w, id1(3), "y", "for w");
     systest_expect_silence(w, 50);
-    lease_now(p, "q", id1(2), "not for w");
+    systest_lease_now(p, "q", id1(2), "not for w");
     close(w);
     close(p);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_timeout)
 {
-    start();
-    int fd = conn();
-    if (exact_timing()) {
+    systest_start_srv();
+    int fd = systest_conn();
+    if (systest_exact_timing()) {
         systest_sends(fd, "lease q 1000\r\n");
         systest_expect_silence(fd, 100);
         systest_expect(fd, TO);
@@ -1128,40 +955,40 @@ START_TEST(test_lease_timeout)
     systest_roundtrip(fd, "lease q 200\r\n", TO);
     systest_roundtrip(fd, "lease q r 150\r\n", TO);
     /* a leaser that timed out takes no later job */
-    int p = conn();
-    add(p, id4(1), "q", "later");
-    lease_now(p, "q", id4(1), "later");
+    int p = systest_conn();
+    systest_add(p, id4(1), "q", "later");
+    systest_lease_now(p, "q", id4(1), "later");
     systest_expect_silence(fd, 50);
     close(p);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_multiple_names)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "a", "pa");
-    add(fd, id4(2), "b", "pb");
-    const char *ra = lease_reply(id4(1), "a", TTR, "pa");
-    const char *rb = lease_reply(id4(2), "b", TTR, "pb");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "a", "pa");
+    systest_add(fd, id4(2), "b", "pb");
+    const char *ra = systest_lease_reply(id4(1), "a", TTR, "pa");
+    const char *rb = systest_lease_reply(id4(2), "b", TTR, "pb");
     systest_sends(fd, "lease a b 0\r\n");
     int first = expect_one_of(fd, ra, rb);
     systest_roundtrip(fd, "lease a b 0\r\n", first == 0 ? rb : ra);
     systest_roundtrip(fd, "lease a b 0\r\n", TO);
     /* only one listed name has a job */
-    add(fd, id4(3), "c", "pc");
-    systest_roundtrip(fd, "lease a b c d 0\r\n", lease_reply(id4(3), "c", TTR, "pc"));
+    systest_add(fd, id4(3), "c", "pc");
+    systest_roundtrip(fd, "lease a b c d 0\r\n", systest_lease_reply(id4(3), "c", TTR, "pc"));
     /* across names, each name keeps its own order */
-    add(fd, id4(4), "a", "a1");
-    add(fd, id4(5), "a", "a2");
-    add(fd, id4(6), "b", "b1");
+    systest_add(fd, id4(4), "a", "a1");
+    systest_add(fd, id4(5), "a", "a2");
+    systest_add(fd, id4(6), "b", "b1");
     int got_a = 0, got_b = 0;
     for (int i = 0; i < 3; i++) {
-        const char *next_a = got_a == 0 ? lease_reply(id4(4), "a", TTR, "a1")
-                                        : lease_reply(id4(5), "a", TTR, "a2");
-        const char *next_b = lease_reply(id4(6), "b", TTR, "b1");
+        const char *next_a = got_a == 0 ? systest_lease_reply(id4(4), "a", TTR, "a1")
+                                        : systest_lease_reply(id4(5), "a", TTR, "a2");
+        const char *next_b = systest_lease_reply(id4(6), "b", TTR, "b1");
         if (got_b) {
             systest_roundtrip(fd, "lease b a 0\r\n", next_a);
             got_a++;
@@ -1178,48 +1005,48 @@ START_TEST(test_lease_multiple_names)
     }
     systest_roundtrip(fd, "lease a b 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_name_twice)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "one");
-    systest_roundtrip(fd, "lease q q 0\r\n", lease_reply(id4(1), "q", TTR, "one"));
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "one");
+    systest_roundtrip(fd, "lease q q 0\r\n", systest_lease_reply(id4(1), "q", TTR, "one"));
     systest_roundtrip(fd, "lease q q 0\r\n", TO);
     /* parked with a name twice: served once */
-    int w = conn();
+    int w = systest_conn();
     systest_sends(w, "lease q q q " PARK "\r\n");
     systest_expect_silence(w, 100);
-    add(fd, id4(2), "q", "two");
-    add(fd, id4(3), "q", "three");
-    expect_lease(w, id4(2), "q", "two");
+    systest_add(fd, id4(2), "q", "two");
+    systest_add(fd, id4(3), "q", "three");
+    systest_expect_lease(w, id4(2), "q", "two");
     systest_expect_silence(w, 50);
-    lease_now(fd, "q", id4(3), "three");
+    systest_lease_now(fd, "q", id4(3), "three");
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_parked_fcfs)
 {
-    start();
-    int w1 = conn(), w2 = conn(), w3 = conn(), p = conn();
+    systest_start_srv();
+    int w1 = systest_conn(), w2 = systest_conn(), w3 = systest_conn(), p = systest_conn();
     systest_sends(w1, "lease q " PARK "\r\n");
     systest_sleep_ms(100 * systest_slow());
     systest_sends(w2, "lease r q " PARK "\r\n");
     systest_sleep_ms(100 * systest_slow());
     systest_sends(w3, "lease q " PARK "\r\n");
     systest_sleep_ms(100 * systest_slow());
-    add(p, id4(1), "q", "first");
-    expect_lease(w1, id4(1), "q", "first");
-    add(p, id4(2), "q", "second");
-    expect_lease(w2, id4(2), "q", "second");
-    add(p, id4(3), "q", "third");
-    expect_lease(w3, id4(3), "q", "third");
+    systest_add(p, id4(1), "q", "first");
+    systest_expect_lease(w1, id4(1), "q", "first");
+    systest_add(p, id4(2), "q", "second");
+    systest_expect_lease(w2, id4(2), "q", "second");
+    systest_add(p, id4(3), "q", "third");
+    systest_expect_lease(w3, id4(3), "q", "third");
     systest_expect_silence(w1, 30);
     systest_expect_silence(w2, 0);
     systest_expect_silence(w3, 0);
@@ -1227,52 +1054,52 @@ START_TEST(test_lease_parked_fcfs)
     close(w2);
     close(w3);
     close(p);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_priority_order)
 {
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", TTR, TTL, "j1", "-priority=1");
-    add_full(fd, id4(2), "q", TTR, TTL, "j2", "-priority=5");
-    add_full(fd, id4(3), "q", TTR, TTL, "j3", "-priority=-3");
-    add_full(fd, id4(4), "q", TTR, TTL, "j4", "-priority=+5");
-    add_full(fd, id4(5), "q", TTR, TTL, "j5", NULL);
-    add_full(fd, id4(6), "q", TTR, TTL, "j6", "-priority=2147483647");
-    add_full(fd, id4(7), "q", TTR, TTL, "j7", "-priority=-2147483648");
-    add_full(fd, id4(8), "q", TTR, TTL, "j8", "-priority=0");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, TTL, "j1", "-priority=1");
+    systest_add_full(fd, id4(2), "q", TTR, TTL, "j2", "-priority=5");
+    systest_add_full(fd, id4(3), "q", TTR, TTL, "j3", "-priority=-3");
+    systest_add_full(fd, id4(4), "q", TTR, TTL, "j4", "-priority=+5");
+    systest_add_full(fd, id4(5), "q", TTR, TTL, "j5", NULL);
+    systest_add_full(fd, id4(6), "q", TTR, TTL, "j6", "-priority=2147483647");
+    systest_add_full(fd, id4(7), "q", TTR, TTL, "j7", "-priority=-2147483648");
+    systest_add_full(fd, id4(8), "q", TTR, TTL, "j8", "-priority=0");
     static const unsigned order[] = {6, 2, 4, 1, 5, 8, 3, 7};
     for (size_t i = 0; i < 8; i++)
-        lease_now(fd, "q", id4(order[i]), f("j%u", order[i]));
+        systest_lease_now(fd, "q", id4(order[i]), f("j%u", order[i]));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_fifo)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     for (unsigned i = 1; i <= 20; i++)
-        add(fd, (i % 2) ? id1(i) : id4(i), "q", f("p%u", i));
+        systest_add(fd, (i % 2) ? id1(i) : id4(i), "q", f("p%u", i));
     for (unsigned i = 1; i <= 20; i++)
-        lease_now(fd, "q", (i % 2) ? id1(i) : id4(i), f("p%u", i));
+        systest_lease_now(fd, "q", (i % 2) ? id1(i) : id4(i), f("p%u", i));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_errors)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, "lease a*b 0\r\n", ERR("Invalid Name"));
     systest_roundtrip(fd, "lease q r*s 0\r\n", ERR("Invalid Name"));
-    systest_roundtrip(fd, f("lease %s 0\r\n", name_of(256, 'n')), ERR("Invalid Name"));
+    systest_roundtrip(fd, f("lease %s 0\r\n", systest_name_of(256, 'n')), ERR("Invalid Name"));
     systest_roundtrip(fd, "lease a*b 86400001\r\n", ERR("Invalid Name"));
     systest_roundtrip(fd, "lease q 86400001\r\n", ERR("Invalid wait timeout"));
     systest_roundtrip(fd, "lease q abc\r\n", ERR("Invalid wait timeout"));
@@ -1283,57 +1110,57 @@ START_TEST(test_lease_errors)
     systest_roundtrip(fd, "lease q\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, "lease\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, "lease 0 0\r\n", TO); /* "0" is a valid name */
-    systest_roundtrip(fd, f("lease %s 0\r\n", name_of(255, 'n')), TO);
+    systest_roundtrip(fd, f("lease %s 0\r\n", systest_name_of(255, 'n')), TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_disconnect_while_parked)
 {
-    start();
-    int w = conn();
+    systest_start_srv();
+    int w = systest_conn();
     systest_sends(w, "lease q " PARK "\r\n");
-    int w2 = conn();
+    int w2 = systest_conn();
     systest_sends(w2, "lease r q " PARK "\r\n");
     systest_sleep_ms(100 * systest_slow());
     close(w);
     close(w2);
     systest_sleep_ms(100 * systest_slow());
-    int fd = conn();
+    int fd = systest_conn();
     /* with one attempt allowed, a job taken by a ghost could not be leased */
-    add_full(fd, id4(1), "q", TTR, TTL, "x", "-max-attempts=1");
-    add_full(fd, id4(2), "r", TTR, TTL, "y", "-max-attempts=1");
-    lease_now(fd, "q", id4(1), "x");
-    lease_now(fd, "r", id4(2), "y");
+    systest_add_full(fd, id4(1), "q", TTR, TTL, "x", "-max-attempts=1");
+    systest_add_full(fd, id4(2), "r", TTR, TTL, "y", "-max-attempts=1");
+    systest_lease_now(fd, "q", id4(1), "x");
+    systest_lease_now(fd, "r", id4(2), "y");
     /* a live parked leaser after the dead ones still works */
-    int w3 = conn();
+    int w3 = systest_conn();
     systest_sends(w3, "lease q " PARK "\r\n");
     systest_expect_silence(w3, 100);
-    add(fd, id4(3), "q", "z");
-    expect_lease(w3, id4(3), "q", "z");
+    systest_add(fd, id4(3), "q", "z");
+    systest_expect_lease(w3, id4(3), "q", "z");
     close(w3);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_lease_pipeline_held)
 {
-    start();
-    int w = conn(), p = conn();
+    systest_start_srv();
+    int w = systest_conn(), p = systest_conn();
     /* the delete must run after the lease is answered: then it finds the job */
     systest_sends(w, f("lease q " PARK "\r\ndelete %s\r\nlease q 0\r\n", id4(1)));
     systest_expect_silence(w, 100);
     /* other connections are not blocked */
     systest_roundtrip(p, "lease other 0\r\n", TO);
-    add(p, id4(1), "q", "held");
-    expect_lease(w, id4(1), "q", "held");
+    systest_add(p, id4(1), "q", "held");
+    systest_expect_lease(w, id4(1), "q", "held");
     systest_expect(w, OK);
     systest_expect(w, TO);
     close(w);
     close(p);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1342,38 +1169,38 @@ END_TEST
 
 START_TEST(test_ttr_requeue)
 {
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", 100, TTL, "again", NULL);
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(1), "q", 100, "again"));
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", 100, TTL, "again", NULL);
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 100, "again"));
     /* woken when the TTR ends and the job is ready again */
-    systest_roundtrip(fd, "lease q " PARK "\r\n", lease_reply(id4(1), "q", 100, "again"));
+    systest_roundtrip(fd, "lease q " PARK "\r\n", systest_lease_reply(id4(1), "q", 100, "again"));
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
     /* a completed job is not re-queued by its old TTR */
-    sleep_past(100);
+    systest_sleep_past(100);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "ok"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "ok"));
 
-    if (exact_timing()) {
+    if (systest_exact_timing()) {
         /* not before the TTR ends */
-        add_full(fd, id4(2), "r", 1000, TTL, "slow", NULL);
-        systest_roundtrip(fd, "lease r 0\r\n", lease_reply(id4(2), "r", 1000, "slow"));
+        systest_add_full(fd, id4(2), "r", 1000, TTL, "slow", NULL);
+        systest_roundtrip(fd, "lease r 0\r\n", systest_lease_reply(id4(2), "r", 1000, "slow"));
         systest_sleep_ms(100);
         systest_roundtrip(fd, "lease r 0\r\n", TO);
-        systest_roundtrip(fd, "lease r 3000\r\n", lease_reply(id4(2), "r", 1000, "slow"));
+        systest_roundtrip(fd, "lease r 3000\r\n", systest_lease_reply(id4(2), "r", 1000, "slow"));
     }
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_ttr_max_attempts)
 {
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", 100, TTL, "job", "-max-attempts=2");
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(1), "q", 100, "job"));
-    systest_roundtrip(fd, "lease q " PARK "\r\n", lease_reply(id4(1), "q", 100, "job"));
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", 100, TTL, "job", "-max-attempts=2");
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 100, "job"));
+    systest_roundtrip(fd, "lease q " PARK "\r\n", systest_lease_reply(id4(1), "q", 100, "job"));
     /* the second TTR expiry fails it, with an empty result */
     systest_roundtrip(fd, f("result %s " PARK "\r\n", id4(1)),
                       f("+OK 1\r\n%s 0 0\r\n\r\n", id4(1)));
@@ -1382,60 +1209,60 @@ START_TEST(test_ttr_max_attempts)
     add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
 
     /* max-attempts 1: the first expiry is final */
-    add_full(fd, id4(2), "q", 100, TTL, "one", "-max-attempts=1");
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(2), "q", 100, "one"));
-    systest_roundtrip(fd, f("result %s " PARK "\r\n", id4(2)), result_reply(id4(2), 0, ""));
+    systest_add_full(fd, id4(2), "q", 100, TTL, "one", "-max-attempts=1");
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(2), "q", 100, "one"));
+    systest_roundtrip(fd, f("result %s " PARK "\r\n", id4(2)), systest_result_reply(id4(2), 0, ""));
 
     /* max-attempts 0: unlimited */
-    add_full(fd, id4(3), "q", 100, TTL, "inf", "-max-attempts=0");
+    systest_add_full(fd, id4(3), "q", 100, TTL, "inf", "-max-attempts=0");
     for (int i = 0; i < 4; i++)
-        systest_roundtrip(fd, "lease q " PARK "\r\n", lease_reply(id4(3), "q", 100, "inf"));
+        systest_roundtrip(fd, "lease q " PARK "\r\n", systest_lease_reply(id4(3), "q", 100, "inf"));
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(3)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), result_reply(id4(3), 1, ""));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), systest_result_reply(id4(3), 1, ""));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_ttr_keeps_place)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* two attempts: its second lease cannot come back and overtake j2 */
-    add_full(fd, id4(1), "q", 100, TTL, "j1", "-max-attempts=2");
-    add(fd, id4(2), "q", "j2");
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(1), "q", 100, "j1"));
-    add(fd, id4(3), "q", "j3");
-    sleep_past(100);
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(1), "q", 100, "j1"));
-    lease_now(fd, "q", id4(2), "j2");
-    lease_now(fd, "q", id4(3), "j3");
+    systest_add_full(fd, id4(1), "q", 100, TTL, "j1", "-max-attempts=2");
+    systest_add(fd, id4(2), "q", "j2");
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 100, "j1"));
+    systest_add(fd, id4(3), "q", "j3");
+    systest_sleep_past(100);
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 100, "j1"));
+    systest_lease_now(fd, "q", id4(2), "j2");
+    systest_lease_now(fd, "q", id4(3), "j3");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_ttr_late_result)
 {
-    start();
-    int w = conn(), fd = conn();
-    add_full(fd, id4(1), "q", 100, TTL, "late", NULL);
-    systest_roundtrip(w, "lease q 0\r\n", lease_reply(id4(1), "q", 100, "late"));
-    sleep_past(100);
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", 100, TTL, "late", NULL);
+    systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 100, "late"));
+    systest_sleep_past(100);
     /* PENDING again; the late worker's result still counts */
     systest_roundtrip(w, f("complete %s 4\r\nlate\r\n", id4(1)), OK);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "late"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "late"));
     /* a leased job deleted before its TTR ends: the TTR does not bring it back */
-    add_full(fd, id4(2), "q", 100, TTL, "gone", NULL);
-    systest_roundtrip(w, "lease q 0\r\n", lease_reply(id4(2), "q", 100, "gone"));
+    systest_add_full(fd, id4(2), "q", 100, TTL, "gone", NULL);
+    systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(2), "q", 100, "gone"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
-    sleep_past(100);
+    systest_sleep_past(100);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(w, f("complete %s 0\r\n\r\n", id4(2)), NF);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1444,18 +1271,18 @@ END_TEST
 
 START_TEST(test_ttl_expires)
 {
-    start();
-    int fd = conn(), w = conn();
-    add_full(fd, id4(1), "q", TTR, "200", "new", NULL);     /* NEW */
-    add_full(fd, id4(2), "l", TTR, "200", "leased", NULL);  /* LEASED */
-    add_full(fd, id4(3), "c", TTR, "200", "done", NULL);    /* COMPLETED */
-    add_full(fd, id4(4), "f", TTR, "200", "failed", NULL);  /* FAILED */
-    lease_now(fd, "l", id4(2), "leased");
+    systest_start_srv();
+    int fd = systest_conn(), w = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, "200", "new", NULL);     /* NEW */
+    systest_add_full(fd, id4(2), "l", TTR, "200", "leased", NULL);  /* LEASED */
+    systest_add_full(fd, id4(3), "c", TTR, "200", "done", NULL);    /* COMPLETED */
+    systest_add_full(fd, id4(4), "f", TTR, "200", "failed", NULL);  /* FAILED */
+    systest_lease_now(fd, "l", id4(2), "leased");
     systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(4)), OK);
     /* a waiting result learns of the expiry */
     systest_roundtrip(w, f("result %s " PARK "\r\n", id4(1)), NF);
-    sleep_past(200);
+    systest_sleep_past(200);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(2)), NF);
@@ -1465,47 +1292,47 @@ START_TEST(test_ttl_expires)
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), NF);
     /* the ids are free again */
     for (unsigned i = 1; i <= 4; i++)
-        add(fd, id4(i), "q", "new");
+        systest_add(fd, id4(i), "q", "new");
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_ttl_leased_expiring)
 {
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", TTR, "300", "x", NULL);
-    lease_now(fd, "q", id4(1), "x");
-    if (exact_timing())
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, "300", "x", NULL);
+    systest_lease_now(fd, "q", id4(1), "x");
+    if (systest_exact_timing())
         systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
-    sleep_past(300);
+    systest_sleep_past(300);
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* a job whose TTR outlives its TTL: the TTL wins */
-    add_full(fd, id4(2), "q", 100, "300", "y", NULL);
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(2), "q", 100, "y"));
-    sleep_past(300);
+    systest_add_full(fd, id4(2), "q", 100, "300", "y", NULL);
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(2), "q", 100, "y"));
+    systest_sleep_past(300);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), NF);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_ttl_not_before)
 {
-    if (!exact_timing())
+    if (!systest_exact_timing())
         return;
-    start();
-    int fd = conn();
-    add_full(fd, id4(1), "q", TTR, "3000", "x", NULL);
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, "3000", "x", NULL);
     systest_sleep_ms(100);
-    lease_now(fd, "q", id4(1), "x");
+    systest_lease_now(fd, "q", id4(1), "x");
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(1)), OK);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1514,26 +1341,26 @@ END_TEST
 
 START_TEST(test_complete_states)
 {
-    start();
-    int fd = conn(), other = conn();
+    systest_start_srv();
+    int fd = systest_conn(), other = systest_conn();
     /* NEW, never leased */
-    add(fd, id4(1), "q", "a");
+    systest_add(fd, id4(1), "q", "a");
     systest_roundtrip(fd, f("complete %s 3\r\nabc\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "abc"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "abc"));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* LEASED, completed from another connection */
-    add(fd, id1(2), "q", "b");
-    lease_now(fd, "q", id1(2), "b");
+    systest_add(fd, id1(2), "q", "b");
+    systest_lease_now(fd, "q", id1(2), "b");
     systest_roundtrip(other, f("complete %s 5\r\nother\r\n", id1(2)), OK);
     /* the late leaser: first result wins */
     systest_roundtrip(fd, f("complete %s 4\r\nmine\r\n", id1(2)), ERR("Duplicate result"));
     systest_roundtrip(fd, f("fail %s 4\r\nmine\r\n", id1(2)), ERR("Duplicate result"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id1(2)), result_reply(id1(2), 1, "other"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id1(2)), systest_result_reply(id1(2), 1, "other"));
     /* empty and binary results */
-    add(fd, id4(3), "q", "c");
+    systest_add(fd, id4(3), "q", "c");
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), f("+OK 1\r\n%s 1 0\r\n\r\n", id4(3)));
-    add(fd, id4(4), "q", "d");
+    systest_add(fd, id4(4), "q", "d");
     systest_sends(fd, f("complete %s 6\r\n", id4(4)));
     systest_send(fd, "\r\n\0\n\r\x01\r\n", 8);
     systest_expect(fd, OK);
@@ -1545,14 +1372,14 @@ START_TEST(test_complete_states)
     systest_expect_bytes(fd, "\r\n\0\n\r\x01\r\n", 8);
     close(other);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_complete_errors)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, f("complete %s 3\r\nabc\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("fail %s 3\r\nabc\r\n", id4(1)), NF);
     systest_roundtrip(fd, "complete bad 3\r\nabc\r\n", ERR("Invalid ID"));
@@ -1575,92 +1402,92 @@ START_TEST(test_complete_errors)
                       ERR("Invalid command args") ERR("Unknown command"));
     systest_roundtrip(fd, f("fail %s q 1\r\nabc\r\n", id4(1)),
                       ERR("Invalid command args") ERR("Unknown command"));
-    sync_conn(fd);
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_fail_final)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* max-fails 0 (the default): the first fail is final */
-    add(fd, id4(1), "q", "a");
-    lease_now(fd, "q", id4(1), "a");
+    systest_add(fd, id4(1), "q", "a");
+    systest_lease_now(fd, "q", id4(1), "a");
     systest_roundtrip(fd, f("fail %s 4\r\noops\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 0, "oops"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 0, "oops"));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(1)), ERR("Duplicate result"));
     systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(1)), ERR("Duplicate result"));
     /* explicitly 0, on a NEW job */
-    add_full(fd, id4(2), "q", TTR, TTL, "b", "-max-fails=0");
+    systest_add_full(fd, id4(2), "q", TTR, TTL, "b", "-max-fails=0");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(2)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), result_reply(id4(2), 0, ""));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), systest_result_reply(id4(2), 0, ""));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* complete, then fail */
-    add(fd, id4(3), "q", "c");
+    systest_add(fd, id4(3), "q", "c");
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("fail %s 2\r\nno\r\n", id4(3)), ERR("Duplicate result"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), result_reply(id4(3), 1, "ok"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), systest_result_reply(id4(3), 1, "ok"));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_fail_retry)
 {
-    start();
-    int fd = conn(), waiter = conn();
-    add_full(fd, id4(1), "q", TTR, TTL, "job", "-max-fails=2");
-    add(fd, id4(2), "q", "next");
-    lease_now(fd, "q", id4(1), "job");
+    systest_start_srv();
+    int fd = systest_conn(), waiter = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, TTL, "job", "-max-fails=2");
+    systest_add(fd, id4(2), "q", "next");
+    systest_lease_now(fd, "q", id4(1), "job");
     systest_sends(waiter, f("result %s " PARK "\r\n", id4(1)));
     systest_expect_silence(waiter, 100);
     /* the first fail retries: no result, leasable again, at its old place */
     systest_roundtrip(fd, f("fail %s 2\r\ne1\r\n", id4(1)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
     systest_expect_silence(waiter, 50);
-    lease_now(fd, "q", id4(1), "job");
+    systest_lease_now(fd, "q", id4(1), "job");
     /* the second is final, with the second result */
     systest_roundtrip(fd, f("fail %s 2\r\ne2\r\n", id4(1)), OK);
-    systest_expect(waiter, result_reply(id4(1), 0, "e2"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 0, "e2"));
-    lease_now(fd, "q", id4(2), "next");
+    systest_expect(waiter, systest_result_reply(id4(1), 0, "e2"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 0, "e2"));
+    systest_lease_now(fd, "q", id4(2), "next");
     systest_roundtrip(fd, "lease q 0\r\n", TO);
 
     /* a retry on a NEW job, then complete wins */
-    add_full(fd, id4(3), "q", TTR, TTL, "n", "-max-fails=3");
+    systest_add_full(fd, id4(3), "q", TTR, TTL, "n", "-max-fails=3");
     systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("complete %s 1\r\ny\r\n", id4(3)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), result_reply(id4(3), 1, "y"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), systest_result_reply(id4(3), 1, "y"));
     close(waiter);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_fail_attempts_exhausted)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* fails left but no attempts: the fail is final */
-    add_full(fd, id4(1), "q", TTR, TTL, "a", "-max-fails=5 -max-attempts=1");
-    lease_now(fd, "q", id4(1), "a");
+    systest_add_full(fd, id4(1), "q", TTR, TTL, "a", "-max-fails=5 -max-attempts=1");
+    systest_lease_now(fd, "q", id4(1), "a");
     systest_roundtrip(fd, f("fail %s 3\r\nend\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 0, "end"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 0, "end"));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* two attempts: one retry */
-    add_full(fd, id4(2), "q", TTR, TTL, "b", "-max-attempts=2 -max-fails=5");
-    lease_now(fd, "q", id4(2), "b");
+    systest_add_full(fd, id4(2), "q", TTR, TTL, "b", "-max-attempts=2 -max-fails=5");
+    systest_lease_now(fd, "q", id4(2), "b");
     systest_roundtrip(fd, f("fail %s 1\r\n1\r\n", id4(2)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
-    lease_now(fd, "q", id4(2), "b");
+    systest_lease_now(fd, "q", id4(2), "b");
     systest_roundtrip(fd, f("fail %s 1\r\n2\r\n", id4(2)), OK);
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), result_reply(id4(2), 0, "2"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), systest_result_reply(id4(2), 0, "2"));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1669,52 +1496,53 @@ END_TEST
 
 START_TEST(test_result_basic)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("result %s 1000\r\n", id4(1)), NF);
-    add(fd, id4(1), "q", "a");
+    systest_add(fd, id4(1), "q", "a");
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
-    lease_now(fd, "q", id4(1), "a");
+    systest_lease_now(fd, "q", id4(1), "a");
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
     systest_roundtrip(fd, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
     /* a done job answers at once, with any wait, any number of times */
-    systest_roundtrip(fd, f("result %s 86400000\r\n", id4(1)), result_reply(id4(1), 1, "done"));
-    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), result_reply(id4(1), 1, "done"));
-    systest_roundtrip(fd, f("result %s 5\r\n", id4(1)), result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 86400000\r\n", id4(1)),
+                      systest_result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 5\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_woken)
 {
-    start();
-    int w = conn(), fd = conn();
-    add(fd, id1(1), "q", "a");
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
+    systest_add(fd, id1(1), "q", "a");
     systest_sends(w, f("result %s " PARK "\r\n", id1(1)));
     systest_expect_silence(w, 100);
-    lease_now(fd, "q", id1(1), "a");
+    systest_lease_now(fd, "q", id1(1), "a");
     systest_expect_silence(w, 50);
     systest_roundtrip(fd, f("complete %s 3\r\nres\r\n", id1(1)), OK);
-    systest_expect(w, result_reply(id1(1), 1, "res"));
+    systest_expect(w, systest_result_reply(id1(1), 1, "res"));
     /* woken by a final fail too */
-    add(fd, id1(2), "q", "b");
+    systest_add(fd, id1(2), "q", "b");
     systest_sends(w, f("result %s " PARK "\r\n", id1(2)));
     systest_expect_silence(w, 100);
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id1(2)), OK);
-    systest_expect(w, result_reply(id1(2), 0, "bad"));
+    systest_expect(w, systest_result_reply(id1(2), 0, "bad"));
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_two_waiters)
 {
-    start();
-    int w1 = conn(), w2 = conn(), w3 = conn(), fd = conn();
-    add(fd, id4(1), "q", "a");
+    systest_start_srv();
+    int w1 = systest_conn(), w2 = systest_conn(), w3 = systest_conn(), fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
     systest_sends(w1, f("result %s " PARK "\r\n", id4(1)));
     systest_sends(w2, f("result %s " PARK "\r\n", id4(1)));
     systest_sends(w3, f("result %s 300\r\n", id4(1)));
@@ -1722,23 +1550,23 @@ START_TEST(test_result_two_waiters)
     systest_expect_silence(w1, 50);
     systest_expect_silence(w2, 0);
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
-    systest_expect(w1, result_reply(id4(1), 1, "ok"));
-    systest_expect(w2, result_reply(id4(1), 1, "ok"));
+    systest_expect(w1, systest_result_reply(id4(1), 1, "ok"));
+    systest_expect(w2, systest_result_reply(id4(1), 1, "ok"));
     systest_expect_silence(w3, 30);
     close(w1);
     close(w2);
     close(w3);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_job_vanishes)
 {
-    start();
-    int w1 = conn(), w2 = conn(), fd = conn();
+    systest_start_srv();
+    int w1 = systest_conn(), w2 = systest_conn(), fd = systest_conn();
     /* deleted while waited on */
-    add(fd, id4(1), "q", "a");
+    systest_add(fd, id4(1), "q", "a");
     systest_sends(w1, f("result %s " PARK "\r\n", id4(1)));
     systest_sends(w2, f("result %s " PARK "\r\n", id4(1)));
     systest_expect_silence(w1, 100);
@@ -1746,46 +1574,46 @@ START_TEST(test_result_job_vanishes)
     systest_expect(w1, NF);
     systest_expect(w2, NF);
     /* its TTL ends while waited on */
-    add_full(fd, id4(2), "q", TTR, "300", "b", NULL);
+    systest_add_full(fd, id4(2), "q", TTR, "300", "b", NULL);
     systest_roundtrip(w1, f("result %s " PARK "\r\n", id4(2)), NF);
     /* a leased one */
-    add_full(fd, id4(3), "q", TTR, "300", "c", NULL);
-    lease_now(fd, "q", id4(3), "c");
+    systest_add_full(fd, id4(3), "q", TTR, "300", "c", NULL);
+    systest_lease_now(fd, "q", id4(3), "c");
     systest_roundtrip(w2, f("result %s " PARK "\r\n", id4(3)), NF);
     close(w1);
     close(w2);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_timeout)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "a");
-    if (exact_timing()) {
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
+    if (systest_exact_timing()) {
         systest_sends(fd, f("result %s 1000\r\n", id4(1)));
         systest_expect_silence(fd, 100);
         systest_expect(fd, TO);
     }
     systest_roundtrip(fd, f("result %s 200\r\n", id4(1)), TO);
     /* the job is still there */
-    lease_now(fd, "q", id4(1), "a");
+    systest_lease_now(fd, "q", id4(1), "a");
     /* a timed-out waiter is not answered later */
     systest_roundtrip(fd, f("result %s 100\r\n", id4(1)), TO);
     systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(1)), OK);
     systest_expect_silence(fd, 50);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_errors)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "a");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
     systest_roundtrip(fd, "result bad 0\r\n", ERR("Invalid ID"));
     systest_roundtrip(fd, "result bad 86400001\r\n", ERR("Invalid ID"));
     systest_roundtrip(fd, "result 00000000-0000-0000-0000-000000000000 0\r\n", ERR("Invalid ID"));
@@ -1798,26 +1626,26 @@ START_TEST(test_result_errors)
     systest_roundtrip(fd, f("result %s 0 0\r\n", id4(1)), ERR("Invalid command args"));
     systest_roundtrip(fd, "result\r\n", ERR("Invalid command args"));
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_result_pipeline_held)
 {
-    start();
-    int w = conn(), fd = conn();
-    add(fd, id4(1), "q", "a");
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
     systest_sends(w, f("result %s " PARK "\r\ndelete %s\r\n", id4(1), id4(1)));
     systest_expect_silence(w, 100);
     /* the delete has not run yet */
-    lease_now(fd, "q", id4(1), "a");
+    systest_lease_now(fd, "q", id4(1), "a");
     systest_roundtrip(fd, f("complete %s 1\r\nr\r\n", id4(1)), OK);
-    systest_expect(w, result_reply(id4(1), 1, "r"));
+    systest_expect(w, systest_result_reply(id4(1), 1, "r"));
     systest_expect(w, OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     close(w);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1826,39 +1654,39 @@ END_TEST
 
 START_TEST(test_delete_states)
 {
-    start();
-    int fd = conn();
+    systest_start_srv();
+    int fd = systest_conn();
     /* NEW */
-    add(fd, id4(1), "q", "a");
+    systest_add(fd, id4(1), "q", "a");
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* LEASED */
-    add(fd, id4(2), "q", "b");
-    lease_now(fd, "q", id4(2), "b");
+    systest_add(fd, id4(2), "q", "b");
+    systest_lease_now(fd, "q", id4(2), "b");
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), NF);
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(2)), NF);
     /* COMPLETED */
-    add(fd, id4(3), "q", "c");
+    systest_add(fd, id4(3), "q", "c");
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), NF);
     /* FAILED */
-    add(fd, id4(4), "q", "d");
+    systest_add(fd, id4(4), "q", "d");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), NF);
     /* PENDING after a retried fail */
-    add_full(fd, id4(5), "q", TTR, TTL, "e", "-max-fails=2");
-    lease_now(fd, "q", id4(5), "e");
+    systest_add_full(fd, id4(5), "q", TTR, TTL, "e", "-max-fails=2");
+    systest_lease_now(fd, "q", id4(5), "e");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(5)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(5)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(5)), NF);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* in any case */
-    add(fd, id4(6), "q", "f");
+    systest_add(fd, id4(6), "q", "f");
     systest_roundtrip(fd, "delete 00000006-58CC-4372-A567-0E02B2C3D479\r\n", OK);
     /* errors */
     systest_roundtrip(fd, "delete bad\r\n", ERR("Invalid ID"));
@@ -1866,10 +1694,10 @@ START_TEST(test_delete_states)
     systest_roundtrip(fd, "delete\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, f("delete %s %s\r\n", id4(1), id4(2)), ERR("Invalid command args"));
     /* the queue works afterwards */
-    add(fd, id4(7), "q", "g");
-    lease_now(fd, "q", id4(7), "g");
+    systest_add(fd, id4(7), "q", "g");
+    systest_lease_now(fd, "q", id4(7), "g");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1878,57 +1706,57 @@ END_TEST
 
 START_TEST(test_robust_waiters_vanish)
 {
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "a");
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
     /* result waiters that disconnect, then the job gets its result */
     for (int i = 0; i < 3; i++) {
-        int w = conn();
+        int w = systest_conn();
         systest_sends(w, f("result %s " PARK "\r\n", id4(1)));
         systest_sleep_ms(50 * systest_slow());
         close(w);
     }
-    int w = conn();
+    int w = systest_conn();
     systest_sends(w, f("result %s " PARK "\r\n", id4(1)));
     systest_expect_silence(w, 100);
     systest_roundtrip(fd, f("complete %s 1\r\nr\r\n", id4(1)), OK);
-    systest_expect(w, result_reply(id4(1), 1, "r"));
+    systest_expect(w, systest_result_reply(id4(1), 1, "r"));
     close(w);
     /* a result waiter that disconnects, then the job is deleted */
-    add(fd, id4(2), "q", "b");
-    w = conn();
+    systest_add(fd, id4(2), "q", "b");
+    w = systest_conn();
     systest_sends(w, f("result %s " PARK "\r\n", id4(2)));
     systest_sleep_ms(50 * systest_slow());
     close(w);
     systest_sleep_ms(50 * systest_slow());
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
     /* a parked leaser and a result waiter whose waits end after they left */
-    w = conn();
+    w = systest_conn();
     systest_sends(w, "lease none 200\r\n");
-    int w2 = conn();
-    add(fd, id4(3), "q", "c");
+    int w2 = systest_conn();
+    systest_add(fd, id4(3), "q", "c");
     systest_sends(w2, f("result %s 200\r\n", id4(3)));
     systest_sleep_ms(50 * systest_slow());
     close(w);
     close(w2);
-    sleep_past(200);
-    lease_now(fd, "q", id4(3), "c");
+    systest_sleep_past(200);
+    systest_lease_now(fd, "q", id4(3), "c");
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_robust_many_leasers)
 {
-    start();
+    systest_start_srv();
     enum { N = 100 };
     int w[N];
     for (int i = 0; i < N; i++) {
-        w[i] = conn();
+        w[i] = systest_conn();
         systest_sends(w[i], "lease many " PARK "\r\n");
     }
     systest_sleep_ms(200 * systest_slow());
-    int fd = conn();
+    int fd = systest_conn();
     struct sb req = {0}, exp = {0};
     for (unsigned i = 0; i < N; i++) {
         sb_add(&req, f("add %s many %u %s 4\r\n%04u\r\n", id1(i + 1), TTR, TTL, i));
@@ -1940,22 +1768,22 @@ START_TEST(test_robust_many_leasers)
      * (the order among clients parked within microseconds is not checked
      * here; test_lease_parked_fcfs does that with clear gaps) */
     bool seen[N] = {false};
-    size_t len = strlen(lease_reply(id1(1), "many", TTR, "0000"));
+    size_t len = strlen(systest_lease_reply(id1(1), "many", TTR, "0000"));
     for (unsigned i = 0; i < N; i++) {
         char got[256];
-        read_n(w[i], got, len);
+        systest_read_n(w[i], got, len);
         unsigned k = (unsigned)atoi(got + len - 6);
         ck_assert_uint_lt(k, N);
         ck_assert_msg(!seen[k], "job %u leased twice", k);
         seen[k] = true;
-        ck_assert_str_eq(got, lease_reply(id1(k + 1), "many", TTR, f("%04u", k)));
+        ck_assert_str_eq(got, systest_lease_reply(id1(k + 1), "many", TTR, f("%04u", k)));
         systest_expect_silence(w[i], 0);
         close(w[i]);
     }
     free(req.p);
     free(exp.p);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
@@ -1963,29 +1791,29 @@ START_TEST(test_robust_stop_with_state)
 {
     /* SIGTERM with jobs in every state, parked clients and half-sent input:
      * the server exits 0 (under valgrind: without leaks or errors) */
-    start();
-    int fd = conn();
-    add(fd, id4(1), "q", "new");
-    add(fd, id4(2), "q", "leased");
-    add_full(fd, id4(3), "q", 100, TTL, "pending", NULL);
-    add(fd, id4(4), "r", "completed");
-    add(fd, id4(5), "r", "failed");
-    add_full(fd, id4(6), "r", TTR, TTL, "retry", "-max-fails=3");
-    lease_now(fd, "q", id4(1), "new");
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(2), "q", TTR, "leased"));
-    systest_roundtrip(fd, "lease q 0\r\n", lease_reply(id4(3), "q", 100, "pending"));
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "new");
+    systest_add(fd, id4(2), "q", "leased");
+    systest_add_full(fd, id4(3), "q", 100, TTL, "pending", NULL);
+    systest_add(fd, id4(4), "r", "completed");
+    systest_add(fd, id4(5), "r", "failed");
+    systest_add_full(fd, id4(6), "r", TTR, TTL, "retry", "-max-fails=3");
+    systest_lease_now(fd, "q", id4(1), "new");
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(2), "q", TTR, "leased"));
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(3), "q", 100, "pending"));
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("fail %s 2\r\nno\r\n", id4(5)), OK);
     systest_roundtrip(fd, f("fail %s 2\r\nno\r\n", id4(6)), OK);
-    sleep_past(100);
-    int lw = conn(), rw = conn(), half = conn(), skip;
+    systest_sleep_past(100);
+    int lw = systest_conn(), rw = systest_conn(), half = systest_conn(), skip;
     systest_sends(lw, "lease empty " PARK "\r\n");
     systest_sends(rw, f("result %s " PARK "\r\n", id4(1)));
     systest_sends(half, f("add %s q %u %s 100\r\nabc", id4(7), TTR, TTL));
-    skip = conn();
+    skip = systest_conn();
     systest_sends(skip, "add bad q");
     systest_sleep_ms(100 * systest_slow());
-    stop();
+    systest_stop_srv();
     close(lw);
     close(rw);
     close(half);
@@ -2003,41 +1831,10 @@ END_TEST
 static pid_t
 spawn(const char *const *args, int *out_fd, int *err_fd)
 {
-    const char *server = getenv("WQ_SERVER");
-    ck_assert_msg(server != NULL, "WQ_SERVER is not set");
-    char *argv[64];
-    int argc = 0;
-    char *wrapper = getenv("WQ_SERVER_WRAPPER") ? strdup(getenv("WQ_SERVER_WRAPPER")) : NULL;
-    if (wrapper != NULL) {
-        for (char *w = strtok(wrapper, " "); w != NULL && argc < 32; w = strtok(NULL, " "))
-            argv[argc++] = w;
-    }
-    argv[argc++] = (char *)server;
-    for (size_t i = 0; args[i] != NULL && argc < 63; i++)
-        argv[argc++] = (char *)args[i];
-    argv[argc] = NULL;
-
-    int out[2], err[2] = {-1, -1};
-    ck_assert_int_eq(pipe(out), 0);
+    int err[2] = {-1, -1};
     if (err_fd != NULL)
-        ck_assert_int_eq(pipe(err), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        close(out[0]);
-        close(out[1]);
-        if (err_fd != NULL) {
-            dup2(err[1], STDERR_FILENO);
-            close(err[0]);
-            close(err[1]);
-        }
-        execvp(argv[0], argv); /* the wrapper may be a bare "valgrind" */
-        _exit(127);
-    }
-    free(wrapper);
-    close(out[1]);
-    *out_fd = out[0];
+        ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0); /* the child keeps only its stderr */
+    pid_t pid = systest_spawn(args, out_fd, err[1]);
     if (err_fd != NULL) {
         close(err[1]);
         *err_fd = err[0];
@@ -2109,10 +1906,7 @@ spawn_listening(struct systest_server *s, const char *const *args)
         n++;
     }
     line[n] = '\0';
-    const char *prefix = "workq-server listening on 127.0.0.1:";
-    ck_assert_msg(strncmp(line, prefix, strlen(prefix)) == 0, "unexpected first line: %s", line);
-    s->port = atoi(line + strlen(prefix));
-    ck_assert_int_gt(s->port, 0);
+    systest_parse_port(s, line);
     ck_assert_int_ne(s->port, 9922); /* the flag was not ignored */
 }
 
@@ -2177,12 +1971,12 @@ START_TEST(test_cli_cmdlog)
          "--cmdlog-sync-int=0", NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        spawn_listening(&srv, forms[i]);
-        int fd = conn();
-        add(fd, id4((unsigned)i + 1), "q", "x");
-        lease_now(fd, "q", id4((unsigned)i + 1), "x");
+        spawn_listening(&systest_srv, forms[i]);
+        int fd = systest_conn();
+        systest_add(fd, id4((unsigned)i + 1), "q", "x");
+        systest_lease_now(fd, "q", id4((unsigned)i + 1), "x");
         close(fd);
-        stop();
+        systest_stop_srv();
     }
     static const char *const bad[][3] = {
         {"-cmdlog-sync", "sometimes", NULL},
@@ -2210,51 +2004,46 @@ START_TEST(test_cli_listen_forms)
         {"--max-payload", "10", "--listen=127.0.0.1:0", NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        spawn_listening(&srv, forms[i]);
-        int fd = conn();
-        add(fd, id4((unsigned)i + 1), "q", "x");
-        lease_now(fd, "q", id4((unsigned)i + 1), "x");
+        spawn_listening(&systest_srv, forms[i]);
+        int fd = systest_conn();
+        systest_add(fd, id4((unsigned)i + 1), "q", "x");
+        systest_lease_now(fd, "q", id4((unsigned)i + 1), "x");
         close(fd);
-        stop();
+        systest_stop_srv();
     }
     /* a later -listen overrides the one systest_start passes */
-    systest_start(&srv, "-listen", "127.0.0.1:0", "--max-line=64", NULL);
-    int fd = conn();
-    sync_conn(fd);
+    systest_start(&systest_srv, "-listen", "127.0.0.1:0", "--max-line=64", NULL);
+    int fd = systest_conn();
+    systest_sync(fd);
     systest_sends(fd, padded_line(65, "x"));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 START_TEST(test_cli_cannot_bind)
 {
-    start();
+    systest_start_srv();
     char out[8192], err[8192];
-    const char *addr = f("127.0.0.1:%d", srv.port);
+    const char *addr = f("127.0.0.1:%d", systest_srv.port);
     const char *const args[] = {"-listen", addr, NULL};
     ck_assert_int_eq(run_server(args, out, sizeof out, err, sizeof err), 69);
     /* the first server is unaffected */
-    int fd = conn();
-    sync_conn(fd);
+    int fd = systest_conn();
+    systest_sync(fd);
     close(fd);
-    stop();
+    systest_stop_srv();
 }
 END_TEST
 
 /* ------------------------------------------------------------------------ */
 
-struct test_group {
-    const char *name;
-    const TTest *tests[24];
-};
-
 static Suite *
 server_suite(void)
 {
-    const struct test_group groups[] = {
+    const struct systest_group groups[] = {
         {"add",
          {test_add_success, test_add_invalid_id, test_add_invalid_name, test_add_invalid_ttr_ttl,
           test_add_flag_values, test_add_flag_keys, test_add_duplicate, test_add_arg_count,
@@ -2285,25 +2074,11 @@ server_suite(void)
          {test_cli_version_help, test_cli_bad_options, test_cli_cmdlog, test_cli_listen_forms,
           test_cli_cannot_bind, NULL}},
     };
-    Suite *s = suite_create("server");
-    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++) {
-        TCase *tc = tcase_create(groups[i].name);
-        tcase_set_timeout(tc, 30 * systest_slow());
-        for (size_t t = 0; groups[i].tests[t] != NULL; t++)
-            tcase_add_test(tc, groups[i].tests[t]);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return systest_suite("server", groups, sizeof groups / sizeof groups[0]);
 }
 
 int
 main(void)
 {
-    /* A test writing to a connection the server has closed must fail, not die. */
-    signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(server_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return systest_main(server_suite());
 }

@@ -57,44 +57,60 @@ systest_read_line(int fd, char *buf, size_t cap)
     return 0;
 }
 
+pid_t
+systest_spawn(const char *const *args, int *out_fd, int err_fd)
+{
+    const char *server = getenv("WQ_SERVER");
+    ck_assert_msg(server != NULL, "WQ_SERVER is not set");
+    char *argv[80];
+    int argc = 0;
+    char *wrapper = getenv("WQ_SERVER_WRAPPER") ? strdup(getenv("WQ_SERVER_WRAPPER")) : NULL;
+    if (wrapper != NULL) {
+        for (char *w = strtok(wrapper, " "); w != NULL && argc < 32; w = strtok(NULL, " "))
+            argv[argc++] = w;
+    }
+    argv[argc++] = (char *)server;
+    for (size_t i = 0; args[i] != NULL && argc < 79; i++)
+        argv[argc++] = (char *)args[i];
+    argv[argc] = NULL;
+
+    int out[2];
+    ck_assert_int_eq(pipe(out), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        close(out[0]);
+        close(out[1]);
+        if (err_fd >= 0) {
+            dup2(err_fd, STDERR_FILENO);
+            close(err_fd);
+        }
+        execvp(argv[0], argv); /* the wrapper may be a bare "valgrind" */
+        _exit(127);
+    }
+    free(wrapper);
+    close(out[1]);
+    *out_fd = out[0];
+    return pid;
+}
+
 void
 systest_start(struct systest_server *s, ...)
 {
     const char *server = getenv("WQ_SERVER");
     ck_assert_msg(server != NULL, "WQ_SERVER is not set (run through make check)");
-    char *argv[SYSTEST_MAX_ARGS];
+    const char *args[SYSTEST_MAX_ARGS];
     int argc = 0;
-    char *wrapper = getenv("WQ_SERVER_WRAPPER") ? strdup(getenv("WQ_SERVER_WRAPPER")) : NULL;
-    if (wrapper != NULL) {
-        for (char *w = strtok(wrapper, " "); w != NULL && argc < SYSTEST_MAX_ARGS / 2;
-             w = strtok(NULL, " "))
-            argv[argc++] = w;
-    }
-    argv[argc++] = (char *)server;
-    argv[argc++] = "-listen";
-    argv[argc++] = "127.0.0.1:0";
+    args[argc++] = "-listen";
+    args[argc++] = "127.0.0.1:0";
     va_list ap;
     va_start(ap, s);
     for (char *a; (a = va_arg(ap, char *)) != NULL && argc < SYSTEST_MAX_ARGS - 1;)
-        argv[argc++] = a;
+        args[argc++] = a;
     va_end(ap);
-    argv[argc] = NULL;
-
-    int pipefd[2];
-    ck_assert_int_eq(pipe(pipefd), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(pipefd[1], STDOUT_FILENO);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(pipefd[1]);
-    free(wrapper);
-    s->pid = pid;
-    s->out_fd = pipefd[0];
+    args[argc] = NULL;
+    s->pid = systest_spawn(args, &s->out_fd, -1);
 
     char line[256];
     ck_assert_msg(systest_read_line(s->out_fd, line, sizeof line) == 0,
@@ -103,6 +119,15 @@ systest_start(struct systest_server *s, ...)
     ck_assert_msg(colon != NULL && strstr(line, "listening on") != NULL,
                   "unexpected first line: %s", line);
     s->port = atoi(colon + 1);
+    ck_assert_int_gt(s->port, 0);
+}
+
+void
+systest_parse_port(struct systest_server *s, const char *line)
+{
+    const char *prefix = "workq-server listening on 127.0.0.1:";
+    ck_assert_msg(strncmp(line, prefix, strlen(prefix)) == 0, "unexpected first line: %s", line);
+    s->port = atoi(line + strlen(prefix));
     ck_assert_int_gt(s->port, 0);
 }
 
@@ -233,4 +258,199 @@ systest_expect_closed(int fd)
     ck_assert_msg(poll(&p, 1, SYSTEST_WAIT_MS * systest_slow()) > 0, "connection not closed");
     ssize_t r = recv(fd, buf, sizeof buf, 0);
     ck_assert_msg(r == 0 || (r < 0 && errno == ECONNRESET), "expected close, got %zd bytes", r);
+}
+
+bool
+systest_exact_timing(void)
+{
+    return systest_slow() == 1;
+}
+
+void
+systest_sleep_past(int ms)
+{
+    systest_sleep_ms((ms + 300) * systest_slow());
+}
+
+int64_t
+systest_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+systest_read_n(int fd, char *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ck_assert_msg(poll(&p, 1, SYSTEST_WAIT_MS * systest_slow()) > 0,
+                      "no reply (got %zu of %zu)", got, n);
+        ssize_t r = recv(fd, buf + got, n - got, 0);
+        ck_assert_msg(r > 0, "connection closed (got %zu of %zu)", got, n);
+        got += (size_t)r;
+    }
+    buf[n] = '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text helpers */
+
+const char *
+f(const char *fmt, ...)
+{
+    static char ring[16][8192];
+    static unsigned next;
+    char *b = ring[next++ % 16];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b, sizeof ring[0], fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof ring[0])
+        ck_abort_msg("f(): text too long");
+    return b;
+}
+
+void
+sb_addn(struct sb *s, const void *data, size_t len)
+{
+    if (s->n + len + 1 > s->cap) {
+        s->cap = (s->n + len + 1) * 2;
+        s->p = realloc(s->p, s->cap);
+        ck_assert_ptr_nonnull(s->p);
+    }
+    memcpy(s->p + s->n, data, len);
+    s->n += len;
+    s->p[s->n] = '\0';
+}
+
+void
+sb_add(struct sb *s, const char *text)
+{
+    sb_addn(s, text, strlen(text));
+}
+
+const char *
+id4(unsigned n)
+{
+    return f("%08x-58cc-4372-a567-0e02b2c3d479", n);
+}
+
+const char *
+id1(unsigned n)
+{
+    return f("%08x-9dad-11d1-80b4-00c04fd430c8", n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One server at a time, and jobs with the default TTR/TTL */
+
+struct systest_server systest_srv;
+
+void
+systest_start_srv(void)
+{
+    systest_start(&systest_srv, NULL);
+}
+
+void
+systest_stop_srv(void)
+{
+    systest_stop(&systest_srv);
+}
+
+int
+systest_conn(void)
+{
+    return systest_connect(&systest_srv);
+}
+
+const char *
+systest_lease_reply(const char *id, const char *name, unsigned ttr, const char *payload)
+{
+    return f("+OK 1\r\n%s %s %u %zu\r\n%s\r\n", id, name, ttr, strlen(payload), payload);
+}
+
+const char *
+systest_result_reply(const char *id, int success, const char *result)
+{
+    return f("+OK 1\r\n%s %d %zu\r\n%s\r\n", id, success, strlen(result), result);
+}
+
+void
+systest_add_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
+                 const char *payload, const char *flags)
+{
+    systest_roundtrip(fd,
+                      f("add %s %s %u %s %zu%s%s\r\n%s\r\n", id, name, ttr, ttl, strlen(payload),
+                        flags != NULL ? " " : "", flags != NULL ? flags : "", payload),
+                      OK);
+}
+
+void
+systest_add(int fd, const char *id, const char *name, const char *payload)
+{
+    systest_add_full(fd, id, name, SYSTEST_TTR, SYSTEST_TTL, payload, NULL);
+}
+
+void
+systest_expect_lease(int fd, const char *id, const char *name, const char *payload)
+{
+    systest_expect(fd, systest_lease_reply(id, name, SYSTEST_TTR, payload));
+}
+
+void
+systest_lease_now(int fd, const char *name, const char *id, const char *payload)
+{
+    systest_roundtrip(fd, f("lease %s 0\r\n", name),
+                      systest_lease_reply(id, name, SYSTEST_TTR, payload));
+}
+
+void
+systest_sync(int fd)
+{
+    systest_roundtrip(fd, f("delete %s\r\n", id4(0xdeadbeef)), NF);
+}
+
+const char *
+systest_name_of(size_t n, char c)
+{
+    static char buf[2][512];
+    static unsigned next;
+    char *b = buf[next++ % 2];
+    ck_assert_uint_lt(n, sizeof buf[0]);
+    memset(b, c, n);
+    b[n] = '\0';
+    return b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Suites */
+
+Suite *
+systest_suite(const char *name, const struct systest_group *groups, size_t n)
+{
+    Suite *s = suite_create(name);
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc = tcase_create(groups[i].name);
+        tcase_set_timeout(tc, 30 * systest_slow());
+        for (size_t t = 0; groups[i].tests[t] != NULL; t++)
+            tcase_add_test(tc, groups[i].tests[t]);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int
+systest_main(Suite *s)
+{
+    /* A test writing to a connection the server has closed must fail, not die. */
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
