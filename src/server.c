@@ -39,14 +39,13 @@ server_begin_batch(struct server *srv)
 void
 server_update_timer(struct server *srv)
 {
+    /* Re-arm only for an earlier event: a timer armed too early just fires,
+     * finds nothing due and re-arms, which is far cheaper than a timerfd
+     * system call every time a job's deadline goes away. */
     uint64_t next = core_next_event(srv->ctx.core);
-    if (next == srv->timer_at)
+    if (next >= srv->timer_at)
         return;
     srv->timer_at = next;
-    if (next == WHEEL_NEVER) {
-        evtimer_del(srv->timer);
-        return;
-    }
     uint64_t now = util_now_ms();
     uint64_t delay = next > now ? next - now : 0;
     struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};

@@ -44,7 +44,8 @@ void server_clear(struct server *srv);
 
 /* Read the clock for a new batch of work and run the deadlines due by it. */
 void server_begin_batch(struct server *srv);
-/* Re-arm the timer for the core's next event, if that changed. */
+/* Arm the timer for the core's next event, if that is earlier than the
+ * time it is armed for. */
 void server_update_timer(struct server *srv);
 /* A connection was freed (a graceful stop ends with the last one). */
 void server_conn_gone(struct server *srv);

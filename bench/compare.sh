@@ -1,0 +1,194 @@
+#!/bin/bash
+# compare.sh - run the same workloads against workq-server and beanstalkd
+# on this machine and print jobs/s side by side.
+#
+# Usage: bench/compare.sh [-n JOBS] [-r RUNS]
+#   -n JOBS   jobs per run (default 100000)
+#   -r RUNS   runs per workload and server; the median is shown (default 3)
+#
+# Finds the programs in this order:
+#   workq-server: $WQ_SERVER, ../src/workq-server next to this script, PATH
+#   workq-bench:  $WQ_BENCH, workq-bench next to this script, PATH
+#   beanstalkd:   PATH (Debian: apt-get install beanstalkd); missing: exit 77
+#
+# Both servers keep jobs in memory only (no command log, no binlog), each
+# run gets freshly started servers on free loopback ports, and the runs of
+# the two servers alternate so that a noisy machine hurts both alike.
+# Exit status: 0 if every run passed its checks, 1 if any failed, 77 if
+# beanstalkd is not installed.
+set -eu
+
+jobs=100000
+runs=3
+while getopts n:r:h opt; do
+    case $opt in
+    n) jobs=$OPTARG ;;
+    r) runs=$OPTARG ;;
+    *)
+        sed -n '5,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+        exit 2
+        ;;
+    esac
+done
+
+here=$(cd "$(dirname "$0")" && pwd)
+
+# First of: the environment variable's value, a file next to us, the PATH.
+find_program() {
+    local from_env=$1 beside=$2 name=$3
+    if [ -n "$from_env" ]; then
+        echo "$from_env"
+    elif [ -x "$beside" ]; then
+        echo "$beside"
+    else
+        command -v "$name" || true
+    fi
+}
+
+server=$(find_program "${WQ_SERVER:-}" "$here/../src/workq-server" workq-server)
+bench=$(find_program "${WQ_BENCH:-}" "$here/workq-bench" workq-bench)
+if [ -z "$server" ] || [ ! -x "$server" ]; then
+    echo "compare.sh: cannot find workq-server; set WQ_SERVER" >&2
+    exit 1
+fi
+if [ -z "$bench" ] || [ ! -x "$bench" ]; then
+    echo "compare.sh: cannot find workq-bench; set WQ_BENCH" >&2
+    exit 1
+fi
+if ! command -v beanstalkd >/dev/null 2>&1; then
+    echo "compare.sh: beanstalkd is not installed (Debian: apt-get install beanstalkd); skipping" >&2
+    exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wq-compare.XXXXXX")
+server_pid=
+
+stop_server() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=
+    fi
+}
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+    stop_server
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Start workq-server on port 0 and read the port from its first line.
+# The file is emptied here first: the background shell truncates it only
+# when it gets to run, and until then it still holds the last server's port.
+start_workq() {
+    : >"$tmp/wq.out"
+    "$server" -listen 127.0.0.1:0 >"$tmp/wq.out" 2>"$tmp/wq.err" &
+    server_pid=$!
+    local _ line
+    for _ in $(seq 100); do
+        line=
+        # only a whole line: a port cut short would be the wrong port
+        if [ "$(wc -l <"$tmp/wq.out")" -ge 1 ]; then
+            line=$(head -n 1 "$tmp/wq.out")
+        fi
+        case $line in
+        "workq-server listening on 127.0.0.1:"*)
+            port=${line##*:}
+            return 0
+            ;;
+        esac
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "compare.sh: workq-server did not start:" >&2
+    cat "$tmp/wq.err" >&2
+    exit 1
+}
+
+# beanstalkd cannot report a port it picked, so try random high ports until
+# one binds: beanstalkd exits at once when its port is taken.
+start_beanstalkd() {
+    local _ __
+    for _ in $(seq 20); do
+        port=$((20000 + RANDOM % 40000))
+        beanstalkd -l 127.0.0.1 -p "$port" 2>"$tmp/bs.err" &
+        server_pid=$!
+        for __ in $(seq 40); do
+            kill -0 "$server_pid" 2>/dev/null || break
+            if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+                sleep 0.05
+                kill -0 "$server_pid" 2>/dev/null && return 0
+                break
+            fi
+            sleep 0.05
+        done
+        stop_server
+    done
+    echo "compare.sh: beanstalkd did not start:" >&2
+    cat "$tmp/bs.err" >&2
+    exit 1
+}
+
+failed=0
+
+# run_one PROTOCOL ARGS...: one run on a fresh server; prints
+# "jobs_per_sec p99_us", or "FAIL FAIL" if the run reported errors.
+run_one() {
+    local proto=$1
+    shift
+    if [ "$proto" = workq ]; then start_workq; else start_beanstalkd; fi
+    if "$bench" --protocol "$proto" -p "$port" -n "$jobs" --timeout 600 --csv "$@" \
+        >"$tmp/out.csv" 2>"$tmp/err.txt"; then
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i }
+                 NR == 2 { print $col["jobs_per_sec"], $col["all_p99_us"] }' "$tmp/out.csv"
+    else
+        echo "compare.sh: $proto $* failed:" >&2
+        cat "$tmp/err.txt" >&2
+        echo "FAIL FAIL"
+    fi
+    stop_server
+}
+
+# The middle value of the numbers on stdin (FAIL if any run failed).
+median() {
+    sort -g | awk '{ v[NR] = $1 } /FAIL/ { bad = 1 }
+                   END { if (bad || NR == 0) print "FAIL"; else print v[int((NR + 1) / 2)] }'
+}
+
+printf 'workq-server: %s\nbeanstalkd:   %s\njobs %s, median of %s runs\n\n' \
+    "$server" "$(command -v beanstalkd)" "$jobs" "$runs"
+printf '%-34s %12s %12s %7s %10s %10s\n' workload "workq j/s" "bstalk j/s" ratio \
+    "workq p99" "bstalk p99"
+printf '%-34s %12s %12s %7s %10s %10s\n' "" "" "" "" "(ms)" "(ms)"
+
+for spec in "cycle -c 50" "cycle -c 50 -P 16" "add -c 50" "lease-complete -c 50"; do
+    # shellcheck disable=SC2086 # spec is a list of arguments
+    set -- $spec
+    workload=$1
+    shift
+    : >"$tmp/workq.res"
+    : >"$tmp/beanstalkd.res"
+    for _ in $(seq "$runs"); do
+        run_one workq -t "$workload" "$@" >>"$tmp/workq.res"
+        run_one beanstalkd -t "$workload" "$@" >>"$tmp/beanstalkd.res"
+    done
+    wq=$(cut -d' ' -f1 "$tmp/workq.res" | median)
+    bs=$(cut -d' ' -f1 "$tmp/beanstalkd.res" | median)
+    wq99=$(cut -d' ' -f2 "$tmp/workq.res" | median)
+    bs99=$(cut -d' ' -f2 "$tmp/beanstalkd.res" | median)
+    if [ "$wq" = FAIL ] || [ "$bs" = FAIL ]; then
+        failed=1
+        ratio=-
+    else
+        ratio=$(awk -v a="$wq" -v b="$bs" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    fi
+    awk -v w="$spec" -v a="$wq" -v b="$bs" -v r="$ratio" -v a99="$wq99" -v b99="$bs99" '
+        function num(x, scale, fmt) { return x == "FAIL" ? x : sprintf(fmt, x / scale) }
+        BEGIN { printf "%-34s %12s %12s %7s %10s %10s\n", w, num(a, 1, "%.0f"),
+                num(b, 1, "%.0f"), r, num(a99, 1000, "%.3f"), num(b99, 1000, "%.3f") }'
+done
+
+echo
+echo "ratio = workq jobs/s / beanstalkd jobs/s (above 1: workq is faster)"
+exit "$failed"
