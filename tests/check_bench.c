@@ -1,0 +1,127 @@
+/* check_bench.c - system test of the load generator: workq-bench runs
+ * briefly against the real server, and its counts must add up with what the
+ * server reports.  Behaviour only: its speed is never checked here. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "systest.h"
+
+/* Run workq-bench against systest_srv with extra arguments; return its exit
+ * status and its stdout (the --csv line) in out. */
+static int
+bench_run(const char *args, char *out, size_t cap)
+{
+    const char *bench = getenv("WQ_BENCH");
+    ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s -h 127.0.0.1 -p %d -q --csv %s", bench, systest_srv.port, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The value of column `name` in a two-line CSV (header, data). */
+static long
+csv_field(const char *csv, const char *name)
+{
+    char *copy = strdup(csv);
+    char *nl = strchr(copy, '\n');
+    ck_assert_ptr_nonnull(nl);
+    *nl = '\0';
+    char *header = copy, *data = nl + 1, *hs, *ds;
+    long value = -1;
+    for (char *h = strtok_r(header, ",", &hs), *d = strtok_r(data, ",\n", &ds); h && d;
+         h = strtok_r(NULL, ",", &hs), d = strtok_r(NULL, ",\n", &ds)) {
+        if (strcmp(h, name) == 0) {
+            value = atol(d);
+            break;
+        }
+    }
+    free(copy);
+    ck_assert_msg(value >= 0, "no column %s in: %s", name, csv);
+    return value;
+}
+
+/* The value of key in `inspect server`. */
+static long
+server_stat(int fd, const char *key)
+{
+    systest_sends(fd, "inspect server\r\n");
+    char buf[4096];
+    size_t n = 0;
+    /* The block ends with the allocator line, the last key. */
+    while (n < sizeof buf - 1 && (n == 0 || strstr(buf, "allocator ") == NULL ||
+                                  buf[n - 1] != '\n')) {
+        systest_read_n(fd, buf + n, 1);
+        n++;
+        buf[n] = '\0';
+    }
+    char pat[64];
+    snprintf(pat, sizeof pat, "\n%s ", key);
+    const char *at = strstr(buf, pat);
+    ck_assert_msg(at != NULL, "no %s in inspect server", key);
+    return atol(at + strlen(pat));
+}
+
+START_TEST(test_bench_counts)
+{
+    char out[8192];
+    systest_start_srv();
+    int fd = systest_conn();
+
+    ck_assert_int_eq(bench_run("-t add -n 500 -c 4", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 500);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 500);
+
+    ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 300);
+
+    ck_assert_int_eq(bench_run("-t cycle -n 400 -c 4 --names 3 --priorities", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 400);
+    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 700);
+    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 500);
+
+    ck_assert_int_eq(bench_run("-t run -n 200 -c 4", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 200);
+    ck_assert_int_eq(server_stat(fd, "jobs"), 500 + 300 + 400); /* run jobs are gone */
+    ck_assert_int_eq(server_stat(fd, "parked-clients"), 0);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_bench_refused)
+{
+    char out[8192];
+    /* Nothing listens on the port of a stopped server: an error, not a result. */
+    systest_start_srv();
+    systest_stop_srv();
+    ck_assert_int_ne(bench_run("-t add -n 10 -c 1 --timeout 5", out, sizeof out), 0);
+}
+END_TEST
+
+static Suite *
+bench_suite(void)
+{
+    const struct systest_group groups[] = {
+        {"bench", {test_bench_counts, test_bench_refused, NULL}},
+    };
+    return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
+}
+
+int
+main(void)
+{
+    return systest_main(bench_suite());
+}
