@@ -9,16 +9,30 @@
 
 #include "alloc.h"
 
+/* One open-addressing table. */
+struct table {
+    void    **slots;
+    uint64_t *hashes; /* cached hash per slot: growth never re-hashes */
+    size_t    mask;   /* capacity - 1; capacity is a power of two */
+};
+
+/* Growth is incremental: when the table fills up, a table twice the size
+ * takes every insert, and each insert also moves a few slots' worth of the
+ * old table across, so no single command pays for a whole rehash.  While
+ * that lasts, lookups try both tables. */
 struct registry {
-    void          **slots;
-    uint64_t       *hashes; /* cached hash per slot: growth never re-hashes */
-    size_t          mask;   /* capacity - 1; capacity is a power of two */
+    struct table    cur;
+    struct table    old;    /* being emptied into cur; slots NULL when not */
+    size_t          cursor; /* old's slots below this are empty */
     size_t          count;
     registry_key_fn key_of;
     uint8_t         key[16];
 };
 
 #define REGISTRY_MIN_CAP 16
+/* Old slots visited per insert while growing: with the new table twice the
+ * old one, the move ends long before the new table is half full. */
+#define REGISTRY_MOVE_STEPS 8
 
 static inline uint64_t
 rotl(uint64_t x, int b)
@@ -83,13 +97,29 @@ registry_siphash(const uint8_t k[16], const void *data, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
+static void
+table_init(struct table *t, size_t cap)
+{
+    t->slots = wq_calloc(cap, sizeof *t->slots);
+    t->hashes = wq_calloc(cap, sizeof *t->hashes);
+    t->mask = cap - 1;
+}
+
+static void
+table_clear(struct table *t)
+{
+    wq_free(t->slots);
+    wq_free(t->hashes);
+    t->slots = NULL;
+    t->hashes = NULL;
+    t->mask = 0;
+}
+
 struct registry *
 registry_new(registry_key_fn key_of)
 {
     struct registry *r = wq_calloc(1, sizeof *r);
-    r->slots = wq_calloc(REGISTRY_MIN_CAP, sizeof *r->slots);
-    r->hashes = wq_calloc(REGISTRY_MIN_CAP, sizeof *r->hashes);
-    r->mask = REGISTRY_MIN_CAP - 1;
+    table_init(&r->cur, REGISTRY_MIN_CAP);
     r->key_of = key_of;
     if (getrandom(r->key, sizeof r->key, GRND_NONBLOCK) != (ssize_t)sizeof r->key) {
         /* No entropy yet (early boot): still unpredictable enough to a remote client. */
@@ -104,8 +134,8 @@ registry_free(struct registry *r)
 {
     if (r == NULL)
         return;
-    wq_free(r->slots);
-    wq_free(r->hashes);
+    table_clear(&r->cur);
+    table_clear(&r->old);
     wq_free(r);
 }
 
@@ -124,23 +154,78 @@ registry_hash_of(const struct registry *r, const void *elem)
     return registry_siphash(r->key, key, len);
 }
 
-/* The slot holding key, or the empty slot where it would go. */
+/* The slot of t holding key, or the empty slot where it would go. */
 static size_t
-registry_probe(const struct registry *r, const void *key, size_t len, uint64_t h)
+table_probe(const struct registry *r, const struct table *t, const void *key, size_t len,
+            uint64_t h)
 {
-    size_t i = h & r->mask;
+    size_t i = h & t->mask;
     for (;;) {
-        void *e = r->slots[i];
+        void *e = t->slots[i];
         if (e == NULL)
             return i;
-        if (r->hashes[i] == h) {
+        if (t->hashes[i] == h) {
             const void *k;
             size_t klen;
             r->key_of(e, &k, &klen);
             if (klen == len && memcmp(k, key, len) == 0)
                 return i;
         }
-        i = (i + 1) & r->mask;
+        i = (i + 1) & t->mask;
+    }
+}
+
+static void
+table_place(struct table *t, void *elem, uint64_t h)
+{
+    size_t i = h & t->mask;
+    while (t->slots[i] != NULL)
+        i = (i + 1) & t->mask;
+    t->slots[i] = elem;
+    t->hashes[i] = h;
+}
+
+/* Empty slot i of t by backward-shift deletion: pull later members of the
+ * run into the hole when their home slot does not lie cyclically in
+ * (hole, j].  Elements only ever move to lower positions of their run. */
+static void
+table_delete_at(struct table *t, size_t i)
+{
+    size_t hole = i, j = i;
+    for (;;) {
+        j = (j + 1) & t->mask;
+        if (t->slots[j] == NULL)
+            break;
+        size_t home = t->hashes[j] & t->mask;
+        bool in_between = (hole <= j) ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (!in_between) {
+            t->slots[hole] = t->slots[j];
+            t->hashes[hole] = t->hashes[j];
+            hole = j;
+        }
+    }
+    t->slots[hole] = NULL;
+}
+
+/* Move up to `steps` slots' worth of the old table into cur; free the old
+ * table once it is empty.  Deleting at the cursor keeps every slot below it
+ * empty, so no run of the old table ever wraps into the part already done. */
+static void
+registry_move(struct registry *r, size_t steps)
+{
+    struct table *o = &r->old;
+    while (o->slots != NULL && steps-- > 0) {
+        if (r->cursor > o->mask) {
+            table_clear(o);
+            return;
+        }
+        void *e = o->slots[r->cursor];
+        if (e == NULL) {
+            r->cursor++;
+            continue;
+        }
+        table_place(&r->cur, e, o->hashes[r->cursor]);
+        table_delete_at(o, r->cursor); /* may pull another element to the cursor */
     }
 }
 
@@ -148,45 +233,24 @@ void *
 registry_find(const struct registry *r, const void *key, size_t len)
 {
     uint64_t h = registry_siphash(r->key, key, len);
-    return r->slots[registry_probe(r, key, len, h)];
-}
-
-static void
-registry_place(struct registry *r, void *elem, uint64_t h)
-{
-    size_t i = h & r->mask;
-    while (r->slots[i] != NULL)
-        i = (i + 1) & r->mask;
-    r->slots[i] = elem;
-    r->hashes[i] = h;
-}
-
-/* Double the capacity, re-placing every element by its cached hash. */
-static void
-registry_grow(struct registry *r)
-{
-    void **old_slots = r->slots;
-    uint64_t *old_hashes = r->hashes;
-    size_t old_cap = r->mask + 1;
-
-    r->slots = wq_calloc(old_cap * 2, sizeof *r->slots);
-    r->hashes = wq_calloc(old_cap * 2, sizeof *r->hashes);
-    r->mask = old_cap * 2 - 1;
-    for (size_t i = 0; i < old_cap; i++) {
-        if (old_slots[i] != NULL)
-            registry_place(r, old_slots[i], old_hashes[i]);
-    }
-    wq_free(old_slots);
-    wq_free(old_hashes);
+    void *e = r->cur.slots[table_probe(r, &r->cur, key, len, h)];
+    if (e == NULL && r->old.slots != NULL)
+        e = r->old.slots[table_probe(r, &r->old, key, len, h)];
+    return e;
 }
 
 void
 registry_insert(struct registry *r, void *elem)
 {
     /* Keep the load factor at or below 1/2 so probe runs stay short. */
-    if ((r->count + 1) * 2 > r->mask + 1)
-        registry_grow(r);
-    registry_place(r, elem, registry_hash_of(r, elem));
+    if ((r->count + 1) * 2 > r->cur.mask + 1) {
+        registry_move(r, SIZE_MAX); /* a move still going (rare): finish it */
+        r->old = r->cur;
+        table_init(&r->cur, (r->old.mask + 1) * 2);
+        r->cursor = 0;
+    }
+    registry_move(r, REGISTRY_MOVE_STEPS);
+    table_place(&r->cur, elem, registry_hash_of(r, elem));
     r->count++;
 }
 
@@ -194,36 +258,32 @@ void *
 registry_remove(struct registry *r, const void *key, size_t len)
 {
     uint64_t h = registry_siphash(r->key, key, len);
-    size_t i = registry_probe(r, key, len, h);
-    void *elem = r->slots[i];
+    struct table *t = &r->cur;
+    size_t i = table_probe(r, t, key, len, h);
+    if (t->slots[i] == NULL && r->old.slots != NULL) {
+        t = &r->old;
+        i = table_probe(r, t, key, len, h);
+    }
+    void *elem = t->slots[i];
     if (elem == NULL)
         return NULL;
-
-    /* Backward-shift deletion: pull later members of the run into the hole
-     * when their home slot does not lie cyclically in (hole, j]. */
-    size_t hole = i, j = i;
-    for (;;) {
-        j = (j + 1) & r->mask;
-        if (r->slots[j] == NULL)
-            break;
-        size_t home = r->hashes[j] & r->mask;
-        bool in_between = (hole <= j) ? (hole < home && home <= j) : (hole < home || home <= j);
-        if (!in_between) {
-            r->slots[hole] = r->slots[j];
-            r->hashes[hole] = r->hashes[j];
-            hole = j;
-        }
-    }
-    r->slots[hole] = NULL;
+    table_delete_at(t, i);
     r->count--;
     return elem;
+}
+
+static void
+table_foreach(const struct table *t, void (*fn)(void *elem, void *arg), void *arg)
+{
+    for (size_t i = 0; t->slots != NULL && i <= t->mask; i++) {
+        if (t->slots[i] != NULL)
+            fn(t->slots[i], arg);
+    }
 }
 
 void
 registry_foreach(const struct registry *r, void (*fn)(void *elem, void *arg), void *arg)
 {
-    for (size_t i = 0; i <= r->mask; i++) {
-        if (r->slots[i] != NULL)
-            fn(r->slots[i], arg);
-    }
+    table_foreach(&r->cur, fn, arg);
+    table_foreach(&r->old, fn, arg);
 }
