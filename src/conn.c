@@ -22,9 +22,11 @@
  * bytes, take them again below LOW. */
 #define CONN_OUT_HIGH (4u << 20)
 #define CONN_OUT_LOW  (256u << 10)
-/* While parked, read ahead at most this much: EOF is seen unless a client
- * pipelines more than this behind a parked command. */
-#define CONN_PARKED_READ_MAX (256u << 10)
+/* Input read ahead beyond the largest request (a line and a data block):
+ * while a command is parked, or replies are throttled, a client's input
+ * stops being read past this, so EOF is seen unless it pipelines that much
+ * behind a parked command.  Fixed, so parking costs no epoll_ctl. */
+#define CONN_READ_SLACK (256u << 10)
 /* After an error that ends a connection, how long the peer's input is still
  * read and dropped so that the error reply is not lost to a TCP reset. */
 #define CONN_LINGER_MS 2000
@@ -53,6 +55,7 @@ struct conn {
 };
 
 static void conn_process(struct conn *c);
+static void conn_flushed(struct conn *c);
 
 struct conn *
 conn_next(const struct conn *c)
@@ -107,6 +110,26 @@ conn_out(struct conn *c)
     return c->held;
 }
 
+/* Write what the output holds straight to the socket, and ask libevent to
+ * watch for writability only if the socket did not take it all.  Watching
+ * only then saves two epoll_ctl calls per request: with the write event
+ * always enabled, every reply would arm it and every drain disarm it. */
+static void
+conn_flush(struct conn *c)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(c->bev) & EV_WRITE))
+        return;
+    /* The bufferevent keeps the front of its output frozen so that only it
+     * drains it; thaw it for this write as its own write callback does.  An
+     * error is left to libevent's own write, which reports it. */
+    evbuffer_unfreeze(out, 1);
+    evbuffer_write(out, bufferevent_getfd(c->bev));
+    evbuffer_freeze(out, 1);
+    if (evbuffer_get_length(out) > 0)
+        bufferevent_enable(c->bev, EV_WRITE);
+}
+
 void
 conn_release_held(struct server *srv, uint64_t durable)
 {
@@ -116,6 +139,9 @@ conn_release_held(struct server *srv, uint64_t durable)
         if (c->hold_lsn <= durable) {
             evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
             conn_held_unlink(c);
+            conn_flush(c);
+            if (c->closing != CONN_OPEN && conn_pending(c) == 0)
+                conn_flushed(c); /* may free c; next is already saved */
         }
         c = next;
     }
@@ -140,16 +166,13 @@ conn_client_error(struct conn *c, const char *msg)
 void
 conn_park(struct conn *c, struct waiter *w)
 {
-    c->waiter = w;
-    /* Keep reading a little so a peer that leaves is noticed at once. */
-    bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_PARKED_READ_MAX);
+    c->waiter = w; /* reading goes on, to notice a peer that leaves */
 }
 
 void
 conn_wake(struct conn *c)
 {
     c->waiter = NULL;
-    bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
     event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
@@ -209,6 +232,7 @@ conn_close_soon(struct conn *c, bool linger)
         bufferevent_disable(c->bev, EV_READ);
     }
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+    conn_flush(c);
     if (conn_pending(c) == 0)
         conn_flushed(c);
 }
@@ -259,6 +283,7 @@ conn_process(struct conn *c)
         if (res == PROTO_NEED && (want == len || need > len - consumed))
             break;
     }
+    conn_flush(c);
     server_update_timer(srv);
     if (fatal)
         conn_close_soon(c, true);
@@ -278,6 +303,8 @@ static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        bufferevent_disable(bev, EV_WRITE); /* conn_flush writes from now on */
     if (c->closing != CONN_OPEN) {
         if (conn_pending(c) == 0)
             conn_flushed(c);
@@ -327,7 +354,10 @@ conn_new(struct server *srv, int fd)
     proto_init(&c->proto, cmd_lookup, srv->opts->max_line, srv->opts->max_payload);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    bufferevent_setwatermark(c->bev, EV_READ, 0,
+                             srv->opts->max_line + srv->opts->max_payload + CONN_READ_SLACK);
+    bufferevent_disable(c->bev, EV_WRITE); /* on by default; see conn_flush */
+    bufferevent_enable(c->bev, EV_READ);
     c->next = srv->conns;
     if (c->next != NULL)
         c->next->prev = c;
