@@ -1,0 +1,273 @@
+/* bench_core.c - microbenchmarks of the lease path's pieces, no network:
+ * heap push/pop at 1k and 1M jobs, registry lookups, wheel add/cancel,
+ * pool vs malloc, and add -> lease -> complete through the job core.
+ * Prints ns/op, the median of 5 runs each; and the memory per queued job. */
+#include "wq.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "core.h"
+#include "heap.h"
+#include "jobid.h"
+#include "log.h"
+#include "pool.h"
+#include "registry.h"
+#include "wheel.h"
+
+#define RUNS 5
+
+static double
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef double (*bench_fn)(size_t n); /* returns ns per operation */
+
+static void
+report(const char *name, bench_fn fn, size_t n)
+{
+    double v[RUNS];
+    for (int i = 0; i < RUNS; i++)
+        v[i] = fn(n);
+    qsort(v, RUNS, sizeof v[0], cmp_double);
+    printf("%-34s n=%-8zu %8.1f ns/op (min %.1f, max %.1f)\n", name, n, v[RUNS / 2], v[0],
+           v[RUNS - 1]);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t
+next_rand(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+static void
+set_index(void *elem, uint32_t idx)
+{
+    (void)elem;
+    (void)idx;
+}
+
+/* One push and one pop on a heap holding n items. */
+static double
+bench_heap(size_t n)
+{
+    struct heap h;
+    heap_init(&h, set_index);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k[3] = {next_rand() & 0xffff, 0, i};
+        heap_push(&h, k, NULL);
+    }
+    size_t ops = 1000000;
+    double t0 = now_ns();
+    for (size_t i = 0; i < ops; i++) {
+        uint64_t k[3] = {next_rand() & 0xffff, 0, n + i};
+        heap_push(&h, k, NULL);
+        heap_pop(&h);
+    }
+    double t = (now_ns() - t0) / (double)ops;
+    heap_clear(&h);
+    return t;
+}
+
+struct item {
+    uint8_t id[16];
+};
+
+static void
+item_key(const void *elem, const void **key, size_t *len)
+{
+    *key = ((const struct item *)elem)->id;
+    *len = 16;
+}
+
+/* A lookup of a present id in a registry of n. */
+static double
+bench_registry(size_t n)
+{
+    struct registry *r = registry_new(item_key);
+    struct item *items = wq_malloc(n * sizeof *items);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t a = next_rand(), b = next_rand();
+        memcpy(items[i].id, &a, 8);
+        memcpy(items[i].id + 8, &b, 8);
+        registry_insert(r, &items[i]);
+    }
+    size_t ops = 1000000, found = 0;
+    double t0 = now_ns();
+    for (size_t i = 0; i < ops; i++)
+        found += registry_find(r, items[next_rand() % n].id, 16) != NULL;
+    double t = (now_ns() - t0) / (double)ops;
+    if (found != ops)
+        abort();
+    registry_free(r);
+    wq_free(items);
+    return t;
+}
+
+static void
+fire_nothing(struct wheel_entry *e, uint64_t now, void *arg)
+{
+}
+
+/* An add and a cancel on a wheel already holding n entries. */
+static double
+bench_wheel(size_t n)
+{
+    struct wheel *w = wq_calloc(1, sizeof *w);
+    wheel_init(w, 1000, NULL);
+    struct wheel_entry *es = wq_malloc(n * sizeof *es);
+    for (size_t i = 0; i < n; i++) {
+        wheel_entry_init(&es[i], fire_nothing);
+        wheel_add(w, &es[i], 1000 + 1 + next_rand() % 3600000);
+    }
+    struct wheel_entry e;
+    wheel_entry_init(&e, fire_nothing);
+    size_t ops = 1000000;
+    double t0 = now_ns();
+    for (size_t i = 0; i < ops; i++) {
+        wheel_add(w, &e, 1000 + 1 + next_rand() % 60000);
+        wheel_cancel(w, &e);
+    }
+    double t = (now_ns() - t0) / (double)ops;
+    wq_free(es);
+    wq_free(w);
+    return t;
+}
+
+/* pool_get + pool_put of a job-sized object. */
+static double
+bench_pool(size_t n)
+{
+    struct pool p;
+    pool_init(&p, sizeof(struct job), 1024);
+    void **held = wq_malloc(n * sizeof *held);
+    double t0 = now_ns();
+    for (size_t round = 0; round < 10; round++) {
+        for (size_t i = 0; i < n; i++)
+            held[i] = pool_get(&p);
+        for (size_t i = 0; i < n; i++)
+            pool_put(&p, held[i]);
+    }
+    double t = (now_ns() - t0) / (double)(10 * n);
+    pool_clear(&p);
+    wq_free(held);
+    return t;
+}
+
+/* malloc + free of a job-sized object, for comparison. */
+static double
+bench_malloc(size_t n)
+{
+    void **held = wq_malloc(n * sizeof *held);
+    double t0 = now_ns();
+    for (size_t round = 0; round < 10; round++) {
+        for (size_t i = 0; i < n; i++)
+            held[i] = wq_malloc(sizeof(struct job));
+        for (size_t i = 0; i < n; i++)
+            wq_free(held[i]);
+    }
+    double t = (now_ns() - t0) / (double)(10 * n);
+    wq_free(held);
+    return t;
+}
+
+static void
+make_spec(struct job_spec *s, uint64_t i)
+{
+    static const char payload[] = "0123456789abcdef";
+    memset(s, 0, sizeof *s);
+    memcpy(s->id, &i, sizeof i);
+    s->id[15] = 0x42;
+    s->name = (struct wq_str){"bench", 5};
+    s->ttr = 60000;
+    s->ttl = 3600000;
+    s->payload = payload;
+    s->payload_len = 16;
+}
+
+static void
+done_nothing(void *owner, enum waiter_outcome how, struct job *j)
+{
+}
+
+/* add -> lease -> complete through the core, with n jobs queued behind. */
+static double
+bench_core_cycle(size_t n)
+{
+    uint64_t now = 1000000;
+    struct core *c = core_new(now);
+    struct job_spec s;
+    for (size_t i = 0; i < n; i++) {
+        make_spec(&s, i);
+        core_add(c, &s, now);
+    }
+    struct wq_str name = {"bench", 5};
+    size_t ops = 200000;
+    double t0 = now_ns();
+    for (size_t i = 0; i < ops; i++) {
+        make_spec(&s, n + i);
+        core_add(c, &s, now);
+        struct job *j;
+        struct waiter *w;
+        if (core_lease(c, &name, 1, 0, now, done_nothing, NULL, &j, &w) != CORE_OK)
+            abort();
+        core_finish(c, j->id, true, "ok", 2, now);
+        core_delete(c, j->id);
+    }
+    double t = (now_ns() - t0) / (double)ops;
+    core_free(c);
+    return t;
+}
+
+/* Bytes the allocator holds per queued job of 16-byte payload, beyond it. */
+static void
+report_memory(size_t n)
+{
+    size_t before = alloc_memory_used();
+    struct core *c = core_new(1000);
+    struct job_spec s;
+    for (size_t i = 0; i < n; i++) {
+        make_spec(&s, i);
+        core_add(c, &s, 1000);
+    }
+    size_t after = alloc_memory_used();
+    printf("%-34s n=%-8zu %8.1f bytes/job beyond the 16-byte payload (%s)\n",
+           "memory per queued job", n, (double)(after - before) / (double)n - 16, alloc_name());
+    core_free(c);
+}
+
+int
+main(void)
+{
+    wq_log_level = LOG_LVL_WARN;
+    report("heap push+pop", bench_heap, 1000);
+    report("heap push+pop", bench_heap, 1000000);
+    report("registry find", bench_registry, 1000);
+    report("registry find", bench_registry, 1000000);
+    report("wheel add+cancel", bench_wheel, 1000);
+    report("wheel add+cancel", bench_wheel, 1000000);
+    report("pool get+put (job size)", bench_pool, 100000);
+    report("malloc+free (job size)", bench_malloc, 100000);
+    report("core add->lease->complete", bench_core_cycle, 1000);
+    report("core add->lease->complete", bench_core_cycle, 1000000);
+    report_memory(1000000);
+    return 0;
+}
