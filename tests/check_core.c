@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include "unit.h"
 
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
@@ -1425,11 +1426,7 @@ END_TEST
 static Suite *
 core_suite(void)
 {
-    Suite *s = suite_create("core");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"lease_order", test_lease_order},
         {"lease_unknown_name", test_lease_unknown_name},
         {"duplicate_add", test_duplicate_add},
@@ -1453,21 +1450,11 @@ core_suite(void)
         {"random_workload", test_random_workload},
         {"free_with_jobs", test_free_with_jobs},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(core_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(core_suite(), NULL);
 }

@@ -12,6 +12,7 @@
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
+#include "unit.h"
 #endif
 #endif
 #ifndef RUNNING_ON_VALGRIND
@@ -526,11 +527,7 @@ END_TEST
 static Suite *
 heap_suite(void)
 {
-    Suite *s = suite_create("heap");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"empty", test_empty},
         {"random_matches_qsort", test_random_matches_qsort},
         {"lexicographic", test_lexicographic},
@@ -542,21 +539,11 @@ heap_suite(void)
         {"shrink_after_drain", test_shrink_after_drain},
         {"walk", test_walk},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("heap", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(heap_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(heap_suite(), NULL);
 }

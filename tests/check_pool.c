@@ -9,6 +9,7 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include "unit.h"
 
 /* check's ck_assert_* records a mark point (a write to a file) even when it
  * passes; loops that check many facts test first and call check only to
@@ -239,11 +240,7 @@ END_TEST
 static Suite *
 pool_suite(void)
 {
-    Suite *s = suite_create("pool");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"distinct_aligned", test_distinct_aligned},
         {"put_then_get_reuses", test_put_then_get_reuses},
         {"in_use_count", test_in_use_count},
@@ -251,21 +248,11 @@ pool_suite(void)
         {"clear_then_reuse", test_clear_then_reuse},
         {"smaller_than_pointer", test_smaller_than_pointer},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("pool", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(pool_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(pool_suite(), NULL);
 }

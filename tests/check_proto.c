@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "unit.h"
 
 /* check's ck_assert_* records a mark point even when it passes; hot loops
  * test first and call check only to report a failure. */
@@ -1120,11 +1121,7 @@ END_TEST
 static Suite *
 proto_suite(void)
 {
-    Suite *s = suite_create("proto");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"unknown_command", test_unknown_command},
         {"arg_counts", test_arg_counts},
         {"size_syntax", test_size_syntax},
@@ -1143,21 +1140,11 @@ proto_suite(void)
         {"split_stream_fatal", test_split_stream_fatal},
         {"huge_block_streams", test_huge_block_streams},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("proto", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(proto_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(proto_suite(), NULL);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "unit.h"
 
 #define REQUIRE(cond)                                                                              \
     do {                                                                                           \
@@ -492,11 +493,7 @@ END_TEST
 static Suite *
 queue_suite(void)
 {
-    Suite *s = suite_create("queue");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"new_free", test_new_free},
         {"priority_order", test_priority_order},
         {"fifo", test_fifo},
@@ -508,21 +505,11 @@ queue_suite(void)
         {"park_fifo", test_park_fifo},
         {"is_active", test_is_active},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("queue", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(queue_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(queue_suite(), NULL);
 }

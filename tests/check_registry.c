@@ -15,6 +15,7 @@
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
+#include "unit.h"
 #endif
 #endif
 #ifndef RUNNING_ON_VALGRIND
@@ -472,11 +473,7 @@ END_TEST
 static Suite *
 registry_suite(void)
 {
-    Suite *s = suite_create("registry");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"ids_basic", test_ids_basic},
         {"string_keys", test_string_keys},
         {"growth_and_removal_phases", test_growth_and_removal_phases},
@@ -486,21 +483,11 @@ registry_suite(void)
         {"siphash_vectors", test_siphash_vectors},
         {"siphash_properties", test_siphash_properties},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("registry", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(registry_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(registry_suite(), NULL);
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "jobid.h"
+#include "unit.h"
 
 /* check's ck_assert_* records a mark point (a write to a file) even when it
  * passes; loops that check many facts test first and call check only to
@@ -485,28 +486,10 @@ START_TEST(test_jobid_format_roundtrip)
 }
 END_TEST
 
-struct case_def {
-    const char *name;
-    const TTest *test;
-};
-
-static Suite *
-suite_of(const char *name, const struct case_def *cases, size_t n)
-{
-    Suite *s = suite_create(name);
-    for (size_t i = 0; i < n; i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
-}
-
 static Suite *
 util_suite(void)
 {
-    const struct case_def cases[] = {
+    const struct unit_case cases[] = {
         {"parse_u64_valid", test_parse_u64_valid},
         {"parse_u64_invalid", test_parse_u64_invalid},
         {"parse_u64_bounds_and_len", test_parse_u64_bounds_and_len},
@@ -518,27 +501,22 @@ util_suite(void)
         {"time_roundtrip", test_time_roundtrip},
         {"now_ms", test_now_ms},
     };
-    return suite_of("util", cases, WQ_ARRAY_LEN(cases));
+    return unit_suite("util", cases, WQ_ARRAY_LEN(cases));
 }
 
 static Suite *
 jobid_suite(void)
 {
-    const struct case_def cases[] = {
+    const struct unit_case cases[] = {
         {"parse_canonical", test_jobid_parse_canonical},
         {"parse_invalid", test_jobid_parse_invalid},
         {"format_roundtrip", test_jobid_format_roundtrip},
     };
-    return suite_of("jobid", cases, WQ_ARRAY_LEN(cases));
+    return unit_suite("jobid", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(util_suite());
-    srunner_add_suite(sr, jobid_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(util_suite(), jobid_suite());
 }

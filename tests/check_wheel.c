@@ -12,6 +12,7 @@
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>
+#include "unit.h"
 #endif
 #endif
 #ifndef RUNNING_ON_VALGRIND
@@ -755,11 +756,7 @@ END_TEST
 static Suite *
 wheel_suite(void)
 {
-    Suite *s = suite_create("wheel");
-    struct {
-        const char *name;
-        const TTest *test;
-    } cases[] = {
+    const struct unit_case cases[] = {
         {"init_arg_and_now", test_init_arg_and_now},
         {"exact_ms", test_exact_ms},
         {"cancel", test_cancel},
@@ -774,21 +771,11 @@ wheel_suite(void)
         {"next_event", test_next_event},
         {"count", test_count},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_set_timeout(tc, 60);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return s;
+    return unit_suite("wheel", cases, WQ_ARRAY_LEN(cases));
 }
 
 int
 main(void)
 {
-    SRunner *sr = srunner_create(wheel_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return unit_run(wheel_suite(), NULL);
 }

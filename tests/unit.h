@@ -1,0 +1,41 @@
+/* unit.h - what every unit-test binary shares: a suite of one test case per
+ * test, and the runner main() returns. */
+#ifndef WQ_TESTS_UNIT_H
+#define WQ_TESTS_UNIT_H
+
+#include <check.h>
+#include <stddef.h>
+
+struct unit_case {
+    const char  *name;
+    const TTest *test;
+};
+
+/* A suite named name with one test case (60 s timeout) per case. */
+static inline Suite *
+unit_suite(const char *name, const struct unit_case *cases, size_t n)
+{
+    Suite *s = suite_create(name);
+    for (size_t i = 0; i < n; i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+/* Run s (and more, if not NULL); main's exit status. */
+static inline int
+unit_run(Suite *s, Suite *more)
+{
+    SRunner *sr = srunner_create(s);
+    if (more != NULL)
+        srunner_add_suite(sr, more);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? 0 : 1;
+}
+
+#endif /* WQ_TESTS_UNIT_H */
