@@ -17,6 +17,7 @@
 #include "options.h"
 #include "proto.h"
 #include "server.h"
+#include "util.h"
 
 /* Output back-pressure: stop taking commands above HIGH buffered reply
  * bytes, take them again below LOW. */
@@ -50,6 +51,7 @@ struct conn {
     struct conn        *held_prev, *held_next;
     bool                in_held;   /* linked in srv->held */
     size_t              need; /* input bytes needed before parsing again */
+    uint64_t            active_ms; /* last input, or the end of the last wait */
     enum conn_end       closing;
     bool                throttled;
 };
@@ -173,6 +175,7 @@ void
 conn_wake(struct conn *c)
 {
     c->waiter = NULL;
+    c->active_ms = c->srv->ctx.now_ms; /* idle from the reply on, not the command */
     event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
@@ -296,7 +299,8 @@ conn_read_cb(struct bufferevent *bev, void *arg)
     if (c->closing != CONN_OPEN)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
     else if (c->waiter == NULL)
-        conn_process(c);
+        conn_process(c); /* sets the batch time used just below */
+    c->active_ms = c->srv->ctx.now_ms;
 }
 
 static void
@@ -342,11 +346,30 @@ conn_wake_cb(evutil_socket_t fd, short what, void *arg)
         conn_process(c);
 }
 
+void
+conn_close_idle(struct server *srv, uint64_t before_ms)
+{
+    struct conn *c = srv->conns;
+    while (c != NULL) {
+        struct conn *next = c->next;
+        /* Waiting clients (parked leases, runs, results, replies held for
+         * the log) are never idle. */
+        if (c->active_ms < before_ms && c->closing == CONN_OPEN && c->waiter == NULL &&
+            !c->in_held) {
+            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d",
+                   (int)bufferevent_getfd(c->bev));
+            conn_close_soon(c, false); /* may free c, never another one */
+        }
+        c = next;
+    }
+}
+
 struct conn *
 conn_new(struct server *srv, int fd)
 {
     struct conn *c = wq_calloc(1, sizeof *c);
     c->srv = srv;
+    c->active_ms = util_now_ms();
     c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (c->bev == NULL)
         wq_panic(__FILE__, __LINE__, "bufferevent_socket_new failed");

@@ -26,6 +26,10 @@ void conn_close_soon(struct conn *c, bool linger);
  * for a record at or below durable. */
 void conn_release_held(struct server *srv, uint64_t durable);
 
+/* Close (writing what is due) every connection silent since before
+ * before_ms (Unix ms) that is not waiting for something. */
+void conn_close_idle(struct server *srv, uint64_t before_ms);
+
 /* The next connection of the server's list, for walks that may free c. */
 struct conn *conn_next(const struct conn *c);
 

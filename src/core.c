@@ -290,6 +290,7 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     j->state = (uint8_t)state;
     j->result = result;
     j->result_len = result_len;
+    c->bytes += result_len;
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
     core_wake_result_waiters(c, j, WAITER_GOT);
@@ -305,6 +306,7 @@ core_job_destroy(struct core *c, struct job *j)
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
     core_wake_result_waiters(c, j, WAITER_GONE);
+    c->bytes -= core_job_bytes(j->payload_len) + j->result_len;
     wq_sized_free(j->payload, j->payload_len);
     wq_sized_free(j->result, j->result_len);
     core_queue_unref(c, j->queue);
@@ -362,6 +364,12 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 
 /* ---- commands ---- */
 
+bool
+core_over_memory(const struct core *c, size_t payload_len)
+{
+    return c->max_bytes > 0 && c->bytes + core_job_bytes(payload_len) > c->max_bytes;
+}
+
 /* A new registered job from s, not yet placed anywhere, or NULL if its
  * payload cannot be allocated. */
 static struct job *
@@ -390,6 +398,7 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     j->created_ms = s->created_ms != 0 ? s->created_ms : (int64_t)now_ms;
     j->payload = payload;
     j->payload_len = (uint32_t)s->payload_len;
+    c->bytes += core_job_bytes(s->payload_len);
     j->heap_index = HEAP_NO_INDEX;
     j->state = JOB_NEW;
     if (s->timed) {
@@ -409,6 +418,8 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
 {
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
+    if (core_over_memory(c, s->payload_len))
+        return CORE_NOMEM;
     struct job *j = core_job_create(c, s, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
@@ -465,6 +476,8 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
         if (q == NULL || queue_first_parked(q) == NULL)
             return CORE_TIMEOUT;
     }
+    if (core_over_memory(c, s->payload_len))
+        return CORE_NOMEM;
     struct job_spec spec = *s;
     spec.ttl = 0;
     spec.timed = false;

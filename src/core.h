@@ -73,6 +73,8 @@ struct core {
     uint64_t          lease_stamp;
     uint64_t          rng;
     uint64_t          now_ms; /* the time of the last core_advance */
+    uint64_t          bytes;     /* held by jobs, as core_job_bytes counts */
+    uint64_t          max_bytes; /* refuse new jobs beyond this; 0: no limit */
     struct core_stats stats;
 };
 
@@ -92,6 +94,20 @@ struct job_spec {
     size_t        payload_len;
     int64_t       created_ms; /* Unix ms; 0 means now (replay passes the original) */
 };
+
+/* What a job with a payload of payload_len bytes holds: the payload, the
+ * job struct, and its share of the heap and the registry. */
+#define CORE_JOB_INDEX_BYTES 48
+static inline uint64_t
+core_job_bytes(size_t payload_len)
+{
+    return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
+}
+
+/* Would a new job with this payload take the core past max_bytes?  Add
+ * and run check it (and answer CORE_NOMEM); replay never does, since the
+ * log's jobs were acknowledged. */
+bool core_over_memory(const struct core *c, size_t payload_len);
 
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
 struct core *core_new(uint64_t now_ms);

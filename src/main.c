@@ -1,48 +1,112 @@
-/* main.c - parse options, start the server, run it until a stop signal. */
+/* main.c - parse options, become a daemon, start the server, run it until a
+ * stop signal.  The order matters: detach before any thread exists, bind
+ * before dropping privileges, replay before accepting, and report ready
+ * (systemd, the waiting parent of -d) only when clients can be served. */
 #include "wq.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 
 #include "alloc.h"
+#include "daemon.h"
 #include "log.h"
 #include "options.h"
 #include "server.h"
+
+/* Log the start-up line: version, addresses, allocator, persistence. */
+static void
+main_log_started(const struct server *srv, const struct options *o)
+{
+    static const char *const sync_names[] = {"interval", "os", "always"};
+    char listen[OPTIONS_MAX_LISTEN * 97] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s", i ? "," : "", srv->bound[i]);
+    wq_log(LOG_LVL_INFO,
+           "workq-server started version=%s pid=%ld listen=%s allocator=%s max_line=%zu "
+           "max_payload=%llu max_connections=%llu idle_timeout_ms=%llu max_memory=%llu "
+           "cmdlog=%s sync=%s sync_int_ms=%llu",
+           PACKAGE_VERSION, (long)getpid(), listen, alloc_name(), o->max_line,
+           (unsigned long long)o->max_payload, (unsigned long long)o->max_connections,
+           (unsigned long long)o->idle_timeout_ms, (unsigned long long)o->max_memory,
+           o->cmdlog.dir ? o->cmdlog.dir : "none", sync_names[o->cmdlog.sync],
+           (unsigned long long)o->cmdlog.sync_int_ms);
+}
+
+/* Everything from opening the log to the end of the loop; returns the
+ * exit status. */
+static int
+main_serve(const struct options *o)
+{
+    /* Logs go to syslog when detached with nowhere else to go. */
+    enum log_target target = o->log_target;
+    if (o->daemonize && target == LOG_TO_STDERR)
+        target = LOG_TO_SYSLOG;
+    if (log_open(target, o->log_file) != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot open log file path=%s error=\"%s\"", o->log_file,
+               strerror(errno));
+        return EX_CANTCREAT;
+    }
+
+    struct server srv;
+    int status = 0;
+    if (server_init(&srv, o) != 0)
+        status = EX_SOFTWARE;
+    else if (server_listen(&srv) != 0)
+        status = EX_UNAVAILABLE;
+    else if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
+        status = EX_CANTCREAT;
+    else if (o->user != NULL && (status = daemon_drop_user(o->user)) != 0)
+        ;
+    else if (server_open_log(&srv) != 0)
+        status = EX_CONFIG;
+    if (status != 0) {
+        server_clear(&srv);
+        if (o->pidfile != NULL)
+            daemon_remove_pidfile(o->pidfile);
+        return status;
+    }
+
+    server_accept(&srv);
+    main_log_started(&srv, o);
+    /* Lines on stdout that scripts and tests read to learn the ports. */
+    for (size_t i = 0; i < srv.nlisteners; i++)
+        printf("workq-server listening on %s\n", srv.bound[i]);
+    fflush(stdout);
+    char state[160];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld", srv.bound[0],
+             (long)getpid());
+    daemon_notify(state);
+    daemon_ready();
+
+    server_run(&srv);
+    server_clear(&srv); /* writes and syncs the command log */
+    if (o->pidfile != NULL)
+        daemon_remove_pidfile(o->pidfile);
+    wq_log(LOG_LVL_INFO, "workq-server stopped");
+    return 0;
+}
 
 int
 main(int argc, char **argv)
 {
     struct options opts;
     int status = options_parse(&opts, argc, argv);
-    if (status >= 0)
+    if (status >= 0) {
+        options_free(&opts);
         return status;
-
-    struct server srv;
-    if (server_init(&srv, &opts) != 0) {
-        server_clear(&srv);
-        return EX_SOFTWARE;
     }
-    /* Replay before listening: no client sees a half-loaded server. */
-    if (server_open_log(&srv) != 0) {
-        server_clear(&srv);
-        return EX_CONFIG;
+    wq_log_level = opts.log_level;
+    if (opts.daemonize && daemon_detach() != 0) {
+        options_free(&opts);
+        return EX_OSERR;
     }
-    if (server_listen(&srv) != 0) {
-        server_clear(&srv);
-        return EX_UNAVAILABLE;
-    }
-    static const char *const sync_names[] = {"interval", "os", "always"};
-    wq_log(LOG_LVL_INFO,
-           "workq-server %s started listen=%s allocator=%s max_line=%zu max_payload=%llu "
-           "cmdlog=%s sync=%s", PACKAGE_VERSION, srv.bound, alloc_name(), opts.max_line,
-           (unsigned long long)opts.max_payload, opts.cmdlog.dir ? opts.cmdlog.dir : "none",
-           sync_names[opts.cmdlog.sync]);
-    /* One line on stdout that scripts and tests read to learn the port. */
-    printf("workq-server listening on %s\n", srv.bound);
-    fflush(stdout);
-
-    server_run(&srv);
-    server_clear(&srv);
-    wq_log(LOG_LVL_INFO, "workq-server stopped");
-    return 0;
+    status = main_serve(&opts);
+    daemon_failed(status);
+    log_close();
+    options_free(&opts);
+    return status;
 }

@@ -1,25 +1,54 @@
-/* options.h - command-line options: the table, defaults, parsing, --help.
- * Long options take one dash or two, "-flag value" or "-flag=value", as
- * Workq's did. */
+/* options.h - the server's settings: the option table, defaults, parsing of
+ * the command line and of a config file, --help.  Long options take one dash
+ * or two, "-flag value" or "-flag=value", as Workq's did.  A config file
+ * (--config FILE) holds the same keys as the long flags, one per line;
+ * flags given on the command line override it. */
 #ifndef WQ_OPTIONS_H
 #define WQ_OPTIONS_H
 
 #include "wq.h"
 #include "cmdlog.h"
+#include "log.h"
 
-struct options {
-    char     host[256]; /* "" means every address */
-    char     port[16];
-    size_t   max_line;
-    uint64_t max_payload;
-    struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
+#define OPTIONS_MAX_LISTEN 8
+#define OPTIONS_MAX_STRINGS 32
+
+struct listen_addr {
+    char host[256]; /* "" means every address */
+    char port[16];
 };
 
-/* Fill opts from argv.  Returns -1 to continue, or an exit status: 0 after
- * --help or --version, EX_USAGE or EX_CONFIG after printing the problem. */
-int options_parse(struct options *opts, int argc, char **argv);
+struct options {
+    struct listen_addr listen[OPTIONS_MAX_LISTEN];
+    size_t             nlisten;
+    size_t             max_line;
+    uint64_t           max_payload;
+    struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
+    bool               daemonize;
+    const char        *pidfile;      /* NULL: none */
+    const char        *user;         /* NULL: stay who we are */
+    enum log_level     log_level;
+    enum log_target    log_target;
+    const char        *log_file;     /* with LOG_TO_FILE */
+    uint64_t           max_connections; /* 0: no limit */
+    uint64_t           idle_timeout_ms; /* 0: never */
+    uint64_t           max_memory;      /* bytes held by jobs; 0: no limit */
+    const char        *config;          /* the config file read, or NULL */
+    char              *strings[OPTIONS_MAX_STRINGS]; /* owned copies of the above */
+    size_t             nstrings;
+};
 
-/* Split "HOST:PORT", "[V6]:PORT" or ":PORT" into opts; 0 or -1. */
-int options_set_listen(struct options *opts, const char *addr);
+/* Fill opts from the config file named in argv (if any), then from argv.
+ * Returns -1 to continue, or an exit status: 0 after --help or --version,
+ * EX_USAGE for a bad flag, EX_NOINPUT for an unreadable config file,
+ * EX_CONFIG for a bad line in it, each after printing the problem.
+ * Relative paths are made absolute, so -d may change directory. */
+int  options_parse(struct options *opts, int argc, char **argv);
+/* Free what options_parse copied. */
+void options_free(struct options *opts);
+
+/* Parse a comma-separated list of "HOST:PORT", "[V6]:PORT" or ":PORT"
+ * into opts->listen; 0, or -1 leaving opts unchanged. */
+int  options_set_listen(struct options *opts, const char *list);
 
 #endif /* WQ_OPTIONS_H */

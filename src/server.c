@@ -19,6 +19,7 @@
 #include "cmdlog.h"
 #include "conn.h"
 #include "core.h"
+#include "daemon.h"
 #include "log.h"
 #include "options.h"
 #include "util.h"
@@ -28,6 +29,26 @@
 #define SERVER_STOP_MS 2000
 /* How long accepting pauses when file descriptors run out. */
 #define SERVER_ACCEPT_PAUSE_MS 100
+/* The reply to a client beyond -max-connections, before it is closed. */
+#define SERVER_FULL_REPLY "-SERVER-ERROR Too many connections\r\n"
+
+/* Enable or disable accepting on every listener. */
+static void
+server_accepting(struct server *srv, bool on)
+{
+    for (size_t i = 0; i < srv->nlisteners; i++) {
+        if (on)
+            evconnlistener_enable(srv->listeners[i]);
+        else
+            evconnlistener_disable(srv->listeners[i]);
+    }
+}
+
+void
+server_accept(struct server *srv)
+{
+    server_accepting(srv, true);
+}
 
 void
 server_begin_batch(struct server *srv)
@@ -90,7 +111,8 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
     wq_log(LOG_LVL_INFO, "stopping signal=%d clients=%llu", (int)sig,
            (unsigned long long)srv->ctx.clients);
     srv->stopping = true;
-    evconnlistener_disable(srv->listener);
+    daemon_notify("STOPPING=1");
+    server_accepting(srv, false);
     struct timeval tv = {SERVER_STOP_MS / 1000, (SERVER_STOP_MS % 1000) * 1000};
     evtimer_add(srv->stop_ev, &tv);
     struct conn *c = srv->conns;
@@ -107,6 +129,23 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
                  void *arg)
 {
     struct server *srv = arg;
+    uint64_t max = srv->opts->max_connections;
+    if (max > 0 && srv->ctx.clients >= max) {
+        /* Say why before closing; a client that cannot take even this
+         * line at once just sees the close. */
+        if (!srv->full)
+            wq_log(LOG_LVL_WARN, "refusing clients max_connections=%llu", (unsigned long long)max);
+        srv->full = true;
+        (void)!send(fd, SERVER_FULL_REPLY, sizeof SERVER_FULL_REPLY - 1,
+                    MSG_DONTWAIT | MSG_NOSIGNAL);
+        evutil_closesocket(fd);
+        return;
+    }
+    if (srv->full) {
+        wq_log(LOG_LVL_INFO, "accepting clients again clients=%llu",
+               (unsigned long long)srv->ctx.clients);
+        srv->full = false;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     conn_new(srv, fd);
@@ -117,7 +156,7 @@ server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
     if (!srv->stopping)
-        evconnlistener_enable(srv->listener);
+        server_accepting(srv, true);
 }
 
 /* accept failed (EMFILE, ENFILE, ENOMEM...): the pending connection stays
@@ -127,68 +166,101 @@ static void
 server_accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct server *srv = arg;
-    wq_log(LOG_LVL_WARN, "accept failed, pausing for %d ms: %s", SERVER_ACCEPT_PAUSE_MS,
+    wq_log(LOG_LVL_WARN, "accept failed, pausing ms=%d error=\"%s\"", SERVER_ACCEPT_PAUSE_MS,
            evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-    evconnlistener_disable(l);
+    server_accepting(srv, false);
     struct timeval tv = {0, SERVER_ACCEPT_PAUSE_MS * 1000};
     evtimer_add(srv->accept_ev, &tv);
 }
 
-/* Describe the address the listener really bound (port 0 becomes a port). */
+/* Describe the address listener i really bound (port 0 becomes a port). */
 static void
-server_describe_bound(struct server *srv)
+server_describe_bound(struct server *srv, size_t i)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     char host[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
-    evutil_socket_t fd = evconnlistener_get_fd(srv->listener);
+    char *out = srv->bound[i];
+    evutil_socket_t fd = evconnlistener_get_fd(srv->listeners[i]);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET6) {
             struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
             inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
             port = ntohs(s6->sin6_port);
-            snprintf(srv->bound, sizeof srv->bound, "[%s]:%u", host, port);
+            snprintf(out, sizeof srv->bound[i], "[%s]:%u", host, port);
             return;
         }
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
         port = ntohs(s4->sin_port);
     }
-    snprintf(srv->bound, sizeof srv->bound, "%s:%u", host, port);
+    snprintf(out, sizeof srv->bound[i], "%s:%u", host, port);
+}
+
+/* Bind one listener, disabled, for a: the first of its addresses that
+ * works.  0, or -1 after logging. */
+static int
+server_bind(struct server *srv, const struct listen_addr *a)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(a->host[0] ? a->host : NULL, a->port, &hints, &res);
+    if (rc != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot resolve listen address host=%s error=\"%s\"", a->host,
+               gai_strerror(rc));
+        return -1;
+    }
+    int err = 0;
+    struct evconnlistener *l = NULL;
+    for (struct addrinfo *ai = res; ai != NULL && l == NULL; ai = ai->ai_next) {
+        l = evconnlistener_new_bind(srv->base, server_accept_cb, srv,
+                                    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                        LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_DISABLED,
+                                    SERVER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
+        if (l == NULL)
+            err = errno;
+    }
+    freeaddrinfo(res);
+    if (l == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot listen address=%s:%s error=\"%s\"", a->host, a->port,
+               strerror(err));
+        return -1;
+    }
+    evconnlistener_set_error_cb(l, server_accept_error_cb);
+    srv->listeners[srv->nlisteners] = l;
+    server_describe_bound(srv, srv->nlisteners++);
+    return 0;
 }
 
 int
 server_listen(struct server *srv)
 {
-    const struct options *o = srv->opts;
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    int rc = getaddrinfo(o->host[0] ? o->host : NULL, o->port, &hints, &res);
-    if (rc != 0) {
-        wq_log(LOG_LVL_ERROR, "cannot resolve listen address host=%s: %s", o->host,
-               gai_strerror(rc));
-        return -1;
-    }
-    int err = 0;
-    for (struct addrinfo *ai = res; ai != NULL && srv->listener == NULL; ai = ai->ai_next) {
-        srv->listener = evconnlistener_new_bind(
-            srv->base, server_accept_cb, srv,
-            LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, SERVER_BACKLOG,
-            ai->ai_addr, (int)ai->ai_addrlen);
-        if (srv->listener == NULL)
-            err = errno;
-    }
-    freeaddrinfo(res);
-    if (srv->listener == NULL) {
-        wq_log(LOG_LVL_ERROR, "cannot listen on %s:%s: %s", o->host, o->port, strerror(err));
-        return -1;
-    }
-    evconnlistener_set_error_cb(srv->listener, server_accept_error_cb);
-    server_describe_bound(srv);
+    for (size_t i = 0; i < srv->opts->nlisten; i++)
+        if (server_bind(srv, &srv->opts->listen[i]) != 0)
+            return -1;
     return 0;
+}
+
+/* SIGHUP: reopen the log file, which logrotate has moved away. */
+static void
+server_hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+    if (log_reopen() != 0)
+        wq_log(LOG_LVL_ERROR, "cannot reopen the log file error=\"%s\"", strerror(errno));
+    else
+        wq_log(LOG_LVL_INFO, "log reopened");
+}
+
+/* Close the connections that have been idle for the idle timeout. */
+static void
+server_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct server *srv = arg;
+    uint64_t now = util_now_ms(), idle = srv->opts->idle_timeout_ms;
+    conn_close_idle(srv, now > idle ? now - idle : 0);
 }
 
 int
@@ -216,10 +288,21 @@ server_init(struct server *srv, const struct options *opts)
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);
     srv->stop_ev = evtimer_new(srv->base, server_stop_deadline_cb, srv);
     srv->accept_ev = evtimer_new(srv->base, server_accept_resume_cb, srv);
+    srv->sig_hup = evsignal_new(srv->base, SIGHUP, server_hup_cb, srv);
     evsignal_add(srv->sig_int, NULL);
     evsignal_add(srv->sig_term, NULL);
+    evsignal_add(srv->sig_hup, NULL);
+    if (opts->idle_timeout_ms > 0) {
+        /* Sweep four times per timeout: a connection is closed between 1
+         * and 1.25 timeouts after it fell silent, and the hot path only
+         * stores a time per read. */
+        uint64_t every = WQ_MAX(opts->idle_timeout_ms / 4, 1);
+        struct timeval tv = {(time_t)(every / 1000), (suseconds_t)(every % 1000) * 1000};
+        srv->idle_ev = event_new(srv->base, -1, EV_PERSIST, server_idle_cb, srv);
+        event_add(srv->idle_ev, &tv);
+    }
+    srv->ctx.core->max_bytes = opts->max_memory;
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGHUP, SIG_IGN); /* nothing to reopen yet; never die of it */
     signal(SIGXFSZ, SIG_IGN); /* a file size limit is a write error, not a death */
     return 0;
 }
@@ -234,7 +317,7 @@ server_log_cb(evutil_socket_t fd, short what, void *arg)
     cmdlog_event_ack(srv->log);
     srv->ctx.readonly = cmdlog_readonly(srv->log);
     if (srv->ctx.readonly != was_readonly)
-        wq_log(LOG_LVL_WARN, "read-only mode %s", srv->ctx.readonly ? "on" : "off");
+        wq_log(LOG_LVL_WARN, "read-only mode=%s", srv->ctx.readonly ? "on" : "off");
     conn_release_held(srv, cmdlog_durable(srv->log));
 }
 
@@ -277,14 +360,18 @@ server_clear(struct server *srv)
     srv->stopping = false; /* freeing the rest is not a graceful stop */
     while (srv->conns != NULL)
         conn_free(srv->conns);
-    if (srv->listener != NULL)
-        evconnlistener_free(srv->listener);
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        evconnlistener_free(srv->listeners[i]);
     if (srv->timer != NULL)
         event_free(srv->timer);
     if (srv->sig_int != NULL)
         event_free(srv->sig_int);
     if (srv->sig_term != NULL)
         event_free(srv->sig_term);
+    if (srv->sig_hup != NULL)
+        event_free(srv->sig_hup);
+    if (srv->idle_ev != NULL)
+        event_free(srv->idle_ev);
     if (srv->stop_ev != NULL)
         event_free(srv->stop_ev);
     if (srv->accept_ev != NULL)

@@ -5,6 +5,7 @@
 
 #include "wq.h"
 #include "cmd.h"
+#include "options.h"
 
 struct options;
 struct conn;
@@ -13,12 +14,15 @@ struct event_base;
 
 struct server {
     struct event_base     *base;
-    struct evconnlistener *listener;
+    struct evconnlistener *listeners[OPTIONS_MAX_LISTEN];
+    size_t                 nlisteners;
     struct event          *timer;
-    struct event          *sig_int, *sig_term;
+    struct event          *sig_int, *sig_term, *sig_hup;
+    struct event          *idle_ev;   /* the sweep for idle connections */
     struct event          *stop_ev;   /* deadline of a graceful stop */
     struct event          *accept_ev; /* re-enables accepting after EMFILE */
     bool                   stopping;
+    bool                   full;      /* refusing clients at -max-connections */
     uint64_t               timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
@@ -27,7 +31,7 @@ struct server {
     struct cmdlog         *log;      /* NULL without -cmdlog-path */
     struct event          *log_ev;   /* the log threads' news */
     uint64_t               started_ms;
-    char                   bound[96]; /* "host:port" actually bound */
+    char                   bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
 
 /* Set up the loop and the core.  Returns 0, or -1 after logging. */
@@ -35,8 +39,11 @@ int  server_init(struct server *srv, const struct options *opts);
 /* Open the command log, replay it into the core and start logging.
  * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
 int  server_open_log(struct server *srv);
-/* Bind the listener.  Returns 0, or -1 after logging (EX_UNAVAILABLE). */
+/* Bind the listeners, not accepting yet (clients wait in the backlog).
+ * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int  server_listen(struct server *srv);
+/* Start accepting clients. */
+void server_accept(struct server *srv);
 /* Run until SIGINT or SIGTERM. */
 void server_run(struct server *srv);
 /* Close every connection and free everything. */

@@ -2,6 +2,8 @@
 #include "wq.h"
 #include "util.h"
 
+#include <string.h>
+#include <strings.h>
 #include <time.h>
 
 int
@@ -47,6 +49,54 @@ util_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out
         return -1;
     *out = v;
     return 0;
+}
+
+/* Split s into its leading digits and the unit after them, parse the
+ * digits and scale them by the unit's factor from units (NULL-terminated
+ * names; an empty name is the bare number).  0, or -1 for an unknown unit,
+ * no digits, overflow or a result above max. */
+static int
+util_parse_scaled(const char *s, const char *const *units, const uint64_t *factors, uint64_t max,
+                  uint64_t *out)
+{
+    size_t n = 0, len = strlen(s);
+    while (n < len && s[n] >= '0' && s[n] <= '9')
+        n++;
+    uint64_t v;
+    if (util_parse_u64(s, n, UINT64_MAX, &v) != 0)
+        return -1;
+    for (size_t i = 0; units[i] != NULL; i++) {
+        if (strcasecmp(s + n, units[i]) != 0)
+            continue;
+        if (factors[i] != 0 && v > max / factors[i])
+            return -1;
+        v *= factors[i];
+        if (v > max)
+            return -1;
+        *out = v;
+        return 0;
+    }
+    return -1;
+}
+
+int
+util_parse_size(const char *s, uint64_t max, uint64_t *out)
+{
+    static const char *const units[] = {"", "b", "k", "kb", "kib", "m", "mb", "mib",
+                                        "g", "gb", "gib", "t", "tb", "tib", NULL};
+    static const uint64_t factors[] = {1, 1, 1ull << 10, 1ull << 10, 1ull << 10,
+                                       1ull << 20, 1ull << 20, 1ull << 20, 1ull << 30,
+                                       1ull << 30, 1ull << 30, 1ull << 40, 1ull << 40,
+                                       1ull << 40};
+    return util_parse_scaled(s, units, factors, max, out);
+}
+
+int
+util_parse_duration_ms(const char *s, uint64_t max, uint64_t *out)
+{
+    static const char *const units[] = {"", "ms", "s", "m", "h", NULL};
+    static const uint64_t factors[] = {1000, 1, 1000, 60000, 3600000};
+    return util_parse_scaled(s, units, factors, max, out);
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's

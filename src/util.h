@@ -10,6 +10,13 @@ int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
 /* Parse an optional sign ('+' or '-') and decimal digits into [min, max]. */
 int util_parse_i64(const char *s, size_t len, int64_t min, int64_t max, int64_t *out);
 
+/* Parse a byte count: digits and an optional binary unit K, M, G or T
+ * (also KB/KiB..., any case; "B" or none means bytes) into [0, max]. */
+int util_parse_size(const char *s, uint64_t max, uint64_t *out);
+/* Parse a duration into ms: digits and a unit ms, s, m or h; bare digits
+ * are seconds.  The result must be at most max. */
+int util_parse_duration_ms(const char *s, uint64_t max, uint64_t *out);
+
 /* Format Unix milliseconds as YYYY-MM-DDTHH:MM:SSZ into buf (>= 21 bytes);
  * returns the length (20).  Times outside the years 0000-9999 are clamped. */
 size_t util_format_time(int64_t unix_ms, char *buf);
