@@ -9,11 +9,11 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "alloc.h"
 #include "cmd.h"
 #include "cmdlog.h"
 #include "core.h"
 #include "log.h"
+#include "pool.h"
 #include "options.h"
 #include "proto.h"
 #include "server.h"
@@ -58,6 +58,12 @@ struct conn {
 
 static void conn_process(struct conn *c);
 static void conn_flushed(struct conn *c);
+
+size_t
+conn_size(void)
+{
+    return sizeof(struct conn);
+}
 
 struct conn *
 conn_next(const struct conn *c)
@@ -200,7 +206,7 @@ conn_free(struct conn *c)
     proto_clear(&c->proto);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
-    wq_free(c);
+    pool_put(&srv->conn_pool, c);
     server_conn_gone(srv);
 }
 
@@ -367,7 +373,8 @@ conn_close_idle(struct server *srv, uint64_t before_ms)
 struct conn *
 conn_new(struct server *srv, int fd)
 {
-    struct conn *c = wq_calloc(1, sizeof *c);
+    struct conn *c = pool_get(&srv->conn_pool);
+    memset(c, 0, sizeof *c);
     c->srv = srv;
     c->active_ms = util_now_ms();
     c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);

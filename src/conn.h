@@ -11,6 +11,8 @@ struct conn;
 struct server;
 struct waiter;
 
+/* The size of a connection record, for the server's pool of them. */
+size_t conn_size(void);
 /* Take over accepted socket fd (aborts if memory is exhausted). */
 struct conn *conn_new(struct server *srv, int fd);
 /* Close at once, cancelling any parked command; NULL is ignored. */

@@ -29,6 +29,8 @@
 #define SERVER_STOP_MS 2000
 /* How long accepting pauses when file descriptors run out. */
 #define SERVER_ACCEPT_PAUSE_MS 100
+/* Connection records are cut from blocks of this many. */
+#define SERVER_CONN_POOL_BLOCK 64
 /* The reply to a client beyond -max-connections, before it is closed. */
 #define SERVER_FULL_REPLY "-SERVER-ERROR Too many connections\r\n"
 
@@ -282,6 +284,7 @@ server_init(struct server *srv, const struct options *opts)
         return -1;
     }
     srv->ctx.core = core_new(srv->started_ms);
+    pool_init(&srv->conn_pool, conn_size(), SERVER_CONN_POOL_BLOCK);
     srv->ctx.started_ms = srv->started_ms;
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
@@ -360,6 +363,7 @@ server_clear(struct server *srv)
     srv->stopping = false; /* freeing the rest is not a graceful stop */
     while (srv->conns != NULL)
         conn_free(srv->conns);
+    pool_clear(&srv->conn_pool);
     for (size_t i = 0; i < srv->nlisteners; i++)
         evconnlistener_free(srv->listeners[i]);
     if (srv->timer != NULL)

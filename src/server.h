@@ -6,6 +6,7 @@
 #include "wq.h"
 #include "cmd.h"
 #include "options.h"
+#include "pool.h"
 
 struct options;
 struct conn;
@@ -27,6 +28,7 @@ struct server {
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
     struct conn           *conns;    /* every open connection */
+    struct pool            conn_pool; /* their records */
     struct conn           *held;     /* connections with replies held for the log */
     struct cmdlog         *log;      /* NULL without -cmdlog-path */
     struct event          *log_ev;   /* the log threads' news */
