@@ -157,10 +157,10 @@ cmd_reply_nomem(struct conn *c)
 }
 
 void
-cmd_reply_block(struct conn *c, const char *head, size_t head_len, const char *data, size_t len)
+cmd_reply_block(struct conn *c, const char *head, size_t head_len, char *data, size_t len)
 {
     conn_reply(c, head, head_len);
-    conn_reply(c, data, len);
+    conn_reply_payload(c, data, len);
     conn_reply(c, "\r\n", 2);
 }
 

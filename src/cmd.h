@@ -59,8 +59,9 @@ void cmd_reply_ok(struct conn *c);
 void cmd_reply_not_found(struct conn *c);
 void cmd_reply_timeout(struct conn *c);
 void cmd_reply_nomem(struct conn *c);
-/* A reply with a data block: head (ending in CRLF), the bytes, CRLF. */
-void cmd_reply_block(struct conn *c, const char *head, size_t head_len, const char *data,
+/* A reply with a data block: head (ending in CRLF), the bytes of a payload
+ * or result (payload.h: large ones are sent by reference), CRLF. */
+void cmd_reply_block(struct conn *c, const char *head, size_t head_len, char *data,
                      size_t len);
 /* In read-only mode, answer the server error and return true. */
 bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c);

@@ -52,7 +52,7 @@ inspect_job_block(struct conn *c, const struct job *j)
     inspect_line(c, "ttl %llu", (unsigned long long)j->ttl);
     inspect_line(c, "payload-size %u", j->payload_len);
     conn_reply(c, "payload ", 8);
-    conn_reply(c, j->payload, j->payload_len);
+    conn_reply_payload(c, j->payload, j->payload_len);
     conn_reply(c, "\r\n", 2);
     inspect_line(c, "max-attempts %u", j->max_attempts);
     inspect_line(c, "attempts %u", j->attempts);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "pool.h"
 #include "options.h"
+#include "payload.h"
 #include "proto.h"
 #include "server.h"
 #include "util.h"
@@ -160,6 +161,18 @@ conn_reply(struct conn *c, const void *data, size_t len)
 {
     if (len > 0)
         evbuffer_add(conn_out(c), data, len);
+}
+
+void
+conn_reply_payload(struct conn *c, char *p, size_t len)
+{
+    if (!payload_shared(len)) {
+        conn_reply(c, p, len);
+        return;
+    }
+    payload_ref(p);
+    if (evbuffer_add_reference(conn_out(c), p, len, payload_release, NULL) != 0)
+        wq_panic(__FILE__, __LINE__, "evbuffer_add_reference failed");
 }
 
 void

@@ -37,6 +37,9 @@ struct conn *conn_next(const struct conn *c);
 
 /* Queue reply bytes (copied) for the client. */
 void conn_reply(struct conn *c, const void *data, size_t len);
+/* Queue the bytes of payload p (from payload_new): copied when small,
+ * else sent by reference (payload.h). */
+void conn_reply_payload(struct conn *c, char *p, size_t len);
 /* Queue "-CLIENT-ERROR <msg>\r\n". */
 void conn_client_error(struct conn *c, const char *msg);
 

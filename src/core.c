@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "payload.h"
 
 #define CORE_POOL_BLOCK 1024
 
@@ -307,8 +308,8 @@ core_job_destroy(struct core *c, struct job *j)
     registry_remove(c->jobs, j->id, JOBID_LEN);
     core_wake_result_waiters(c, j, WAITER_GONE);
     c->bytes -= core_job_bytes(j->payload_len) + j->result_len;
-    wq_sized_free(j->payload, j->payload_len);
-    wq_sized_free(j->result, j->result_len);
+    payload_free(j->payload, j->payload_len);
+    payload_free(j->result, j->result_len);
     core_queue_unref(c, j->queue);
     pool_put(&c->job_pool, j);
 }
@@ -376,12 +377,8 @@ static struct job *
 core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
 {
     char *payload = NULL;
-    if (s->payload_len > 0) {
-        payload = wq_try_malloc(s->payload_len);
-        if (payload == NULL)
-            return NULL;
-        memcpy(payload, s->payload, s->payload_len);
-    }
+    if (s->payload_len > 0 && (payload = payload_new(s->payload, s->payload_len)) == NULL)
+        return NULL;
 
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
@@ -600,14 +597,10 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
     }
 
     char *result = NULL;
-    if (len > 0) {
-        result = wq_try_malloc(len);
-        if (result == NULL) {
-            if (!success)
-                j->fails--;
-            return CORE_NOMEM;
-        }
-        memcpy(result, data, len);
+    if (len > 0 && (result = payload_new(data, len)) == NULL) {
+        if (!success)
+            j->fails--;
+        return CORE_NOMEM;
     }
     core_log_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
     core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
@@ -661,8 +654,8 @@ static void
 core_free_job(void *elem, void *arg)
 {
     struct job *j = elem;
-    wq_sized_free(j->payload, j->payload_len);
-    wq_sized_free(j->result, j->result_len);
+    payload_free(j->payload, j->payload_len);
+    payload_free(j->result, j->result_len);
 }
 
 static void
@@ -751,13 +744,8 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     case CMDLOG_FAIL:
         if (j != NULL && !job_is_done(j)) {
             char *result = NULL;
-            if (r->result.n > 0) {
-                /* Sized like every result: freed with wq_sized_free. */
-                result = wq_try_malloc(r->result.n);
-                if (result == NULL)
-                    wq_panic(__FILE__, __LINE__, "out of memory replaying a result");
-                memcpy(result, r->result.p, r->result.n);
-            }
+            if (r->result.n > 0 && (result = payload_new(r->result.p, r->result.n)) == NULL)
+                wq_panic(__FILE__, __LINE__, "out of memory replaying a result");
             if (r->code == CMDLOG_FAIL)
                 j->fails++;
             core_job_settle(c, j, r->code == CMDLOG_COMPLETE ? JOB_COMPLETED : JOB_FAILED, result,

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "systest.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1787,6 +1789,52 @@ START_TEST(test_robust_many_leasers)
 }
 END_TEST
 
+/* A large payload goes to the output by reference: it must stay intact
+ * while a slow reader's lease reply waits, even after the job is deleted
+ * and its memory could be reused by a new job of the same size. */
+START_TEST(test_robust_large_payload_outlives_job)
+{
+    enum { LEN = 1048576 };
+    static char payload[LEN], other[LEN], got[LEN + 256];
+    for (size_t i = 0; i < LEN; i++) {
+        payload[i] = (char)('a' + i % 26);
+        other[i] = (char)('0' + i % 10);
+    }
+    systest_start_srv();
+    int fd = systest_conn();
+    const char *id = id4(1);
+    systest_sends(fd, f("add %s big 60000 60000 %d\r\n", id, LEN));
+    systest_send(fd, payload, LEN);
+    systest_roundtrip(fd, "\r\n", OK);
+
+    /* A worker with a small receive buffer: most of the reply stays queued
+     * in the server. */
+    int w = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 4096;
+    setsockopt(w, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)systest_srv.port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(connect(w, (struct sockaddr *)&sa, sizeof sa), 0);
+    systest_sends(w, "lease big 0\r\n");
+    systest_sleep_ms(100);
+
+    systest_roundtrip(fd, f("delete %s\r\n", id), OK);
+    systest_sends(fd, f("add %s big 60000 60000 %d\r\n", id4(2), LEN));
+    systest_send(fd, other, LEN);
+    systest_roundtrip(fd, "\r\n", OK);
+
+    const char *head = f("+OK 1\r\n%s big 60000 %d\r\n", id, LEN);
+    size_t hlen = strlen(head);
+    systest_read_n(w, got, hlen + LEN + 2);
+    ck_assert_mem_eq(got, head, hlen);
+    ck_assert_msg(memcmp(got + hlen, payload, LEN) == 0, "leased payload changed");
+    ck_assert_mem_eq(got + hlen + LEN, "\r\n", 2);
+    close(w);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
 START_TEST(test_robust_stop_with_state)
 {
     /* SIGTERM with jobs in every state, parked clients and half-sent input:
@@ -2069,7 +2117,8 @@ server_suite(void)
           test_result_timeout, test_result_errors, test_result_pipeline_held, NULL}},
         {"delete", {test_delete_states, NULL}},
         {"robustness",
-         {test_robust_waiters_vanish, test_robust_many_leasers, test_robust_stop_with_state, NULL}},
+         {test_robust_waiters_vanish, test_robust_many_leasers, test_robust_stop_with_state,
+          test_robust_large_payload_outlives_job, NULL}},
         {"cli",
          {test_cli_version_help, test_cli_bad_options, test_cli_cmdlog, test_cli_listen_forms,
           test_cli_cannot_bind, NULL}},
