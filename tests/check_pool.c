@@ -6,6 +6,7 @@
 #include "pool.h"
 
 #include <check.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,6 +238,27 @@ START_TEST(test_smaller_than_pointer)
 }
 END_TEST
 
+/* A pool that cannot get a block aborts with a log line (pool objects are
+ * internal: callers never see NULL).  A block of 2^60 bytes fails at once.
+ * Sanitizer builds report such an allocation themselves instead of
+ * returning NULL, so the case runs only without them. */
+START_TEST(test_exhausted_aborts)
+{
+    struct pool p;
+    pool_init(&p, (size_t)1 << 40, (size_t)1 << 20);
+    pool_get(&p);
+    ck_abort_msg("pool_get returned without memory");
+}
+END_TEST
+
+#if defined(__SANITIZE_ADDRESS__)
+#define WQ_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WQ_TEST_SANITIZED 1
+#endif
+#endif
+
 static Suite *
 pool_suite(void)
 {
@@ -248,7 +270,13 @@ pool_suite(void)
         {"clear_then_reuse", test_clear_then_reuse},
         {"smaller_than_pointer", test_smaller_than_pointer},
     };
-    return unit_suite("pool", cases, WQ_ARRAY_LEN(cases));
+    Suite *s = unit_suite("pool", cases, WQ_ARRAY_LEN(cases));
+#ifndef WQ_TEST_SANITIZED
+    TCase *tc = tcase_create("exhausted_aborts");
+    tcase_add_test_raise_signal(tc, test_exhausted_aborts, SIGABRT);
+    suite_add_tcase(s, tc);
+#endif
+    return s;
 }
 
 int
