@@ -2,9 +2,13 @@
 # compare.sh - run the same workloads against workq-server and beanstalkd
 # on this machine and print jobs/s side by side.
 #
-# Usage: bench/compare.sh [-n JOBS] [-r RUNS]
+# Usage: bench/compare.sh [-n JOBS] [-r RUNS] [-w WORKLOAD]... [-o FILE]
 #   -n JOBS   jobs per run (default 100000)
 #   -r RUNS   runs per workload and server; the median is shown (default 3)
+#   -w SPEC   workq-bench arguments of one workload, e.g. "cycle -c 50 -P 16"
+#             (repeatable; default: the four workloads of doc/benchmarks.md)
+#   -o FILE   also write the medians to FILE, one line per workload:
+#             spec<TAB>workq j/s<TAB>beanstalkd j/s<TAB>workq p99 us<TAB>beanstalkd p99 us
 #
 # Finds the programs in this order:
 #   workq-server: $WQ_SERVER, ../src/workq-server next to this script, PATH
@@ -20,16 +24,26 @@ set -eu
 
 jobs=100000
 runs=3
-while getopts n:r:h opt; do
+specs=()
+outfile=
+while getopts n:r:w:o:h opt; do
     case $opt in
     n) jobs=$OPTARG ;;
     r) runs=$OPTARG ;;
+    w) specs+=("$OPTARG") ;;
+    o) outfile=$OPTARG ;;
     *)
-        sed -n '5,7p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
     esac
 done
+if [ ${#specs[@]} -eq 0 ]; then
+    specs=("cycle -c 50" "cycle -c 50 -P 16" "add -c 50" "lease-complete -c 50")
+fi
+if [ -n "$outfile" ]; then
+    : >"$outfile"
+fi
 
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -162,7 +176,7 @@ printf '%-34s %12s %12s %7s %10s %10s\n' workload "workq j/s" "bstalk j/s" ratio
     "workq p99" "bstalk p99"
 printf '%-34s %12s %12s %7s %10s %10s\n' "" "" "" "" "(ms)" "(ms)"
 
-for spec in "cycle -c 50" "cycle -c 50 -P 16" "add -c 50" "lease-complete -c 50"; do
+for spec in "${specs[@]}"; do
     # shellcheck disable=SC2086 # spec is a list of arguments
     set -- $spec
     workload=$1
@@ -187,6 +201,9 @@ for spec in "cycle -c 50" "cycle -c 50 -P 16" "add -c 50" "lease-complete -c 50"
         function num(x, scale, fmt) { return x == "FAIL" ? x : sprintf(fmt, x / scale) }
         BEGIN { printf "%-34s %12s %12s %7s %10s %10s\n", w, num(a, 1, "%.0f"),
                 num(b, 1, "%.0f"), r, num(a99, 1000, "%.3f"), num(b99, 1000, "%.3f") }'
+    if [ -n "$outfile" ]; then
+        printf '%s\t%s\t%s\t%s\t%s\n' "$spec" "$wq" "$bs" "$wq99" "$bs99" >>"$outfile"
+    fi
 done
 
 echo
