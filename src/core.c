@@ -712,8 +712,12 @@ core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         return;
     /* A job whose life ended while the server was down comes back too: the
      * first core_advance expires it, and logs that, so cleaning can drop
-     * its records. */
+     * its records.  The log's jobs were acknowledged: -max-memory never
+     * refuses them. */
+    uint64_t limit = c->max_bytes;
+    c->max_bytes = 0;
     core_add(c, &s, now_ms);
+    c->max_bytes = limit;
 }
 
 void

@@ -125,7 +125,9 @@ daemon_write_pidfile(const char *path)
         wq_log(LOG_LVL_ERROR, "cannot write pidfile path=%s error=\"%s\"", path, strerror(errno));
         return -1;
     }
-    bool ok = write(fd, buf, (size_t)len) == len;
+    /* Readable by all whatever the umask: scripts read it, and so does
+     * daemon_remove_pidfile after -user dropped root. */
+    bool ok = fchmod(fd, 0644) == 0 && write(fd, buf, (size_t)len) == len;
     ok = close(fd) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
         wq_log(LOG_LVL_ERROR, "cannot write pidfile path=%s error=\"%s\"", path, strerror(errno));
@@ -140,8 +142,12 @@ daemon_remove_pidfile(const char *path)
 {
     char buf[32] = "";
     FILE *f = fopen(path, "r");
-    if (f == NULL)
+    if (f == NULL) {
+        if (errno != ENOENT)
+            wq_log(LOG_LVL_WARN, "cannot remove pidfile path=%s error=\"%s\"", path,
+                   strerror(errno));
         return;
+    }
     bool ours = fgets(buf, sizeof buf, f) != NULL && strtol(buf, NULL, 10) == (long)getpid();
     fclose(f);
     if (ours && unlink(path) != 0)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
@@ -94,13 +95,13 @@ log_level_parse(const char *s, enum log_level *out)
         enum log_level lvl;
     } aliases[] = {{"err", LOG_LVL_ERROR}, {"warning", LOG_LVL_WARN}};
     for (size_t i = 0; i < WQ_ARRAY_LEN(log_level_names); i++) {
-        if (strcmp(s, log_level_names[i]) == 0) {
+        if (strcasecmp(s, log_level_names[i]) == 0) {
             *out = (enum log_level)i;
             return 0;
         }
     }
     for (size_t i = 0; i < WQ_ARRAY_LEN(aliases); i++) {
-        if (strcmp(s, aliases[i].name) == 0) {
+        if (strcasecmp(s, aliases[i].name) == 0) {
             *out = aliases[i].lvl;
             return 0;
         }

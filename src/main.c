@@ -41,11 +41,7 @@ main_log_started(const struct server *srv, const struct options *o)
 static int
 main_serve(const struct options *o)
 {
-    /* Logs go to syslog when detached with nowhere else to go. */
-    enum log_target target = o->log_target;
-    if (o->daemonize && target == LOG_TO_STDERR)
-        target = LOG_TO_SYSLOG;
-    if (log_open(target, o->log_file) != 0) {
+    if (log_open(o->log_target, o->log_file) != 0) {
         wq_log(LOG_LVL_ERROR, "cannot open log file path=%s error=\"%s\"", o->log_file,
                strerror(errno));
         return EX_CANTCREAT;
@@ -71,6 +67,10 @@ main_serve(const struct options *o)
     }
 
     server_accept(&srv);
+    /* Detached with nowhere else to log: syslog from now on.  Until here
+     * errors went to the terminal the waiting parent of -d still holds. */
+    if (o->daemonize && o->log_target == LOG_TO_STDERR)
+        log_open(LOG_TO_SYSLOG, NULL);
     main_log_started(&srv, o);
     /* Lines on stdout that scripts and tests read to learn the ports. */
     for (size_t i = 0; i < srv.nlisteners; i++)

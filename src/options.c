@@ -19,7 +19,7 @@
 #define MAX_MAX_PAYLOAD (1024u << 20)
 #define MAX_IDLE_MS     (30ull * 24 * 3600 * 1000) /* 30 days */
 #define MAX_CONNECTIONS 10000000u
-#define CONFIG_LINE_MAX 4096
+#define CONFIG_LINE_MAX 4096 /* characters in a config line, not counting its end */
 
 enum {
     OPT_LISTEN = 'l',
@@ -351,11 +351,15 @@ options_read_config(struct options *opts, const char *path)
         fprintf(stderr, "workq-server: cannot read config file %s: %s\n", path, strerror(errno));
         return EX_NOINPUT;
     }
-    char buf[CONFIG_LINE_MAX];
+    char buf[CONFIG_LINE_MAX + 3]; /* the line, CR LF, NUL */
     int lineno = 0, status = -1;
     while (status < 0 && fgets(buf, sizeof buf, f) != NULL) {
         lineno++;
-        if (strchr(buf, '\n') == NULL && !feof(f)) {
+        size_t n = strlen(buf);
+        bool ended = n > 0 && buf[n - 1] == '\n';
+        n -= ended;
+        n -= n > 0 && buf[n - 1] == '\r';
+        if (n > CONFIG_LINE_MAX || (!ended && !feof(f))) {
             fprintf(stderr, "workq-server: %s:%d: line too long\n", path, lineno);
             status = EX_CONFIG;
             break;

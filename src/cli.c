@@ -1,0 +1,488 @@
+/* cli.c - workq-cli, an interactive client for people who would otherwise
+ * talk to workq-server with telnet: options, the connection, one-shot,
+ * script and interactive modes.  Its output is its purpose, so unlike the
+ * server it prints with stdio directly (house rule R10 covers daemons). */
+#include "wq.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sysexits.h>
+#include <unistd.h>
+#if defined(HAVE_LIBEDIT)
+#include <editline/readline.h>
+#define CLI_LINE_EDITING 1
+#elif defined(HAVE_READLINE)
+#include <readline/readline.h>
+#include <readline/history.h>
+#define CLI_LINE_EDITING 1
+#endif
+
+#include "cli_cmd.h"
+#include "cli_reply.h"
+#include "util.h"
+
+#define CLI_DEFAULT_TIMEOUT_S 10
+#define CLI_MAX_TIMEOUT_S     86400
+#define CLI_HISTORY_FILE      "/.workq_history"
+#define CLI_HISTORY_MAX       1000
+
+/* Exit statuses besides EX_* of sysexits.h. */
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_ERROR 1 /* a - reply, or a refused line in a script */
+
+struct cli {
+    char             host[256], port[8];
+    char             addr[272];  /* host:port as shown, [v6]:port for IPv6 */
+    char             prompt[288];
+    int              timeout_ms; /* -1: wait forever */
+    bool             raw;
+    int              fd; /* -1 while not connected */
+    bool             connected_once;
+    struct cli_reply reply;
+};
+
+static void
+cli_usage(FILE *out)
+{
+    fputs("Usage: workq-cli [OPTIONS] [COMMAND ARGUMENTS...]\n"
+          "A client for a Workq server.  With a command, send it once, print the reply\n"
+          "and exit; without, read commands from the terminal (with line editing and\n"
+          "history) or, when standard input is not a terminal, one per line from it.\n"
+          "\n"
+          "Options:\n"
+          "  -a, --addr HOST:PORT   server address (default $WORKQ_ADDR, else "
+          WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT ")\n"
+          "  -t, --timeout SECONDS  limit for connecting and for each reply; lease, run\n"
+          "                         and result may also take their wait-timeout\n"
+          "                         (default 10, 0 = no limit)\n"
+          "  -r, --raw              show each reply's bytes, escaped, not pretty output\n"
+          "  -h, --help             show this help and exit\n"
+          "  -V, --version          show the version and exit\n"
+          "\n"
+          "Exit status: 0 after a + reply, 1 after a - reply (in a script: if any\n"
+          "line failed), 64 on a usage error, 69 if the server cannot be reached or\n"
+          "the connection fails, 76 if a reply cannot be parsed.\n"
+          "\n",
+          out);
+    cli_cmd_print_help(out);
+}
+
+/* Report a usage error: "workq-cli: " what, with arg quoted. */
+static int
+cli_usage_error(const char *what, const char *arg)
+{
+    fprintf(stderr, "workq-cli: %s \"%s\" (see workq-cli --help)\n", what, arg);
+    return EX_USAGE;
+}
+
+/* The option getopt_long just refused, as written: a long one, or the
+ * letter (which may stand in a group such as -rx). */
+static const char *
+cli_option_name(char **argv, bool missing_value)
+{
+    static char letter[3] = "-?";
+    const char *word = argv[optind - 1];
+    if (optopt == 0 || (missing_value && strncmp(word, "--", 2) == 0))
+        return word;
+    letter[1] = (char)optopt;
+    return letter;
+}
+
+/* Split HOST:PORT, [HOST]:PORT, HOST or :PORT into c->host and c->port. */
+static int
+cli_parse_addr(struct cli *c, const char *s)
+{
+    const char *host = s, *port = NULL;
+    size_t host_len;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || (close[1] != '\0' && close[1] != ':'))
+            return -1;
+        host++;
+        host_len = (size_t)(close - host);
+        port = close[1] == ':' ? close + 2 : NULL;
+    } else {
+        const char *colon = strchr(s, ':');
+        bool one_colon = colon != NULL && strchr(colon + 1, ':') == NULL;
+        host_len = one_colon ? (size_t)(colon - s) : strlen(s);
+        port = one_colon ? colon + 1 : NULL;
+    }
+    if (host_len == 0) {
+        host = WQ_DEFAULT_HOST;
+        host_len = strlen(host);
+    }
+    if (port == NULL)
+        port = WQ_DEFAULT_PORT;
+    uint64_t p;
+    if (host_len >= sizeof c->host || util_parse_u64(port, strlen(port), 65535, &p) != 0 || p == 0)
+        return -1;
+    memcpy(c->host, host, host_len);
+    c->host[host_len] = '\0';
+    snprintf(c->port, sizeof c->port, "%u", (unsigned)p);
+    bool v6 = strchr(c->host, ':') != NULL;
+    snprintf(c->addr, sizeof c->addr, "%s%s%s:%s", v6 ? "[" : "", c->host, v6 ? "]" : "",
+             c->port);
+    snprintf(c->prompt, sizeof c->prompt, "workq %s> ", c->addr);
+    return 0;
+}
+
+static void
+cli_disconnect(struct cli *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    cli_reply_clear(&c->reply);
+}
+
+/* Wait up to the timeout for fd to become ready for events. */
+static int
+cli_wait(const struct cli *c, int fd, short events)
+{
+    struct pollfd p = {fd, events, 0};
+    int pr;
+    while ((pr = poll(&p, 1, c->timeout_ms)) < 0 && errno == EINTR)
+        ;
+    if (pr == 0)
+        errno = ETIMEDOUT;
+    return pr > 0 ? 0 : -1;
+}
+
+/* Connect one address without blocking longer than the timeout. */
+static int
+cli_connect_one(const struct cli *c, const struct addrinfo *ai)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (errno != EINPROGRESS || cli_wait(c, fd, POLLOUT) != 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+            if (err != 0)
+                errno = err;
+            int saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+/* Connect to the server, trying each address it resolves to.  Reports the
+ * failure on stderr. */
+static int
+cli_connect(struct cli *c)
+{
+    struct addrinfo hints = {0}, *res;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    int gai = getaddrinfo(c->host, c->port, &hints, &res);
+    if (gai != 0) {
+        fprintf(stderr, "workq-cli: cannot resolve %s: %s\n", c->host, gai_strerror(gai));
+        return -1;
+    }
+    for (const struct addrinfo *ai = res; ai != NULL && c->fd < 0; ai = ai->ai_next)
+        c->fd = cli_connect_one(c, ai);
+    int err = errno;
+    freeaddrinfo(res);
+    if (c->fd < 0) {
+        fprintf(stderr, "workq-cli: cannot connect to %s: %s\n", c->addr, strerror(err));
+        return -1;
+    }
+    cli_reply_init(&c->reply);
+    if (c->connected_once)
+        fprintf(stderr, "workq-cli: reconnected to %s\n", c->addr);
+    c->connected_once = true;
+    return 0;
+}
+
+/* True if the server has closed the idle connection. */
+static bool
+cli_peer_closed(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+/* Send the whole command.  0, or -1 with errno (ETIMEDOUT for the timeout). */
+static int
+cli_send(const struct cli *c, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = send(c->fd, p, len, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN) {
+            if (cli_wait(c, c->fd, POLLOUT) != 0)
+                return -1;
+            continue;
+        }
+        if (w < 0)
+            return -1;
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Send cmd and read its reply into c->reply. */
+static enum cli_reply_status
+cli_roundtrip(struct cli *c, const struct cli_cmd *cmd)
+{
+    cli_reply_start(&c->reply, cmd->view);
+    if (cli_send(c, cmd->wire, cmd->wire_len) != 0) {
+        if (errno == ETIMEDOUT)
+            return CLI_REPLY_TIMEOUT;
+        /* The server may have answered before it closed: read that. */
+        if (errno != EPIPE && errno != ECONNRESET)
+            return CLI_REPLY_IO_ERROR;
+    }
+    int first = -1;
+    if (c->timeout_ms >= 0)
+        first = (int)WQ_MIN(cmd->wait_ms + (uint64_t)c->timeout_ms, (uint64_t)INT_MAX);
+    return cli_reply_read(&c->reply, c->fd, first, c->timeout_ms);
+}
+
+/* Run one command against the server and print its reply.  A connection
+ * the server closed while idle is reopened once, and a command whose
+ * connection turns out to be closed before any reply byte is sent again on
+ * a new one (the server executes nothing it does not answer).  Returns an
+ * exit status: 0, CLI_EXIT_ERROR, EX_UNAVAILABLE or EX_PROTOCOL. */
+static int
+cli_execute(struct cli *c, const struct cli_cmd *cmd)
+{
+    if (cmd->id[0] != '\0') {
+        /* With --raw, stdout holds exactly the bytes received. */
+        fprintf(c->raw ? stderr : stdout, "id %s\n", cmd->id);
+        fflush(c->raw ? stderr : stdout);
+    }
+    enum cli_reply_status st;
+    for (bool retried = false;; retried = true) {
+        if (c->fd >= 0 && cli_peer_closed(c->fd))
+            cli_disconnect(c);
+        bool fresh = c->fd < 0;
+        if (fresh && cli_connect(c) != 0)
+            return EX_UNAVAILABLE;
+        st = cli_roundtrip(c, cmd);
+        if (st != CLI_REPLY_CLOSED || c->reply.len > 0 || fresh || retried)
+            break;
+        cli_disconnect(c);
+    }
+    int err = errno;
+    switch (st) {
+    case CLI_REPLY_DONE:
+        if (c->raw)
+            cli_reply_print_raw(&c->reply, stdout);
+        else
+            cli_reply_print(&c->reply, stdout);
+        fflush(stdout);
+        return cli_reply_is_error(&c->reply) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+    case CLI_REPLY_MALFORMED:
+        fprintf(stderr, "workq-cli: malformed reply from %s: %s\n", c->addr, c->reply.error);
+        cli_disconnect(c);
+        return EX_PROTOCOL;
+    case CLI_REPLY_CLOSED:
+        fprintf(stderr, "workq-cli: connection closed by %s%s\n", c->addr,
+                c->reply.len > 0 ? " in the middle of a reply" : "");
+        break;
+    case CLI_REPLY_TIMEOUT:
+        fprintf(stderr, "workq-cli: no reply from %s in time\n", c->addr);
+        break;
+    default:
+        fprintf(stderr, "workq-cli: %s: %s\n", c->addr, strerror(err));
+        break;
+    }
+    cli_disconnect(c);
+    return EX_UNAVAILABLE;
+}
+
+/* The next line: from the line editor on a terminal, else from stdin with
+ * its line end removed.  NULL at the end of input.  Free the result. */
+static char *
+cli_read_line(const struct cli *c, bool interactive)
+{
+#ifdef CLI_LINE_EDITING
+    if (interactive) {
+        char *line = readline(c->prompt);
+        if (line != NULL && line[strspn(line, " \t")] != '\0')
+            add_history(line);
+        return line;
+    }
+#endif
+    if (interactive) {
+        fputs(c->prompt, stdout);
+        fflush(stdout);
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = getline(&line, &cap, stdin);
+    if (n < 0) {
+        free(line);
+        return NULL;
+    }
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
+    return line;
+}
+
+#ifdef CLI_LINE_EDITING
+/* ~/.workq_history, or NULL without HOME.  Free the result. */
+static char *
+cli_history_path(void)
+{
+    const char *home = getenv("HOME");
+    if (home == NULL || home[0] == '\0')
+        return NULL;
+    size_t n = strlen(home) + sizeof CLI_HISTORY_FILE;
+    char *path = malloc(n);
+    if (path != NULL)
+        snprintf(path, n, "%s%s", home, CLI_HISTORY_FILE);
+    return path;
+}
+#endif
+
+/* Interactive and script mode: a command per line until quit or the end of
+ * input.  Returns the exit status. */
+static int
+cli_loop(struct cli *c, bool interactive)
+{
+    int status = CLI_EXIT_OK;
+    char *line;
+    while ((line = cli_read_line(c, interactive)) != NULL) {
+        struct cli_cmd cmd;
+        int rc = cli_cmd_parse_line(&cmd, line, strlen(line));
+        free(line);
+        if (rc != 0) {
+            fprintf(stderr, "workq-cli: %s\n", cmd.error);
+            status = CLI_EXIT_ERROR;
+            continue;
+        }
+        if (cmd.kind == CLI_CMD_QUIT)
+            return interactive ? CLI_EXIT_OK : status;
+        if (cmd.kind == CLI_CMD_HELP)
+            cli_cmd_print_help(stdout);
+        if (cmd.kind != CLI_CMD_SEND)
+            continue;
+        rc = cli_execute(c, &cmd);
+        cli_cmd_clear(&cmd);
+        if (rc == CLI_EXIT_ERROR)
+            status = rc;
+        else if (rc != CLI_EXIT_OK && !interactive)
+            return rc;
+    }
+    if (interactive)
+        fputc('\n', stdout);
+    return interactive ? CLI_EXIT_OK : status;
+}
+
+/* Interactive mode, with history in ~/.workq_history when there is one. */
+static int
+cli_interactive(struct cli *c)
+{
+    if (cli_connect(c) != 0)
+        return EX_UNAVAILABLE;
+#ifdef CLI_LINE_EDITING
+    char *history = cli_history_path();
+    stifle_history(CLI_HISTORY_MAX);
+    if (history != NULL)
+        read_history(history); /* none yet is fine */
+    int status = cli_loop(c, true);
+    if (history != NULL)
+        write_history(history); /* an unwritable HOME only loses history */
+    free(history);
+    return status;
+#else
+    return cli_loop(c, true);
+#endif
+}
+
+/* One-shot mode: the words form one command. */
+static int
+cli_one_shot(struct cli *c, char *const *words, size_t n)
+{
+    struct cli_cmd cmd;
+    if (cli_cmd_parse_words(&cmd, words, n) != 0) {
+        fprintf(stderr, "workq-cli: %s\n", cmd.error);
+        return EX_USAGE;
+    }
+    if (cmd.kind == CLI_CMD_HELP)
+        cli_cmd_print_help(stdout);
+    if (cmd.kind != CLI_CMD_SEND)
+        return CLI_EXIT_OK;
+    int status = cli_execute(c, &cmd);
+    cli_cmd_clear(&cmd);
+    return status;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"addr", required_argument, NULL, 'a'}, {"timeout", required_argument, NULL, 't'},
+        {"raw", no_argument, NULL, 'r'},        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0},
+    };
+    struct cli c = {.fd = -1, .timeout_ms = CLI_DEFAULT_TIMEOUT_S * 1000};
+    const char *addr = getenv("WORKQ_ADDR");
+    if (addr == NULL || addr[0] == '\0')
+        addr = WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT;
+    uint64_t secs;
+    int ch;
+    opterr = 0;
+    /* "+": stop at the first command word, so -priority=N stays a flag. */
+    while ((ch = getopt_long(argc, argv, "+:a:t:rhV", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'a':
+            addr = optarg;
+            break;
+        case 't':
+            if (util_parse_u64(optarg, strlen(optarg), CLI_MAX_TIMEOUT_S, &secs) != 0)
+                return cli_usage_error("bad timeout", optarg);
+            c.timeout_ms = secs == 0 ? -1 : (int)secs * 1000;
+            break;
+        case 'r':
+            c.raw = true;
+            break;
+        case 'h':
+            cli_usage(stdout);
+            return CLI_EXIT_OK;
+        case 'V':
+            puts("workq-cli " PACKAGE_VERSION);
+            return CLI_EXIT_OK;
+        case ':':
+            return cli_usage_error("missing value for option", cli_option_name(argv, true));
+        default:
+            return cli_usage_error("unknown option", cli_option_name(argv, false));
+        }
+    }
+    if (cli_parse_addr(&c, addr) != 0)
+        return cli_usage_error("bad address", addr);
+
+    int status;
+    if (optind < argc)
+        status = cli_one_shot(&c, argv + optind, (size_t)(argc - optind));
+    else if (isatty(STDIN_FILENO))
+        status = cli_interactive(&c);
+    else
+        status = cli_loop(&c, false);
+    cli_disconnect(&c);
+    return status;
+}

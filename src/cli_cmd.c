@@ -1,0 +1,387 @@
+/* cli_cmd.c - from a typed line to the bytes of a protocol command. */
+#include "wq.h"
+#include "cli_cmd.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid.h>
+
+#include "util.h"
+
+/* Positional-argument index meaning "the last one". */
+#define CLI_ARG_LAST (-2)
+#define CLI_ARG_NONE (-1)
+
+struct cli_cmd_spec {
+    const char       *name;
+    enum cli_cmd_kind kind;
+    uint8_t           args;     /* positional arguments when payload is set */
+    bool              payload;  /* the last positional argument is a data block */
+    bool              new_id;   /* the first positional argument may be "-" */
+    enum cli_view     view;
+    int8_t            wait_arg; /* the wait-timeout in ms, or CLI_ARG_NONE */
+    int8_t            ttr_arg;  /* run also waits for the TTR once leased */
+    const char       *usage;
+};
+
+static const struct cli_cmd_spec cli_cmd_table[] = {
+    {"add", CLI_CMD_SEND, 5, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N]"},
+    {"schedule", CLI_CMD_SEND, 6, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] [-max-attempts=N] "
+     "[-max-fails=N]"},
+    {"run", CLI_CMD_SEND, 5, true, true, CLI_VIEW_RESULT, 3, 2,
+     "run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]"},
+    {"result", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,
+     "result <id> <wait-timeout>"},
+    {"lease", CLI_CMD_SEND, 0, false, false, CLI_VIEW_LEASE, CLI_ARG_LAST, CLI_ARG_NONE,
+     "lease <name>... <wait-timeout>"},
+    {"complete", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "complete <id> <result>"},
+    {"fail", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "fail <id> <result>"},
+    {"delete", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "delete <id>"},
+    {"inspect", CLI_CMD_SEND, 0, false, false, CLI_VIEW_SERVER, CLI_ARG_NONE, CLI_ARG_NONE,
+     "inspect server\n"
+     "inspect queues <offset> <limit>\n"
+     "inspect queue <name>\n"
+     "inspect job <id>\n"
+     "inspect jobs <name> <offset> <limit>\n"
+     "inspect scheduled-jobs <name> <offset> <limit>"},
+    {"help", CLI_CMD_HELP, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, "help"},
+    {"quit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "quit, exit"},
+    {"exit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, NULL},
+};
+
+/* How each object of inspect is shown. */
+static const struct {
+    const char   *object;
+    enum cli_view view;
+} cli_cmd_inspect_views[] = {
+    {"server", CLI_VIEW_SERVER}, {"job", CLI_VIEW_JOB},   {"queues", CLI_VIEW_QUEUES},
+    {"queue", CLI_VIEW_QUEUES},  {"jobs", CLI_VIEW_JOBS}, {"scheduled-jobs", CLI_VIEW_JOBS},
+};
+
+struct cli_token {
+    const char *p;
+    size_t      n;
+    bool        quoted; /* a quoted token is never a flag nor "-" */
+};
+
+/* A growing byte string, NUL terminated. */
+struct cli_buf {
+    char  *p;
+    size_t n, cap;
+};
+
+static void
+cli_buf_add(struct cli_buf *b, const void *data, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = WQ_MAX(b->cap * 2, b->n + n + 1);
+        b->p = realloc(b->p, b->cap);
+        if (b->p == NULL) {
+            fputs("workq-cli: out of memory\n", stderr);
+            abort();
+        }
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static int cli_cmd_fail(struct cli_cmd *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+cli_cmd_fail(struct cli_cmd *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd->error, sizeof cmd->error, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static bool
+cli_token_is(const struct cli_token *t, const char *s)
+{
+    return !t->quoted && t->n == strlen(s) && memcmp(t->p, s, t->n) == 0;
+}
+
+/* A flag is "-key=value", as in protocol-notes.md section 1. */
+static bool
+cli_token_is_flag(const struct cli_token *t)
+{
+    return !t->quoted && t->n > 0 && t->p[0] == '-' && memchr(t->p, '=', t->n) != NULL;
+}
+
+static int
+cli_hex(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode the quoted string that starts after the quote at line[*i] into
+ * out; *i ends after the closing quote. */
+static int
+cli_cmd_unquote(struct cli_cmd *cmd, const char *line, size_t len, size_t *i, char *out,
+                size_t *out_n)
+{
+    size_t o = 0, k = *i + 1;
+    for (; k < len && line[k] != '"'; k++) {
+        if (line[k] != '\\') {
+            out[o++] = line[k];
+            continue;
+        }
+        if (++k == len)
+            break;
+        switch (line[k]) {
+        case 'n':
+            out[o++] = '\n';
+            break;
+        case 'r':
+            out[o++] = '\r';
+            break;
+        case 't':
+            out[o++] = '\t';
+            break;
+        case '\\':
+        case '"':
+            out[o++] = line[k];
+            break;
+        case 'x':
+            if (k + 2 >= len || cli_hex(line[k + 1]) < 0 || cli_hex(line[k + 2]) < 0)
+                return cli_cmd_fail(cmd, "\\x needs two hex digits");
+            out[o++] = (char)(cli_hex(line[k + 1]) * 16 + cli_hex(line[k + 2]));
+            k += 2;
+            break;
+        default:
+            return cli_cmd_fail(cmd, "unknown escape \\%c in a quoted string", line[k]);
+        }
+    }
+    if (k >= len)
+        return cli_cmd_fail(cmd, "unterminated quoted string");
+    *i = k + 1;
+    *out_n = o;
+    return 0;
+}
+
+/* Split a typed line into tokens on spaces and tabs.  Decoded quoted
+ * strings go to store (len bytes suffice: decoding never grows a string). */
+static int
+cli_cmd_tokenize(struct cli_cmd *cmd, const char *line, size_t len, char *store,
+                 struct cli_token *tok, size_t *ntok)
+{
+    size_t i = 0, n = 0, used = 0;
+    for (;;) {
+        while (i < len && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        if (i == len)
+            break;
+        if (line[i] == '"') {
+            size_t dn;
+            if (cli_cmd_unquote(cmd, line, len, &i, store + used, &dn) != 0)
+                return -1;
+            if (i < len && line[i] != ' ' && line[i] != '\t')
+                return cli_cmd_fail(cmd, "text after a closing quote");
+            tok[n++] = (struct cli_token){store + used, dn, true};
+            used += dn;
+        } else {
+            size_t start = i;
+            while (i < len && line[i] != ' ' && line[i] != '\t')
+                i++;
+            tok[n++] = (struct cli_token){line + start, i - start, false};
+        }
+    }
+    *ntok = n;
+    return 0;
+}
+
+static const struct cli_cmd_spec *
+cli_cmd_lookup(const struct cli_token *name)
+{
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_table); i++)
+        if (cli_token_is(name, cli_cmd_table[i].name))
+            return &cli_cmd_table[i];
+    return NULL;
+}
+
+/* A wait-timeout or TTR in ms; 0 if it is not a number (the server will
+ * refuse it at once). */
+static uint64_t
+cli_cmd_ms(const struct cli_token *t)
+{
+    uint64_t v;
+    return util_parse_u64(t->p, t->n, UINT32_MAX, &v) == 0 ? v : 0;
+}
+
+/* The index in tok of positional argument k (0 = the first after the
+ * name), or 0 if there are not that many; with k == SIZE_MAX, their count. */
+static size_t
+cli_cmd_arg(const struct cli_token *tok, size_t n, size_t k)
+{
+    size_t seen = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (cli_token_is_flag(&tok[i]))
+            continue;
+        if (seen++ == k)
+            return i;
+    }
+    return k == SIZE_MAX ? seen : 0;
+}
+
+/* The view of the reply, and how long the server may rightly wait. */
+static void
+cli_cmd_expect(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struct cli_token *tok,
+               size_t n)
+{
+    size_t npos = cli_cmd_arg(tok, n, SIZE_MAX);
+    cmd->view = spec->view;
+    if (strcmp(spec->name, "inspect") == 0 && npos > 0)
+        for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_inspect_views); i++)
+            if (cli_token_is(&tok[cli_cmd_arg(tok, n, 0)], cli_cmd_inspect_views[i].object))
+                cmd->view = cli_cmd_inspect_views[i].view;
+    if (spec->wait_arg == CLI_ARG_NONE || npos == 0)
+        return;
+    size_t w =
+        cli_cmd_arg(tok, n, spec->wait_arg == CLI_ARG_LAST ? npos - 1 : (size_t)spec->wait_arg);
+    if (w > 0)
+        cmd->wait_ms = cli_cmd_ms(&tok[w]);
+    size_t ttr = spec->ttr_arg == CLI_ARG_NONE ? 0 : cli_cmd_arg(tok, n, (size_t)spec->ttr_arg);
+    if (ttr > 0)
+        cmd->wait_ms += cli_cmd_ms(&tok[ttr]);
+}
+
+/* Make the wire bytes of tokens tok[0..n), the command name first. */
+static int
+cli_cmd_build(struct cli_cmd *cmd, const struct cli_token *tok, size_t n)
+{
+    if (n == 0 || (tok[0].n > 0 && tok[0].p[0] == '#' && !tok[0].quoted)) {
+        cmd->kind = CLI_CMD_EMPTY;
+        return 0;
+    }
+    const struct cli_cmd_spec *spec = cli_cmd_lookup(&tok[0]);
+    if (spec == NULL)
+        return cli_cmd_fail(cmd, "unknown command \"%.*s\" (help lists them)",
+                            (int)WQ_MIN(tok[0].n, 64), tok[0].p);
+    cmd->kind = spec->kind;
+    if (spec->kind != CLI_CMD_SEND)
+        return 0;
+    /* A wrong count would make the server read the payload as a command. */
+    if (spec->payload && cli_cmd_arg(tok, n, SIZE_MAX) != spec->args)
+        return cli_cmd_fail(cmd, "usage: %s", spec->usage);
+    size_t payload = spec->payload ? cli_cmd_arg(tok, n, spec->args - 1u) : 0;
+    size_t id = spec->new_id ? cli_cmd_arg(tok, n, 0) : 0;
+    cli_cmd_expect(cmd, spec, tok, n);
+
+    struct cli_buf b = {0};
+    cli_buf_add(&b, spec->name, strlen(spec->name));
+    for (size_t i = 1; i < n; i++) {
+        const struct cli_token *t = &tok[i];
+        cli_buf_add(&b, " ", 1);
+        if (i == payload) {
+            char size[24];
+            cli_buf_add(&b, size, (size_t)snprintf(size, sizeof size, "%zu", t->n));
+        } else if (i == id && cli_token_is(t, "-")) {
+            uuid_t u;
+            uuid_generate_random(u);
+            uuid_unparse_lower(u, cmd->id);
+            cli_buf_add(&b, cmd->id, strlen(cmd->id));
+        } else if (t->n == 0 || memchr(t->p, ' ', t->n) || memchr(t->p, '\r', t->n) ||
+                   memchr(t->p, '\n', t->n)) {
+            free(b.p);
+            cmd->id[0] = '\0';
+            return cli_cmd_fail(cmd,
+                                "\"%.*s\": only a payload may be empty or hold spaces or "
+                                "line breaks",
+                                (int)WQ_MIN(t->n, 64), t->p);
+        } else {
+            cli_buf_add(&b, t->p, t->n);
+        }
+    }
+    cli_buf_add(&b, "\r\n", 2);
+    if (spec->payload) {
+        cli_buf_add(&b, tok[payload].p, tok[payload].n);
+        cli_buf_add(&b, "\r\n", 2);
+    }
+    cmd->wire = b.p;
+    cmd->wire_len = b.n;
+    return 0;
+}
+
+int
+cli_cmd_parse_line(struct cli_cmd *cmd, const char *line, size_t len)
+{
+    memset(cmd, 0, sizeof *cmd);
+    /* At most one token per two bytes, plus one. */
+    struct cli_token *tok = malloc((len / 2 + 1) * sizeof *tok);
+    char *store = malloc(len + 1);
+    if (tok == NULL || store == NULL) {
+        fputs("workq-cli: out of memory\n", stderr);
+        abort();
+    }
+    size_t n;
+    int rc = cli_cmd_tokenize(cmd, line, len, store, tok, &n);
+    if (rc == 0)
+        rc = cli_cmd_build(cmd, tok, n);
+    free(tok);
+    free(store);
+    return rc;
+}
+
+int
+cli_cmd_parse_words(struct cli_cmd *cmd, char *const *words, size_t n)
+{
+    memset(cmd, 0, sizeof *cmd);
+    struct cli_token *tok = malloc((n + 1) * sizeof *tok);
+    if (tok == NULL) {
+        fputs("workq-cli: out of memory\n", stderr);
+        abort();
+    }
+    for (size_t i = 0; i < n; i++)
+        tok[i] = (struct cli_token){words[i], strlen(words[i]), false};
+    int rc = cli_cmd_build(cmd, tok, n);
+    free(tok);
+    return rc;
+}
+
+void
+cli_cmd_clear(struct cli_cmd *cmd)
+{
+    free(cmd->wire);
+    cmd->wire = NULL;
+    cmd->wire_len = 0;
+}
+
+void
+cli_cmd_print_help(FILE *out)
+{
+    fputs("Commands, as in the Workq protocol but with the payload typed in place of "
+          "its size:\n",
+          out);
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_table); i++) {
+        const char *u = cli_cmd_table[i].usage;
+        while (u != NULL && *u != '\0') {
+            size_t n = strcspn(u, "\n");
+            fprintf(out, "  %.*s\n", (int)n, u);
+            u += n + (u[n] == '\n');
+        }
+    }
+    fputs("Times (ttr, ttl, wait-timeout) are in milliseconds; <time> is "
+          "YYYY-MM-DDTHH:MM:SSZ (UTC).\n"
+          "An <id> of - makes a new random id (UUID v4) and prints it.\n"
+          "A payload or result is a bare word or a \"quoted string\" with the escapes\n"
+          "\\n \\r \\t \\\\ \\\" and \\xHH; a word that looks like a flag (-a=b) must be "
+          "quoted.\n",
+          out);
+}
