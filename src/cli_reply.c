@@ -97,8 +97,10 @@ cli_reply_malformed(struct cli_reply *r, const char *why)
 static enum cli_reply_status
 cli_reply_line(struct cli_reply *r, size_t *n, size_t *next)
 {
-    const char *p = r->buf + r->pos;
     size_t avail = r->len - r->pos;
+    if (avail == 0)
+        return CLI_REPLY_MORE; /* and r->buf may still be NULL */
+    const char *p = r->buf + r->pos;
     const char *lf = memchr(p, '\n', avail);
     if (lf == NULL)
         return avail > CLI_REPLY_MAX_LINE ? cli_reply_malformed(r, "line too long")

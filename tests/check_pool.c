@@ -238,6 +238,15 @@ START_TEST(test_smaller_than_pointer)
 }
 END_TEST
 
+#if defined(__SANITIZE_ADDRESS__)
+#define WQ_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WQ_TEST_SANITIZED 1
+#endif
+#endif
+
+#ifndef WQ_TEST_SANITIZED
 /* A pool that cannot get a block aborts with a log line (pool objects are
  * internal: callers never see NULL).  A block of 2^60 bytes fails at once.
  * Sanitizer builds report such an allocation themselves instead of
@@ -250,13 +259,6 @@ START_TEST(test_exhausted_aborts)
     ck_abort_msg("pool_get returned without memory");
 }
 END_TEST
-
-#if defined(__SANITIZE_ADDRESS__)
-#define WQ_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define WQ_TEST_SANITIZED 1
-#endif
 #endif
 
 static Suite *
