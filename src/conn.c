@@ -372,9 +372,10 @@ conn_close_idle(struct server *srv, uint64_t before_ms)
     while (c != NULL) {
         struct conn *next = c->next;
         /* Waiting clients (parked leases, runs, results, replies held for
-         * the log) are never idle. */
+         * the log) are never idle, nor are clients still reading replies
+         * (their input waits while the output is throttled). */
         if (c->active_ms < before_ms && c->closing == CONN_OPEN && c->waiter == NULL &&
-            !c->in_held) {
+            !c->in_held && !c->throttled && conn_pending(c) == 0) {
             wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d",
                    (int)bufferevent_getfd(c->bev));
             conn_close_soon(c, false); /* may free c, never another one */

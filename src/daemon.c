@@ -24,6 +24,8 @@
  * not detached or already reported. */
 static int daemon_report_fd = -1;
 
+static void daemon_report(unsigned char status);
+
 /* In the original process: wait for the daemon's one status byte and exit
  * with it.  EOF without a byte means the daemon died starting up. */
 static _Noreturn void
@@ -64,16 +66,17 @@ daemon_detach(void)
     daemon_report_fd = fds[1];
     /* A new session without a controlling terminal; the second fork makes
      * sure the daemon can never acquire one again. */
-    if (setsid() < 0)
+    if (setsid() < 0 || (pid = fork()) < 0) {
+        daemon_report(EX_OSERR);
         _exit(EX_OSERR);
-    pid = fork();
-    if (pid < 0)
-        _exit(EX_OSERR);
+    }
     if (pid > 0)
         _exit(0);
     umask(027);
-    if (chdir("/") != 0)
+    if (chdir("/") != 0) {
+        daemon_report(EX_OSERR);
         _exit(EX_OSERR);
+    }
     return 0;
 }
 
@@ -114,13 +117,36 @@ daemon_failed(int status)
     daemon_report((unsigned char)status);
 }
 
+/* The pid in the pidfile at path, or 0 if none can be read. */
+static long
+daemon_read_pidfile(const char *path)
+{
+    char buf[32] = "";
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    long pid = fgets(buf, sizeof buf, f) != NULL ? strtol(buf, NULL, 10) : 0;
+    fclose(f);
+    return pid > 0 ? pid : 0;
+}
+
 int
 daemon_write_pidfile(const char *path)
 {
+    /* Never take over the pidfile of a server that still runs: it would
+     * lose its pidfile when this one fails (its command log is locked). */
+    long other = daemon_read_pidfile(path);
+    if (other != 0 && other != (long)getpid() &&
+        (kill((pid_t)other, 0) == 0 || errno == EPERM)) {
+        wq_log(LOG_LVL_ERROR, "pidfile names a running process path=%s pid=%ld", path, other);
+        return -1;
+    }
     char tmp[4200], buf[32];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
     int len = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A fresh file, never one planted (or a symlink) under the name. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         wq_log(LOG_LVL_ERROR, "cannot write pidfile path=%s error=\"%s\"", path, strerror(errno));
         return -1;
@@ -140,17 +166,11 @@ daemon_write_pidfile(const char *path)
 void
 daemon_remove_pidfile(const char *path)
 {
-    char buf[32] = "";
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        if (errno != ENOENT)
-            wq_log(LOG_LVL_WARN, "cannot remove pidfile path=%s error=\"%s\"", path,
-                   strerror(errno));
-        return;
-    }
-    bool ours = fgets(buf, sizeof buf, f) != NULL && strtol(buf, NULL, 10) == (long)getpid();
-    fclose(f);
-    if (ours && unlink(path) != 0)
+    errno = 0;
+    long pid = daemon_read_pidfile(path);
+    if (pid == 0 && errno != 0 && errno != ENOENT)
+        wq_log(LOG_LVL_WARN, "cannot read pidfile path=%s error=\"%s\"", path, strerror(errno));
+    if (pid == (long)getpid() && unlink(path) != 0)
         wq_log(LOG_LVL_WARN, "cannot remove pidfile path=%s error=\"%s\"", path, strerror(errno));
 }
 

@@ -21,8 +21,10 @@ _Static_assert(WQ_ARRAY_LEN(log_level_names) == LOG_LVL_COUNT, "log_level_names 
 /* sd-daemon(3) prefixes and syslog priorities of the levels. */
 static const int log_priorities[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 
-static enum log_target log_target = LOG_TO_STDERR;
-static int  log_fd = STDERR_FILENO; /* stderr, or the log file */
+/* Atomic: the command log's threads log while the loop thread may switch
+ * from stderr to syslog (at the end of a -d start-up). */
+static _Atomic enum log_target log_target = LOG_TO_STDERR;
+static _Atomic int log_fd = STDERR_FILENO; /* stderr, or the log file */
 static char log_path[4096];
 /* stderr is the journal: prefix lines with <priority>, no time stamp. */
 static int  log_journal = -1; /* -1: not looked at yet */
@@ -47,14 +49,15 @@ log_vwrite(enum log_level lvl, const char *fmt, va_list ap)
     char line[2048];
     int n = 0;
 
-    if (log_target == LOG_TO_SYSLOG) {
+    enum log_target target = log_target;
+    if (target == LOG_TO_SYSLOG) {
         vsnprintf(line, sizeof line, fmt, ap);
         syslog(log_priorities[lvl], "%s %s", log_level_names[lvl], line);
         return;
     }
-    if (log_target == LOG_TO_STDERR && log_journal < 0)
+    if (target == LOG_TO_STDERR && log_journal < 0)
         log_journal = log_stderr_is_journal();
-    if (log_target == LOG_TO_STDERR && log_journal) {
+    if (target == LOG_TO_STDERR && log_journal) {
         n = snprintf(line, sizeof line, "<%d>%s ", log_priorities[lvl], log_level_names[lvl]);
     } else {
         struct timespec ts;
@@ -131,13 +134,13 @@ log_open(enum log_target target, const char *path)
             return -1;
     }
     log_close();
-    log_target = target;
     if (target == LOG_TO_FILE) {
         snprintf(log_path, sizeof log_path, "%s", path);
         log_fd = fd;
     } else if (target == LOG_TO_SYSLOG) {
         openlog("workq-server", LOG_PID | LOG_NDELAY, LOG_DAEMON);
     }
+    log_target = target; /* last: other threads see a ready target */
     return 0;
 }
 

@@ -172,30 +172,27 @@ options_set_listen(struct options *opts, const char *list)
     return 0;
 }
 
-/* Keep a copy of s in opts; NULL when the table is full. */
+/* Keep a copy of s as string setting which, replacing an earlier one. */
 static const char *
-options_keep(struct options *opts, const char *s)
+options_keep(struct options *opts, enum options_string which, const char *s)
 {
-    if (opts->nstrings == OPTIONS_MAX_STRINGS)
-        return NULL;
     size_t n = strlen(s) + 1;
     char *copy = wq_malloc(n);
     memcpy(copy, s, n);
-    opts->strings[opts->nstrings++] = copy;
+    wq_free(opts->strings[which]);
+    opts->strings[which] = copy;
     return copy;
 }
 
-/* s made absolute against the working directory, kept in opts. */
+/* s made absolute against the working directory, kept as which. */
 static const char *
-options_keep_path(struct options *opts, const char *s)
+options_keep_path(struct options *opts, enum options_string which, const char *s)
 {
-    if (s[0] == '/')
-        return options_keep(opts, s);
     char cwd[4096], path[8192];
-    if (getcwd(cwd, sizeof cwd) == NULL)
-        return options_keep(opts, s);
+    if (s[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+        return options_keep(opts, which, s);
     snprintf(path, sizeof path, "%s/%s", cwd, s);
-    return options_keep(opts, path);
+    return options_keep(opts, which, path);
 }
 
 /* Parse a boolean of a config file: empty (the key alone) means yes. */
@@ -240,8 +237,8 @@ options_apply(struct options *o, int id, const char *v, const char **why)
         *why = "(expected a directory)";
         if (v[0] == '\0')
             return -1;
-        o->cmdlog.dir = options_keep_path(o, v);
-        return o->cmdlog.dir != NULL ? 0 : -1;
+        o->cmdlog.dir = options_keep_path(o, OPTS_CMDLOG_DIR, v);
+        return 0;
     case OPT_CMDLOG_SEG_SIZE:
         *why = "(expected a size of at least 1 byte)";
         if (util_parse_size(v, UINT64_MAX, &n) != 0 || n == 0)
@@ -283,14 +280,21 @@ options_apply(struct options *o, int id, const char *v, const char **why)
         return 0;
     case OPT_PIDFILE:
         *why = "(expected a file name)";
-        return v[0] != '\0' && (o->pidfile = options_keep_path(o, v)) != NULL ? 0 : -1;
+        if (v[0] == '\0')
+            return -1;
+        o->pidfile = options_keep_path(o, OPTS_PIDFILE, v);
+        return 0;
     case OPT_USER:
         *why = "(expected a user name)";
-        return v[0] != '\0' && (o->user = options_keep(o, v)) != NULL ? 0 : -1;
+        if (v[0] == '\0')
+            return -1;
+        o->user = options_keep(o, OPTS_USER, v);
+        return 0;
     case OPT_LOG_FILE:
         *why = "(expected a file name)";
-        if (v[0] == '\0' || (o->log_file = options_keep_path(o, v)) == NULL)
+        if (v[0] == '\0')
             return -1;
+        o->log_file = options_keep_path(o, OPTS_LOG_FILE, v);
         o->log_target = LOG_TO_FILE;
         return 0;
     case OPT_LOG_LEVEL:
@@ -464,9 +468,7 @@ options_parse(struct options *opts, int argc, char **argv)
     if (status >= 0)
         return status;
     if (config != NULL) {
-        opts->config = options_keep_path(opts, config);
-        if (opts->config == NULL)
-            return EX_OSERR;
+        opts->config = options_keep_path(opts, OPTS_CONFIG, config);
         status = options_read_config(opts, opts->config);
         if (status >= 0)
             return status;
@@ -477,7 +479,8 @@ options_parse(struct options *opts, int argc, char **argv)
 void
 options_free(struct options *opts)
 {
-    for (size_t i = 0; i < opts->nstrings; i++)
+    for (size_t i = 0; i < OPTS_STRING_COUNT; i++) {
         wq_free(opts->strings[i]);
-    opts->nstrings = 0;
+        opts->strings[i] = NULL;
+    }
 }

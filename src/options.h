@@ -11,7 +11,11 @@
 #include "log.h"
 
 #define OPTIONS_MAX_LISTEN 8
-#define OPTIONS_MAX_STRINGS 32
+
+/* The string settings, each an owned copy (a later value frees the
+ * earlier one). */
+enum options_string { OPTS_CMDLOG_DIR, OPTS_PIDFILE, OPTS_USER, OPTS_LOG_FILE, OPTS_CONFIG,
+                      OPTS_STRING_COUNT };
 
 struct listen_addr {
     char host[256]; /* "" means every address */
@@ -34,8 +38,7 @@ struct options {
     uint64_t           idle_timeout_ms; /* 0: never */
     uint64_t           max_memory;      /* bytes held by jobs; 0: no limit */
     const char        *config;          /* the config file read, or NULL */
-    char              *strings[OPTIONS_MAX_STRINGS]; /* owned copies of the above */
-    size_t             nstrings;
+    char              *strings[OPTS_STRING_COUNT]; /* owned copies of the above */
 };
 
 /* Fill opts from the config file named in argv (if any), then from argv.

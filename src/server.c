@@ -29,6 +29,8 @@
 #define SERVER_STOP_MS 2000
 /* How long accepting pauses when file descriptors run out. */
 #define SERVER_ACCEPT_PAUSE_MS 100
+/* The idle sweep runs at most this often, however short the timeout. */
+#define SERVER_IDLE_SWEEP_MIN_MS 10
 /* Connection records are cut from blocks of this many. */
 #define SERVER_CONN_POOL_BLOCK 64
 /* The reply to a client beyond -max-connections, before it is closed. */
@@ -299,7 +301,7 @@ server_init(struct server *srv, const struct options *opts)
         /* Sweep four times per timeout: a connection is closed between 1
          * and 1.25 timeouts after it fell silent, and the hot path only
          * stores a time per read. */
-        uint64_t every = WQ_MAX(opts->idle_timeout_ms / 4, 1);
+        uint64_t every = WQ_MAX(opts->idle_timeout_ms / 4, SERVER_IDLE_SWEEP_MIN_MS);
         struct timeval tv = {(time_t)(every / 1000), (suseconds_t)(every % 1000) * 1000};
         srv->idle_ev = event_new(srv->base, -1, EV_PERSIST, server_idle_cb, srv);
         event_add(srv->idle_ev, &tv);

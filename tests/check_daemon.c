@@ -724,6 +724,40 @@ START_TEST(test_daemon_failure)
 }
 END_TEST
 
+/* A second server never takes over the pidfile of one that runs. */
+START_TEST(test_daemon_pidfile_in_use)
+{
+    char dir[32], pidfile[64];
+    tmpdir_new(dir);
+    snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
+    struct proc first, p;
+    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
+
+    const char *const again[] = {"-listen", "127.0.0.1:0", "-P", pidfile, NULL};
+    ck_assert_int_eq(proc_run(&p, again), 73);
+    ck_assert_msg(strstr(p.err.p, f(" error pidfile names a running process path=%s pid=%ld\n",
+                                    pidfile, (long)first.s.pid)) != NULL,
+                  "stderr: %s", p.err.p);
+    ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
+    proc_free(&p);
+
+    /* A stale pidfile (its process gone) is replaced. */
+    proc_stop(&first);
+    proc_free(&first);
+    FILE *fp = fopen(pidfile, "w");
+    ck_assert_ptr_nonnull(fp);
+    fprintf(fp, "%d\n", 999999999);
+    fclose(fp);
+    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
+    proc_stop(&first);
+    proc_free(&first);
+    ck_assert(!file_exists(pidfile));
+    tmpdir_remove(dir);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* sd_notify */
 
@@ -1441,6 +1475,45 @@ START_TEST(test_idle_silent_closed)
 }
 END_TEST
 
+/* A client still reading a long answer is not idle, though it sends
+ * nothing: its pipelined commands are all answered. */
+START_TEST(test_idle_slow_reader)
+{
+    enum { LEN = 1048576, N = 12 };
+    static char payload[LEN], buf[64 * 1024];
+    memset(payload, 'p', LEN);
+    struct systest_server s;
+    systest_start(&s, "--idle-timeout", "500ms", NULL);
+    int fd = systest_connect(&s);
+    systest_sends(fd, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
+    systest_send(fd, payload, LEN);
+    systest_roundtrip(fd, "\r\n", OK);
+    /* N answers of 1 MiB each: the server throttles this client's input
+     * and it reads them over several idle timeouts. */
+    for (int i = 0; i < N; i++)
+        systest_sends(fd, f("inspect job %s\r\n", id4(1)));
+    systest_sends(fd, f("delete %s\r\n", id4(9)));
+    /* Read slowly, 64 KiB every 30 ms (about 2 MiB/s), until the answer
+     * to the last command, -NOT-FOUND, ends the stream. */
+    char tail[12] = "";
+    size_t got = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        ck_assert_msg(n > 0, "closed after %zu bytes", got);
+        got += (size_t)n;
+        size_t keep = (size_t)n < sizeof tail ? sizeof tail - (size_t)n : 0;
+        memmove(tail, tail + sizeof tail - keep, keep);
+        memcpy(tail + keep, buf + (size_t)n - (sizeof tail - keep), sizeof tail - keep);
+        if (memcmp(tail, "-NOT-FOUND\r\n", sizeof tail) == 0)
+            break;
+        systest_sleep_ms(30);
+    }
+    ck_assert_uint_gt(got, (size_t)N * LEN);
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
 /* A parked lease, a waiting run and a waiting result are never idle; each
  * becomes idle from its reply on. */
 START_TEST(test_idle_waiting_not_idle)
@@ -2021,7 +2094,7 @@ static Suite *
 daemon_suite(void)
 {
     const struct systest_group groups[] = {
-        {"daemonize", {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure, NULL}},
+        {"daemonize", {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure, test_daemon_pidfile_in_use, NULL}},
         {"notify", {test_notify_path, test_notify_abstract, test_notify_daemon, NULL}},
         {"log",
          {test_log_format, test_log_levels, test_log_verbose, test_log_sighup,
@@ -2030,7 +2103,7 @@ daemon_suite(void)
          {test_user_drop, test_user_not_root, test_user_unknown, test_user_daemon_pidfile, NULL}},
         {"max-connections", {test_maxconn_refuse, test_maxconn_accept_again, NULL}},
         {"idle-timeout",
-         {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_after_timeout, NULL}},
+         {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader, test_idle_after_timeout, NULL}},
         {"max-memory",
          {test_memory_refusals, test_memory_results_and_expiry, test_memory_run_freed,
           test_memory_replay, NULL}},
