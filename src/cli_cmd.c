@@ -7,6 +7,7 @@
 #include <string.h>
 #include <uuid.h>
 
+#include "cli_reply.h"
 #include "util.h"
 
 /* Positional-argument index meaning "the last one". */
@@ -70,28 +71,6 @@ struct cli_token {
     size_t      n;
     bool        quoted; /* a quoted token is never a flag nor "-" */
 };
-
-/* A growing byte string, NUL terminated. */
-struct cli_buf {
-    char  *p;
-    size_t n, cap;
-};
-
-static void
-cli_buf_add(struct cli_buf *b, const void *data, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = WQ_MAX(b->cap * 2, b->n + n + 1);
-        b->p = realloc(b->p, b->cap);
-        if (b->p == NULL) {
-            fputs("workq-cli: out of memory\n", stderr);
-            abort();
-        }
-    }
-    memcpy(b->p + b->n, data, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
 
 static int cli_cmd_fail(struct cli_cmd *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -284,19 +263,19 @@ cli_cmd_build(struct cli_cmd *cmd, const struct cli_token *tok, size_t n)
     size_t id = spec->new_id ? cli_cmd_arg(tok, n, 0) : 0;
     cli_cmd_expect(cmd, spec, tok, n);
 
-    struct cli_buf b = {0};
-    cli_buf_add(&b, spec->name, strlen(spec->name));
+    struct cli_text b = {0};
+    cli_text_add(&b, spec->name, strlen(spec->name));
     for (size_t i = 1; i < n; i++) {
         const struct cli_token *t = &tok[i];
-        cli_buf_add(&b, " ", 1);
+        cli_text_add(&b, " ", 1);
         if (i == payload) {
             char size[24];
-            cli_buf_add(&b, size, (size_t)snprintf(size, sizeof size, "%zu", t->n));
+            cli_text_add(&b, size, (size_t)snprintf(size, sizeof size, "%zu", t->n));
         } else if (i == id && cli_token_is(t, "-")) {
             uuid_t u;
             uuid_generate_random(u);
             uuid_unparse_lower(u, cmd->id);
-            cli_buf_add(&b, cmd->id, strlen(cmd->id));
+            cli_text_add(&b, cmd->id, strlen(cmd->id));
         } else if (t->n == 0 || memchr(t->p, ' ', t->n) || memchr(t->p, '\r', t->n) ||
                    memchr(t->p, '\n', t->n)) {
             free(b.p);
@@ -306,13 +285,13 @@ cli_cmd_build(struct cli_cmd *cmd, const struct cli_token *tok, size_t n)
                                 "line breaks",
                                 (int)WQ_MIN(t->n, 64), t->p);
         } else {
-            cli_buf_add(&b, t->p, t->n);
+            cli_text_add(&b, t->p, t->n);
         }
     }
-    cli_buf_add(&b, "\r\n", 2);
+    cli_text_add(&b, "\r\n", 2);
     if (spec->payload) {
-        cli_buf_add(&b, tok[payload].p, tok[payload].n);
-        cli_buf_add(&b, "\r\n", 2);
+        cli_text_add(&b, tok[payload].p, tok[payload].n);
+        cli_text_add(&b, "\r\n", 2);
     }
     cmd->wire = b.p;
     cmd->wire_len = b.n;

@@ -388,14 +388,8 @@ cli_reply_is_error(const struct cli_reply *r)
 /* ------------------------------------------------------------------------ */
 /* Printing */
 
-/* A growing string; NUL terminated once anything was added. */
-struct cli_text {
-    char  *p;
-    size_t n, cap;
-};
-
-static void
-cli_text_add(struct cli_text *t, const char *s, size_t n)
+void
+cli_text_add(struct cli_text *t, const void *s, size_t n)
 {
     if (t->n + n + 1 > t->cap) {
         t->cap = WQ_MAX(t->cap * 2, t->n + n + 1);

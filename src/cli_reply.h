@@ -62,6 +62,15 @@ enum cli_reply_status {
     CLI_REPLY_IO_ERROR,  /* cli_reply_read: recv failed, see errno */
 };
 
+/* A growing byte string, NUL terminated once anything was added (also
+ * used by cli_cmd to build requests). */
+struct cli_text {
+    char  *p;
+    size_t n, cap;
+};
+/* Append n bytes of s (aborts when memory runs out). */
+void cli_text_add(struct cli_text *t, const void *s, size_t n);
+
 void cli_reply_init(struct cli_reply *r);
 void cli_reply_clear(struct cli_reply *r);
 /* Forget the previous reply (bytes after it are kept) and expect one of
