@@ -410,12 +410,14 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     return j;
 }
 
-enum core_status
-core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
+/* core_add, and replay's add: limited says whether -max-memory applies
+ * (the log's jobs were acknowledged, so replay never refuses them). */
+static enum core_status
+core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool limited)
 {
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
-    if (core_over_memory(c, s->payload_len))
+    if (limited && core_over_memory(c, s->payload_len))
         return CORE_NOMEM;
     struct job *j = core_job_create(c, s, now_ms);
     if (j == NULL)
@@ -448,6 +450,12 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
     }
     core_job_arm(c, j);
     return CORE_OK;
+}
+
+enum core_status
+core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
+{
+    return core_add_job(c, s, now_ms, true);
 }
 
 /* Link waiter w to job j's list of waiters. */
@@ -712,12 +720,8 @@ core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         return;
     /* A job whose life ended while the server was down comes back too: the
      * first core_advance expires it, and logs that, so cleaning can drop
-     * its records.  The log's jobs were acknowledged: -max-memory never
-     * refuses them. */
-    uint64_t limit = c->max_bytes;
-    c->max_bytes = 0;
-    core_add(c, &s, now_ms);
-    c->max_bytes = limit;
+     * its records. */
+    core_add_job(c, &s, now_ms, false);
 }
 
 void

@@ -36,6 +36,25 @@ main_log_started(const struct server *srv, const struct options *o)
            (unsigned long long)o->cmdlog.sync_int_ms);
 }
 
+/* Set up srv up to the replayed command log, in start-up order; 0 or the
+ * exit status (srv is then still to be cleared). */
+static int
+main_start(struct server *srv, const struct options *o)
+{
+    if (server_init(srv, o) != 0)
+        return EX_SOFTWARE;
+    if (server_listen(srv) != 0)
+        return EX_UNAVAILABLE;
+    if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
+        return EX_CANTCREAT;
+    if (o->user != NULL) {
+        int status = daemon_drop_user(o->user);
+        if (status != 0)
+            return status;
+    }
+    return server_open_log(srv) != 0 ? EX_CONFIG : 0;
+}
+
 /* Everything from opening the log to the end of the loop; returns the
  * exit status. */
 static int
@@ -48,17 +67,7 @@ main_serve(const struct options *o)
     }
 
     struct server srv;
-    int status = 0;
-    if (server_init(&srv, o) != 0)
-        status = EX_SOFTWARE;
-    else if (server_listen(&srv) != 0)
-        status = EX_UNAVAILABLE;
-    else if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
-        status = EX_CANTCREAT;
-    else if (o->user != NULL && (status = daemon_drop_user(o->user)) != 0)
-        ;
-    else if (server_open_log(&srv) != 0)
-        status = EX_CONFIG;
+    int status = main_start(&srv, o);
     if (status != 0) {
         server_clear(&srv);
         if (o->pidfile != NULL)

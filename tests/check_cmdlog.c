@@ -32,12 +32,7 @@
 #include "jobid.h"
 #include "log.h"
 #include "queue.h"
-
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
+#include "unit.h"
 
 /* The fake "now" of replay tests (2023-11-14T22:13:20Z) and a long TTL. */
 #define NOW      1700000000000LL

@@ -10,12 +10,6 @@
 #include <string.h>
 #include "unit.h"
 
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
-
 #define RESULT_MAX 64
 
 /* ---- ids ---- */

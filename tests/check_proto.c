@@ -16,14 +16,6 @@
 #include "util.h"
 #include "unit.h"
 
-/* check's ck_assert_* records a mark point even when it passes; hot loops
- * test first and call check only to report a failure. */
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
-
 #define ID "0f0e0d0c-0b0a-4908-8706-050403020100"
 
 /* ---- the syntax table, shaped like src/cmd.c's ---- */

@@ -13,12 +13,6 @@
 #include "job.h"
 #include "unit.h"
 
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
-
 /* A job fixture: seq doubles as the tag the tests look for. */
 static struct job *
 job_fixture(uint64_t seq, int32_t priority)

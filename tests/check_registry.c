@@ -12,15 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
 #include "unit.h"
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_ASAN 1
 #elif defined(__has_feature)
@@ -34,15 +26,6 @@
 
 /* Under valgrind or ASan, the big cases shrink to keep each run short. */
 #define SLOW_RUN (RUNNING_ON_VALGRIND || TEST_ASAN)
-
-/* check's ck_assert_* records a mark point (a write to a file) even when it
- * passes; loops that check millions of facts test first and call check only
- * to report a failure. */
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
 
 struct item {
     uint8_t id[16];

@@ -12,15 +12,6 @@
 #include "jobid.h"
 #include "unit.h"
 
-/* check's ck_assert_* records a mark point (a write to a file) even when it
- * passes; loops that check many facts test first and call check only to
- * report a failure. */
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
-
 /* Deterministic xorshift64*: the same sequence on every run and platform. */
 static uint64_t rng_state = 0x853c49e6748fea9bULL;
 

@@ -9,24 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
 #include "unit.h"
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
-
-/* check's ck_assert_* records a mark point (a write to a file) even when it
- * passes; loops that check millions of facts test first and call check only
- * to report a failure. */
-#define REQUIRE(cond)                                                                              \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ck_abort_msg("failed: %s", #cond);                                                     \
-    } while (0)
 
 struct ctx;
 

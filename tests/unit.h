@@ -1,10 +1,30 @@
 /* unit.h - what every unit-test binary shares: a suite of one test case per
- * test, and the runner main() returns. */
+ * test, the runner main() returns, REQUIRE for hot loops, and
+ * RUNNING_ON_VALGRIND (0 without valgrind's header). */
 #ifndef WQ_TESTS_UNIT_H
 #define WQ_TESTS_UNIT_H
 
 #include <check.h>
 #include <stddef.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+/* Without valgrind's header, tests take the sizes meant for native runs. */
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+/* check's ck_assert_* records a mark point (a write to a file) even when it
+ * passes; loops that check many facts test first and call check only to
+ * report a failure. */
+#define REQUIRE(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg("failed: %s", #cond);                                                     \
+    } while (0)
 
 struct unit_case {
     const char  *name;
