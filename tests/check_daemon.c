@@ -1188,11 +1188,36 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* -user */
 
+/* A copy of the server binary that any user may run, in a new directory
+ * (dir gets its name): the build tree may sit below a directory only root
+ * can enter, such as a mktemp -d one. */
+static void
+server_copy_for_all(char dir[32], char path[64])
+{
+    tmpdir_new(dir);
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    snprintf(path, 64, "%s/workq-server", dir);
+    const char *src = getenv("WQ_SERVER");
+    ck_assert_ptr_nonnull(src);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    ck_assert(in >= 0 && out >= 0);
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof buf)) > 0)
+        ck_assert_int_eq(write(out, buf, (size_t)n), n);
+    ck_assert_int_eq(n, 0);
+    close(in);
+    ck_assert_int_eq(close(out), 0);
+}
+
 /* Run the server with args as user pw (we are root): its exit status, its
  * stderr into err. */
 static int
 run_as(const struct passwd *pw, const char *const *args, char *err, size_t cap)
 {
+    char dir[32], server[64];
+    server_copy_for_all(dir, server);
     int ep[2];
     ck_assert_int_eq(pipe2(ep, O_CLOEXEC), 0);
     pid_t pid = fork();
@@ -1200,6 +1225,7 @@ run_as(const struct passwd *pw, const char *const *args, char *err, size_t cap)
     if (pid == 0) {
         if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0)
             _exit(126);
+        setenv("WQ_SERVER", server, 1);
         dup2(ep[1], STDERR_FILENO);
         int out;
         pid_t s = systest_spawn(args, &out, -1); /* behind the wrapper, if any */
@@ -1221,6 +1247,7 @@ run_as(const struct passwd *pw, const char *const *args, char *err, size_t cap)
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st));
+    tmpdir_remove(dir);
     return WEXITSTATUS(st);
 }
 
