@@ -1,4 +1,15 @@
-/* registry.c - keyed-hash open-addressing table. */
+/* registry.c - keyed-hash open-addressing table.
+ *
+ * A slot is one uint64_t: 0 when empty, else the element pointer in the low
+ * REGISTRY_PTR_BITS bits and the top bits of the element's hash (its tag)
+ * above them.  The home slot comes from the hash's low bits, so the tag adds
+ * bits the probe has not already matched.  A lookup dereferences an element
+ * only when its tag matches: with 16-bit tags, one slot in 65,536 of those
+ * probed for a missing key.  The full hash is not stored; where it is needed
+ * again (a home slot during deletion, a move during growth) it is recomputed
+ * from the element's key.  At 8 bytes a slot and a load between 1/4 and 1/2,
+ * an element costs 16 to 32 bytes, plus the old table while a growth is
+ * under way. */
 #include "wq.h"
 #include "registry.h"
 
@@ -9,11 +20,22 @@
 
 #include "alloc.h"
 
+/* Pointer bits kept in a slot.  Linux keeps user-space addresses below 2^47
+ * on x86-64 and below 2^48 on arm64 (even with 5-level or 52-bit address
+ * spaces, unless mmap is asked for a higher address, which neither jemalloc
+ * nor glibc does), so heap pointers fit in 48 bits there.  Tagged pointers
+ * (arm64 MTE, Android's heap tagging) would not: registry_insert checks. */
+#if UINTPTR_MAX > 0xffffffffu
+#define REGISTRY_PTR_BITS 48
+#else
+#define REGISTRY_PTR_BITS 32
+#endif
+#define REGISTRY_PTR_MASK ((UINT64_C(1) << REGISTRY_PTR_BITS) - 1)
+
 /* One open-addressing table. */
 struct table {
-    void    **slots;
-    uint64_t *hashes; /* cached hash per slot: growth never re-hashes */
-    size_t    mask;   /* capacity - 1; capacity is a power of two */
+    uint64_t *slots; /* tag << REGISTRY_PTR_BITS | pointer; 0 = empty */
+    size_t    mask;  /* capacity - 1; capacity is a power of two */
 };
 
 /* Growth is incremental: when the table fills up, a table twice the size
@@ -101,7 +123,6 @@ static void
 table_init(struct table *t, size_t cap)
 {
     t->slots = wq_calloc(cap, sizeof *t->slots);
-    t->hashes = wq_calloc(cap, sizeof *t->hashes);
     t->mask = cap - 1;
 }
 
@@ -109,9 +130,7 @@ static void
 table_clear(struct table *t)
 {
     wq_free(t->slots);
-    wq_free(t->hashes);
     t->slots = NULL;
-    t->hashes = NULL;
     t->mask = 0;
 }
 
@@ -145,6 +164,27 @@ registry_count(const struct registry *r)
     return r->count;
 }
 
+/* The slot for elem with hash h.  The pointer is not null, so neither is the
+ * slot, even when the tag is 0. */
+static inline uint64_t
+slot_make(const void *elem, uint64_t h)
+{
+    return (h & ~REGISTRY_PTR_MASK) | (uint64_t)(uintptr_t)elem;
+}
+
+static inline void *
+slot_elem(uint64_t s)
+{
+    return (void *)(uintptr_t)(s & REGISTRY_PTR_MASK);
+}
+
+/* Whether slot s may hold the key with hash h: its tag matches h's top bits. */
+static inline bool
+slot_tag_is(uint64_t s, uint64_t h)
+{
+    return ((s ^ h) & ~REGISTRY_PTR_MASK) == 0;
+}
+
 static inline uint64_t
 registry_hash_of(const struct registry *r, const void *elem)
 {
@@ -161,13 +201,13 @@ table_probe(const struct registry *r, const struct table *t, const void *key, si
 {
     size_t i = h & t->mask;
     for (;;) {
-        void *e = t->slots[i];
-        if (e == NULL)
+        uint64_t s = t->slots[i];
+        if (s == 0)
             return i;
-        if (t->hashes[i] == h) {
+        if (slot_tag_is(s, h)) {
             const void *k;
             size_t klen;
-            r->key_of(e, &k, &klen);
+            r->key_of(slot_elem(s), &k, &klen);
             if (klen == len && memcmp(k, key, len) == 0)
                 return i;
         }
@@ -175,57 +215,74 @@ table_probe(const struct registry *r, const struct table *t, const void *key, si
     }
 }
 
+/* Put slot value s, whose element hashes to h, in the first free slot of
+ * its run. */
 static void
-table_place(struct table *t, void *elem, uint64_t h)
+table_place(struct table *t, uint64_t s, uint64_t h)
 {
     size_t i = h & t->mask;
-    while (t->slots[i] != NULL)
+    while (t->slots[i] != 0)
         i = (i + 1) & t->mask;
-    t->slots[i] = elem;
-    t->hashes[i] = h;
+    t->slots[i] = s;
 }
 
 /* Empty slot i of t by backward-shift deletion: pull later members of the
  * run into the hole when their home slot does not lie cyclically in
- * (hole, j].  Elements only ever move to lower positions of their run. */
+ * (hole, j].  Elements only ever move to lower positions of their run.
+ * Each later member of the run costs a key_of and a SipHash for its home. */
 static void
-table_delete_at(struct table *t, size_t i)
+table_delete_at(const struct registry *r, struct table *t, size_t i)
 {
     size_t hole = i, j = i;
     for (;;) {
         j = (j + 1) & t->mask;
-        if (t->slots[j] == NULL)
+        uint64_t s = t->slots[j];
+        if (s == 0)
             break;
-        size_t home = t->hashes[j] & t->mask;
+        size_t home = registry_hash_of(r, slot_elem(s)) & t->mask;
         bool in_between = (hole <= j) ? (hole < home && home <= j) : (hole < home || home <= j);
         if (!in_between) {
-            t->slots[hole] = t->slots[j];
-            t->hashes[hole] = t->hashes[j];
+            t->slots[hole] = s; /* the tag travels with the pointer */
             hole = j;
         }
     }
-    t->slots[hole] = NULL;
+    t->slots[hole] = 0;
 }
 
-/* Move up to `steps` slots' worth of the old table into cur; free the old
- * table once it is empty.  Deleting at the cursor keeps every slot below it
- * empty, so no run of the old table ever wraps into the part already done. */
+/* Move the run of old slots that starts at the cursor into cur, whole, and
+ * step the cursor past the empty slot that ends it; return the slots
+ * visited.  Moving a whole run needs one SipHash per element and no backward
+ * shift: emptying only the run's first slot would put a gap between later
+ * members and their home slots, and lookups stop at a gap.  With every slot
+ * below the cursor empty, a run starting there can only wrap when the cursor
+ * is 0; then its part at the end of the array stays behind, still reachable
+ * from its home slots, and moves when the cursor gets there. */
+static size_t
+registry_move_run(struct registry *r)
+{
+    struct table *o = &r->old;
+    size_t start = r->cursor, i = start;
+    for (; i <= o->mask && o->slots[i] != 0; i++) {
+        uint64_t s = o->slots[i];
+        table_place(&r->cur, s, registry_hash_of(r, slot_elem(s)));
+        o->slots[i] = 0;
+    }
+    r->cursor = i + 1;
+    return i + 1 - start;
+}
+
+/* Move about `steps` slots' worth of the old table into cur (whole runs, so
+ * sometimes a few more); free the old table once it is empty. */
 static void
 registry_move(struct registry *r, size_t steps)
 {
-    struct table *o = &r->old;
-    while (o->slots != NULL && steps-- > 0) {
-        if (r->cursor > o->mask) {
-            table_clear(o);
+    while (r->old.slots != NULL && steps > 0) {
+        if (r->cursor > r->old.mask) {
+            table_clear(&r->old);
             return;
         }
-        void *e = o->slots[r->cursor];
-        if (e == NULL) {
-            r->cursor++;
-            continue;
-        }
-        table_place(&r->cur, e, o->hashes[r->cursor]);
-        table_delete_at(o, r->cursor); /* may pull another element to the cursor */
+        size_t visited = registry_move_run(r); /* not inside WQ_MIN: it evaluates twice */
+        steps -= WQ_MIN(steps, visited);
     }
 }
 
@@ -233,15 +290,17 @@ void *
 registry_find(const struct registry *r, const void *key, size_t len)
 {
     uint64_t h = registry_siphash(r->key, key, len);
-    void *e = r->cur.slots[table_probe(r, &r->cur, key, len, h)];
-    if (e == NULL && r->old.slots != NULL)
-        e = r->old.slots[table_probe(r, &r->old, key, len, h)];
-    return e;
+    uint64_t s = r->cur.slots[table_probe(r, &r->cur, key, len, h)];
+    if (s == 0 && r->old.slots != NULL)
+        s = r->old.slots[table_probe(r, &r->old, key, len, h)];
+    return slot_elem(s);
 }
 
 void
 registry_insert(struct registry *r, void *elem)
 {
+    /* A slot keeps only REGISTRY_PTR_BITS of the pointer (why that is enough: there). */
+    WQ_ASSERT(elem != NULL && ((uint64_t)(uintptr_t)elem & ~REGISTRY_PTR_MASK) == 0);
     /* Keep the load factor at or below 1/2 so probe runs stay short. */
     if ((r->count + 1) * 2 > r->cur.mask + 1) {
         registry_move(r, SIZE_MAX); /* a move still going (rare): finish it */
@@ -250,7 +309,8 @@ registry_insert(struct registry *r, void *elem)
         r->cursor = 0;
     }
     registry_move(r, REGISTRY_MOVE_STEPS);
-    table_place(&r->cur, elem, registry_hash_of(r, elem));
+    uint64_t h = registry_hash_of(r, elem);
+    table_place(&r->cur, slot_make(elem, h), h);
     r->count++;
 }
 
@@ -260,14 +320,14 @@ registry_remove(struct registry *r, const void *key, size_t len)
     uint64_t h = registry_siphash(r->key, key, len);
     struct table *t = &r->cur;
     size_t i = table_probe(r, t, key, len, h);
-    if (t->slots[i] == NULL && r->old.slots != NULL) {
+    if (t->slots[i] == 0 && r->old.slots != NULL) {
         t = &r->old;
         i = table_probe(r, t, key, len, h);
     }
-    void *elem = t->slots[i];
+    void *elem = slot_elem(t->slots[i]);
     if (elem == NULL)
         return NULL;
-    table_delete_at(t, i);
+    table_delete_at(r, t, i);
     r->count--;
     return elem;
 }
@@ -276,8 +336,8 @@ static void
 table_foreach(const struct table *t, void (*fn)(void *elem, void *arg), void *arg)
 {
     for (size_t i = 0; t->slots != NULL && i <= t->mask; i++) {
-        if (t->slots[i] != NULL)
-            fn(t->slots[i], arg);
+        if (t->slots[i] != 0)
+            fn(slot_elem(t->slots[i]), arg);
     }
 }
 

@@ -2,14 +2,17 @@
  * (job ids, queue names).  Keys are hashed with SipHash-1-3 under a random
  * per-table key, so clients who choose ids or names cannot force collisions.
  * Linear probing with backward-shift deletion: no tombstones, O(1) expected
- * for find, insert and remove.  The table stores pointers; the elements and
- * their keys are the caller's. */
+ * for find, insert and remove.  The table stores pointers (8 bytes a slot,
+ * pointer and hash tag together); the elements and their keys are the
+ * caller's. */
 #ifndef WQ_REGISTRY_H
 #define WQ_REGISTRY_H
 
 #include "wq.h"
 
-/* Report the key bytes of elem. */
+/* Report the key bytes of elem.  Also called on elements other than the one
+ * sought (their hashes are recomputed when slots move), so every element's key
+ * must stay readable and unchanged while the element is in the table. */
 typedef void (*registry_key_fn)(const void *elem, const void **key, size_t *len);
 
 struct registry;

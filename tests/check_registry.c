@@ -1,9 +1,11 @@
 /* check_registry.c - unit tests for the keyed-hash table (src/registry.c).
  * Tables use 16-byte ids (as jobs do) or NUL-terminated names of any length
- * (as queues do).  The hash key is random per table, so collisions cannot be
- * chosen; the removal tests instead fill tables to their maximum load, where
- * long probe runs form on their own, and check every survivor after each
- * removal. */
+ * (as queues do).  The hash key is random per table, so most tests cannot
+ * choose collisions; they fill tables to their maximum load, where long probe
+ * runs form on their own, and check every survivor after each removal.  A few
+ * fix the key instead (see getrandom below) and build the exact collisions
+ * and runs they need from the table's layout: home slot = hash's low bits,
+ * tag = hash's bits above the pointer's. */
 #include "wq.h"
 #include "registry.h"
 
@@ -11,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "unit.h"
 #if defined(__SANITIZE_ADDRESS__)
@@ -27,11 +32,19 @@
 /* Under valgrind or ASan, the big cases shrink to keep each run short. */
 #define SLOW_RUN (RUNNING_ON_VALGRIND || TEST_ASAN)
 
+/* The tag's first bit in a slot (REGISTRY_PTR_BITS in registry.c). */
+#define TEST_TAG_SHIFT (UINTPTR_MAX > 0xffffffffu ? 48 : 32)
+/* The capacity of a new table (REGISTRY_MIN_CAP). */
+#define TEST_MIN_CAP 16
+
 struct item {
     uint8_t id[16];
     unsigned visits; /* registry_foreach */
     bool in;         /* what the test believes */
 };
+
+/* item_key calls: each is a slot whose element the table had to read. */
+static unsigned long key_calls;
 
 static void
 item_key(const void *elem, const void **key, size_t *len)
@@ -39,6 +52,59 @@ item_key(const void *elem, const void **key, size_t *len)
     const struct item *it = elem;
     *key = it->id;
     *len = sizeof it->id;
+    key_calls++;
+}
+
+/* registry_new takes its hash key from getrandom().  This definition wins
+ * over libc's at link time: while fixed_key is set it hands out that key,
+ * otherwise it passes the call on to the kernel. */
+static const uint8_t *fixed_key;
+static bool fixed_key_taken;
+
+ssize_t
+getrandom(void *buf, size_t len, unsigned int flags)
+{
+    if (fixed_key != NULL && len == 16) {
+        memcpy(buf, fixed_key, 16);
+        fixed_key_taken = true;
+        return 16;
+    }
+    return syscall(SYS_getrandom, buf, len, flags);
+}
+
+static const uint8_t test_key[16] = {0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+
+/* A table of items hashed under test_key. */
+static struct registry *
+registry_new_keyed(void)
+{
+    fixed_key = test_key;
+    fixed_key_taken = false;
+    struct registry *r = registry_new(item_key);
+    fixed_key = NULL;
+    ck_assert_msg(fixed_key_taken, "registry_new no longer takes its key from getrandom");
+    return r;
+}
+
+static uint64_t
+id_hash(const uint8_t id[16])
+{
+    return registry_siphash(test_key, id, 16);
+}
+
+/* Give it the next id (from *seq on) whose hash under test_key has home
+ * slot `home` in a table of mask + 1 slots and, unless any_tag, tag `tag`. */
+static void
+id_choose(struct item *it, uint64_t *seq, size_t mask, size_t home, bool any_tag, uint64_t tag)
+{
+    memset(it->id, 0xa5, sizeof it->id);
+    for (;; (*seq)++) {
+        memcpy(it->id, seq, sizeof *seq);
+        uint64_t h = id_hash(it->id);
+        if ((h & mask) == home && (any_tag || h >> TEST_TAG_SHIFT == tag))
+            break;
+    }
+    (*seq)++;
 }
 
 struct named {
@@ -378,6 +444,264 @@ START_TEST(test_foreach)
 }
 END_TEST
 
+/* Finds (and finds of a missing key) that return the right element, with the
+ * number of elements the table read to get there. */
+static void
+require_find(const struct registry *r, const struct item *it, unsigned long reads)
+{
+    key_calls = 0;
+    ck_assert_ptr_eq(registry_find(r, it->id, 16), it->in ? it : NULL);
+    ck_assert_uint_eq(key_calls, reads);
+}
+
+START_TEST(test_tag_collisions)
+{
+    /* a, b, c and the missing x share the home slot and the tag, d shares
+     * only the home: a lookup must read (and reject) every same-tag element
+     * before its own, and must skip d unread. */
+    if (TEST_TAG_SHIFT != 48)
+        return; /* 32-bit tags: one chosen collision costs 2^32 hashes */
+    const size_t mask = TEST_MIN_CAP - 1, home = 5;
+    struct item its[5];
+    memset(its, 0, sizeof its);
+    struct item *a = &its[0], *b = &its[1], *c = &its[2], *d = &its[3], *x = &its[4];
+    uint64_t seq = 1;
+    id_choose(a, &seq, mask, home, true, 0);
+    uint64_t tag = id_hash(a->id) >> TEST_TAG_SHIFT;
+    id_choose(b, &seq, mask, home, false, tag);
+    id_choose(c, &seq, mask, home, false, tag);
+    id_choose(x, &seq, mask, home, false, tag);
+    do
+        id_choose(d, &seq, mask, home, true, 0);
+    while (id_hash(d->id) >> TEST_TAG_SHIFT == tag);
+
+    struct registry *r = registry_new_keyed();
+    struct item *order[] = {a, d, b, c}; /* slots 5, 6, 7, 8 */
+    for (size_t i = 0; i < WQ_ARRAY_LEN(order); i++) {
+        registry_insert(r, order[i]);
+        order[i]->in = true;
+    }
+    require_find(r, a, 1);
+    require_find(r, d, 1);
+    require_find(r, b, 2);
+    require_find(r, c, 3);
+    require_find(r, x, 3);
+    key_calls = 0;
+    ck_assert_ptr_null(registry_remove(r, x->id, 16));
+    ck_assert_uint_eq(key_calls, 3);
+    ck_assert_uint_eq(registry_count(r), 4);
+
+    /* Removing b shifts c back past d; the tags still tell them apart. */
+    ck_assert_ptr_eq(registry_remove(r, b->id, 16), b);
+    b->in = false;
+    require_find(r, c, 2);
+    require_find(r, b, 2);
+    require_find(r, d, 1);
+    ck_assert_ptr_eq(registry_remove(r, a->id, 16), a);
+    a->in = false;
+    require_find(r, c, 1);
+    require_find(r, x, 1);
+    verify_items(r, its, WQ_ARRAY_LEN(its));
+    registry_free(r);
+}
+END_TEST
+
+/* Lexicographically next permutation of a; false after the last. */
+static bool
+permute_next(size_t *a, size_t n)
+{
+    size_t i = n - 1;
+    while (i > 0 && a[i - 1] >= a[i])
+        i--;
+    if (i == 0)
+        return false;
+    size_t j = n - 1;
+    while (a[j] <= a[i - 1])
+        j--;
+    size_t t = a[i - 1];
+    a[i - 1] = a[j];
+    a[j] = t;
+    for (size_t lo = i, hi = n - 1; lo < hi; lo++, hi--) {
+        t = a[lo];
+        a[lo] = a[hi];
+        a[hi] = t;
+    }
+    return true;
+}
+
+START_TEST(test_remove_wrapped_run)
+{
+    /* Eight items, the most a new table holds, whose home slots make one run
+     * from slot 14 round to slot 5: slots 14 15 | 0 1 2 3 4 5 hold items
+     * with homes 14 14 | 15 15 0 1 3 5.  Removing them in every order moves
+     * members back across the end of the array.  With `grow`, a ninth item
+     * first starts a growth, whose first move takes the run's part from slot
+     * 0 on and leaves slots 14 and 15 behind in the old table. */
+    static const size_t homes[] = {14, 14, 15, 15, 0, 1, 3, 5};
+    enum { N = WQ_ARRAY_LEN(homes) };
+    struct item its[N + 1];
+    uint64_t seq = 1;
+    memset(its, 0, sizeof its);
+    for (size_t i = 0; i < N; i++)
+        id_choose(&its[i], &seq, TEST_MIN_CAP - 1, homes[i], true, 0);
+    id_choose(&its[N], &seq, TEST_MIN_CAP - 1, 9, true, 0);
+
+    size_t order[N];
+    for (size_t i = 0; i < N; i++)
+        order[i] = i;
+    /* 8! orders; under valgrind or ASan every 7th. */
+    size_t stride = SLOW_RUN ? 7 : 1, nth = 0;
+    do {
+        if (nth++ % stride != 0)
+            continue;
+        for (int grow = 0; grow <= 1; grow++) {
+            struct registry *r = registry_new_keyed();
+            for (size_t i = 0; i < N + (size_t)grow; i++) {
+                registry_insert(r, &its[i]);
+                its[i].in = true;
+            }
+            for (size_t k = 0; k < N; k++) {
+                struct item *it = &its[order[k]];
+                REQUIRE(registry_remove(r, it->id, 16) == it);
+                it->in = false;
+                verify_items(r, its, N + 1);
+            }
+            if (grow) {
+                REQUIRE(registry_remove(r, its[N].id, 16) == &its[N]);
+                its[N].in = false;
+            }
+            REQUIRE(registry_count(r) == 0);
+            registry_free(r);
+        }
+    } while (permute_next(order, N));
+}
+END_TEST
+
+/* Remove a random item the test believes is in; return it. */
+static struct item *
+remove_random(struct registry *r, struct item *its, size_t n)
+{
+    struct item *it;
+    do
+        it = &its[rng_next() % n];
+    while (!it->in);
+    REQUIRE(registry_remove(r, it->id, 16) == it);
+    it->in = false;
+    return it;
+}
+
+/* Insert a random item the test believes is out. */
+static void
+insert_random(struct registry *r, struct item *its, size_t n)
+{
+    struct item *it;
+    do
+        it = &its[rng_next() % n];
+    while (it->in);
+    registry_insert(r, it);
+    it->in = true;
+}
+
+/* Fill a table to its maximum load (n0 items), start a growth with one
+ * more, then remove and insert with every item checked after each step:
+ * first removals alone (the move stands still, part done), then removals
+ * and inserts in turn until the move is long over. */
+static void
+grow_while_deleting(size_t n0)
+{
+    const size_t n = 2 * n0;
+    struct item *its = items_new(n);
+    struct registry *r = registry_new(item_key);
+    for (size_t i = 0; i <= n0; i++) {
+        registry_insert(r, &its[i]);
+        its[i].in = true;
+    }
+    verify_items(r, its, n);
+    for (size_t k = 0; k < n0 / 2; k++) {
+        remove_random(r, its, n);
+        verify_items(r, its, n);
+    }
+    /* The move takes at most n0 / 4 inserts (8 old slots each). */
+    for (size_t k = 0; k < n0 / 2 + 2; k++) {
+        insert_random(r, its, n);
+        verify_items(r, its, n);
+        remove_random(r, its, n);
+        verify_items(r, its, n);
+    }
+    registry_free(r);
+    free(its);
+}
+
+START_TEST(test_growth_while_deleting)
+{
+    int rounds = SLOW_RUN ? 10 : 40;
+    for (int round = 0; round < rounds; round++) {
+        for (size_t n0 = TEST_MIN_CAP / 2; n0 <= 128; n0 *= 2)
+            grow_while_deleting(n0);
+    }
+    grow_while_deleting(SLOW_RUN ? 256 : 1024);
+}
+END_TEST
+
+/* Look up `m` ids that are not in r (by find and by remove): all missing,
+ * and return how many elements the lookups read. */
+static unsigned long
+find_missing(struct registry *r, size_t m)
+{
+    size_t count = registry_count(r);
+    unsigned long reads = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint8_t id[16];
+        uint64_t c = (UINT64_C(1) << 62) + i, rnd = rng_next();
+        memcpy(id, &c, 8);
+        memcpy(id + 8, &rnd, 8);
+        key_calls = 0;
+        REQUIRE(registry_find(r, id, 16) == NULL);
+        if (i % 16 == 0) /* remove probes as find does */
+            REQUIRE(registry_remove(r, id, 16) == NULL);
+        reads += key_calls;
+    }
+    REQUIRE(registry_count(r) == count);
+    return reads;
+}
+
+START_TEST(test_find_missing_full)
+{
+    /* Tables at their maximum load of 1/2, where misses probe furthest, then
+     * with a growth just started, where they probe both tables. */
+    const size_t max = SLOW_RUN ? (size_t)1 << 16 : (size_t)1 << 19;
+    struct item *its = items_new(max + 1);
+    unsigned long reads = 0, misses = 0;
+    for (size_t n = TEST_MIN_CAP / 2; n <= max; n *= 2) {
+        struct registry *r = registry_new(item_key);
+        for (size_t i = 0; i < n; i++) {
+            registry_insert(r, &its[i]);
+            its[i].in = true;
+        }
+        size_t m = WQ_MAX(n, (size_t)4096);
+        reads += find_missing(r, m);
+        misses += m;
+        registry_insert(r, &its[n]);
+        its[n].in = true;
+        reads += find_missing(r, m / 4);
+        misses += m / 4;
+        verify_items(r, its, n + 1);
+        for (size_t i = 0; i <= n; i++)
+            its[i].in = false;
+        registry_free(r);
+    }
+    /* A miss reads only elements whose tag matches: at this load about 1.5
+     * occupied slots per miss, each matching with chance 2^-16 (2^-32 with
+     * 32-bit pointers).  Without the filter it would be 1.5 reads a miss. */
+    ck_assert_msg(reads <= misses / 1024 + 8, "%lu reads for %lu misses", reads, misses);
+    /* With 16-bit tags, some ~35 of those ~2.3M misses met an element with
+     * the same tag (chance of none: about 1e-15), and still came back NULL. */
+    if (TEST_TAG_SHIFT == 48 && !SLOW_RUN)
+        ck_assert_msg(reads > 0, "no tag collision in %lu misses", misses);
+    free(its);
+}
+END_TEST
+
 /* SipHash-1-3 reference outputs: key 00 01 .. 0f and message 00 01 .. (len-1),
  * as published with Swift's and Rust's SipHash-1-3 test suites (generated
  * from the reference implementation, github.com/veorq/SipHash); and the
@@ -463,6 +787,10 @@ registry_suite(void)
         {"remove_in_runs", test_remove_in_runs},
         {"random_mixed", test_random_mixed},
         {"foreach", test_foreach},
+        {"tag_collisions", test_tag_collisions},
+        {"remove_wrapped_run", test_remove_wrapped_run},
+        {"growth_while_deleting", test_growth_while_deleting},
+        {"find_missing_full", test_find_missing_full},
         {"siphash_vectors", test_siphash_vectors},
         {"siphash_properties", test_siphash_properties},
     };
