@@ -74,6 +74,17 @@ wq_sized_free(void *p, size_t size)
 #endif
 }
 
+size_t
+wq_good_size(size_t size)
+{
+#ifdef HAVE_JEMALLOC
+    size_t n = nallocx(size ? size : 1, 0);
+    return n > 0 ? n : size;
+#else
+    return size;
+#endif
+}
+
 const char *
 alloc_name(void)
 {

@@ -16,6 +16,9 @@ void  wq_free(void *p);
 void *wq_try_malloc(size_t size);
 /* Free p, allocated with exactly `size` bytes (jemalloc's sized free). */
 void  wq_sized_free(void *p, size_t size);
+/* The bytes an allocation of `size` really takes (its size class), so that
+ * a caller can use all of them; `size` itself where that is unknown. */
+size_t wq_good_size(size_t size);
 
 /* Name of the allocator in use, one word: "jemalloc-5.3.0-..." or "libc". */
 const char *alloc_name(void);

@@ -12,11 +12,18 @@
 void
 pool_init(struct pool *p, size_t obj_size, size_t per_block)
 {
-    size_t align = alignof(max_align_t);
+    size_t word = alignof(void *);
     if (obj_size < sizeof(void *))
         obj_size = sizeof(void *);
-    p->obj_size = (obj_size + align - 1) / align * align;
-    p->per_block = per_block ? per_block : 1;
+    /* The block header keeps max_align_t alignment, and every size is a
+     * multiple of the alignment it needs, so objects cut one after another
+     * stay aligned. */
+    p->obj_size = (obj_size + word - 1) / word * word;
+    per_block = per_block ? per_block : 1;
+    /* Fill the block's whole size class: 1024 jobs of 88 bytes would leave
+     * 8 KiB of a 96 KiB class unused. */
+    size_t bytes = wq_good_size(POOL_HEADER + p->obj_size * per_block);
+    p->per_block = (bytes - POOL_HEADER) / p->obj_size;
     p->free_list = NULL;
     p->cur = NULL;
     p->cur_left = 0;

@@ -1,7 +1,10 @@
 /* pool.h - fixed-size object pools: O(1) get and put, no per-object header.
  * Objects are carved from large blocks; a put object goes on a free list and
  * is handed out again before a new block is cut.  Blocks are released only by
- * pool_clear.  Objects are aligned for any type (max_align_t). */
+ * pool_clear.  Sizes are rounded up to a multiple of a pointer, and objects
+ * are aligned as any type of their rounded size can need: to the largest
+ * power of two dividing it, up to max_align_t (an 88-byte job is 8-aligned,
+ * not padded to 96). */
 #ifndef WQ_POOL_H
 #define WQ_POOL_H
 
@@ -9,7 +12,7 @@
 
 struct pool {
     size_t obj_size;   /* rounded up to the alignment */
-    size_t per_block;  /* objects per block */
+    size_t per_block;  /* objects per block: at least as asked, filling its size class */
     void  *free_list;  /* singly linked through the first word */
     char  *cur;        /* next uncut object in the newest block */
     size_t cur_left;   /* objects left to cut from it */
