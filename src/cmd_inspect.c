@@ -41,28 +41,28 @@ inspect_time_line(struct conn *c, const char *key, int64_t unix_ms)
 
 /* One job block: "<id> <k>" then k key lines, payload raw. */
 static void
-inspect_job_block(struct conn *c, const struct job *j)
+inspect_job_block(struct conn *c, const struct core *core, const struct job *j)
 {
     char id[JOBID_TEXT_LEN + 1];
     bool timed = j->flags & JOB_F_TIMED;
     jobid_format(j->id, id);
     inspect_line(c, "%s %d", id, timed ? 13 : 12);
-    inspect_line(c, "name %s", j->queue->name);
-    inspect_line(c, "ttr %u", j->ttr);
+    inspect_line(c, "name %s", core_job_queue(core, j)->name);
+    inspect_line(c, "ttr %u", (unsigned)j->ttr);
     inspect_line(c, "ttl %llu", (unsigned long long)j->ttl);
     inspect_line(c, "payload-size %u", j->payload_len);
     conn_reply(c, "payload ", 8);
     conn_reply_payload(c, j->payload, j->payload_len);
     conn_reply(c, "\r\n", 2);
-    inspect_line(c, "max-attempts %u", j->max_attempts);
-    inspect_line(c, "attempts %u", j->attempts);
-    inspect_line(c, "max-fails %u", j->max_fails);
-    inspect_line(c, "fails %u", j->fails);
+    inspect_line(c, "max-attempts %u", (unsigned)j->max_attempts);
+    inspect_line(c, "attempts %u", (unsigned)j->attempts);
+    inspect_line(c, "max-fails %u", (unsigned)j->max_fails);
+    inspect_line(c, "fails %u", (unsigned)j->fails);
     inspect_line(c, "priority %d", j->priority);
-    inspect_line(c, "state %u", j->state);
-    inspect_time_line(c, "created", j->created_ms);
+    inspect_line(c, "state %u", (unsigned)j->state);
+    inspect_time_line(c, "created", core_job_created(core, j));
     if (timed)
-        inspect_time_line(c, "time", j->time_ms);
+        inspect_time_line(c, "time", j->base_ms);
 }
 
 static void
@@ -136,10 +136,17 @@ inspect_queues(struct cmd_ctx *ctx, struct conn *c, uint64_t offset, uint64_t li
     wq_free(l.q);
 }
 
+/* What a walk of a heap of jobs needs to write each block. */
+struct inspect_walk {
+    struct conn       *conn;
+    const struct core *core;
+};
+
 static void
 inspect_job_cb(void *elem, void *arg)
 {
-    inspect_job_block(arg, elem);
+    const struct inspect_walk *w = arg;
+    inspect_job_block(w->conn, w->core, elem);
 }
 
 /* inspect jobs / scheduled-jobs: a best-first walk of the queue's heap. */
@@ -155,7 +162,8 @@ inspect_jobs(struct cmd_ctx *ctx, struct conn *c, const struct wq_str *name, uin
     const struct heap *h = scheduled ? &q->scheduled : &q->ready;
     uint64_t count = offset >= heap_len(h) ? 0 : WQ_MIN(limit, heap_len(h) - offset);
     inspect_line(c, "+OK %llu", (unsigned long long)count);
-    heap_walk(h, offset, (uint32_t)count, inspect_job_cb, c);
+    struct inspect_walk w = {c, ctx->core};
+    heap_walk(h, offset, (uint32_t)count, inspect_job_cb, &w);
 }
 
 /* Parse "<offset> <limit>" at args[i], args[i+1]; NULL or the error. */
@@ -233,7 +241,7 @@ cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
             return;
         }
         inspect_line(c, "+OK 1");
-        inspect_job_block(c, j);
+        inspect_job_block(c, ctx->core, j);
     } else {
         inspect_jobs(ctx, c, &r->args[1], offset, limit, inspect_is(obj, "scheduled-jobs"));
     }

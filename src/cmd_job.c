@@ -68,23 +68,25 @@ cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
 
 /* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done. */
 static void
-cmd_reply_result(struct conn *c, const struct job *j)
+cmd_reply_result(struct conn *c, const struct core *core, const struct job *j)
 {
     char id[JOBID_TEXT_LEN + 1];
     char head[96];
+    uint32_t len;
+    char *result = core_job_result(core, j, &len);
     jobid_format(j->id, id);
     int n = snprintf(head, sizeof head, "+OK 1\r\n%s %d %u\r\n", id,
-                     j->state == JOB_COMPLETED ? 1 : 0, j->result_len);
-    cmd_reply_block(c, head, (size_t)n, j->result, j->result_len);
+                     j->state == JOB_COMPLETED ? 1 : 0, len);
+    cmd_reply_block(c, head, (size_t)n, result, len);
 }
 
 /* waiter_done_fn of a parked result. */
 static void
-cmd_result_done(void *owner, enum waiter_outcome how, struct job *j)
+cmd_result_done(void *owner, enum waiter_outcome how, const struct core *core, struct job *j)
 {
     struct conn *c = owner;
     if (how == WAITER_GOT)
-        cmd_reply_result(c, j);
+        cmd_reply_result(c, core, j);
     else if (how == WAITER_GONE)
         cmd_reply_not_found(c);
     else
@@ -109,7 +111,7 @@ cmd_result(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     struct waiter *w;
     switch (core_result(ctx->core, id, wait, ctx->now_ms, cmd_result_done, c, &j, &w)) {
     case CORE_OK:
-        cmd_reply_result(c, j);
+        cmd_reply_result(c, ctx->core, j);
         break;
     case CORE_PARKED:
         conn_park(c, w);

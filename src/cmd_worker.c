@@ -9,23 +9,23 @@
 
 /* "+OK 1\r\n<id> <name> <ttr> <size>\r\n<payload>\r\n" for a leased job. */
 static void
-cmd_reply_lease(struct conn *c, const struct job *j)
+cmd_reply_lease(struct conn *c, const struct core *core, const struct job *j)
 {
     char id[JOBID_TEXT_LEN + 1];
     char head[WQ_MAX_NAME + 96];
     jobid_format(j->id, id);
-    int n = snprintf(head, sizeof head, "+OK 1\r\n%s %s %u %u\r\n", id, j->queue->name, j->ttr,
-                     j->payload_len);
+    int n = snprintf(head, sizeof head, "+OK 1\r\n%s %s %u %u\r\n", id,
+                     core_job_queue(core, j)->name, (unsigned)j->ttr, j->payload_len);
     cmd_reply_block(c, head, (size_t)n, j->payload, j->payload_len);
 }
 
 /* waiter_done_fn of a parked lease. */
 static void
-cmd_lease_done(void *owner, enum waiter_outcome how, struct job *j)
+cmd_lease_done(void *owner, enum waiter_outcome how, const struct core *core, struct job *j)
 {
     struct conn *c = owner;
     if (how == WAITER_GOT)
-        cmd_reply_lease(c, j);
+        cmd_reply_lease(c, core, j);
     else
         cmd_reply_timeout(c);
     conn_wake(c);
@@ -52,7 +52,7 @@ cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     struct waiter *w;
     switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms, cmd_lease_done, c, &j, &w)) {
     case CORE_OK:
-        cmd_reply_lease(c, j);
+        cmd_reply_lease(c, ctx->core, j);
         break;
     case CORE_PARKED:
         conn_park(c, w);

@@ -11,18 +11,23 @@
 
 #define CORE_POOL_BLOCK 1024
 
-static void core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
-static void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
-static void core_job_destroy(struct core *c, struct job *j);
+static void     core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
+static void     core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+static uint64_t core_waiter_deadline(const struct wheel_entry *e, void *arg);
+static void     core_job_destroy(struct core *c, struct job *j);
 
 struct core *
 core_new(uint64_t now_ms)
 {
     struct core *c = wq_calloc(1, sizeof *c);
     c->jobs = registry_new(job_id_key);
+    c->exts = registry_new(job_ext_id_key);
     c->queues = registry_new(queue_name_key);
-    wheel_init(&c->wheel, now_ms, c);
+    wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
+    wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
+    pool_init(&c->ext_pool, sizeof(struct job_ext), CORE_POOL_BLOCK / 4);
     pool_init(&c->waiter_pool, sizeof(struct waiter), CORE_POOL_BLOCK / 4);
     if (getrandom(&c->rng, sizeof c->rng, GRND_NONBLOCK) != (ssize_t)sizeof c->rng)
         c->rng = (uint64_t)time(NULL);
@@ -52,6 +57,85 @@ core_expiry(int64_t base_ms, uint64_t ttl)
     return (uint64_t)t;
 }
 
+uint64_t
+core_job_expiry(const struct job *j)
+{
+    return (j->flags & JOB_F_RUN) ? UINT64_MAX : core_expiry(j->base_ms, j->ttl);
+}
+
+/* The TTR end of leased j.  lease_end keeps it modulo 2^32 ms (49 days),
+ * which is enough: the TTR is at most a day, the job wheel's time is that of
+ * the lease when it is armed (the server advances the core before each batch
+ * of commands) and never passes the TTR end before the job's timer fires. */
+static uint64_t
+core_lease_end(const struct core *c, const struct job *j)
+{
+    int32_t ahead = (int32_t)(j->lease_end - (uint32_t)c->wheel.now);
+    return c->wheel.now + (uint64_t)(int64_t)ahead;
+}
+
+uint64_t
+core_job_deadline(const struct core *c, const struct job *j)
+{
+    uint64_t d = core_job_expiry(j);
+    if (j->state == JOB_LEASED)
+        d = WQ_MIN(d, core_lease_end(c, j));
+    else if (j->place == JOB_IN_SCHEDULED)
+        d = WQ_MIN(d, (uint64_t)j->base_ms);
+    return d;
+}
+
+/* ---- the side table of struct job_ext ---- */
+
+struct job_ext *
+core_job_ext(const struct core *c, const struct job *j)
+{
+    return (j->flags & JOB_F_EXT) ? registry_find(c->exts, j->id, JOBID_LEN) : NULL;
+}
+
+/* j's job_ext, created empty if it has none. */
+static struct job_ext *
+core_ext_need(struct core *c, struct job *j)
+{
+    struct job_ext *x = core_job_ext(c, j);
+    if (x != NULL)
+        return x;
+    x = pool_get(&c->ext_pool);
+    memset(x, 0, sizeof *x);
+    memcpy(x->id, j->id, JOBID_LEN);
+    registry_insert(c->exts, x);
+    j->flags |= JOB_F_EXT;
+    c->bytes += CORE_EXT_BYTES;
+    return x;
+}
+
+/* Drop j's job_ext if nothing in it is needed any more. */
+static void
+core_ext_trim(struct core *c, struct job *j)
+{
+    struct job_ext *x = core_job_ext(c, j);
+    if (x == NULL || x->result != NULL || x->waiters != NULL || (j->flags & JOB_F_TIMED))
+        return;
+    registry_remove(c->exts, j->id, JOBID_LEN);
+    pool_put(&c->ext_pool, x);
+    j->flags &= ~JOB_F_EXT;
+    c->bytes -= CORE_EXT_BYTES;
+}
+
+char *
+core_job_result(const struct core *c, const struct job *j, uint32_t *len)
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    *len = x != NULL ? x->result_len : 0;
+    return x != NULL ? x->result : NULL;
+}
+
+int64_t
+core_job_created(const struct core *c, const struct job *j)
+{
+    return (j->flags & JOB_F_TIMED) ? core_job_ext(c, j)->created_ms : j->base_ms;
+}
+
 struct job *
 core_find(const struct core *c, const uint8_t id[JOBID_LEN])
 {
@@ -67,13 +151,31 @@ core_queue(const struct core *c, const char *name, size_t len)
 
 /* ---- queues by reference ---- */
 
+/* Give q a place in the queue table, so that jobs name it in 4 bytes. */
+static void
+core_queue_table_add(struct core *c, struct queue *q)
+{
+    if (c->queue_nfree > 0) {
+        q->ix = c->queue_free[--c->queue_nfree];
+    } else {
+        if (c->queue_used == c->queue_cap) {
+            c->queue_cap = c->queue_cap ? c->queue_cap * 2 : 16;
+            c->queue_tab = wq_realloc(c->queue_tab, c->queue_cap * sizeof *c->queue_tab);
+            c->queue_free = wq_realloc(c->queue_free, c->queue_cap * sizeof *c->queue_free);
+        }
+        q->ix = c->queue_used++;
+    }
+    c->queue_tab[q->ix] = q;
+}
+
 static struct queue *
 core_queue_ref(struct core *c, const char *name, size_t len)
 {
     struct queue *q = registry_find(c->queues, name, len);
     if (q == NULL) {
-        q = queue_new(name, len);
+        q = queue_new(name, len, c->exts);
         registry_insert(c->queues, q);
+        core_queue_table_add(c, q);
     }
     q->refs++;
     return q;
@@ -85,6 +187,8 @@ core_queue_unref(struct core *c, struct queue *q)
     WQ_ASSERT(q->refs > 0);
     if (--q->refs == 0) {
         registry_remove(c->queues, q->name, q->name_len);
+        c->queue_tab[q->ix] = NULL;
+        c->queue_free[c->queue_nfree++] = q->ix;
         queue_free(q);
     }
 }
@@ -116,10 +220,19 @@ core_bucket(struct core *c, const struct job *j)
 static void
 core_job_arm(struct core *c, struct job *j)
 {
-    uint64_t d = j->expires_at;
-    if ((j->state == JOB_LEASED || j->place == JOB_IN_SCHEDULED) && j->due_at < d)
-        d = j->due_at;
-    wheel_add(&c->wheel, &j->timer, d);
+    wheel_add(&c->wheel, &j->timer, core_job_deadline(c, j));
+}
+
+static uint64_t
+core_job_timer_deadline(const struct wheel_entry *e, void *arg)
+{
+    return core_job_deadline(arg, WQ_CONTAINER_OF(e, const struct job, timer));
+}
+
+static uint64_t
+core_waiter_deadline(const struct wheel_entry *e, void *arg)
+{
+    return WQ_CONTAINER_OF(e, const struct waiter, timer)->deadline;
 }
 
 /* ---- waiters ---- */
@@ -127,7 +240,7 @@ core_job_arm(struct core *c, struct job *j)
 static void
 core_waiter_free(struct core *c, struct waiter *w)
 {
-    wheel_cancel(&c->wheel, &w->timer);
+    wheel_cancel(&c->wait_wheel, &w->timer);
     if (w->kind == WAITER_LEASE) {
         for (uint32_t i = 0; i < w->nnodes; i++) {
             struct queue *q = w->nodes[i].queue;
@@ -140,6 +253,7 @@ core_waiter_free(struct core *c, struct waiter *w)
         *w->pprev = w->next;
         if (w->next != NULL)
             w->next->pprev = w->pprev;
+        core_ext_trim(c, w->job);
     }
     c->stats.parked--;
     pool_put(&c->waiter_pool, w);
@@ -152,7 +266,7 @@ core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, st
     waiter_done_fn done = w->done;
     void *owner = w->owner;
     core_waiter_free(c, w);
-    done(owner, how, j);
+    done(owner, how, c, j);
 }
 
 static struct waiter *
@@ -164,8 +278,9 @@ core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter
     w->kind = (uint8_t)kind;
     w->done = done;
     w->owner = owner;
-    wheel_entry_init(&w->timer, core_waiter_timer);
-    wheel_add(&c->wheel, &w->timer, deadline);
+    w->deadline = deadline;
+    wheel_entry_init(&w->timer);
+    wheel_add(&c->wait_wheel, &w->timer, deadline);
     c->stats.parked++;
     return w;
 }
@@ -183,15 +298,17 @@ core_cancel(struct core *c, struct waiter *w)
 static void
 core_wake_result_waiters(struct core *c, struct job *j, enum waiter_outcome how)
 {
-    while (j->waiters != NULL)
-        core_waiter_finish(c, j->waiters, how, j);
+    struct job_ext *x;
+    while ((x = core_job_ext(c, j)) != NULL && x->waiters != NULL)
+        core_waiter_finish(c, x->waiters, how, j);
 }
 
 /* The waiting client of run job j, or NULL. */
 static struct waiter *
-core_run_waiter(const struct job *j)
+core_run_waiter(const struct core *c, const struct job *j)
 {
-    for (struct waiter *w = j->waiters; w != NULL; w = w->next) {
+    const struct job_ext *x = core_job_ext(c, j);
+    for (struct waiter *w = x != NULL ? x->waiters : NULL; w != NULL; w = w->next) {
         if (w->kind == WAITER_RUN)
             return w;
     }
@@ -243,16 +360,17 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
     WQ_ASSERT(j->place == JOB_NOWHERE);
     core_log_id(c, j, CMDLOG_START_ATTEMPT);
     j->state = JOB_LEASED;
-    j->attempts++;
-    j->queue->leased++;
+    if (j->attempts < JOB_ATTEMPTS_MAX)
+        j->attempts++;
+    core_job_queue(c, j)->leased++;
     c->stats.leased++;
-    j->due_at = now_ms + j->ttr;
+    j->lease_end = (uint32_t)(now_ms + j->ttr);
     core_job_arm(c, j);
     if (j->flags & JOB_F_RUN) {
         /* Leased: the client now waits for the result until the TTR ends. */
-        struct waiter *rw = core_run_waiter(j);
+        struct waiter *rw = core_run_waiter(c, j);
         if (rw != NULL)
-            wheel_cancel(&c->wheel, &rw->timer);
+            wheel_cancel(&c->wait_wheel, &rw->timer);
     }
 }
 
@@ -261,9 +379,10 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
 static void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
-    struct park_node *node = queue_first_parked(j->queue);
+    struct queue *q = core_job_queue(c, j);
+    struct park_node *node = queue_first_parked(q);
     if (node == NULL) {
-        queue_push_ready(j->queue, j);
+        queue_push_ready(q, j);
         c->stats.ready++;
         return;
     }
@@ -277,9 +396,9 @@ core_job_detach(struct core *c, struct job *j)
 {
     (*core_bucket(c, j))--;
     if (j->place != JOB_NOWHERE)
-        queue_remove(j->queue, j);
+        queue_remove(core_job_queue(c, j), j);
     else if (j->state == JOB_LEASED)
-        j->queue->leased--;
+        core_job_queue(c, j)->leased--;
 }
 
 /* Give j its final state and result (result is owned by j from now). */
@@ -288,10 +407,13 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
                 uint32_t result_len)
 {
     core_job_detach(c, j);
-    j->state = (uint8_t)state;
-    j->result = result;
-    j->result_len = result_len;
-    c->bytes += result_len;
+    j->state = state;
+    if (result != NULL) {
+        struct job_ext *x = core_ext_need(c, j);
+        x->result = result;
+        x->result_len = result_len;
+        c->bytes += result_len;
+    }
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
     core_wake_result_waiters(c, j, WAITER_GOT);
@@ -307,10 +429,16 @@ core_job_destroy(struct core *c, struct job *j)
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
     core_wake_result_waiters(c, j, WAITER_GONE);
-    c->bytes -= core_job_bytes(j->payload_len) + j->result_len;
+    struct job_ext *x = core_job_ext(c, j);
+    if (x != NULL) {
+        c->bytes -= CORE_EXT_BYTES + x->result_len;
+        payload_free(x->result, x->result_len);
+        registry_remove(c->exts, j->id, JOBID_LEN);
+        pool_put(&c->ext_pool, x);
+    }
+    c->bytes -= core_job_bytes(j->payload_len);
     payload_free(j->payload, j->payload_len);
-    payload_free(j->result, j->result_len);
-    core_queue_unref(c, j->queue);
+    core_queue_unref(c, core_job_queue(c, j));
     pool_put(&c->job_pool, j);
 }
 
@@ -319,7 +447,7 @@ static void
 core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
 {
     if (j->flags & JOB_F_RUN) {
-        struct waiter *rw = core_run_waiter(j);
+        struct waiter *rw = core_run_waiter(c, j);
         if (rw != NULL)
             core_waiter_finish(c, rw, WAITER_TIMEOUT, NULL);
         core_job_destroy(c, j);
@@ -345,18 +473,18 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     uint64_t now_ms = c->now_ms;
     struct job *j = WQ_CONTAINER_OF(e, struct job, timer);
 
-    if (now_ms >= j->expires_at) {
+    if (now_ms >= core_job_expiry(j)) {
         if (!job_is_done(j))
             c->stats.evicted++;
         core_log_id(c, j, CMDLOG_EXPIRE);
         core_job_destroy(c, j);
         return;
     }
-    if (j->state == JOB_LEASED && now_ms >= j->due_at) {
+    if (j->state == JOB_LEASED && now_ms >= core_lease_end(c, j)) {
         core_job_ttr_expired(c, j, now_ms);
         return;
     }
-    if (j->place == JOB_IN_SCHEDULED && now_ms >= j->due_at) {
+    if (j->place == JOB_IN_SCHEDULED && (int64_t)now_ms >= j->base_ms) {
         core_job_detach(c, j);
         core_make_ready(c, j, now_ms);
     }
@@ -374,7 +502,7 @@ core_over_memory(const struct core *c, size_t payload_len)
 /* A new registered job from s, not yet placed anywhere, or NULL if its
  * payload cannot be allocated. */
 static struct job *
-core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
+core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now_ms)
 {
     char *payload = NULL;
     if (s->payload_len > 0 && (payload = payload_new(s->payload, s->payload_len)) == NULL)
@@ -383,30 +511,31 @@ core_job_create(struct core *c, const struct job_spec *s, uint64_t now_ms)
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
     memcpy(j->id, s->id, JOBID_LEN);
-    j->queue = core_queue_ref(c, s->name.p, s->name.n);
-    wheel_entry_init(&j->timer, core_job_timer);
+    j->queue_ix = core_queue_ref(c, s->name.p, s->name.n)->ix;
+    wheel_entry_init(&j->timer);
+    WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
     j->seq = c->next_seq++;
-    WQ_ASSERT(j->seq < JOB_SEQ_LIMIT);
     j->ttl = s->ttl;
     j->ttr = s->ttr;
     j->priority = s->priority;
     j->max_attempts = s->max_attempts;
     j->max_fails = s->max_fails;
-    j->created_ms = s->created_ms != 0 ? s->created_ms : (int64_t)now_ms;
+    int64_t created = s->created_ms != 0 ? s->created_ms : (int64_t)now_ms;
     j->payload = payload;
     j->payload_len = (uint32_t)s->payload_len;
     c->bytes += core_job_bytes(s->payload_len);
     j->heap_index = HEAP_NO_INDEX;
     j->state = JOB_NEW;
-    if (s->timed) {
-        j->flags |= JOB_F_TIMED;
-        j->time_ms = s->time_ms;
-        j->time_ns = s->time_ns;
-        j->expires_at = core_expiry(s->time_ms, s->ttl);
-    } else {
-        j->expires_at = core_expiry(j->created_ms, s->ttl);
-    }
+    j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0);
+    j->base_ms = s->timed ? s->time_ms : created;
     registry_insert(c->jobs, j);
+    if (s->timed) {
+        struct job_ext *x = core_ext_need(c, j);
+        x->created_ms = created;
+        x->time_ns = s->time_ns;
+        if (s->time_ns != 0)
+            j->flags |= JOB_F_NS;
+    }
     return j;
 }
 
@@ -419,7 +548,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
         return CORE_DUPLICATE;
     if (limited && core_over_memory(c, s->payload_len))
         return CORE_NOMEM;
-    struct job *j = core_job_create(c, s, now_ms);
+    struct job *j = core_job_create(c, s, false, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
     if (c->log != NULL) {
@@ -436,14 +565,13 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
             .timed = s->timed,
             .time_ms = s->time_ms,
             .time_ns = s->time_ns,
-            .created_ms = j->created_ms,
+            .created_ms = core_job_created(c, j),
         };
         memcpy(r.id, s->id, JOBID_LEN);
         c->log(c->log_arg, &r);
     }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
-        j->due_at = (uint64_t)s->time_ms;
-        queue_push_scheduled(j->queue, j);
+        queue_push_scheduled(core_job_queue(c, j), j);
         c->stats.scheduled++;
     } else {
         core_make_ready(c, j, now_ms);
@@ -460,14 +588,15 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
 
 /* Link waiter w to job j's list of waiters. */
 static void
-core_waiter_link(struct waiter *w, struct job *j)
+core_waiter_link(struct core *c, struct waiter *w, struct job *j)
 {
+    struct job_ext *x = core_ext_need(c, j);
     w->job = j;
-    w->next = j->waiters;
+    w->next = x->waiters;
     if (w->next != NULL)
         w->next->pprev = &w->next;
-    w->pprev = &j->waiters;
-    j->waiters = w;
+    w->pprev = &x->waiters;
+    x->waiters = w;
 }
 
 enum core_status
@@ -488,14 +617,12 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
     spec.timed = false;
     spec.max_attempts = 1;
     spec.max_fails = 0;
-    struct job *j = core_job_create(c, &spec, now_ms);
+    struct job *j = core_job_create(c, &spec, true, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
-    j->flags |= JOB_F_RUN;
-    j->expires_at = UINT64_MAX;
     /* The waiter first, so a lease right away finds it. */
     struct waiter *w = core_waiter_new(c, WAITER_RUN, now_ms + wait_ms, done, owner);
-    core_waiter_link(w, j);
+    core_waiter_link(c, w, j);
     core_make_ready(c, j, now_ms);
     core_job_arm(c, j);
     *parked = w;
@@ -589,9 +716,8 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 j->state = JOB_PENDING;
-                if ((j->flags & JOB_F_TIMED) && j->time_ms > (int64_t)now_ms) {
-                    j->due_at = (uint64_t)j->time_ms;
-                    queue_push_scheduled(j->queue, j);
+                if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
+                    queue_push_scheduled(core_job_queue(c, j), j);
                     c->stats.scheduled++;
                 } else {
                     core_make_ready(c, j, now_ms);
@@ -640,22 +766,30 @@ core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint6
     if (wait_ms == 0)
         return CORE_TIMEOUT;
     struct waiter *w = core_waiter_new(c, WAITER_RESULT, now_ms + wait_ms, done, owner);
-    core_waiter_link(w, j);
+    core_waiter_link(c, w, j);
     *parked = w;
     return CORE_PARKED;
 }
 
+/* The two wheels move in step, so that jobs' deadlines and waiters'
+ * timeouts fire in time order (jobs first within one millisecond). */
 void
 core_advance(struct core *c, uint64_t now_ms)
 {
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
-    wheel_advance(&c->wheel, now_ms);
+    for (;;) {
+        uint64_t t = WQ_MIN(core_next_event(c), now_ms);
+        wheel_advance(&c->wheel, t);
+        wheel_advance(&c->wait_wheel, t);
+        if (t == now_ms && core_next_event(c) > now_ms)
+            break;
+    }
 }
 
 uint64_t
 core_next_event(const struct core *c)
 {
-    return wheel_next_event(&c->wheel);
+    return WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel));
 }
 
 static void
@@ -663,7 +797,13 @@ core_free_job(void *elem, void *arg)
 {
     struct job *j = elem;
     payload_free(j->payload, j->payload_len);
-    payload_free(j->result, j->result_len);
+}
+
+static void
+core_free_ext(void *elem, void *arg)
+{
+    struct job_ext *x = elem;
+    payload_free(x->result, x->result_len);
 }
 
 static void
@@ -682,10 +822,15 @@ core_free(struct core *c)
         return;
     WQ_ASSERT(c->stats.parked == 0); /* owners cancel their waiters first */
     registry_foreach(c->jobs, core_free_job, NULL);
+    registry_foreach(c->exts, core_free_ext, NULL);
     registry_foreach(c->queues, core_free_queue, NULL);
     registry_free(c->jobs);
+    registry_free(c->exts);
     registry_free(c->queues);
+    wq_free(c->queue_tab);
+    wq_free(c->queue_free);
     pool_clear(&c->job_pool);
+    pool_clear(&c->ext_pool);
     pool_clear(&c->waiter_pool);
     wq_free(c);
 }

@@ -31,14 +31,19 @@ enum waiter_outcome {
     WAITER_GONE,    /* result: the job was deleted or expired */
 };
 
+struct core;
+
 /* Called once when a wait ends, after the waiter is freed; j is valid only
- * during the call.  It must not call back into the core. */
-typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, struct job *j);
+ * during the call, and c is given to read it with.  It must not call back
+ * into the core. */
+typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, const struct core *c,
+                               struct job *j);
 
 /* A blocked client: a parked lease, a result waiting for its job, or the
  * client of a run job waiting for it to be leased and then done. */
 struct waiter {
     struct wheel_entry timer; /* the wait-timeout */
+    uint64_t           deadline;
     waiter_done_fn     done;
     void              *owner; /* the caller's (its connection) */
     uint8_t            kind;  /* enum waiter_kind */
@@ -65,9 +70,15 @@ struct core {
     core_log_fn       log;     /* NULL: nothing is logged (and during replay) */
     void             *log_arg;
     struct registry  *jobs;   /* id -> job */
+    struct registry  *exts;   /* id -> job_ext, for jobs with JOB_F_EXT */
     struct registry  *queues; /* name -> queue */
-    struct wheel      wheel;
+    struct queue    **queue_tab;  /* ix -> queue, NULL when free */
+    uint32_t         *queue_free; /* free indices of queue_tab */
+    uint32_t          queue_cap, queue_used, queue_nfree;
+    struct wheel      wheel;      /* jobs' deadlines */
+    struct wheel      wait_wheel; /* waiters' timeouts */
     struct pool       job_pool;
+    struct pool       ext_pool;
     struct pool       waiter_pool;
     uint64_t          next_seq;
     uint64_t          lease_stamp;
@@ -96,8 +107,11 @@ struct job_spec {
 };
 
 /* What a job with a payload of payload_len bytes holds: the payload, the
- * job struct, and its share of the heap and the registry. */
-#define CORE_JOB_INDEX_BYTES 48
+ * job struct, and its share of the heap and the registry (a 16-byte heap
+ * item and an 8-byte slot at a load of 1/2).  A struct job_ext adds
+ * CORE_EXT_BYTES, a result its length. */
+#define CORE_JOB_INDEX_BYTES 32
+#define CORE_EXT_BYTES       (sizeof(struct job_ext) + 16)
 static inline uint64_t
 core_job_bytes(size_t payload_len)
 {
@@ -117,6 +131,25 @@ void         core_free(struct core *c);
 /* Server ms at which a job with base time base_ms and this ttl expires
  * (saturating: 0 if already in the past, UINT64_MAX at most). */
 uint64_t core_expiry(int64_t base_ms, uint64_t ttl);
+
+/* When j expires: base + ttl, UINT64_MAX for a run job. */
+uint64_t core_job_expiry(const struct job *j);
+/* What j's timer is armed for: the nearest of expiry, TTR end (LEASED) and
+ * scheduled time (in the scheduled heap). */
+uint64_t core_job_deadline(const struct core *c, const struct job *j);
+
+static inline struct queue *
+core_job_queue(const struct core *c, const struct job *j)
+{
+    return c->queue_tab[j->queue_ix];
+}
+
+/* j's struct job_ext, NULL if it has none (see JOB_F_EXT). */
+struct job_ext *core_job_ext(const struct core *c, const struct job *j);
+/* j's result (NULL and 0 when it has none). */
+char   *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
+/* When j was created, Unix ms. */
+int64_t     core_job_created(const struct core *c, const struct job *j);
 
 /* Create a job: CORE_OK, CORE_DUPLICATE or CORE_NOMEM (nothing changed). */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);

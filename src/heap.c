@@ -1,6 +1,8 @@
 /* heap.c - 4-ary min-heap with positions reported to the elements.
- * A 4-ary heap is shallower than a binary one and its four children share a
- * cache line or two, which makes pop cheaper on large queues. */
+ * A 4-ary heap is shallower than a binary one, and a node's four 16-byte
+ * children fill 64 contiguous bytes (two cache lines at most), which makes
+ * pop cheaper on large queues.  Items carry the key, so comparing two of
+ * them reads the array alone unless the keys are equal. */
 #include "wq.h"
 #include "heap.h"
 
@@ -9,11 +11,13 @@
 #define HEAP_D 4
 
 void
-heap_init(struct heap *h, heap_index_fn set_index)
+heap_init(struct heap *h, heap_index_fn set_index, heap_tie_fn tie, void *arg)
 {
     h->items = NULL;
     h->len = h->cap = 0;
     h->set_index = set_index;
+    h->tie = tie;
+    h->arg = arg;
 }
 
 void
@@ -37,7 +41,7 @@ heap_sift_up(struct heap *h, uint32_t idx, struct heap_item it)
 {
     while (idx > 0) {
         uint32_t parent = (idx - 1) / HEAP_D;
-        if (!heap_item_less(&it, &h->items[parent]))
+        if (!heap_less(h, &it, &h->items[parent]))
             break;
         heap_place(h, idx, &h->items[parent]);
         idx = parent;
@@ -56,10 +60,10 @@ heap_sift_down(struct heap *h, uint32_t idx, struct heap_item it)
         uint32_t last = (uint32_t)WQ_MIN(first + HEAP_D, (uint64_t)h->len);
         uint32_t best = (uint32_t)first;
         for (uint32_t c = best + 1; c < last; c++) {
-            if (heap_item_less(&h->items[c], &h->items[best]))
+            if (heap_less(h, &h->items[c], &h->items[best]))
                 best = c;
         }
-        if (!heap_item_less(&h->items[best], &it))
+        if (!heap_less(h, &h->items[best], &it))
             break;
         heap_place(h, idx, &h->items[best]);
         idx = best;
@@ -68,14 +72,14 @@ heap_sift_down(struct heap *h, uint32_t idx, struct heap_item it)
 }
 
 void
-heap_push(struct heap *h, const uint64_t k[3], void *elem)
+heap_push(struct heap *h, uint64_t key, void *elem)
 {
     if (h->len == h->cap) {
         WQ_ASSERT(h->cap < UINT32_MAX / 2);
         h->cap = h->cap ? h->cap * 2 : 16;
         h->items = wq_realloc(h->items, (size_t)h->cap * sizeof *h->items);
     }
-    struct heap_item it = {{k[0], k[1], k[2]}, elem};
+    struct heap_item it = {key, elem};
     heap_sift_up(h, h->len++, it);
 }
 
@@ -92,7 +96,7 @@ heap_remove(struct heap *h, uint32_t idx)
     void *elem = h->items[idx].elem;
     struct heap_item last = h->items[--h->len];
     if (idx < h->len) {
-        if (idx > 0 && heap_item_less(&last, &h->items[(idx - 1) / HEAP_D]))
+        if (idx > 0 && heap_less(h, &last, &h->items[(idx - 1) / HEAP_D]))
             heap_sift_up(h, idx, last);
         else
             heap_sift_down(h, idx, last);
@@ -115,7 +119,7 @@ heap_pop(struct heap *h)
     return elem;
 }
 
-/* The walk's frontier: a binary min-heap of positions in h, by h's keys. */
+/* The walk's frontier: a binary min-heap of positions in h, in h's order. */
 struct heap_frontier {
     const struct heap *h;
     uint32_t          *pos;
@@ -125,7 +129,7 @@ struct heap_frontier {
 static bool
 frontier_less(const struct heap_frontier *f, uint32_t a, uint32_t b)
 {
-    return heap_item_less(&f->h->items[f->pos[a]], &f->h->items[f->pos[b]]);
+    return heap_less(f->h, &f->h->items[f->pos[a]], &f->h->items[f->pos[b]]);
 }
 
 static void

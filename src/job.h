@@ -23,38 +23,55 @@ enum job_state {
 /* Where a job waits, when it waits at all. */
 enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 
-#define JOB_F_TIMED 0x01 /* was scheduled (has a time) */
-#define JOB_F_RUN   0x02 /* queued by run: lives only while its client waits */
+#define JOB_F_TIMED 0x1 /* was scheduled (has a time) */
+#define JOB_F_RUN   0x2 /* queued by run: lives only while its client waits */
+#define JOB_F_EXT   0x4 /* has a struct job_ext in the core's side table */
+#define JOB_F_NS    0x8 /* its scheduled time has nanoseconds below the ms */
+
+/* Attempts are counted up to this (with max-attempts 0 a job may be leased
+ * forever); max-attempts and max-fails, at most 255, are never reached by it. */
+#define JOB_ATTEMPTS_MAX ((1u << 21) - 1)
+#define JOB_SEQ_BITS     44
+#define JOB_SEQ_LIMIT    ((uint64_t)1 << JOB_SEQ_BITS)
 
 struct queue;
 struct waiter;
 
+/* 88 bytes: a queued job costs this, its heap item and its registry slot.
+ * What most jobs never have lives in a struct job_ext found by id. */
 struct job {
-    uint8_t             id[JOBID_LEN];
-    struct queue       *queue;     /* holds the name; referenced while the job lives */
-    struct wheel_entry  timer;     /* armed for the next of expiry, TTR end, ready time */
-    uint64_t            expires_at; /* server ms, UINT64_MAX if never */
-    uint64_t            due_at;     /* TTR end (LEASED) or ready time (IN_SCHEDULED) */
-    uint64_t            seq;        /* arrival order, for FIFO among equals */
-    uint64_t            ttl;
-    int64_t             created_ms; /* Unix ms */
-    int64_t             time_ms;    /* scheduled time, Unix ms (JOB_F_TIMED) */
-    char               *payload;
-    char               *result;
-    struct waiter      *waiters;    /* result waiters, woken on the result */
-    uint32_t            payload_len;
-    uint32_t            result_len;
-    uint32_t            ttr;
-    int32_t             priority;
-    uint32_t            heap_index; /* in the ready or scheduled heap */
-    uint32_t            attempts;
-    uint32_t            fails;
-    uint32_t            time_ns;    /* the scheduled time below the millisecond */
-    uint8_t             max_attempts;
-    uint8_t             max_fails;
-    uint8_t             state;      /* enum job_state */
-    uint8_t             place;      /* enum job_place */
-    uint8_t             flags;
+    uint8_t            id[JOBID_LEN];
+    char              *payload;
+    struct wheel_entry timer;   /* armed for the next of expiry, TTR end, ready time */
+    int64_t            base_ms; /* Unix ms the TTL counts from: created, or the scheduled time */
+    uint64_t           ttl;
+    uint64_t           seq : JOB_SEQ_BITS; /* arrival order, for FIFO among equals */
+    uint64_t           state : 3;          /* enum job_state */
+    uint64_t           place : 2;          /* enum job_place */
+    uint64_t           flags : 4;          /* JOB_F_* */
+    uint64_t           max_attempts : 8;
+    uint64_t           ttr : 27;           /* ms, at most WQ_MAX_TTR_MS */
+    uint64_t           max_fails : 8;
+    uint64_t           fails : 8;          /* at most max(max_fails, 1) */
+    uint64_t           attempts : 21;      /* at most JOB_ATTEMPTS_MAX */
+    uint32_t           payload_len;
+    int32_t            priority;
+    union {
+        uint32_t heap_index; /* in the ready or scheduled heap */
+        uint32_t lease_end;  /* while LEASED: the TTR end, Unix ms mod 2^32 */
+    };
+    uint32_t           queue_ix; /* the core's queue table */
+};
+
+/* The rarer parts of a job (JOB_F_EXT): a result, waiting clients, and for
+ * a scheduled job its creation time and the nanoseconds of its time. */
+struct job_ext {
+    uint8_t        id[JOBID_LEN];
+    char          *result;
+    struct waiter *waiters;    /* result waiters, woken on the result */
+    int64_t        created_ms; /* JOB_F_TIMED: Unix ms (base_ms is the time) */
+    uint32_t       time_ns;    /* JOB_F_TIMED: the time below the millisecond */
+    uint32_t       result_len;
 };
 
 extern const char *const job_state_names[JOB_STATE_COUNT];
@@ -66,17 +83,21 @@ job_is_done(const struct job *j)
     return j->state == JOB_COMPLETED || j->state == JOB_FAILED;
 }
 
-/* Heap keys: ready order is priority descending, untimed before timed, time,
- * then arrival; scheduled order is time, priority descending, arrival.
- * Times order to the nanosecond; arrival numbers must stay below 2^44. */
-#define JOB_SEQ_LIMIT ((uint64_t)1 << 44)
-void job_ready_key(const struct job *j, uint64_t k[3]);
-void job_scheduled_key(const struct job *j, uint64_t k[3]);
+/* Heap order: ready jobs by priority descending, untimed before timed,
+ * time, then arrival; scheduled jobs by time, priority descending, arrival.
+ * Times order to the nanosecond.  A heap key is a 64-bit prefix of that
+ * order; equal prefixes are decided by the tie functions, whose arg is the
+ * registry of struct job_ext (for the nanoseconds). */
+uint64_t job_ready_key(const struct job *j);
+uint64_t job_scheduled_key(const struct job *j);
+bool     job_ready_tie(const void *a, const void *b, void *exts);
+bool     job_scheduled_tie(const void *a, const void *b, void *exts);
 
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);
 
-/* registry_key_fn for the id registry. */
+/* registry_key_fn for the id registry and the job_ext registry. */
 void job_id_key(const void *elem, const void **key, size_t *len);
+void job_ext_id_key(const void *elem, const void **key, size_t *len);
 
 #endif /* WQ_JOB_H */

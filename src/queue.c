@@ -8,12 +8,12 @@
 #include "job.h"
 
 struct queue *
-queue_new(const char *name, size_t len)
+queue_new(const char *name, size_t len, struct registry *exts)
 {
     WQ_ASSERT(len > 0 && len <= WQ_MAX_NAME);
     struct queue *q = wq_calloc(1, sizeof *q + len + 1);
-    heap_init(&q->ready, job_set_heap_index);
-    heap_init(&q->scheduled, job_set_heap_index);
+    heap_init(&q->ready, job_set_heap_index, job_ready_tie, exts);
+    heap_init(&q->scheduled, job_set_heap_index, job_scheduled_tie, exts);
     q->name_len = (uint8_t)len;
     memcpy(q->name, name, len);
     q->name[len] = '\0';
@@ -34,18 +34,14 @@ queue_free(struct queue *q)
 void
 queue_push_ready(struct queue *q, struct job *j)
 {
-    uint64_t k[3];
-    job_ready_key(j, k);
-    heap_push(&q->ready, k, j);
+    heap_push(&q->ready, job_ready_key(j), j);
     j->place = JOB_IN_READY;
 }
 
 void
 queue_push_scheduled(struct queue *q, struct job *j)
 {
-    uint64_t k[3];
-    job_scheduled_key(j, k);
-    heap_push(&q->scheduled, k, j);
+    heap_push(&q->scheduled, job_scheduled_key(j), j);
     j->place = JOB_IN_SCHEDULED;
 }
 

@@ -11,6 +11,7 @@
 #include "heap.h"
 
 struct job;
+struct registry;
 struct waiter;
 
 /* A leaser's place in one queue's FIFO of parked leasers. */
@@ -28,12 +29,14 @@ struct queue {
     uint64_t          mark;   /* scratch stamp for de-duplicating names in one lease */
     uint32_t          leased;
     uint32_t          parked;
+    uint32_t          ix;     /* in the core's queue table (jobs name their queue by it) */
     uint8_t           name_len;
     char              name[]; /* NUL-terminated */
 };
 
-/* A new empty queue named name[0..len) (len <= WQ_MAX_NAME), refs 0. */
-struct queue *queue_new(const char *name, size_t len);
+/* A new empty queue named name[0..len) (len <= WQ_MAX_NAME), refs 0;
+ * exts is the registry of struct job_ext, which orders timed jobs. */
+struct queue *queue_new(const char *name, size_t len, struct registry *exts);
 /* Free q, which must hold nothing; NULL is ignored. */
 void queue_free(struct queue *q);
 

@@ -7,8 +7,6 @@
 #include "wq.h"
 #include "wheel.h"
 
-#define WHEEL_DUE_LEVEL 0xff
-
 static inline unsigned
 wheel_digit(uint64_t t, unsigned level)
 {
@@ -16,10 +14,13 @@ wheel_digit(uint64_t t, unsigned level)
 }
 
 void
-wheel_init(struct wheel *w, uint64_t now_ms, void *arg)
+wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of, wheel_fire_fn fire,
+           void *arg)
 {
     *w = (struct wheel){0};
     w->now = now_ms;
+    w->deadline_of = deadline_of;
+    w->fire = fire;
     w->arg = arg;
 }
 
@@ -35,18 +36,15 @@ wheel_link(struct wheel_entry **head, struct wheel_entry *e)
 
 /* Place an armed-to-be entry by its deadline relative to w->now. */
 static void
-wheel_place(struct wheel *w, struct wheel_entry *e)
+wheel_place(struct wheel *w, struct wheel_entry *e, uint64_t deadline)
 {
-    if (e->deadline <= w->now) {
-        e->level = WHEEL_DUE_LEVEL;
+    if (deadline <= w->now) {
         wheel_link(&w->due, e);
         return;
     }
-    unsigned top_bit = 63u - (unsigned)__builtin_clzll(e->deadline ^ w->now);
+    unsigned top_bit = 63u - (unsigned)__builtin_clzll(deadline ^ w->now);
     unsigned level = top_bit / WHEEL_BITS;
-    unsigned slot = wheel_digit(e->deadline, level);
-    e->level = (uint8_t)level;
-    e->slot = (uint8_t)slot;
+    unsigned slot = wheel_digit(deadline, level);
     wheel_link(&w->slots[level][slot], e);
     w->occupied[level] |= 1ULL << slot;
 }
@@ -55,22 +53,28 @@ void
 wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t deadline_ms)
 {
     wheel_cancel(w, e);
-    e->deadline = deadline_ms;
-    wheel_place(w, e);
+    wheel_place(w, e, deadline_ms);
     w->count++;
 }
 
-/* Unlink e without touching the count; keeps the occupancy bits true. */
+/* Unlink e without touching the count; keeps the occupancy bits true.  An
+ * entry at the head of a slot's list has pprev pointing into w->slots, which
+ * tells which slot may have become empty (entries store no level or slot). */
 static void
 wheel_unlink(struct wheel *w, struct wheel_entry *e)
 {
+    uintptr_t at = (uintptr_t)e->pprev, first = (uintptr_t)&w->slots[0][0];
     *e->pprev = e->next;
     if (e->next != NULL)
         e->next->pprev = e->pprev;
     e->next = NULL;
     e->pprev = NULL;
-    if (e->level != WHEEL_DUE_LEVEL && w->slots[e->level][e->slot] == NULL)
-        w->occupied[e->level] &= ~(1ULL << e->slot);
+    if (at >= first && at < first + sizeof w->slots) {
+        size_t i = (at - first) / sizeof w->slots[0][0];
+        size_t level = i / WHEEL_SLOTS, slot = i % WHEEL_SLOTS;
+        if (w->slots[level][slot] == NULL)
+            w->occupied[level] &= ~(1ULL << slot);
+    }
 }
 
 void
@@ -124,7 +128,7 @@ wheel_cascade(struct wheel *w, unsigned level, unsigned slot)
     w->occupied[level] &= ~(1ULL << slot);
     while (e != NULL) {
         struct wheel_entry *next = e->next;
-        wheel_place(w, e);
+        wheel_place(w, e, w->deadline_of(e, w->arg));
         e = next;
     }
 }
@@ -154,7 +158,7 @@ wheel_advance(struct wheel *w, uint64_t now_ms)
             struct wheel_entry *e = w->due;
             wheel_unlink(w, e);
             w->count--;
-            e->fire(e, w->now, w->arg);
+            w->fire(e, w->now, w->arg);
         }
         if (w->now >= now_ms)
             break;

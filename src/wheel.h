@@ -4,7 +4,10 @@
  * differs from the wheel's current time, and moves down a level when time
  * reaches its slot, so add and cancel are O(1) and advancing costs O(levels)
  * per occupied slot, however far time jumps.  Entries are embedded in their
- * owners (jobs, waiters): the wheel never allocates.  Pure: time is given. */
+ * owners (jobs, waiters) and hold only their links (16 bytes): each wheel has
+ * one fire callback and asks its owners for an entry's deadline when it moves
+ * the entry down a level, so a deadline the owner knows anyway is not stored
+ * twice.  The wheel never allocates.  Pure: time is given. */
 #ifndef WQ_WHEEL_H
 #define WQ_WHEEL_H
 
@@ -15,17 +18,15 @@
 #define WHEEL_LEVELS 11
 #define WHEEL_NEVER  UINT64_MAX
 
-struct wheel_entry;
-/* Called when e is due; e is no longer armed and may be re-added. */
-typedef void (*wheel_fire_fn)(struct wheel_entry *e, uint64_t now_ms, void *arg);
-
 struct wheel_entry {
     struct wheel_entry  *next;
     struct wheel_entry **pprev; /* NULL when not armed */
-    uint64_t             deadline;
-    wheel_fire_fn        fire;
-    uint8_t              level, slot;
 };
+
+/* Called when e is due; e is no longer armed and may be re-added. */
+typedef void (*wheel_fire_fn)(struct wheel_entry *e, uint64_t now_ms, void *arg);
+/* The deadline e was last added with (asked while e is armed). */
+typedef uint64_t (*wheel_deadline_fn)(const struct wheel_entry *e, void *arg);
 
 struct wheel {
     uint64_t            now;
@@ -33,21 +34,21 @@ struct wheel {
     uint64_t            occupied[WHEEL_LEVELS];
     struct wheel_entry *slots[WHEEL_LEVELS][WHEEL_SLOTS];
     size_t              count;
-    void               *arg; /* passed to every fire callback */
+    wheel_deadline_fn   deadline_of;
+    wheel_fire_fn       fire;
+    void               *arg; /* passed to both callbacks */
 };
 
-/* Start an empty wheel at time now_ms; arg is passed to fire callbacks. */
-void wheel_init(struct wheel *w, uint64_t now_ms, void *arg);
+/* Start an empty wheel at time now_ms. */
+void wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of,
+                wheel_fire_fn fire, void *arg);
 
-/* Prepare an entry that calls fire; it starts unarmed. */
+/* Prepare an unarmed entry. */
 static inline void
-wheel_entry_init(struct wheel_entry *e, wheel_fire_fn fire)
+wheel_entry_init(struct wheel_entry *e)
 {
     e->next = NULL;
     e->pprev = NULL;
-    e->deadline = 0;
-    e->fire = fire;
-    e->level = e->slot = 0;
 }
 
 static inline bool
@@ -57,7 +58,8 @@ wheel_entry_armed(const struct wheel_entry *e)
 }
 
 /* Arm e for deadline_ms (re-arming an armed entry moves it).  A deadline at
- * or before the wheel's time fires on the next wheel_advance. */
+ * or before the wheel's time fires on the next wheel_advance.  Until e fires
+ * or is cancelled, the wheel's deadline_of(e) must return deadline_ms. */
 void wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t deadline_ms);
 /* Disarm e; nothing happens if it is not armed. */
 void wheel_cancel(struct wheel *w, struct wheel_entry *e);

@@ -190,17 +190,30 @@ require_stats(const struct core *c, uint64_t ready, uint64_t scheduled, uint64_t
 }
 
 static void
-require_result(const struct job *j, const char *want)
+require_result(const struct core *c, const struct job *j, const char *want)
 {
-    ck_assert_uint_eq(j->result_len, strlen(want));
-    if (j->result_len > 0)
-        ck_assert_mem_eq(j->result, want, j->result_len);
+    uint32_t len;
+    const char *res = core_job_result(c, j, &len);
+    ck_assert_uint_eq(len, strlen(want));
+    if (len > 0)
+        ck_assert_mem_eq(res, want, len);
 }
 
 static const char *
-queue_name(const struct job *j)
+queue_name(const struct core *c, const struct job *j)
 {
-    return j->queue->name;
+    return core_job_queue(c, j)->name;
+}
+
+/* The nanoseconds of a scheduled job's time (kept in its struct job_ext). */
+static uint32_t
+time_ns(const struct core *c, const struct job *j)
+{
+    REQUIRE(j->flags & JOB_F_TIMED);
+    const struct job_ext *x = core_job_ext(c, j);
+    REQUIRE(x != NULL);
+    REQUIRE(((j->flags & JOB_F_NS) != 0) == (x->time_ns != 0));
+    return x->time_ns;
 }
 
 /* ---- CRC-32C ---- */
@@ -1093,7 +1106,7 @@ START_TEST(test_replay_states)
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_int_eq(j->place, JOB_IN_READY);
-    ck_assert_str_eq(queue_name(j), "q1");
+    ck_assert_str_eq(queue_name(c, j), "q1");
     ck_assert_uint_eq(j->ttr, 45000);
     ck_assert_uint_eq(j->ttl, TTL_LONG);
     ck_assert_int_eq(j->priority, -5);
@@ -1101,8 +1114,8 @@ START_TEST(test_replay_states)
     ck_assert_uint_eq(j->max_fails, 2);
     ck_assert_uint_eq(j->payload_len, 5);
     ck_assert_mem_eq(j->payload, "hello", 5);
-    ck_assert_int_eq(j->created_ms, t0 - 7);
-    ck_assert_uint_eq(j->expires_at, (uint64_t)(t0 - 7) + TTL_LONG);
+    ck_assert_int_eq(core_job_created(c, j), t0 - 7);
+    ck_assert_uint_eq(core_job_expiry(j), (uint64_t)(t0 - 7) + TTL_LONG);
     ck_assert_uint_eq(j->attempts, 0);
     REQUIRE(!(j->flags & JOB_F_TIMED));
 
@@ -1111,22 +1124,23 @@ START_TEST(test_replay_states)
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_int_eq(j->place, JOB_IN_SCHEDULED);
     REQUIRE(j->flags & JOB_F_TIMED);
-    ck_assert_int_eq(j->time_ms, NOW + HOUR);
-    ck_assert_uint_eq(j->time_ns, 123456);
-    ck_assert_uint_eq(j->expires_at, (uint64_t)(NOW + 2 * HOUR)); /* time + ttl */
+    ck_assert_int_eq(j->base_ms, NOW + HOUR);
+    ck_assert_uint_eq(time_ns(c, j), 123456);
+    ck_assert_int_eq(core_job_created(c, j), t0);
+    ck_assert_uint_eq(core_job_expiry(j), (uint64_t)(NOW + 2 * HOUR)); /* time + ttl */
     ck_assert_int_eq(j->priority, 7);
 
     j = find(c, 3);
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_int_eq(j->place, JOB_IN_READY);
-    ck_assert_uint_eq(j->expires_at, (uint64_t)(t0 + 1 + 2 * HOUR));
+    ck_assert_uint_eq(core_job_expiry(j), (uint64_t)(t0 + 1 + 2 * HOUR));
 
     j = find(c, 4);
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_LEASED);
     ck_assert_uint_eq(j->attempts, 1);
-    ck_assert_uint_eq(j->due_at, (uint64_t)NOW + 60000); /* a fresh TTR from now */
+    ck_assert_uint_eq(core_job_deadline(c, j), (uint64_t)NOW + 60000); /* a fresh TTR from now */
 
     j = find(c, 5);
     REQUIRE(j != NULL);
@@ -1139,27 +1153,27 @@ START_TEST(test_replay_states)
     ck_assert_int_eq(j->state, JOB_FAILED);
     ck_assert_uint_eq(j->attempts, 1);
     ck_assert_uint_eq(j->fails, 0);
-    require_result(j, "");
+    require_result(c, j, "");
 
     j = find(c, 7);
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_COMPLETED);
     ck_assert_uint_eq(j->attempts, 1);
-    require_result(j, "done");
+    require_result(c, j, "done");
 
     j = find(c, 8);
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_FAILED);
     ck_assert_uint_eq(j->attempts, 0);
     ck_assert_uint_eq(j->fails, 1);
-    require_result(j, "bad");
+    require_result(c, j, "bad");
 
     j = find(c, 9);
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_FAILED);
     ck_assert_uint_eq(j->attempts, 2);
     ck_assert_uint_eq(j->fails, 2);
-    require_result(j, "again");
+    require_result(c, j, "again");
 
     j = find(c, 10);
     REQUIRE(j != NULL);
@@ -1167,7 +1181,7 @@ START_TEST(test_replay_states)
     ck_assert_int_eq(j->place, JOB_IN_READY);
     ck_assert_uint_eq(j->attempts, 1);
     ck_assert_uint_eq(j->fails, 1);
-    require_result(j, "");
+    require_result(c, j, "");
 
     REQUIRE(find(c, 11) == NULL);
     REQUIRE(find(c, 12) == NULL);
@@ -1267,12 +1281,12 @@ START_TEST(test_replay_expiry)
     REQUIRE(find(r.core, 1) == NULL);
     REQUIRE(find(r.core, 2) == NULL);
     REQUIRE(find(r.core, 3) != NULL);
-    ck_assert_uint_eq(find(r.core, 3)->expires_at, (uint64_t)NOW + 1);
+    ck_assert_uint_eq(core_job_expiry(find(r.core, 3)), (uint64_t)NOW + 1);
     REQUIRE(find(r.core, 4) == NULL);
     REQUIRE(find(r.core, 5) != NULL);
-    ck_assert_uint_eq(find(r.core, 5)->expires_at, (uint64_t)(NOW + 2 * HOUR));
+    ck_assert_uint_eq(core_job_expiry(find(r.core, 5)), (uint64_t)(NOW + 2 * HOUR));
     REQUIRE(find(r.core, 6) != NULL);
-    ck_assert_uint_eq(find(r.core, 6)->expires_at, UINT64_MAX);
+    ck_assert_uint_eq(core_job_expiry(find(r.core, 6)), UINT64_MAX);
     REQUIRE(find(r.core, 7) == NULL);
     REQUIRE(find(r.core, 8) == NULL);
     REQUIRE(find(r.core, 9) != NULL);
@@ -1306,10 +1320,10 @@ START_TEST(test_replay_readd)
     ck_assert_int_eq(r.rc, 0);
     struct job *j = find(r.core, 1);
     REQUIRE(j != NULL);
-    ck_assert_str_eq(queue_name(j), "second");
+    ck_assert_str_eq(queue_name(r.core, j), "second");
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_uint_eq(j->attempts, 0);
-    ck_assert_int_eq(j->created_ms, NOW - 500);
+    ck_assert_int_eq(core_job_created(r.core, j), NOW - 500);
     require_stats(r.core, 1, 0, 0, 0, 0);
     replay_free(&r);
     ref_buf_free(&b);
@@ -1603,7 +1617,7 @@ START_TEST(test_replay_multi_segment)
     ck_assert_uint_eq(r.last_size, CMDLOG_HEADER_LEN + last_len);
     struct job *j = find(r.core, 1);
     REQUIRE(j != NULL);
-    ck_assert_str_eq(queue_name(j), "q2");
+    ck_assert_str_eq(queue_name(r.core, j), "q2");
     ck_assert_int_eq(j->state, JOB_LEASED);
     ck_assert_uint_eq(j->attempts, 1);
     replay_free(&r);
@@ -1627,17 +1641,19 @@ require_same_core(const struct core *a, const struct core *b, uint64_t max)
                          x ? "present" : "absent", y ? "present" : "absent");
         if (x == NULL)
             continue;
-        ck_assert_str_eq(queue_name(x), queue_name(y));
+        ck_assert_str_eq(queue_name(a, x), queue_name(b, y));
         ck_assert_int_eq(x->state, y->state);
         ck_assert_int_eq(x->place, y->place);
         ck_assert_uint_eq(x->attempts, y->attempts);
         ck_assert_uint_eq(x->fails, y->fails);
-        ck_assert_uint_eq(x->expires_at, y->expires_at);
-        ck_assert_uint_eq(x->due_at, y->due_at);
+        ck_assert_uint_eq(core_job_expiry(x), core_job_expiry(y));
+        ck_assert_uint_eq(core_job_deadline(a, x), core_job_deadline(b, y));
         ck_assert_int_eq(x->priority, y->priority);
-        ck_assert_uint_eq(x->result_len, y->result_len);
-        if (x->result_len > 0)
-            ck_assert_mem_eq(x->result, y->result, x->result_len);
+        uint32_t xlen, ylen;
+        const char *xres = core_job_result(a, x, &xlen), *yres = core_job_result(b, y, &ylen);
+        ck_assert_uint_eq(xlen, ylen);
+        if (xlen > 0)
+            ck_assert_mem_eq(xres, yres, xlen);
         ck_assert_uint_eq(x->payload_len, y->payload_len);
     }
 }
@@ -1892,7 +1908,7 @@ START_TEST(test_go_fixture)
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_int_eq(j->place, JOB_IN_READY);
-    ck_assert_str_eq(queue_name(j), "ping");
+    ck_assert_str_eq(queue_name(c, j), "ping");
     ck_assert_uint_eq(j->payload_len, 5);
     ck_assert_mem_eq(j->payload, "hello", 5);
     ck_assert_uint_eq(j->ttr, 60000);
@@ -1900,8 +1916,8 @@ START_TEST(test_go_fixture)
     ck_assert_int_eq(j->priority, 0);
     ck_assert_uint_eq(j->max_attempts, 0);
     ck_assert_uint_eq(j->max_fails, 0);
-    ck_assert_int_eq(j->created_ms, 1489504166535LL); /* 2017-03-14T15:09:26.535897932Z */
-    ck_assert_uint_eq(j->expires_at, 1489504166535ull + 3155760000000ull);
+    ck_assert_int_eq(core_job_created(c, j), 1489504166535LL); /* 2017-03-14T15:09:26.535897932Z */
+    ck_assert_uint_eq(core_job_expiry(j), 1489504166535ull + 3155760000000ull);
     ck_assert_uint_eq(j->attempts, 0);
 
     /* J2: schedule for 2099-12-31T23:59:59.123456789Z -> NEW, scheduled */
@@ -1909,22 +1925,22 @@ START_TEST(test_go_fixture)
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_NEW);
     ck_assert_int_eq(j->place, JOB_IN_SCHEDULED);
-    ck_assert_str_eq(queue_name(j), "reports");
+    ck_assert_str_eq(queue_name(c, j), "reports");
     ck_assert_uint_eq(j->payload_len, 6);
     ck_assert_mem_eq(j->payload, "yearly", 6);
     ck_assert_uint_eq(j->ttr, 30000);
     ck_assert_int_eq(j->priority, 10);
-    ck_assert_int_eq(j->time_ms, 4102444799123LL);
-    ck_assert_uint_eq(j->time_ns, 456789);
-    ck_assert_uint_eq(j->expires_at, 4102444799123ull + 3155760000000ull);
+    ck_assert_int_eq(j->base_ms, 4102444799123LL);
+    ck_assert_uint_eq(time_ns(c, j), 456789);
+    ck_assert_uint_eq(core_job_expiry(j), 4102444799123ull + 3155760000000ull);
 
     /* J3: add, start-attempt -> LEASED with a fresh TTR */
     j = find_text(c, "2c1b3d6e-5a4f-4e8b-9c7d-1e2f3a4b5c6d");
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_LEASED);
-    ck_assert_str_eq(queue_name(j), "emails");
+    ck_assert_str_eq(queue_name(c, j), "emails");
     ck_assert_uint_eq(j->attempts, 1);
-    ck_assert_uint_eq(j->due_at, now + 120000);
+    ck_assert_uint_eq(core_job_deadline(c, j), now + 120000);
     ck_assert_uint_eq(j->payload_len, 25);
     ck_assert_mem_eq(j->payload, "{\"to\":\"ann@example.com\"}\n", 25);
 
@@ -1934,7 +1950,7 @@ START_TEST(test_go_fixture)
     ck_assert_int_eq(j->state, JOB_COMPLETED);
     ck_assert_uint_eq(j->attempts, 1);
     ck_assert_uint_eq(j->fails, 0);
-    require_result(j, "sent");
+    require_result(c, j, "sent");
 
     /* J5: add, start-attempt, fail -> FAILED */
     j = find_text(c, "4e3d5f80-7c6b-4a0d-9e9f-3a4b5c6d7e8f");
@@ -1942,7 +1958,7 @@ START_TEST(test_go_fixture)
     ck_assert_int_eq(j->state, JOB_FAILED);
     ck_assert_uint_eq(j->attempts, 1);
     ck_assert_uint_eq(j->fails, 1);
-    require_result(j, "smtp down");
+    require_result(c, j, "smtp down");
 
     /* J6: add, delete -> gone */
     REQUIRE(find_text(c, "5f4e6091-8d7c-4b1e-afa0-4b5c6d7e8f90") == NULL);
@@ -1952,7 +1968,7 @@ START_TEST(test_go_fixture)
     REQUIRE(j != NULL);
     ck_assert_int_eq(j->state, JOB_PENDING);
     ck_assert_int_eq(j->place, JOB_IN_READY);
-    ck_assert_str_eq(queue_name(j), "thumbs");
+    ck_assert_str_eq(queue_name(c, j), "thumbs");
     ck_assert_int_eq(j->priority, -5);
     ck_assert_uint_eq(j->max_attempts, 3);
     ck_assert_uint_eq(j->max_fails, 2);

@@ -40,6 +40,30 @@ find(struct core *c, uint32_t n)
     return core_find(c, id);
 }
 
+/* ---- what a job keeps in its struct job_ext ---- */
+
+static const char *
+result_of(const struct core *c, const struct job *j)
+{
+    uint32_t len;
+    return core_job_result(c, j, &len);
+}
+
+static uint32_t
+result_len(const struct core *c, const struct job *j)
+{
+    uint32_t len;
+    core_job_result(c, j, &len);
+    return len;
+}
+
+static const struct waiter *
+waiters_of(const struct core *c, const struct job *j)
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    return x != NULL ? x->waiters : NULL;
+}
+
 /* ---- waiter owners ---- */
 
 struct owner {
@@ -82,7 +106,7 @@ owner_init(struct owner *o, struct core *c, int tag)
 }
 
 static void
-on_done(void *arg, enum waiter_outcome how, struct job *j)
+on_done(void *arg, enum waiter_outcome how, const struct core *c, struct job *j)
 {
     struct owner *o = arg;
     REQUIRE(o->active);
@@ -93,17 +117,21 @@ on_done(void *arg, enum waiter_outcome how, struct job *j)
     o->had_job = j != NULL;
     g_outstanding--;
     /* The waiter is gone before its owner hears of it. */
+    REQUIRE(c == o->core);
     REQUIRE(o->core->stats.parked == (uint64_t)g_outstanding);
     if (g_norder < WQ_ARRAY_LEN(g_order))
         g_order[g_norder++] = o->tag;
     if (j != NULL) {
         o->job = job_num(j);
         o->state = j->state;
-        o->attempts = j->attempts;
-        o->result_len = j->result_len;
-        REQUIRE(j->result_len <= RESULT_MAX);
-        if (j->result_len > 0)
-            memcpy(o->result, j->result, j->result_len);
+        o->attempts = (uint32_t)j->attempts;
+        uint32_t len;
+        const char *res = core_job_result(c, j, &len);
+        o->result_len = len;
+        REQUIRE(len <= RESULT_MAX);
+        REQUIRE((res != NULL) == (len > 0));
+        if (len > 0)
+            memcpy(o->result, res, len);
     }
 }
 
@@ -121,6 +149,7 @@ struct tally {
     size_t nq, capq;
     /* from the queues */
     uint64_t q_ready, q_scheduled, q_leased, nqueues;
+    uint64_t exts; /* jobs with a struct job_ext */
 };
 
 static struct qcount *
@@ -139,26 +168,54 @@ tally_queue(struct tally *t, const struct queue *q)
     return &t->qs[t->nq++];
 }
 
+/* A job's side record: there exactly when the job needs it (a scheduled
+ * time, a result or waiters), and consistent with the job's flags. */
+static void
+tally_ext(struct tally *t, const struct job *j)
+{
+    const struct job_ext *x = registry_find(t->c->exts, j->id, JOBID_LEN);
+    REQUIRE((x != NULL) == ((j->flags & JOB_F_EXT) != 0));
+    REQUIRE(core_job_ext(t->c, j) == x);
+    if (x == NULL) {
+        REQUIRE(!(j->flags & (JOB_F_TIMED | JOB_F_NS)));
+        return;
+    }
+    t->exts++;
+    REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
+    REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters != NULL);
+    REQUIRE((x->result != NULL) == (x->result_len > 0));
+    REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
+    REQUIRE(job_is_done(j) || x->waiters == NULL || x->waiters->job == j);
+}
+
 static void
 tally_job(void *elem, void *arg)
 {
     struct job *j = elem;
     struct tally *t = arg;
     t->jobs++;
-    REQUIRE(j->queue != NULL);
-    tally_queue(t, j->queue)->jobs++;
+    REQUIRE(j->queue_ix < t->c->queue_used);
+    struct queue *q = core_job_queue(t->c, j);
+    REQUIRE(q != NULL && q->ix == j->queue_ix);
+    REQUIRE(registry_find(t->c->queues, q->name, q->name_len) == q);
+    tally_queue(t, q)->jobs++;
+    tally_ext(t, j);
     switch (j->state) {
     case JOB_NEW:
     case JOB_PENDING:
         REQUIRE(j->place == JOB_IN_READY || j->place == JOB_IN_SCHEDULED);
         if (j->place == JOB_IN_READY) {
             t->ready++;
-            REQUIRE(j->heap_index < heap_len(&j->queue->ready));
-            REQUIRE(heap_at(&j->queue->ready, j->heap_index)->elem == j);
+            REQUIRE(j->heap_index < heap_len(&q->ready));
+            REQUIRE(heap_at(&q->ready, j->heap_index)->elem == j);
+            /* the key cached in the heap is still the job's */
+            REQUIRE(heap_at(&q->ready, j->heap_index)->key == job_ready_key(j));
         } else {
             t->scheduled++;
-            REQUIRE(j->heap_index < heap_len(&j->queue->scheduled));
-            REQUIRE(heap_at(&j->queue->scheduled, j->heap_index)->elem == j);
+            REQUIRE(j->flags & JOB_F_TIMED);
+            REQUIRE(j->heap_index < heap_len(&q->scheduled));
+            REQUIRE(heap_at(&q->scheduled, j->heap_index)->elem == j);
+            REQUIRE(heap_at(&q->scheduled, j->heap_index)->key == job_scheduled_key(j));
         }
         break;
     case JOB_LEASED:
@@ -174,9 +231,8 @@ tally_job(void *elem, void *arg)
         t->failed++;
         break;
     default:
-        ck_abort_msg("job %u in state %d", job_num(j), j->state);
+        ck_abort_msg("job %u in state %d", job_num(j), (int)j->state);
     }
-    REQUIRE(job_is_done(j) || j->waiters == NULL || j->waiters->job == j);
 }
 
 static void
@@ -197,6 +253,7 @@ tally_q(void *elem, void *arg)
     }
     REQUIRE(q->refs > 0);
     REQUIRE(q->refs == jobs + q->parked);
+    REQUIRE(q->ix < t->c->queue_used && t->c->queue_tab[q->ix] == q);
     uint32_t n = 0;
     for (const struct park_node *p = q->park_head; p != NULL; p = p->next, n++)
         REQUIRE(p->queue == q && p->waiter != NULL);
@@ -215,15 +272,25 @@ check_core_(struct core *c, const char *file, int line)
     t.c = c;
     registry_foreach(c->jobs, tally_job, &t);
     registry_foreach(c->queues, tally_q, &t);
+    /* The queue table holds exactly the registered queues. */
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < c->queue_used; i++) {
+        const struct queue *q = c->queue_tab[i];
+        if (q != NULL) {
+            live++;
+            REQUIRE(q->ix == i && registry_find(c->queues, q->name, q->name_len) == q);
+        }
+    }
+    REQUIRE(live == t.nqueues && c->queue_used - c->queue_nfree == live);
     const struct core_stats *s = &c->stats;
     if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
         s->completed != t.completed || s->failed != t.failed || t.jobs != core_job_count(c) ||
         s->ready + s->scheduled + s->leased + s->completed + s->failed != core_job_count(c) ||
         t.q_ready != t.ready || t.q_scheduled != t.scheduled || t.q_leased != t.leased ||
-        s->parked != (uint64_t)g_outstanding)
+        s->parked != (uint64_t)g_outstanding || t.exts != registry_count(c->exts))
         ck_abort_msg("%s:%d: stats ready %llu/%llu/%llu scheduled %llu/%llu/%llu "
                      "leased %llu/%llu/%llu completed %llu/%llu failed %llu/%llu "
-                     "jobs %llu/%llu parked %llu/%lld",
+                     "jobs %llu/%llu parked %llu/%lld exts %llu/%llu",
                      file, line, (unsigned long long)s->ready, (unsigned long long)t.ready,
                      (unsigned long long)t.q_ready, (unsigned long long)s->scheduled,
                      (unsigned long long)t.scheduled, (unsigned long long)t.q_scheduled,
@@ -232,7 +299,8 @@ check_core_(struct core *c, const char *file, int line)
                      (unsigned long long)t.completed, (unsigned long long)s->failed,
                      (unsigned long long)t.failed, (unsigned long long)t.jobs,
                      (unsigned long long)core_job_count(c), (unsigned long long)s->parked,
-                     (long long)g_outstanding);
+                     (long long)g_outstanding, (unsigned long long)t.exts,
+                     (unsigned long long)registry_count(c->exts));
     free(t.qs);
 }
 #define check_core(c) check_core_((c), __FILE__, __LINE__)
@@ -421,7 +489,7 @@ START_TEST(test_lease_order)
         ck_assert_uint_eq(job_num(j), want[i]);
         ck_assert_uint_eq(j->state, JOB_LEASED);
         ck_assert_uint_eq(j->attempts, 1);
-        ck_assert_uint_eq(j->due_at, 10 + 1000);
+        ck_assert_uint_eq(core_job_deadline(c, j), 10 + 1000);
     }
     ck_assert_uint_eq(c->stats.leased, 9);
     ck_assert_uint_eq(c->stats.ready, 0);
@@ -493,7 +561,7 @@ START_TEST(test_ttr_requeue)
     ck_assert_uint_eq(o.job, 1);
     ck_assert_uint_eq(o.state, JOB_LEASED);
     ck_assert_uint_eq(o.attempts, 3);
-    ck_assert_uint_eq(find(c, 1)->due_at, 300);
+    ck_assert_uint_eq(core_job_deadline(c, find(c, 1)), 300);
     core_done(c);
 }
 END_TEST
@@ -558,7 +626,7 @@ START_TEST(test_max_attempts)
     /* out of attempts: FAILED with an empty result, waiters told */
     struct job *j = find(c, 1);
     ck_assert_uint_eq(j->state, JOB_FAILED);
-    ck_assert_uint_eq(j->result_len, 0);
+    ck_assert_uint_eq(result_len(c, j), 0);
     ck_assert_uint_eq(j->attempts, 2);
     ck_assert_uint_eq(c->stats.failed, 1);
     ck_assert_int_eq(r1.calls, 1);
@@ -695,7 +763,7 @@ START_TEST(test_ttl_saturates)
     struct job_spec s = spec(1, "q");
     s.ttl = UINT64_MAX;
     add_spec(c, &s, 5);
-    ck_assert(find(c, 1)->expires_at == UINT64_MAX);
+    ck_assert(core_job_expiry(find(c, 1)) == UINT64_MAX);
     advance(c, UINT64_MAX / 2);
     ck_assert_ptr_nonnull(find(c, 1));
     ck_assert_uint_eq(c->stats.evicted, 0);
@@ -736,16 +804,16 @@ START_TEST(test_complete_states)
     for (uint32_t n = 1; n <= 4; n++)
         ck_assert_uint_eq(find(c, n)->state, JOB_COMPLETED);
     ck_assert_uint_eq(c->stats.completed, 4);
-    ck_assert_uint_eq(find(c, 3)->result_len, 5);
-    ck_assert(memcmp(find(c, 3)->result, "three", 5) == 0);
-    ck_assert_uint_eq(find(c, 4)->result_len, 0);
+    ck_assert_uint_eq(result_len(c, find(c, 3)), 5);
+    ck_assert(memcmp(result_of(c, find(c, 3)), "three", 5) == 0);
+    ck_assert_uint_eq(result_len(c, find(c, 4)), 0);
     ck_assert(!active(c, "q"));
     ck_assert_uint_eq(lease_now(c, "q", 20), 0);
 
     /* first result wins */
     ck_assert_int_eq(finish(c, 1, true, "again", 30), CORE_DUP_RESULT);
     ck_assert_int_eq(finish(c, 1, false, "again", 30), CORE_DUP_RESULT);
-    ck_assert(memcmp(find(c, 1)->result, "one", 3) == 0);
+    ck_assert(memcmp(result_of(c, find(c, 1)), "one", 3) == 0);
     ck_assert_uint_eq(find(c, 1)->fails, 0);
     /* unknown */
     ck_assert_int_eq(finish(c, 99, true, "x", 30), CORE_NOT_FOUND);
@@ -780,7 +848,7 @@ START_TEST(test_fail_retry)
         struct job *j = find(c, 1);
         ck_assert_uint_eq(j->state, JOB_PENDING);
         ck_assert_uint_eq(j->fails, f);
-        ck_assert_ptr_null(j->result); /* the result is dropped */
+        ck_assert_ptr_null(result_of(c, j)); /* the result is dropped */
         ck_assert_int_eq(r.calls, 0);
     }
     ck_assert_uint_eq(lease_now(c, "q", 0), 1);
@@ -822,7 +890,7 @@ START_TEST(test_fail_retry)
     ck_assert_uint_eq(lease_now(c, "a", 0), 5);
     ck_assert_int_eq(finish(c, 5, false, "e2", 0), CORE_OK);
     ck_assert_uint_eq(find(c, 5)->state, JOB_FAILED);
-    ck_assert_uint_eq(find(c, 5)->result_len, 2);
+    ck_assert_uint_eq(result_len(c, find(c, 5)), 2);
 
     /* A fail on a job that is not leased: PENDING, in place. */
     s = spec(6, "b");
@@ -848,7 +916,7 @@ START_TEST(test_fail_retry)
     ck_assert_uint_eq(l.job, 8);
     ck_assert_uint_eq(l.attempts, 2);
     ck_assert_uint_eq(find(c, 8)->state, JOB_LEASED);
-    ck_assert_uint_eq(find(c, 8)->due_at, 5 + 1000);
+    ck_assert_uint_eq(core_job_deadline(c, find(c, 8)), 5 + 1000);
 
     /* The retried job's TTR is stopped while it waits. */
     s = spec(9, "d");
@@ -911,7 +979,7 @@ START_TEST(test_result_waiters)
     ck_assert_int_eq(t.how, WAITER_TIMEOUT);
     ck_assert(!t.had_job);
     /* ...and the job does not remember it. */
-    ck_assert_ptr_null(find(c, 2)->waiters);
+    ck_assert_ptr_null(waiters_of(c, find(c, 2)));
     ck_assert_int_eq(finish(c, 2, true, "x", 3600), CORE_OK);
     ck_assert_int_eq(t.calls, 1);
 
@@ -1017,7 +1085,7 @@ START_TEST(test_parked_fifo)
     }
     ck_assert_uint_eq(c->stats.leased, 3);
     ck_assert_uint_eq(c->stats.ready, 0);
-    ck_assert_uint_eq(find(c, 1)->due_at, 10 + 1000);
+    ck_assert_uint_eq(core_job_deadline(c, find(c, 1)), 10 + 1000);
     /* the fourth times out at 3 + 1000 */
     advance(c, 1002);
     ck_assert_int_eq(o[3].calls, 0);
@@ -1109,7 +1177,7 @@ START_TEST(test_names_listed_twice)
     for (int i = 0; i < N; i++) {
         uint32_t n = lease_now(c, "a a a b", 2);
         REQUIRE(n != 0);
-        if (find(c, n)->queue == core_queue(c, "a", 1))
+        if (core_job_queue(c, find(c, n)) == core_queue(c, "a", 1))
             picked_a++;
     }
     g_quiet = false;
@@ -1246,7 +1314,7 @@ START_TEST(test_timed_jobs)
     ck_assert_int_eq(l.calls, 1);
     ck_assert_uint_eq(l.job, 8);
     ck_assert_uint_eq(find(c, 8)->state, JOB_LEASED);
-    ck_assert_uint_eq(find(c, 8)->due_at, 3000 + 1000);
+    ck_assert_uint_eq(core_job_deadline(c, find(c, 8)), 3000 + 1000);
 
     /* Scheduled jobs become ready in time order, even when time jumps. */
     for (uint32_t n = 0; n < 5; n++) {
@@ -1258,6 +1326,26 @@ START_TEST(test_timed_jobs)
     advance(c, 20000);
     for (uint32_t n = 0; n < 5; n++)
         ck_assert_uint_eq(lease_now(c, "u", 20000), 24 - n);
+
+    /* Times order to the nanosecond, then by arrival; the nanoseconds live
+     * in the job's struct job_ext, and JOB_F_NS says there are some. */
+    static const uint32_t ns[] = {900, 0, 5, 900};
+    for (uint32_t n = 0; n < WQ_ARRAY_LEN(ns); n++) {
+        s = spec(30 + n, "v");
+        s.timed = true;
+        s.time_ms = 25000;
+        s.time_ns = ns[n];
+        add_spec(c, &s, 20000);
+        struct job *j = find(c, 30 + n);
+        ck_assert_int_eq(j->base_ms, 25000);
+        ck_assert_uint_eq(core_job_ext(c, j)->time_ns, ns[n]);
+        ck_assert_int_eq(core_job_created(c, j), 20000);
+        ck_assert(((j->flags & JOB_F_NS) != 0) == (ns[n] != 0));
+    }
+    advance(c, 25000);
+    uint32_t want_ns[] = {31, 32, 30, 33};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(want_ns); i++)
+        ck_assert_uint_eq(lease_now(c, "v", 25000), want_ns[i]);
     core_done(c);
 }
 END_TEST
@@ -1338,6 +1426,7 @@ START_TEST(test_random_workload)
             if (rng_below(4) == 0) {
                 s.timed = true;
                 s.time_ms = (int64_t)now + (int64_t)rng_below(400) - 100;
+                s.time_ns = rng_below(2) ? 0 : (uint32_t)rng_below(1000000);
             }
             bool existed = find(c, id) != NULL;
             enum core_status st = core_add(c, &s, now);

@@ -1665,11 +1665,12 @@ START_TEST(test_memory_refusals)
 }
 END_TEST
 
-/* A result counts its bytes; a job's expiry frees them with the job. */
+/* A result counts its bytes and the job extension that holds it; a job's
+ * expiry frees them with the job. */
 START_TEST(test_memory_results_and_expiry)
 {
     struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(2 * core_job_bytes(10)), NULL);
+    systest_start(&s, "--max-memory", u64s(2 * core_job_bytes(10) + CORE_EXT_BYTES), NULL);
     int fd = systest_connect(&s);
     systest_add_full(fd, id4(1), "q", TTR, "1000", "0123456789", NULL);
     /* complete is never refused, and its 4 result bytes count */

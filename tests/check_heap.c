@@ -1,7 +1,9 @@
 /* check_heap.c - unit tests for the 4-ary min-heap (src/heap.c).
- * Every test element records the position the heap last reported for it, and
- * heap_verify() checks after each operation that those records, the heap
- * order and the item array agree. */
+ * Every test element carries its key and a sequence number; the tests' tie
+ * function orders equal keys by that number, so (key, seq) is the full order
+ * that pops and walks must follow.  Each element also records the position
+ * the heap last reported for it, and heap_verify() checks after each
+ * operation that those records, the heap order and the item array agree. */
 #include "wq.h"
 #include "heap.h"
 
@@ -12,9 +14,16 @@
 #include "unit.h"
 
 struct el {
-    uint64_t k[3];
+    uint64_t key;
+    uint64_t seq; /* decides equal keys under el_tie */
     uint32_t idx; /* as reported by set_index */
     bool in_heap; /* what the test believes */
+};
+
+/* What el_tie saw, to check that it runs only on equal keys and gets arg. */
+struct tie_stats {
+    uint64_t calls;
+    uint64_t unequal; /* calls whose keys differed: must stay 0 */
 };
 
 static void
@@ -22,6 +31,18 @@ el_set_index(void *elem, uint32_t idx)
 {
     struct el *e = elem;
     e->idx = idx;
+}
+
+static bool
+el_tie(const void *a, const void *b, void *arg)
+{
+    const struct el *x = a, *y = b;
+    struct tie_stats *st = arg;
+    if (st != NULL) {
+        st->calls++;
+        st->unequal += x->key != y->key;
+    }
+    return x->seq < y->seq;
 }
 
 /* Deterministic xorshift64*: the same sequence on every run and platform. */
@@ -48,22 +69,29 @@ rng_below(uint64_t n)
     return rng_next() % n;
 }
 
+/* The full order: key, then seq. */
 static int
-key_cmp(const uint64_t *a, const uint64_t *b)
+el_cmp(const struct el *x, const struct el *y)
 {
-    for (int i = 0; i < 3; i++) {
-        if (a[i] != b[i])
-            return a[i] < b[i] ? -1 : 1;
-    }
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
     return 0;
 }
 
 static int
 el_ptr_cmp(const void *a, const void *b)
 {
-    const struct el *x = *(const struct el *const *)a;
-    const struct el *y = *(const struct el *const *)b;
-    return key_cmp(x->k, y->k);
+    return el_cmp(*(const struct el *const *)a, *(const struct el *const *)b);
+}
+
+/* Would the heap accept x and y in this order?  With no tie function, only
+ * the keys count. */
+static bool
+el_in_order(const struct heap *h, const struct el *x, const struct el *y)
+{
+    return h->tie != NULL ? el_cmp(x, y) <= 0 : x->key <= y->key;
 }
 
 /* n fresh elements, none in the heap; free() them. */
@@ -80,7 +108,7 @@ els_new(size_t n)
 static void
 push_el(struct heap *h, struct el *e)
 {
-    heap_push(h, e->k, e);
+    heap_push(h, e->key, e);
     e->in_heap = true;
 }
 
@@ -95,9 +123,12 @@ heap_verify(const struct heap *h, struct el *els, size_t n)
         struct el *e = it->elem;
         REQUIRE(e->idx == i);
         REQUIRE(e->in_heap);
-        REQUIRE(key_cmp(it->k, e->k) == 0);
-        if (i > 0)
-            REQUIRE(!heap_item_less(it, heap_at(h, (i - 1) / 4)));
+        REQUIRE(it->key == e->key);
+        if (i > 0) {
+            const struct heap_item *parent = heap_at(h, (i - 1) / 4);
+            REQUIRE(!heap_less(h, it, parent));
+            REQUIRE(el_in_order(h, parent->elem, e));
+        }
     }
     for (size_t j = 0; j < n; j++) {
         if (els[j].in_heap)
@@ -108,11 +139,12 @@ heap_verify(const struct heap *h, struct el *els, size_t n)
     REQUIRE(inside == heap_len(h));
 }
 
-/* Pop everything, checking each pop against a sorted copy of the keys. */
-static void
-drain_sorted(struct heap *h, struct el *els, size_t n)
+/* The elements in the heap, sorted by the full order; free() the array. */
+static struct el **
+sorted_inside(const struct heap *h, struct el *els, size_t n)
 {
-    struct el **sorted = malloc(n * sizeof *sorted);
+    struct el **sorted = malloc((n + 1) * sizeof *sorted);
+    ck_assert_ptr_nonnull(sorted);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (els[i].in_heap)
@@ -120,12 +152,26 @@ drain_sorted(struct heap *h, struct el *els, size_t n)
     }
     REQUIRE(m == heap_len(h));
     qsort(sorted, m, sizeof *sorted, el_ptr_cmp);
+    return sorted;
+}
+
+/* Pop everything, checking each pop against the sorted elements: the same
+ * (key, seq) under a tie function, the same key without one. */
+static void
+drain_sorted(struct heap *h, struct el *els, size_t n)
+{
+    size_t m = heap_len(h);
+    struct el **sorted = sorted_inside(h, els, n);
     for (size_t i = 0; i < m; i++) {
         struct el *top = heap_top(h);
         struct el *e = heap_pop(h);
         REQUIRE(top == e);
         REQUIRE(e != NULL);
-        REQUIRE(key_cmp(e->k, sorted[i]->k) == 0);
+        REQUIRE(e->in_heap);
+        if (h->tie != NULL)
+            REQUIRE(el_cmp(e, sorted[i]) == 0);
+        else
+            REQUIRE(e->key == sorted[i]->key);
         REQUIRE(e->idx == HEAP_NO_INDEX);
         e->in_heap = false;
     }
@@ -134,59 +180,139 @@ drain_sorted(struct heap *h, struct el *els, size_t n)
     free(sorted);
 }
 
+struct walk_log {
+    struct el **seen;
+    uint32_t n;
+};
+
+static void
+walk_record(void *elem, void *arg)
+{
+    struct walk_log *w = arg;
+    w->seen[w->n++] = elem;
+}
+
+/* heap_walk over a few windows against the sorted elements (compared as in
+ * drain_sorted); the heap and every recorded index must not change. */
+static void
+walk_check(const struct heap *h, struct el *els, size_t n)
+{
+    const uint32_t m = heap_len(h);
+    const struct {
+        uint64_t skip;
+        uint32_t count;
+    } windows[] = {{0, 1},
+                   {0, 10},
+                   {10, 10},
+                   {0, m},
+                   {0, UINT32_MAX},
+                   {1, m - 1},
+                   {m / 2, m / 4 + 1},
+                   {m - 1, 1},
+                   {m - 5, 10},
+                   {m, 10},
+                   {m + 1000, 1},
+                   {3, 0},
+                   {UINT64_MAX, 5},
+                   {UINT64_MAX - 1, UINT32_MAX}};
+    WQ_ASSERT(m > 5);
+    struct el **sorted = sorted_inside(h, els, n);
+    struct walk_log w = {malloc((m + 1) * sizeof *w.seen), 0};
+    struct heap_item *before = malloc((m + 1) * sizeof *before);
+    memcpy(before, h->items, m * sizeof *before);
+    for (size_t i = 0; i < WQ_ARRAY_LEN(windows); i++) {
+        uint64_t skip = windows[i].skip;
+        uint32_t count = windows[i].count;
+        uint64_t want = skip >= m ? 0 : WQ_MIN((uint64_t)count, m - skip);
+        w.n = 0;
+        uint32_t calls = heap_walk(h, skip, count, walk_record, &w);
+        ck_assert_uint_eq(calls, want);
+        ck_assert_uint_eq(w.n, want);
+        for (uint32_t j = 0; j < w.n; j++) {
+            if (h->tie != NULL)
+                REQUIRE(el_cmp(w.seen[j], sorted[skip + j]) == 0);
+            else
+                REQUIRE(w.seen[j]->key == sorted[skip + j]->key);
+        }
+        REQUIRE(heap_len(h) == m);
+        REQUIRE(memcmp(before, h->items, m * sizeof *before) == 0);
+        heap_verify(h, els, n);
+    }
+    free(before);
+    free(w.seen);
+    free(sorted);
+}
+
+START_TEST(test_item_size)
+{
+    /* The per-job memory budget counts on this. */
+    ck_assert_uint_eq(sizeof(struct heap_item), sizeof(uint64_t) + sizeof(void *));
+    if (sizeof(void *) == 8)
+        ck_assert_uint_eq(sizeof(struct heap_item), 16);
+}
+END_TEST
+
 START_TEST(test_empty)
 {
-    struct heap h;
-    heap_init(&h, el_set_index);
-    ck_assert_uint_eq(heap_len(&h), 0);
-    ck_assert_ptr_null(heap_top(&h));
-    ck_assert_ptr_null(heap_pop(&h));
+    for (int with_tie = 0; with_tie < 2; with_tie++) {
+        struct heap h;
+        heap_init(&h, el_set_index, with_tie ? el_tie : NULL, NULL);
+        ck_assert_uint_eq(heap_len(&h), 0);
+        ck_assert_ptr_null(heap_top(&h));
+        ck_assert_ptr_null(heap_pop(&h));
 
-    struct el e = {{1, 2, 3}, HEAP_NO_INDEX, false};
-    push_el(&h, &e);
-    ck_assert_ptr_eq(heap_pop(&h), &e);
-    ck_assert_uint_eq(e.idx, HEAP_NO_INDEX);
-    ck_assert_ptr_null(heap_pop(&h));
-    ck_assert_ptr_null(heap_top(&h));
-    heap_clear(&h);
-    heap_clear(&h); /* clearing an empty heap is harmless */
-    ck_assert_ptr_null(heap_pop(&h));
+        struct el e = {3, 0, HEAP_NO_INDEX, false};
+        push_el(&h, &e);
+        ck_assert_uint_eq(e.idx, 0);
+        ck_assert_ptr_eq(heap_top(&h), &e);
+        ck_assert_ptr_eq(heap_pop(&h), &e);
+        ck_assert_uint_eq(e.idx, HEAP_NO_INDEX);
+        ck_assert_ptr_null(heap_pop(&h));
+        ck_assert_ptr_null(heap_top(&h));
+        heap_clear(&h);
+        heap_clear(&h); /* clearing an empty heap is harmless */
+        ck_assert_ptr_null(heap_pop(&h));
+    }
 }
 END_TEST
 
 START_TEST(test_random_matches_qsort)
 {
-    /* Narrow ranges in k[0] and k[1] make the lower words decide often. */
+    /* A narrow key range makes the tie function decide often; random seqs
+     * make its order differ from arrival order. */
     const size_t n = 20000;
     struct el *els = els_new(n);
+    struct tie_stats st = {0, 0};
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, &st);
     rng_seed(42);
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = rng_below(8);
-        els[i].k[1] = rng_below(8);
-        els[i].k[2] = rng_next();
+        els[i].key = rng_below(64);
+        els[i].seq = rng_next();
         push_el(&h, &els[i]);
     }
     heap_verify(&h, els, n);
     drain_sorted(&h, els, n);
+    ck_assert_uint_gt(st.calls, 0);
+    ck_assert_uint_eq(st.unequal, 0);
     heap_clear(&h);
     free(els);
 }
 END_TEST
 
-START_TEST(test_lexicographic)
+START_TEST(test_key_order)
 {
-    /* Pushed in reverse of the expected order. */
-    struct el els[] = {
-        {{UINT64_MAX, 0, 0}, HEAP_NO_INDEX, false}, {{1, 0, 0}, HEAP_NO_INDEX, false},
-        {{0, UINT64_MAX, 0}, HEAP_NO_INDEX, false}, {{0, 1, 0}, HEAP_NO_INDEX, false},
-        {{0, 0, UINT64_MAX}, HEAP_NO_INDEX, false}, {{0, 0, 1}, HEAP_NO_INDEX, false},
-        {{0, 0, 0}, HEAP_NO_INDEX, false},
-    };
-    const size_t n = WQ_ARRAY_LEN(els);
+    /* Keys compare as unsigned 64-bit numbers, pushed in reverse of the
+     * expected order; all keys differ, so the tie function is never asked. */
+    static const uint64_t keys[] = {
+        UINT64_MAX, UINT64_MAX - 1, 1ull << 63, INT64_MAX, UINT32_MAX + 1ull, UINT32_MAX, 2, 1, 0};
+    const size_t n = WQ_ARRAY_LEN(keys);
+    struct el els[WQ_ARRAY_LEN(keys)];
+    struct tie_stats st = {0, 0};
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, &st);
+    for (size_t i = 0; i < n; i++)
+        els[i] = (struct el){keys[i], n - i, HEAP_NO_INDEX, false};
     for (size_t i = 0; i < n; i++) {
         push_el(&h, &els[i]);
         heap_verify(&h, els, n);
@@ -197,23 +323,23 @@ START_TEST(test_lexicographic)
         heap_verify(&h, els, n);
     }
     ck_assert_ptr_null(heap_pop(&h));
+    ck_assert_uint_eq(st.calls, 0);
     heap_clear(&h);
 }
 END_TEST
 
 START_TEST(test_fifo_ties)
 {
-    /* Equal k[0] and k[1]: a sequence number in k[2] gives arrival order,
-     * also when pushes and pops interleave. */
+    /* Equal keys: the sequence number gives arrival order, also when pushes
+     * and pops interleave. */
     const size_t n = 1000;
     struct el *els = els_new(n);
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, NULL);
     size_t next_pop = 0;
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = 7;
-        els[i].k[1] = 9;
-        els[i].k[2] = i;
+        els[i].key = 7;
+        els[i].seq = i;
         push_el(&h, &els[i]);
         if (i % 3 == 2) {
             struct el *e = heap_pop(&h);
@@ -231,10 +357,11 @@ START_TEST(test_fifo_ties)
     }
     ck_assert_uint_eq(next_pop, n);
 
-    /* A higher-priority (smaller k[0]) job still jumps the FIFO. */
-    els[0].k[0] = 7;
-    els[1].k[0] = 7;
-    els[2].k[0] = 3;
+    /* A smaller key (a higher priority) still jumps the FIFO, even with a
+     * later sequence number. */
+    els[0].key = 7;
+    els[1].key = 7;
+    els[2].key = 3;
     for (size_t i = 0; i < 3; i++)
         push_el(&h, &els[i]);
     ck_assert_ptr_eq(heap_pop(&h), &els[2]);
@@ -245,65 +372,150 @@ START_TEST(test_fifo_ties)
 }
 END_TEST
 
-START_TEST(test_remove_sift_up)
+START_TEST(test_tie_decides)
 {
-    /* Layout after these pushes (children of i are 4i+1..4i+4):
-     *   [0]=0  [1]=150 [2..4]=10  [5..8]=200 (under 150)  [9]=20 (under [2])
-     * Removing [5] moves the last item (20) there; 20 is smaller than its
-     * new parent 150, so it must move up, not down. */
-    const uint64_t keys[] = {0, 150, 10, 10, 10, 200, 200, 200, 200, 20};
-    const size_t n = WQ_ARRAY_LEN(keys);
-    struct el els[WQ_ARRAY_LEN(keys)];
-    memset(els, 0, sizeof els);
-    for (size_t i = 0; i < n; i++)
-        els[i].idx = HEAP_NO_INDEX;
+    /* The queue's case: the key holds only the priority, most keys are
+     * equal, and the order among them lives in the elements.  Pops and
+     * walks must follow (priority, seq) exactly. */
+    const size_t n = RUNNING_ON_VALGRIND ? 3000 : 20000;
+    struct el *els = els_new(n);
+    struct tie_stats st = {0, 0};
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, &st);
+    rng_seed(5);
+    /* Unique seqs in shuffled order: Fisher-Yates over 0..n-1. */
+    for (size_t i = 0; i < n; i++)
+        els[i].seq = i;
+    for (size_t i = n - 1; i > 0; i--) {
+        size_t j = rng_below(i + 1);
+        uint64_t t = els[i].seq;
+        els[i].seq = els[j].seq;
+        els[j].seq = t;
+    }
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = keys[i];
-        els[i].k[2] = i;
+        /* Nine in ten share priority 1. */
+        els[i].key = rng_below(10) == 0 ? rng_below(3) : 1;
         push_el(&h, &els[i]);
     }
     heap_verify(&h, els, n);
-    for (size_t i = 0; i < n; i++)
+    walk_check(&h, els, n);
+
+    /* A full walk sees exactly the pop order. */
+    struct walk_log w = {malloc(n * sizeof *w.seen), 0};
+    ck_assert_uint_eq(heap_walk(&h, 0, (uint32_t)n, walk_record, &w), n);
+    struct el **sorted = sorted_inside(&h, els, n);
+    for (size_t i = 0; i < n; i++) {
+        REQUIRE(w.seen[i] == sorted[i]);
+        struct el *e = heap_pop(&h);
+        REQUIRE(e == sorted[i]);
+        e->in_heap = false;
+    }
+    ck_assert_uint_gt(st.calls, n);
+    ck_assert_uint_eq(st.unequal, 0);
+    free(sorted);
+    free(w.seen);
+    heap_clear(&h);
+    free(els);
+}
+END_TEST
+
+/* Push keys[i] with seq seqs[i]; check the elements land at positions 0..n-1
+ * in push order, then remove [5]: the last item (9) moves into [5], under
+ * [1].  The layout (children of i are 4i+1..4i+4) is
+ *   [0]=0  [1]=150  [2..4]=10  [5..8]=200 (under [1])  [9]=20 (under [2])
+ * in whichever of key or seq varies, so 20 is less than its new parent 150
+ * and must move up, not down. */
+static void
+remove_sift_up_case(const uint64_t *keys, const uint64_t *seqs)
+{
+    enum { N = 10 };
+    struct el els[N];
+    memset(els, 0, sizeof els);
+    struct heap h;
+    heap_init(&h, el_set_index, el_tie, NULL);
+    for (size_t i = 0; i < N; i++) {
+        els[i].key = keys[i];
+        els[i].seq = seqs[i];
+        els[i].idx = HEAP_NO_INDEX;
+        push_el(&h, &els[i]);
+    }
+    heap_verify(&h, els, N);
+    for (size_t i = 0; i < N; i++)
         ck_assert_uint_eq(els[i].idx, i);
 
     heap_remove(&h, els[5].idx);
     els[5].in_heap = false;
-    heap_verify(&h, els, n);
+    heap_verify(&h, els, N);
     ck_assert_uint_eq(els[9].idx, 1); /* 20 moved up into 150's place */
     ck_assert_uint_eq(els[1].idx, 5);
 
     /* Remove the last position and the root too. */
     heap_remove(&h, heap_len(&h) - 1);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < N; i++) {
         if (els[i].in_heap && els[i].idx == HEAP_NO_INDEX)
             els[i].in_heap = false;
     }
-    heap_verify(&h, els, n);
+    heap_verify(&h, els, N);
     heap_remove(&h, 0);
     els[0].in_heap = false;
-    heap_verify(&h, els, n);
-    drain_sorted(&h, els, n);
+    heap_verify(&h, els, N);
+    drain_sorted(&h, els, N);
+    heap_clear(&h);
+}
+
+START_TEST(test_remove_sift_up)
+{
+    static const uint64_t order[] = {0, 150, 10, 10, 10, 200, 200, 200, 200, 20};
+    static const uint64_t ramp[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    static const uint64_t same[] = {5, 5, 5, 5, 5, 5, 5, 5, 5, 5};
+    remove_sift_up_case(order, ramp); /* the keys decide */
+    remove_sift_up_case(same, order); /* all keys equal: the tie decides */
+}
+END_TEST
+
+START_TEST(test_remove_sift_down_ties)
+{
+    /* All keys equal.  Removing [1] puts the last item, which orders after
+     * everything, in its place, so it must sink below [1]'s children. */
+    enum { N = 21 };
+    struct el els[N];
+    memset(els, 0, sizeof els);
+    struct heap h;
+    heap_init(&h, el_set_index, el_tie, NULL);
+    for (size_t i = 0; i < N; i++) {
+        els[i].key = 42;
+        els[i].seq = i;
+        els[i].idx = HEAP_NO_INDEX;
+        push_el(&h, &els[i]);
+        ck_assert_uint_eq(els[i].idx, i); /* seq order is heap order */
+    }
+    heap_remove(&h, 1);
+    els[1].in_heap = false;
+    heap_verify(&h, els, N);
+    ck_assert_uint_eq(els[5].idx, 1); /* the least of [1]'s children rose */
+    ck_assert_uint_ne(els[20].idx, 1);
+    ck_assert_uint_ge(els[20].idx, 5);
+    drain_sorted(&h, els, N);
     heap_clear(&h);
 }
 END_TEST
 
-START_TEST(test_remove_middle)
+/* Remove two thirds of n elements, chosen at random, through their recorded
+ * index, verifying after each removal; then drain. */
+static void
+remove_middle_case(heap_tie_fn tie, uint64_t key_range, uint64_t seed)
 {
     const size_t n = RUNNING_ON_VALGRIND ? 1500 : 3000;
     struct el *els = els_new(n);
     struct heap h;
-    heap_init(&h, el_set_index);
-    rng_seed(7);
+    heap_init(&h, el_set_index, tie, NULL);
+    rng_seed(seed);
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = rng_below(100);
-        els[i].k[1] = rng_below(3);
-        els[i].k[2] = i;
+        els[i].key = rng_below(key_range);
+        els[i].seq = rng_next();
         push_el(&h, &els[i]);
     }
     heap_verify(&h, els, n);
-    /* Remove two thirds, chosen at random, through their recorded index. */
     for (size_t r = 0; r < 2 * n / 3; r++) {
         size_t j;
         do {
@@ -319,49 +531,125 @@ START_TEST(test_remove_middle)
     heap_clear(&h);
     free(els);
 }
+
+START_TEST(test_remove_middle)
+{
+    remove_middle_case(el_tie, 100, 7); /* mostly distinct keys */
+    remove_middle_case(el_tie, 3, 8);   /* mostly equal keys: the tie decides */
+    remove_middle_case(NULL, 3, 9);     /* equal keys with no tie function */
+}
 END_TEST
 
 START_TEST(test_index_tracking_mixed)
 {
-    /* Random pushes, pops and removes; full verification after each. */
+    /* Random pushes, pops and removes; full verification after each.  Tiny
+     * ranges make equal keys and even equal (key, seq) pairs common. */
     const size_t n = 1500;
+    for (int with_tie = 0; with_tie < 2; with_tie++) {
+        struct el *els = els_new(n);
+        struct heap h;
+        heap_init(&h, el_set_index, with_tie ? el_tie : NULL, NULL);
+        rng_seed(99 + (uint64_t)with_tie);
+        int ops = RUNNING_ON_VALGRIND ? 3000 : 6000;
+        for (int op = 0; op < ops; op++) {
+            unsigned what = (unsigned)rng_below(10);
+            if (what < 5) {
+                size_t j = rng_below(n);
+                if (els[j].in_heap)
+                    continue;
+                els[j].key = rng_below(4);
+                els[j].seq = rng_below(4);
+                push_el(&h, &els[j]);
+            } else if (what < 7) {
+                bool empty = heap_len(&h) == 0;
+                struct el *e = heap_pop(&h);
+                if (empty) {
+                    ck_assert_ptr_null(e);
+                    continue;
+                }
+                for (size_t j = 0; j < n; j++) {
+                    if (els[j].in_heap && &els[j] != e)
+                        REQUIRE(el_in_order(&h, e, &els[j]));
+                }
+                e->in_heap = false;
+            } else if (heap_len(&h) > 0) {
+                uint32_t idx = (uint32_t)rng_below(heap_len(&h));
+                struct el *e = heap_at(&h, idx)->elem;
+                heap_remove(&h, idx);
+                ck_assert_uint_eq(e->idx, HEAP_NO_INDEX);
+                e->in_heap = false;
+            }
+            heap_verify(&h, els, n);
+        }
+        drain_sorted(&h, els, n);
+        heap_clear(&h);
+        free(els);
+    }
+}
+END_TEST
+
+START_TEST(test_null_tie)
+{
+    /* Without a tie function equal keys are equal: pops and walks come out
+     * in key order, every element exactly once, in some order among equal
+     * keys. */
+    const size_t n = 4000;
     struct el *els = els_new(n);
     struct heap h;
-    heap_init(&h, el_set_index);
-    rng_seed(99);
-    int ops = RUNNING_ON_VALGRIND ? 3000 : 6000;
-    for (int op = 0; op < ops; op++) {
-        unsigned what = (unsigned)rng_below(10);
-        if (what < 5) {
-            size_t j = rng_below(n);
-            if (els[j].in_heap)
-                continue;
-            els[j].k[0] = rng_below(4);
-            els[j].k[1] = rng_below(4);
-            els[j].k[2] = rng_below(4);
-            push_el(&h, &els[j]);
-        } else if (what < 7) {
-            bool empty = heap_len(&h) == 0;
-            struct el *e = heap_pop(&h);
-            if (empty) {
-                ck_assert_ptr_null(e);
-                continue;
-            }
-            for (size_t j = 0; j < n; j++) {
-                if (els[j].in_heap)
-                    REQUIRE(key_cmp(e->k, els[j].k) <= 0);
-            }
-            e->in_heap = false;
-        } else if (heap_len(&h) > 0) {
-            uint32_t idx = (uint32_t)rng_below(heap_len(&h));
-            struct el *e = heap_at(&h, idx)->elem;
-            heap_remove(&h, idx);
-            ck_assert_uint_eq(e->idx, HEAP_NO_INDEX);
-            e->in_heap = false;
-        }
-        heap_verify(&h, els, n);
+    heap_init(&h, el_set_index, NULL, NULL);
+    rng_seed(11);
+    for (size_t i = 0; i < n; i++) {
+        els[i].key = rng_below(4);
+        els[i].seq = i;
+        push_el(&h, &els[i]);
     }
+    heap_verify(&h, els, n);
+    walk_check(&h, els, n);
+
+    /* A full walk visits each element once. */
+    struct walk_log w = {malloc(n * sizeof *w.seen), 0};
+    ck_assert_uint_eq(heap_walk(&h, 0, (uint32_t)n, walk_record, &w), n);
+    bool *seen = calloc(n, sizeof *seen);
+    for (size_t i = 0; i < n; i++) {
+        size_t j = (size_t)(w.seen[i] - els);
+        REQUIRE(j < n && !seen[j]);
+        seen[j] = true;
+        if (i > 0)
+            REQUIRE(w.seen[i - 1]->key <= w.seen[i]->key);
+    }
+
+    /* Removing from the middle among equal keys. */
+    for (size_t r = 0; r < n / 2; r++) {
+        size_t j;
+        do {
+            j = rng_below(n);
+        } while (!els[j].in_heap);
+        heap_remove(&h, els[j].idx);
+        els[j].in_heap = false;
+        if (r % 64 == 0)
+            heap_verify(&h, els, n);
+    }
+    heap_verify(&h, els, n);
+    walk_check(&h, els, n);
     drain_sorted(&h, els, n);
+
+    /* All keys equal: the heap is then a bag. */
+    memset(seen, 0, n * sizeof *seen);
+    for (size_t i = 0; i < n; i++) {
+        els[i].key = 0;
+        push_el(&h, &els[i]);
+    }
+    heap_verify(&h, els, n);
+    for (size_t i = 0; i < n; i++) {
+        struct el *e = heap_pop(&h);
+        size_t j = (size_t)(e - els);
+        REQUIRE(j < n && !seen[j]);
+        seen[j] = true;
+        e->in_heap = false;
+    }
+    ck_assert_ptr_null(heap_pop(&h));
+    free(seen);
+    free(w.seen);
     heap_clear(&h);
     free(els);
 }
@@ -369,36 +657,43 @@ END_TEST
 
 START_TEST(test_large)
 {
+    /* Random 64-bit keys: ties are (almost) never asked for. */
     const size_t n = 100000;
     struct el *els = els_new(n);
+    struct tie_stats st = {0, 0};
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, &st);
     rng_seed(2024);
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = rng_next();
-        els[i].k[1] = rng_below(1000);
-        els[i].k[2] = i;
+        els[i].key = rng_next();
+        els[i].seq = i;
         push_el(&h, &els[i]);
     }
     ck_assert_uint_eq(heap_len(&h), n);
     heap_verify(&h, els, n);
     drain_sorted(&h, els, n);
+    ck_assert_uint_eq(st.unequal, 0);
+    ck_assert_uint_le(st.calls, 10);
     heap_clear(&h);
     free(els);
 }
 END_TEST
 
-START_TEST(test_shrink_after_drain)
+START_TEST(test_grow_and_shrink)
 {
     const size_t n = 100000;
     struct el *els = els_new(n);
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, NULL);
+    ck_assert_uint_eq(h.cap, 0); /* nothing allocated before the first push */
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = n - i;
+        els[i].key = n - i;
         push_el(&h, &els[i]);
+        REQUIRE(h.cap >= heap_len(&h));
     }
     ck_assert_uint_ge(h.cap, n);
+    ck_assert_uint_lt(h.cap, 2 * n); /* grows by doubling, not more */
+    heap_verify(&h, els, n);
     uint32_t full_cap = h.cap;
     /* Capacity follows the length down while draining. */
     for (size_t i = 0; i < n; i++) {
@@ -412,11 +707,10 @@ START_TEST(test_shrink_after_drain)
     ck_assert_uint_eq(heap_len(&h), 0);
     ck_assert_uint_le(h.cap, 128);
 
-    /* The shrunken heap grows again and still works. */
+    /* The shrunken heap grows again and still works, ties included. */
     for (size_t i = 0; i < 1000; i++) {
-        els[i].k[0] = i % 10;
-        els[i].k[1] = 0;
-        els[i].k[2] = i;
+        els[i].key = i % 10;
+        els[i].seq = 1000 - i;
         push_el(&h, &els[i]);
     }
     heap_verify(&h, els, n);
@@ -427,6 +721,7 @@ START_TEST(test_shrink_after_drain)
     heap_clear(&h);
     els[0].in_heap = false;
     ck_assert_uint_eq(heap_len(&h), 0);
+    ck_assert_uint_eq(h.cap, 0);
     ck_assert_ptr_null(heap_pop(&h));
     push_el(&h, &els[1]);
     ck_assert_ptr_eq(heap_pop(&h), &els[1]);
@@ -435,72 +730,38 @@ START_TEST(test_shrink_after_drain)
 }
 END_TEST
 
-struct walk_log {
-    struct el **seen;
-    uint32_t n;
-};
-
-static void
-walk_record(void *elem, void *arg)
-{
-    struct walk_log *w = arg;
-    w->seen[w->n++] = elem;
-}
-
 START_TEST(test_walk)
 {
-    /* heap_walk visits in ascending key order, honours skip and count, and
-     * leaves the heap (and every recorded index) exactly as it was. */
+    /* heap_walk visits in the full order, honours skip and count, and leaves
+     * the heap (and every recorded index) exactly as it was. */
     const size_t n = 5000;
     struct el *els = els_new(n);
-    struct el **sorted = malloc(n * sizeof *sorted);
-    struct walk_log w = {malloc((n + 1) * sizeof *w.seen), 0};
+    struct walk_log w = {malloc(sizeof *w.seen), 0};
     struct heap h;
-    heap_init(&h, el_set_index);
+    heap_init(&h, el_set_index, el_tie, NULL);
 
     ck_assert_uint_eq(heap_walk(&h, 0, 10, walk_record, &w), 0);
     ck_assert_uint_eq(w.n, 0);
+    free(w.seen);
 
     rng_seed(31337);
     for (size_t i = 0; i < n; i++) {
-        els[i].k[0] = rng_below(5);
-        els[i].k[1] = rng_below(5);
-        els[i].k[2] = i; /* unique: the order is fully determined */
+        els[i].key = rng_below(25);
+        els[i].seq = i; /* unique: the order is fully determined */
         push_el(&h, &els[i]);
-        sorted[i] = &els[i];
     }
-    qsort(sorted, n, sizeof *sorted, el_ptr_cmp);
-    struct heap_item *before = malloc(n * sizeof *before);
-    memcpy(before, h.items, n * sizeof *before);
+    walk_check(&h, els, n);
 
-    static const struct {
-        uint64_t skip;
-        uint32_t count;
-    } windows[] = {{0, 1},          {0, 10},
-                   {10, 10},        {0, 5000},
-                   {0, UINT32_MAX}, {4995, 10},
-                   {4999, 1},       {5000, 10},
-                   {6000, 1},       {3, 0},
-                   {1, 4999},       {2500, 100},
-                   {UINT64_MAX, 5}, {UINT64_MAX - 1, UINT32_MAX}};
-    for (size_t i = 0; i < WQ_ARRAY_LEN(windows); i++) {
-        uint64_t skip = windows[i].skip;
-        uint32_t count = windows[i].count;
-        uint64_t want = skip >= n ? 0 : WQ_MIN((uint64_t)count, n - skip);
-        w.n = 0;
-        uint32_t calls = heap_walk(&h, skip, count, walk_record, &w);
-        ck_assert_uint_eq(calls, want);
-        ck_assert_uint_eq(w.n, want);
-        for (uint32_t j = 0; j < w.n; j++)
-            REQUIRE(w.seen[j] == sorted[skip + j]);
-        /* The heap is untouched. */
-        REQUIRE(heap_len(&h) == n);
-        REQUIRE(memcmp(before, h.items, n * sizeof *before) == 0);
-        heap_verify(&h, els, n);
+    /* After removals from the middle, the walk still matches. */
+    for (size_t r = 0; r < n / 3; r++) {
+        size_t j;
+        do {
+            j = rng_below(n);
+        } while (!els[j].in_heap);
+        heap_remove(&h, els[j].idx);
+        els[j].in_heap = false;
     }
-    free(before);
-    free(w.seen);
-    free(sorted);
+    walk_check(&h, els, n);
     drain_sorted(&h, els, n);
     heap_clear(&h);
     free(els);
@@ -511,15 +772,19 @@ static Suite *
 heap_suite(void)
 {
     const struct unit_case cases[] = {
+        {"item_size", test_item_size},
         {"empty", test_empty},
         {"random_matches_qsort", test_random_matches_qsort},
-        {"lexicographic", test_lexicographic},
+        {"key_order", test_key_order},
         {"fifo_ties", test_fifo_ties},
+        {"tie_decides", test_tie_decides},
         {"remove_sift_up", test_remove_sift_up},
+        {"remove_sift_down_ties", test_remove_sift_down_ties},
         {"remove_middle", test_remove_middle},
         {"index_tracking_mixed", test_index_tracking_mixed},
+        {"null_tie", test_null_tie},
         {"large", test_large},
-        {"shrink_after_drain", test_shrink_after_drain},
+        {"grow_and_shrink", test_grow_and_shrink},
         {"walk", test_walk},
     };
     return unit_suite("heap", cases, WQ_ARRAY_LEN(cases));

@@ -1,8 +1,12 @@
 /* check_queue.c - unit tests for per-name queues (src/queue.c): the ready
- * order (priority descending, untimed before timed, time, arrival), the
- * scheduled order (time, priority descending, arrival), removal from the
- * middle, and the FIFO of parked leasers.  Jobs are hand-built fixtures; the
- * queue only reads their ordering fields. */
+ * order (priority descending, untimed before timed, time to the ns,
+ * arrival), the scheduled order (time to the ns, priority descending,
+ * arrival), removal from the middle, and the FIFO of parked leasers.  Jobs
+ * are hand-built fixtures; the queue only reads their ordering fields, and
+ * the nanoseconds from the job_ext registry it was made with.  The heap
+ * keys are 64-bit prefixes of the order (src/job.c), so the cases sit on
+ * both sides of where two jobs stop sharing a prefix, and every pop is
+ * checked against a plain reference comparison. */
 #include "wq.h"
 #include "queue.h"
 
@@ -11,14 +15,43 @@
 #include <string.h>
 
 #include "job.h"
+#include "registry.h"
 #include "unit.h"
 
-/* A job fixture: seq doubles as the tag the tests look for. */
+/* 2023-11-14T22:13:20Z, a whole second: a time inside the range whose
+ * seconds the ready key encodes (2020 to 2088). */
+#define NOW     1700000000000LL
+#define KEY_END (1577836800000LL + 2147483648000LL) /* 2088: where those seconds run out */
+#define Y2100   4102444800000LL                     /* well past them */
+
+/* A job and its struct job_ext in one block, so free(j) frees both.  The
+ * ext joins the exts registry (the one the queue was made with) only for
+ * jobs given nanoseconds; tag is the fixture's index in tests where seq is
+ * not one. */
+struct fixture {
+    struct job job; /* first: a struct job * is a struct fixture * */
+    struct job_ext ext;
+    size_t tag;
+};
+
+static struct fixture *
+fixture_of(const struct job *j)
+{
+    return WQ_CONTAINER_OF(j, struct fixture, job);
+}
+
+/* A job fixture: seq doubles as the tag the tests look for, and as its id. */
 static struct job *
 job_fixture(uint64_t seq, int32_t priority)
 {
-    struct job *j = calloc(1, sizeof *j);
-    REQUIRE(j != NULL);
+    REQUIRE(seq < JOB_SEQ_LIMIT);
+    struct fixture *f = calloc(1, sizeof *f);
+    REQUIRE(f != NULL);
+    struct job *j = &f->job;
+    j->id[0] = 0xaa; /* never the nil id */
+    for (int i = 0; i < 8; i++)
+        j->id[15 - i] = (uint8_t)(seq >> (8 * i));
+    memcpy(f->ext.id, j->id, JOBID_LEN);
     j->seq = seq;
     j->priority = priority;
     j->heap_index = HEAP_NO_INDEX;
@@ -31,8 +64,29 @@ timed_fixture(uint64_t seq, int32_t priority, int64_t time_ms)
 {
     struct job *j = job_fixture(seq, priority);
     j->flags |= JOB_F_TIMED;
-    j->time_ms = time_ms;
+    j->base_ms = time_ms; /* a timed job's base is its scheduled time */
     return j;
+}
+
+/* A timed job at time_ms plus ns nanoseconds, kept as the core keeps them:
+ * the ns in a job_ext found through exts, JOB_F_NS when they are not 0. */
+static struct job *
+ns_fixture(struct registry *exts, uint64_t seq, int32_t priority, int64_t time_ms, uint32_t ns)
+{
+    REQUIRE(ns < 1000000);
+    struct job *j = timed_fixture(seq, priority, time_ms);
+    struct fixture *f = fixture_of(j);
+    f->ext.time_ns = ns;
+    registry_insert(exts, &f->ext);
+    j->flags |= JOB_F_EXT | (ns != 0 ? JOB_F_NS : 0);
+    return j;
+}
+
+/* The nanoseconds of j's time, read from the fixture, not the registry. */
+static uint32_t
+fixture_ns(const struct job *j)
+{
+    return (j->flags & JOB_F_NS) ? fixture_of(j)->ext.time_ns : 0;
 }
 
 /* Take the first ready job out, as the core's lease does. */
@@ -58,15 +112,89 @@ pop_scheduled(struct queue *q)
     return j;
 }
 
+/* A queue and the registry of job_ext it orders timed jobs with. */
 static struct queue *
-queue_named(const char *name)
+queue_named(const char *name, struct registry **exts)
 {
-    return queue_new(name, strlen(name));
+    *exts = registry_new(job_ext_id_key);
+    return queue_new(name, strlen(name), *exts);
+}
+
+static void
+queue_done(struct queue *q, struct registry *exts)
+{
+    queue_free(q);
+    registry_free(exts);
+}
+
+/* The ready order of the protocol, written out plainly. */
+static int
+ready_cmp(const struct job *a, const struct job *b)
+{
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    bool ta = a->flags & JOB_F_TIMED, tb = b->flags & JOB_F_TIMED;
+    if (ta != tb)
+        return ta ? 1 : -1;
+    if (ta && a->base_ms != b->base_ms)
+        return a->base_ms < b->base_ms ? -1 : 1;
+    if (ta && fixture_ns(a) != fixture_ns(b))
+        return fixture_ns(a) < fixture_ns(b) ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The scheduled order: time to the ns, priority descending, arrival. */
+static int
+sched_cmp(const struct job *a, const struct job *b)
+{
+    if (a->base_ms != b->base_ms)
+        return a->base_ms < b->base_ms ? -1 : 1;
+    if (fixture_ns(a) != fixture_ns(b))
+        return fixture_ns(a) < fixture_ns(b) ? -1 : 1;
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Does the heap's view (key, then tie) put a strictly before b? */
+static bool
+ready_before(const struct job *a, const struct job *b, struct registry *exts)
+{
+    uint64_t ka = job_ready_key(a), kb = job_ready_key(b);
+    return ka != kb ? ka < kb : job_ready_tie(a, b, exts);
+}
+
+static bool
+sched_before(const struct job *a, const struct job *b, struct registry *exts)
+{
+    uint64_t ka = job_scheduled_key(a), kb = job_scheduled_key(b);
+    return ka != kb ? ka < kb : job_scheduled_tie(a, b, exts);
+}
+
+/* Pop every ready job and check it against want[] (seqs), the reference
+ * and the key order. */
+static void
+require_ready_order(struct queue *q, struct registry *exts, const uint64_t *want, size_t n)
+{
+    struct job *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = pop_ready(q);
+        ck_assert_ptr_nonnull(j);
+        ck_assert_uint_eq(j->seq, want[i]);
+        if (prev != NULL) {
+            ck_assert_int_lt(ready_cmp(prev, j), 0);
+            ck_assert(ready_before(prev, j, exts));
+            ck_assert(!ready_before(j, prev, exts));
+        }
+        prev = j;
+    }
+    ck_assert_ptr_null(pop_ready(q));
 }
 
 START_TEST(test_new_free)
 {
-    struct queue *q = queue_named("emails");
+    struct registry *x;
+    struct queue *q = queue_named("emails", &x);
     ck_assert_str_eq(q->name, "emails");
     ck_assert_uint_eq(q->name_len, 6);
     ck_assert_uint_eq(q->refs, 0);
@@ -86,19 +214,20 @@ START_TEST(test_new_free)
     /* The name is copied, not NUL-terminated on input, and may be 255 bytes. */
     char name[WQ_MAX_NAME + 1];
     memset(name, 'n', sizeof name);
-    q = queue_new(name, WQ_MAX_NAME);
+    q = queue_new(name, WQ_MAX_NAME, x);
     ck_assert_uint_eq(q->name_len, WQ_MAX_NAME);
     ck_assert_uint_eq(strlen(q->name), WQ_MAX_NAME);
     queue_free(q);
-    q = queue_new("abcdef", 3);
+    q = queue_new("abcdef", 3, x);
     ck_assert_str_eq(q->name, "abc");
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_priority_order)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     int32_t prios[] = {5, 9, -3, 0, INT32_MAX, INT32_MIN, 9, -1, 1, 5};
     struct job *jobs[WQ_ARRAY_LEN(prios)];
     for (size_t i = 0; i < WQ_ARRAY_LEN(prios); i++) {
@@ -110,22 +239,18 @@ START_TEST(test_priority_order)
     ck_assert(queue_is_active(q));
     /* priority descending; equal priorities in arrival order */
     uint64_t want[] = {4, 1, 6, 0, 9, 8, 3, 7, 2, 5};
-    for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++) {
-        struct job *j = pop_ready(q);
-        ck_assert_ptr_nonnull(j);
-        ck_assert_uint_eq(j->seq, want[i]);
-    }
-    ck_assert_ptr_null(pop_ready(q));
+    require_ready_order(q, x, want, WQ_ARRAY_LEN(want));
     ck_assert(!queue_is_active(q));
     for (size_t i = 0; i < WQ_ARRAY_LEN(prios); i++)
         free(jobs[i]);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_fifo)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     enum { N = 500 };
     struct job *jobs[N];
     /* Pushed in a scrambled order of seq: pops come back by seq. */
@@ -140,13 +265,14 @@ START_TEST(test_fifo)
     }
     for (size_t i = 0; i < N; i++)
         free(jobs[i]);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_timed_order)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     struct job *jobs[] = {
         timed_fixture(0, 5, 3000),  /* timed, prio 5, late */
         job_fixture(1, 5),          /* untimed prio 5 */
@@ -155,54 +281,191 @@ START_TEST(test_timed_order)
         job_fixture(4, 4),          /* lower priority untimed: after every prio 5 */
         timed_fixture(5, 6, 9999),  /* higher priority timed: before untimed prio 5 */
         timed_fixture(6, 5, 1000),  /* same time as 2, later arrival */
-        job_fixture(7, 5),          timed_fixture(8, 5, 0),
+        job_fixture(7, 5),
+        timed_fixture(8, 5, 0),
+        /* the same millisecond: the nanoseconds decide before arrival */
+        ns_fixture(x, 9, 5, 1000, 500),  /* after 2 and 6, which have no ns */
+        ns_fixture(x, 10, 5, 1000, 1),   /* later arrival, fewer ns: before 9 */
+        ns_fixture(x, 11, 5, 1000, 500), /* same ns as 9: arrival */
+        /* times whose seconds the key holds: within one second the tie
+         * function decides, across seconds the key */
+        timed_fixture(12, 5, NOW + 1500),
+        ns_fixture(x, 13, 5, NOW + 1000, 7),
+        ns_fixture(x, 14, 5, NOW + 1000, 3),
+        ns_fixture(x, 15, 5, NOW + 999, 999999), /* the second before */
+        timed_fixture(16, 5, NOW + 1200),
+        /* past the range the key holds: all clamped to one prefix */
+        timed_fixture(17, 5, Y2100 + 5000),
+        ns_fixture(x, 18, 5, Y2100 + 1000, 42),
+        timed_fixture(19, 5, INT64_MAX),
+        timed_fixture(20, 5, INT64_MIN),
+        ns_fixture(x, 21, 5, INT64_MAX, 1), /* the very last time there is */
+        /* either side of the end of the key's range */
+        timed_fixture(22, 5, KEY_END - 1),
+        ns_fixture(x, 23, 5, KEY_END, 9),
+        timed_fixture(24, 5, KEY_END + 1000),
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(jobs); i++)
-        queue_push_ready(q, jobs[i]);
-    uint64_t want[] = {5, 1, 7, 3, 8, 2, 6, 0, 4};
-    for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++) {
-        struct job *j = pop_ready(q);
-        ck_assert_ptr_nonnull(j);
-        ck_assert_uint_eq(j->seq, want[i]);
+    enum { N = WQ_ARRAY_LEN(jobs) };
+    /* Pushed in a scrambled order (each once: 7 and N are coprime), so the
+     * order of arrival at the heap proves nothing. */
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(jobs[(i * 7) % N]->place, JOB_NOWHERE);
+        queue_push_ready(q, jobs[(i * 7) % N]);
     }
-    for (size_t i = 0; i < WQ_ARRAY_LEN(jobs); i++)
+    uint64_t want[] = {5,  1,  7,  20, 3,  8,  2,  6,  10, 9,  11, 0, 15,
+                       14, 13, 16, 12, 22, 23, 24, 18, 17, 19, 21, 4};
+    _Static_assert(WQ_ARRAY_LEN(want) == N, "every job is expected");
+    require_ready_order(q, x, want, N);
+    for (size_t i = 0; i < N; i++)
         free(jobs[i]);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_scheduled_order)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     struct job *jobs[] = {
-        timed_fixture(0, 1, 5000),         timed_fixture(1, 9, 5000), timed_fixture(2, 1, 1000),
-        timed_fixture(3, 1, 5000),         timed_fixture(4, -7, -20), timed_fixture(5, 9, 5000),
+        timed_fixture(0, 1, 5000),
+        timed_fixture(1, 9, 5000),
+        timed_fixture(2, 1, 1000),
+        timed_fixture(3, 1, 5000),
+        timed_fixture(4, -7, -20),
+        timed_fixture(5, 9, 5000),
         timed_fixture(6, INT32_MAX, 7000),
+        /* the same millisecond: nanoseconds before priority */
+        ns_fixture(x, 7, 1, 5000, 10),
+        ns_fixture(x, 8, 0, 5000, 3),               /* fewer ns, lower priority: before 7 */
+        ns_fixture(x, 9, 9, 5000, 10),              /* same ns as 7, higher priority: before it */
+        ns_fixture(x, 10, 1, 5000, 10),             /* same as 7 but for arrival */
+        ns_fixture(x, 11, INT32_MAX, 4999, 999999), /* the millisecond before */
+        timed_fixture(12, 0, INT64_MIN),
+        ns_fixture(x, 13, 0, INT64_MAX, 5),
+        timed_fixture(14, 9, INT64_MAX),
+        timed_fixture(15, 0, NOW + 1),
+        ns_fixture(x, 16, 5, NOW, 1),
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(jobs); i++) {
-        queue_push_scheduled(q, jobs[i]);
-        ck_assert_uint_eq(jobs[i]->place, JOB_IN_SCHEDULED);
+    enum { N = WQ_ARRAY_LEN(jobs) };
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(jobs[(i * 7) % N]->place, JOB_NOWHERE);
+        queue_push_scheduled(q, jobs[(i * 7) % N]);
+        ck_assert_uint_eq(jobs[(i * 7) % N]->place, JOB_IN_SCHEDULED);
     }
     ck_assert(queue_is_active(q));
     ck_assert_ptr_null(queue_peek_ready(q)); /* scheduled jobs are not ready */
-    /* time first, then priority descending, then arrival */
-    uint64_t want[] = {4, 2, 1, 5, 0, 3, 6};
-    for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++) {
+    /* time first (to the ns), then priority descending, then arrival */
+    uint64_t want[] = {12, 4, 2, 11, 1, 5, 0, 3, 8, 9, 7, 10, 6, 16, 15, 14, 13};
+    _Static_assert(WQ_ARRAY_LEN(want) == N, "every job is expected");
+    struct job *prev = NULL;
+    for (size_t i = 0; i < N; i++) {
         struct job *j = pop_scheduled(q);
         ck_assert_ptr_nonnull(j);
         ck_assert_uint_eq(j->seq, want[i]);
         ck_assert_uint_eq(j->place, JOB_NOWHERE);
+        if (prev != NULL) {
+            ck_assert_int_lt(sched_cmp(prev, j), 0);
+            ck_assert(sched_before(prev, j, x));
+            ck_assert(!sched_before(j, prev, x));
+        }
+        prev = j;
     }
+    ck_assert_ptr_null(pop_scheduled(q));
     ck_assert(!queue_is_active(q));
-    for (size_t i = 0; i < WQ_ARRAY_LEN(jobs); i++)
+    for (size_t i = 0; i < N; i++)
         free(jobs[i]);
-    queue_free(q);
+    queue_done(q, x);
+}
+END_TEST
+
+/* The untimed ready key holds the top 31 of the 44 bits of the arrival
+ * number: numbers that differ only in their low 13 bits share a key and are
+ * ordered by the tie function, numbers 8192 apart never do. */
+START_TEST(test_untimed_key_prefix)
+{
+    static const struct {
+        uint64_t a, b;
+        bool shared;
+    } pairs[] = {
+        {0, 8191, true},
+        {8191, 8192, false},
+        {8192, 16383, true},
+        {5 * 8192 + 1, 5 * 8192 + 8191, true},
+        {5 * 8192 + 8191, 6 * 8192, false},
+        {0, 8192, false},
+        {1, 8193, false},
+        {8191, 16383, false},
+        {12345, 12345 + 8192, false},
+        {JOB_SEQ_LIMIT - 8192, JOB_SEQ_LIMIT - 1, true},
+        {JOB_SEQ_LIMIT - 8193, JOB_SEQ_LIMIT - 8192, false},
+        {JOB_SEQ_LIMIT - 8193, JOB_SEQ_LIMIT - 1, false},
+        {0, JOB_SEQ_LIMIT - 1, false},
+    };
+    struct registry *x = registry_new(job_ext_id_key);
+    for (int32_t prio = -1; prio <= 1; prio++) {
+        for (size_t i = 0; i < WQ_ARRAY_LEN(pairs); i++) {
+            struct job *a = job_fixture(pairs[i].a, prio), *b = job_fixture(pairs[i].b, prio);
+            uint64_t ka = job_ready_key(a), kb = job_ready_key(b);
+            if (pairs[i].shared) {
+                ck_assert_msg(ka == kb, "seq %llu and %llu should share a key",
+                              (unsigned long long)pairs[i].a, (unsigned long long)pairs[i].b);
+            } else {
+                ck_assert_msg(ka < kb, "seq %llu should key before %llu",
+                              (unsigned long long)pairs[i].a, (unsigned long long)pairs[i].b);
+            }
+            /* Either way the heap's view is arrival order. */
+            ck_assert(ready_before(a, b, x));
+            ck_assert(!ready_before(b, a, x));
+            ck_assert(!job_ready_tie(a, a, x));
+            free(a);
+            free(b);
+        }
+    }
+    /* Priority outranks any arrival, and untimed any timed job. */
+    struct job *hi_last = job_fixture(JOB_SEQ_LIMIT - 1, 1), *lo_first = job_fixture(0, 0);
+    struct job *untimed_last = job_fixture(JOB_SEQ_LIMIT - 1, 0);
+    struct job *timed_first = timed_fixture(1, 0, INT64_MIN);
+    struct job *max_last = job_fixture(JOB_SEQ_LIMIT - 1, INT32_MAX);
+    struct job *min_first = job_fixture(0, INT32_MIN);
+    ck_assert(job_ready_key(hi_last) < job_ready_key(lo_first));
+    ck_assert(job_ready_key(untimed_last) < job_ready_key(timed_first));
+    ck_assert(job_ready_key(max_last) < job_ready_key(min_first));
+
+    /* And a queue hands them out by arrival across the boundaries. */
+    struct queue *q = queue_new("q", 1, x);
+    /* Two either side of each prefix boundary (multiples of 8192), the
+     * ends of the range, and where a key made of the low 31 or 32 bits
+     * would wrap; in ascending order, pushed scrambled. */
+    static const uint64_t bases[] = {2,          8192,       16384,      24576,
+                                     1ull << 31, 1ull << 32, 1ull << 40, JOB_SEQ_LIMIT - 2};
+    enum { PER = 4, N = PER * WQ_ARRAY_LEN(bases) };
+    uint64_t want[N];
+    struct job *jobs[N];
+    for (size_t i = 0; i < N; i++) {
+        want[i] = bases[i / PER] - 2 + i % PER;
+        jobs[i] = job_fixture(want[i], 7);
+    }
+    for (size_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(jobs[(i * 7) % N]->place, JOB_NOWHERE); /* 7 and N are coprime */
+        queue_push_ready(q, jobs[(i * 7) % N]);
+    }
+    require_ready_order(q, x, want, N);
+    for (size_t i = 0; i < N; i++)
+        free(jobs[i]);
+    free(hi_last);
+    free(lo_first);
+    free(untimed_last);
+    free(timed_first);
+    free(max_last);
+    free(min_first);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_peek_ready)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     struct job *a = job_fixture(0, 1), *b = job_fixture(1, 2), *s = timed_fixture(2, 99, 10);
     queue_push_scheduled(q, s);
     ck_assert_ptr_null(queue_peek_ready(q));
@@ -220,43 +483,25 @@ START_TEST(test_peek_ready)
     free(a);
     free(b);
     free(s);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
-/* The ready order of the protocol, written out plainly. */
-static int
-ready_cmp(const struct job *a, const struct job *b)
-{
-    if (a->priority != b->priority)
-        return a->priority > b->priority ? -1 : 1;
-    bool ta = a->flags & JOB_F_TIMED, tb = b->flags & JOB_F_TIMED;
-    if (ta != tb)
-        return ta ? 1 : -1;
-    if (ta && a->time_ms != b->time_ms)
-        return a->time_ms < b->time_ms ? -1 : 1;
-    return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-/* Is key a before key b, as the heap compares them? */
-static bool
-key_less(const uint64_t a[3], const uint64_t b[3])
-{
-    if (a[0] != b[0])
-        return a[0] < b[0];
-    if (a[1] != b[1])
-        return a[1] < b[1];
-    return a[2] < b[2];
-}
-
 START_TEST(test_remove_middle)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     enum { N = 100 };
     struct job *jobs[N];
     for (size_t i = 0; i < N; i++) {
-        jobs[i] = (i % 3 == 0) ? timed_fixture(i, (int32_t)(i % 5), (int64_t)(N - i))
-                               : job_fixture(i, (int32_t)(i % 5));
+        /* times 137 ms apart: some share a second, some not; some with ns */
+        int64_t t = NOW + (int64_t)(N - i) * 137;
+        if (i % 3 == 0 && i % 5 == 0)
+            jobs[i] = ns_fixture(x, i, (int32_t)(i % 5), t, (uint32_t)i * 1000);
+        else if (i % 3 == 0)
+            jobs[i] = timed_fixture(i, (int32_t)(i % 5), t);
+        else
+            jobs[i] = job_fixture(i, (int32_t)(i % 5));
         if (i % 4 == 0)
             queue_push_scheduled(q, jobs[i]);
         else
@@ -281,10 +526,8 @@ START_TEST(test_remove_middle)
     for (struct job *j; (j = pop_ready(q)) != NULL; prev = j) {
         ck_assert(j->seq % 3 != 0 && j->seq % 4 != 0);
         if (prev != NULL) {
-            uint64_t a[3], b[3];
-            job_ready_key(prev, a);
-            job_ready_key(j, b);
-            ck_assert(key_less(a, b));
+            ck_assert(job_ready_key(prev) <= job_ready_key(j));
+            ck_assert(ready_before(prev, j, x));
             ck_assert_int_le(ready_cmp(prev, j), -1);
             ck_assert(prev->priority >= j->priority);
         }
@@ -294,8 +537,11 @@ START_TEST(test_remove_middle)
     prev = NULL;
     for (struct job *j; (j = pop_scheduled(q)) != NULL; prev = j) {
         ck_assert(j->seq % 3 != 0 && j->seq % 4 == 0);
-        if (prev != NULL)
-            ck_assert(prev->time_ms <= j->time_ms);
+        if (prev != NULL) {
+            ck_assert(prev->base_ms <= j->base_ms);
+            ck_assert(sched_before(prev, j, x));
+            ck_assert_int_le(sched_cmp(prev, j), -1);
+        }
         nsched++;
     }
     size_t want_ready = 0, want_sched = 0;
@@ -311,11 +557,11 @@ START_TEST(test_remove_middle)
     ck_assert_uint_eq(nsched, want_sched);
     for (size_t i = 0; i < N; i++)
         free(jobs[i]);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
-/* ---- a randomized run against a sorted reference ---- */
+/* ---- randomized runs against a sorted reference ---- */
 
 static uint64_t rng_state;
 
@@ -328,6 +574,27 @@ rng_next(void)
     return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
+/* Times and nanoseconds drawn from small sets, so that equal keys, equal
+ * milliseconds and equal nanoseconds are all common; the times straddle a
+ * second, the ends of the key's range and the ends of int64. */
+static const int64_t sample_times[] = {INT64_MIN,  -10,        -1,          0,       1,
+                                       1000,       NOW - 1,    NOW,         NOW + 1, NOW + 999,
+                                       NOW + 1000, NOW + 1001, KEY_END - 1, KEY_END, KEY_END + 1,
+                                       Y2100,      Y2100 + 1,  INT64_MAX};
+static const uint32_t sample_ns[] = {0, 0, 0, 1, 2, 500000, 999999};
+
+/* A random job: timed (with ns through exts) or not; arrival seq. */
+static struct job *
+random_fixture(struct registry *exts, uint64_t seq, int32_t prio)
+{
+    if (rng_next() % 2)
+        return job_fixture(seq, prio);
+    int64_t t = sample_times[rng_next() % WQ_ARRAY_LEN(sample_times)];
+    uint32_t ns = sample_ns[rng_next() % WQ_ARRAY_LEN(sample_ns)];
+    return ns != 0 || rng_next() % 2 ? ns_fixture(exts, seq, prio, t, ns)
+                                     : timed_fixture(seq, prio, t);
+}
+
 START_TEST(test_random_against_reference)
 {
     enum { N = 2000 };
@@ -335,13 +602,24 @@ START_TEST(test_random_against_reference)
     bool *in = calloc(N, sizeof *in);
     REQUIRE(jobs != NULL && in != NULL);
     rng_state = 42;
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     for (size_t i = 0; i < N; i++) {
         int32_t prio = (int32_t)(rng_next() % 7) - 3;
         if (rng_next() % 50 == 0)
             prio = rng_next() % 2 ? INT32_MAX : INT32_MIN;
-        int64_t t = (int64_t)(rng_next() % 20) - 10;
-        jobs[i] = rng_next() % 2 ? timed_fixture(i, prio, t) : job_fixture(i, prio);
+        /* Arrival numbers 2731 apart, so that about three share each
+         * untimed key prefix: a third from 0, a third across 2^31, a third
+         * up to the top of the range. */
+        uint64_t seq;
+        if (i < N / 3)
+            seq = i * 2731;
+        else if (i < 2 * N / 3)
+            seq = ((uint64_t)1 << 31) - (N / 6) * 2731 + (i - N / 3) * 2731;
+        else
+            seq = JOB_SEQ_LIMIT - 1 - (N - 1 - i) * 2731;
+        jobs[i] = random_fixture(x, seq, prio);
+        fixture_of(jobs[i])->tag = i;
     }
     size_t count = 0;
     for (int step = 0; step < 20000; step++) {
@@ -370,7 +648,7 @@ START_TEST(test_random_against_reference)
             REQUIRE(top == best);
             if (top != NULL) {
                 queue_remove(q, top);
-                in[top->seq] = false;
+                in[fixture_of(top)->tag] = false;
                 count--;
             }
         }
@@ -383,7 +661,90 @@ START_TEST(test_random_against_reference)
         free(jobs[i]);
     free(jobs);
     free(in);
-    queue_free(q);
+    queue_done(q, x);
+}
+END_TEST
+
+static int
+ready_qsort_cmp(const void *a, const void *b)
+{
+    return ready_cmp(*(struct job *const *)a, *(struct job *const *)b);
+}
+
+static int
+sched_qsort_cmp(const void *a, const void *b)
+{
+    return sched_cmp(*(struct job *const *)a, *(struct job *const *)b);
+}
+
+static void
+shuffle(struct job **v, size_t n)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t k = rng_next() % i;
+        struct job *t = v[i - 1];
+        v[i - 1] = v[k];
+        v[k] = t;
+    }
+}
+
+/* Many jobs of one priority, so that only the timed bit, the key's low
+ * half and the tie functions order them: pushed in random order, they come
+ * out as a sort by the reference puts them; the timed ones likewise from
+ * the scheduled heap. */
+START_TEST(test_equal_priority_sorted)
+{
+    enum { N = 5000 };
+    struct job **jobs = calloc(N, sizeof *jobs);
+    struct job **want = calloc(N, sizeof *want);
+    REQUIRE(jobs != NULL && want != NULL);
+    rng_state = 7;
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
+    for (size_t i = 0; i < N; i++) {
+        /* increasing and distinct: neighbours often share an untimed
+         * prefix (8192 arrivals), often straddle one */
+        uint64_t seq = i * 3000 + rng_next() % 3000;
+        jobs[i] = random_fixture(x, seq, 7);
+    }
+
+    shuffle(jobs, N);
+    for (size_t i = 0; i < N; i++)
+        queue_push_ready(q, jobs[i]);
+    memcpy(want, jobs, N * sizeof *want);
+    qsort(want, N, sizeof *want, ready_qsort_cmp);
+    for (size_t i = 0; i < N; i++) {
+        struct job *j = pop_ready(q);
+        if (j != want[i])
+            ck_abort_msg("ready pop %zu: seq %llu, want seq %llu", i,
+                         j ? (unsigned long long)j->seq : 0ULL, (unsigned long long)want[i]->seq);
+    }
+    ck_assert_ptr_null(pop_ready(q));
+
+    size_t nt = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (jobs[i]->flags & JOB_F_TIMED)
+            want[nt++] = jobs[i];
+    }
+    ck_assert_uint_gt(nt, N / 4);
+    shuffle(want, nt);
+    for (size_t i = 0; i < nt; i++)
+        queue_push_scheduled(q, want[i]);
+    qsort(want, nt, sizeof *want, sched_qsort_cmp);
+    for (size_t i = 0; i < nt; i++) {
+        struct job *j = pop_scheduled(q);
+        if (j != want[i])
+            ck_abort_msg("scheduled pop %zu: seq %llu, want seq %llu", i,
+                         j ? (unsigned long long)j->seq : 0ULL, (unsigned long long)want[i]->seq);
+    }
+    ck_assert_ptr_null(pop_scheduled(q));
+    ck_assert(!queue_is_active(q));
+
+    for (size_t i = 0; i < N; i++)
+        free(jobs[i]);
+    free(jobs);
+    free(want);
+    queue_done(q, x);
 }
 END_TEST
 
@@ -391,7 +752,8 @@ END_TEST
 
 START_TEST(test_park_fifo)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     struct park_node nodes[5];
     struct waiter *tags[5];
     for (size_t i = 0; i < 5; i++) {
@@ -443,13 +805,14 @@ START_TEST(test_park_fifo)
     ck_assert_ptr_null(q->park_tail);
     ck_assert_uint_eq(q->parked, 0);
     ck_assert(!queue_is_active(q));
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
 START_TEST(test_is_active)
 {
-    struct queue *q = queue_named("q");
+    struct registry *x;
+    struct queue *q = queue_named("q", &x);
     ck_assert(!queue_is_active(q));
     /* References alone (say, completed jobs of the name) do not count. */
     q->refs = 3;
@@ -480,7 +843,7 @@ START_TEST(test_is_active)
 
     free(r);
     free(s);
-    queue_free(q);
+    queue_done(q, x);
 }
 END_TEST
 
@@ -493,9 +856,11 @@ queue_suite(void)
         {"fifo", test_fifo},
         {"timed_order", test_timed_order},
         {"scheduled_order", test_scheduled_order},
+        {"untimed_key_prefix", test_untimed_key_prefix},
         {"peek_ready", test_peek_ready},
         {"remove_middle", test_remove_middle},
         {"random_against_reference", test_random_against_reference},
+        {"equal_priority_sorted", test_equal_priority_sorted},
         {"park_fifo", test_park_fifo},
         {"is_active", test_is_active},
     };

@@ -72,11 +72,20 @@ tmr_fire(struct wheel_entry *e, uint64_t now, void *arg)
     }
 }
 
+/* The wheel asks for a deadline when it moves an entry down a level. */
+static uint64_t
+tmr_deadline(const struct wheel_entry *e, void *arg)
+{
+    REQUIRE(arg == &cx);
+    REQUIRE(wheel_entry_armed(e));
+    return WQ_CONTAINER_OF(e, const struct tmr, e)->deadline;
+}
+
 static void
 setup(uint64_t now)
 {
     memset(&cx, 0, sizeof cx);
-    wheel_init(&wh, now, &cx);
+    wheel_init(&wh, now, tmr_deadline, tmr_fire, &cx);
     cx.prev_now = now;
     cx.target = now;
 }
@@ -85,7 +94,7 @@ static void
 tmr_init(struct tmr *t)
 {
     memset(t, 0, sizeof *t);
-    wheel_entry_init(&t->e, tmr_fire);
+    wheel_entry_init(&t->e);
 }
 
 static void
