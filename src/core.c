@@ -10,6 +10,8 @@
 #include "payload.h"
 
 #define CORE_POOL_BLOCK 1024
+/* How far c->now_ms may run ahead of the wheels' time (24 days). */
+#define CORE_MAX_LEAD ((uint64_t)1 << 31)
 
 static void     core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
@@ -63,15 +65,15 @@ core_job_expiry(const struct job *j)
     return (j->flags & JOB_F_RUN) ? UINT64_MAX : core_expiry(j->base_ms, j->ttl);
 }
 
-/* The TTR end of leased j.  lease_end keeps it modulo 2^32 ms (49 days),
- * which is enough: the TTR is at most a day, the job wheel's time is that of
- * the lease when it is armed (the server advances the core before each batch
- * of commands) and never passes the TTR end before the job's timer fires. */
+/* The TTR end of leased j, while its timer is armed.  lease_end keeps it
+ * modulo 2^32 ms, which is enough: the end lies at or after the job
+ * wheel's time (a lease starts no earlier, and the wheel's time does not
+ * pass the end before the timer fires) and at most CORE_MAX_LEAD plus a
+ * TTR (a day) after it, since leases are stamped with c->now_ms. */
 static uint64_t
 core_lease_end(const struct core *c, const struct job *j)
 {
-    int32_t ahead = (int32_t)(j->lease_end - (uint32_t)c->wheel.now);
-    return c->wheel.now + (uint64_t)(int64_t)ahead;
+    return c->wheel.now + (uint32_t)(j->lease_end - (uint32_t)c->wheel.now);
 }
 
 uint64_t
@@ -364,7 +366,7 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
         j->attempts++;
     core_job_queue(c, j)->leased++;
     c->stats.leased++;
-    j->lease_end = (uint32_t)(now_ms + j->ttr);
+    j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + j->ttr);
     core_job_arm(c, j);
     if (j->flags & JOB_F_RUN) {
         /* Leased: the client now waits for the result until the TTR ends. */
@@ -480,7 +482,7 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         core_job_destroy(c, j);
         return;
     }
-    if (j->state == JOB_LEASED && now_ms >= core_lease_end(c, j)) {
+    if (j->state == JOB_LEASED) { /* not expired: the TTR has ended */
         core_job_ttr_expired(c, j, now_ms);
         return;
     }
@@ -494,9 +496,10 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 /* ---- commands ---- */
 
 bool
-core_over_memory(const struct core *c, size_t payload_len)
+core_over_memory(const struct core *c, size_t payload_len, bool with_ext)
 {
-    return c->max_bytes > 0 && c->bytes + core_job_bytes(payload_len) > c->max_bytes;
+    uint64_t need = core_job_bytes(payload_len) + (with_ext ? CORE_EXT_BYTES : 0);
+    return c->max_bytes > 0 && c->bytes + need > c->max_bytes;
 }
 
 /* A new registered job from s, not yet placed anywhere, or NULL if its
@@ -546,7 +549,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
 {
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
-    if (limited && core_over_memory(c, s->payload_len))
+    if (limited && core_over_memory(c, s->payload_len, s->timed))
         return CORE_NOMEM;
     struct job *j = core_job_create(c, s, false, now_ms);
     if (j == NULL)
@@ -610,7 +613,7 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
         if (q == NULL || queue_first_parked(q) == NULL)
             return CORE_TIMEOUT;
     }
-    if (core_over_memory(c, s->payload_len))
+    if (core_over_memory(c, s->payload_len, true)) /* its client waits: a job_ext */
         return CORE_NOMEM;
     struct job_spec spec = *s;
     spec.ttl = 0;
@@ -772,13 +775,18 @@ core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint6
 }
 
 /* The two wheels move in step, so that jobs' deadlines and waiters'
- * timeouts fire in time order (jobs first within one millisecond). */
+ * timeouts fire in time order (jobs first within one millisecond).  Timer
+ * callbacks stamp what they do with c->now_ms, the time of the advance, so
+ * that a late batch does not shorten a new TTR; after a stall of weeks it
+ * moves in steps of CORE_MAX_LEAD so that TTR ends stay in reach of
+ * core_lease_end. */
 void
 core_advance(struct core *c, uint64_t now_ms)
 {
-    c->now_ms = WQ_MAX(c->now_ms, now_ms);
     for (;;) {
         uint64_t t = WQ_MIN(core_next_event(c), now_ms);
+        uint64_t lead = t > UINT64_MAX - CORE_MAX_LEAD ? UINT64_MAX : t + CORE_MAX_LEAD;
+        c->now_ms = WQ_MAX(c->now_ms, WQ_MIN(now_ms, lead));
         wheel_advance(&c->wheel, t);
         wheel_advance(&c->wait_wheel, t);
         if (t == now_ms && core_next_event(c) > now_ms)

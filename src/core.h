@@ -118,10 +118,11 @@ core_job_bytes(size_t payload_len)
     return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
 }
 
-/* Would a new job with this payload take the core past max_bytes?  Add
- * and run check it (and answer CORE_NOMEM); replay never does, since the
- * log's jobs were acknowledged. */
-bool core_over_memory(const struct core *c, size_t payload_len);
+/* Would a new job with this payload (and a struct job_ext, with_ext: a
+ * scheduled or run job) take the core past max_bytes?  Add and run check
+ * it (and answer CORE_NOMEM); replay never does, since the log's jobs were
+ * acknowledged. */
+bool core_over_memory(const struct core *c, size_t payload_len, bool with_ext);
 
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
 struct core *core_new(uint64_t now_ms);

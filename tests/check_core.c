@@ -566,6 +566,57 @@ START_TEST(test_ttr_requeue)
 }
 END_TEST
 
+/* A TTR end is kept modulo 2^32 ms: it holds across a multiple of 2^32, and
+ * when one advance covers weeks (a stalled process), a lease made during it
+ * gets its whole TTR from the time of the advance, as a lease made by a
+ * command after it would. */
+START_TEST(test_ttr_end_modulo)
+{
+    const uint64_t day = 86400000;
+    reset_globals();
+    uint64_t t0 = ((uint64_t)5 << 32) - 500;
+    struct core *c = core_new(t0);
+    struct job_spec s = spec(1, "q");
+    s.ttr = 60000;
+    s.ttl = 100 * day;
+    add_spec(c, &s, t0);
+    ck_assert_uint_eq(lease_now(c, "q", t0), 1);
+    ck_assert_uint_eq(core_job_deadline(c, find(c, 1)), t0 + 60000);
+    advance(c, t0 + 59999);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_LEASED);
+    advance(c, t0 + 60000);
+    ck_assert_uint_eq(find(c, 1)->state, JOB_PENDING);
+
+    /* A leaser parked for 30 days; the job becomes ready 1 s in; the
+     * process is stalled and the next advance comes 20 days later. */
+    struct owner o;
+    owner_init(&o, c, 1);
+    ck_assert_uint_eq(lease_now(c, "q", t0 + 60000), 1);
+    ck_assert_int_eq(finish(c, 1, true, "", t0 + 60000), CORE_OK);
+    uint64_t t1 = t0 + 60000;
+    ck_assert_int_eq(lease(c, "q", 30 * day, t1, &o, NULL), CORE_PARKED);
+    s = spec(2, "q");
+    s.ttr = 60000;
+    s.ttl = 100 * day;
+    s.max_attempts = 1;
+    s.timed = true;
+    s.time_ms = (int64_t)t1 + 1000;
+    add_spec(c, &s, t1);
+    advance(c, t1 + 20 * day);
+    ck_assert_int_eq(o.calls, 1);
+    ck_assert_uint_eq(o.job, 2);
+    struct job *j = find(c, 2);
+    ck_assert_uint_eq(j->state, JOB_LEASED); /* not failed by a TTR already past */
+    ck_assert_uint_eq(core_job_deadline(c, j), t1 + 20 * day + 60000);
+    advance(c, t1 + 20 * day + 59999);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_LEASED);
+    advance(c, t1 + 20 * day + 60000);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_FAILED);
+    core_free(c);
+    REQUIRE(g_outstanding == 0);
+}
+END_TEST
+
 /* Time driven only by core_next_event lands exactly on deadlines. */
 START_TEST(test_next_event)
 {
@@ -1514,6 +1565,7 @@ core_suite(void)
         {"lease_unknown_name", test_lease_unknown_name},
         {"duplicate_add", test_duplicate_add},
         {"ttr_requeue", test_ttr_requeue},
+        {"ttr_end_modulo", test_ttr_end_modulo},
         {"next_event", test_next_event},
         {"max_attempts", test_max_attempts},
         {"max_attempts_unlimited", test_max_attempts_unlimited},

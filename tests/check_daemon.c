@@ -1658,8 +1658,34 @@ START_TEST(test_memory_refusals)
     systest_add(fd, id4(3), "q", "0123456789");
     systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OOM);
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
+    /* room for a 5-byte add, but a scheduled job also needs its extension */
+    systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OOM);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OK);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
+/* A scheduled or run job also holds a job extension (its creation time, or
+ * its waiting client): it is refused when that would not fit. */
+START_TEST(test_memory_extension)
+{
+    struct systest_server s;
+    systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES - 1), NULL);
+    int fd = systest_connect(&s);
+    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
+                      OOM);
+    systest_roundtrip(fd, f("run %s q %u 1000 5\r\n01234\r\n", id4(1), TTR), OOM);
+    ck_assert_uint_eq(server_stat(fd, "jobs"), 0);
+    systest_add(fd, id4(1), "q", "01234");
+    close(fd);
+    systest_stop(&s);
+    systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES), NULL);
+    fd = systest_connect(&s);
+    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
+                      OK);
     close(fd);
     systest_stop(&s);
 }
@@ -1691,7 +1717,7 @@ END_TEST
 START_TEST(test_memory_run_freed)
 {
     struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(10)), NULL);
+    systest_start(&s, "--max-memory", u64s(core_job_bytes(10) + CORE_EXT_BYTES), NULL);
     int runner = systest_connect(&s);
     int fd = systest_connect(&s);
     systest_sends(runner, f("run %s w %u " PARK " 10\r\n0123456789\r\n", id4(1), TTR));
@@ -2133,7 +2159,8 @@ daemon_suite(void)
         {"idle-timeout",
          {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader, test_idle_after_timeout, NULL}},
         {"max-memory",
-         {test_memory_refusals, test_memory_results_and_expiry, test_memory_run_freed,
+         {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
+          test_memory_run_freed,
           test_memory_replay, NULL}},
         {"config",
          {test_config_honoured, test_config_flags_override, test_config_errors,
