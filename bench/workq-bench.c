@@ -34,6 +34,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -46,18 +47,29 @@
 /* How a run goes.
  *
  * Connect: all connections at once; beanstalkd consumers first `watch` every
- * tube.  Prefill (lease-complete only, not measured): every connection adds
- * its share of the jobs.  Measure: producers take the next job from a shared
- * counter and add/schedule/run/put it; consumers lease (or reserve) and
- * complete (or delete) what they get.  The phase ends when nothing is in
- * flight and no connection may send: then every reply has been read.
+ * tube.  Backlog (--backlog, not measured): every connection adds its share
+ * of N jobs per name at the lowest priority.  Prefill (lease-complete only,
+ * not measured): every connection adds its share of the jobs.  Measure:
+ * producers take the next job from a shared counter and add/schedule/run/put
+ * it; consumers lease (or reserve) and complete (or delete) what they get.
+ * Each phase ends when nothing is in flight and no connection may send: then
+ * every reply has been read.
  *
  * Consumers never have more leases in flight than there are jobs left to
  * lease (the lease budget, bench_lease_budget), so at the end no lease is
  * left waiting for a job that will never come, and a lease that comes back
  * empty after all producers are done means the server lost jobs.  Jobs
  * whose creation failed leave the budget (jobs_lost), so errors do not turn
- * into hangs; --timeout is the last resort. */
+ * into hangs; --timeout is the last resort.
+ *
+ * With a backlog, a lease must never find the queue without a measured job,
+ * or it would take a backlog job (the highest-priority ready job wins, and
+ * workq picks among the listed names at random, whatever their priorities).
+ * So every accepted measured job becomes a ticket, and a consumer leases
+ * only with a ticket, from that job's name alone (beanstalkd: reserve, which
+ * takes the most urgent job of all watched tubes).  A consumer without a
+ * ticket waits in bench.starved until an add is accepted.  Leases then never
+ * wait for producers, which in cycle leaves that wait out of lease latency. */
 
 #define BENCH_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -75,6 +87,19 @@
 #define BENCH_SCHED_AHEAD_MS 100   /* ... up to now + 100 ms */
 #define BENCH_PROGRESS_MS    250
 #define BENCH_JOB_NONE       UINT32_MAX
+#define BENCH_MAX_ALL_JOBS   2000000000u /* -n plus the backlog: indices fit in uint32_t */
+#define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
+#define BENCH_ID_BATCH       4096        /* ids per getrandom call */
+
+/* Priorities.  --priorities draws 0 .. BENCH_PRIORITIES - 1, which is also the
+ * default 0 without it; the backlog sits below all of them.  beanstalkd
+ * inverts them (lower is more urgent): 1023 .. 0, 1024 without
+ * --priorities, and the least urgent of all for the backlog. */
+#define BENCH_PRIORITIES       1024
+#define BENCH_BACKLOG_PRIORITY INT32_MIN
+#define BENCH_BS_BACKLOG_PRI   UINT32_MAX
+_Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
+               "the backlog must rank below every measured job");
 
 /* ------------------------------------------------------------------------ */
 /* Enumerations and their name tables                                       */
@@ -105,7 +130,7 @@ enum req_op {
 };
 
 /* Only replies read in PH_MEASURE count towards throughput and latency. */
-enum bench_phase { PH_CONNECT, PH_PREFILL, PH_MEASURE, PH_DONE };
+enum bench_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE };
 
 /* Per-job bookkeeping bits. */
 enum job_flag {
@@ -139,7 +164,7 @@ struct hist {
  * measured phase only formats and looks them up. */
 struct job {
     uuid_t id;
-    int32_t priority; /* 0..1023 with --priorities, else 0 */
+    int32_t priority; /* 0..1023 with --priorities, else 0; backlog: INT32_MIN */
     uint16_t name;    /* index into bench.names */
     uint8_t flags;    /* enum job_flag */
 };
@@ -184,6 +209,7 @@ struct conn {
     uint32_t work;   /* measured requests in flight (pipeline slots) */
     uint32_t leases; /* lease/reserve in flight */
     bool dirty;      /* has output not yet written; in bench.dirty */
+    bool starved;    /* waits for a ticket; in bench.starved */
 };
 
 /* The command line, checked. */
@@ -200,6 +226,7 @@ struct bench_opts {
     uint32_t ttr_ms;
     uint64_t ttl_ms;
     uint32_t timeout_s;
+    uint32_t backlog; /* unmeasured jobs added to every name first */
     bool priorities, csv, json, quiet;
 };
 
@@ -219,7 +246,8 @@ struct bench {
     bool drained; /* a lease found nothing although all jobs were sent */
     bool timed_out, interrupted, fatal;
 
-    struct job *jobs;
+    struct job *jobs; /* opt.jobs measured jobs, then nbacklog backlog jobs */
+    uint32_t nbacklog;
     uint32_t *idmap; /* 1 + job index, by id; open addressing */
     size_t idmap_mask;
     struct bid_slot *bidmap;
@@ -233,12 +261,21 @@ struct bench {
     size_t scratch_len;
     uint64_t rng;
 
+    /* With a backlog: accepted measured jobs not yet leased are tickets[
+     * ticket_head .. nticket) (each job is one ticket once, so no wrap), and
+     * consumers waiting for one are a FIFO ring of opt.conns. */
+    uint32_t *tickets;
+    uint32_t ticket_head, nticket;
+    struct conn **starved;
+    uint32_t starved_head, nstarved;
+
     /* Counters.  created: adds/puts accepted; leased: valid lease replies;
      * completes_ok: complete/delete +OK; runs_ok: run results checked.  The
      * *_inflight counters are kept by conn_push and conn_pop only. */
     uint32_t next_job;      /* next job a producer takes */
+    uint32_t next_backlog;  /* next backlog job, counted from the first */
     uint64_t jobs_expected; /* jobs that should end up done */
-    uint64_t created, leased, completes_ok, runs_ok;
+    uint64_t created, backlog_created, leased, completes_ok, runs_ok;
     uint64_t requests, errors, lease_timeouts;
     uint64_t inflight, prod_inflight, leases_inflight;
     uint64_t t0_ns, t_end_ns;
@@ -518,23 +555,64 @@ jobs_index(struct bench *b, uint32_t i)
     }
 }
 
+/* Random version 4 ids, made as libuuid's uuid_generate_random makes them
+ * but from one getrandom call per BENCH_ID_BATCH ids: libuuid reseeds for
+ * every id (about 5 us), which would make a backlog of a million jobs take
+ * seconds to set up. */
+static void
+ids_random(uuid_t *ids, size_t n)
+{
+    unsigned char *p = (unsigned char *)ids;
+    size_t len = n * sizeof(uuid_t), off = 0;
+    while (off < len) {
+        ssize_t got = getrandom(p + off, len - off, 0);
+        if (got < 0 && errno != EINTR) {
+            fprintf(stderr, "workq-bench: getrandom: %s\n", strerror(errno));
+            exit(1);
+        }
+        if (got > 0)
+            off += (size_t)got;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ids[i][6] = (unsigned char)((ids[i][6] & 0x0f) | 0x40); /* version 4 */
+        ids[i][8] = (unsigned char)((ids[i][8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    }
+}
+
 /* Generate every job's random v4 id up front, so the measured phase only
- * looks them up.  The ids are random: their first bytes are a fine hash. */
+ * looks them up.  The ids are random: their first bytes are a fine hash.
+ * Backlog jobs come after the measured ones, N per name in name order. */
 static void
 jobs_init(struct bench *b)
 {
+    uint32_t total = b->opt.jobs + b->nbacklog;
     size_t cap = 16;
-    while (cap < 2 * (size_t)b->opt.jobs)
+    while (cap < 2 * (size_t)total)
         cap <<= 1;
-    b->jobs = xcalloc(b->opt.jobs, sizeof *b->jobs);
+    b->jobs = xcalloc(total, sizeof *b->jobs);
     b->idmap = xcalloc(cap, sizeof *b->idmap);
     b->idmap_mask = cap - 1;
-    for (uint32_t i = 0; i < b->opt.jobs; i++) {
-        do
-            uuid_generate_random(b->jobs[i].id);
-        while (!jobs_index(b, i));
-        if (b->opt.priorities)
-            b->jobs[i].priority = (int32_t)(rng_next(b) % 1024);
+    uuid_t *batch = xcalloc(BENCH_ID_BATCH, sizeof *batch);
+    size_t left = 0;
+    for (uint32_t i = 0; i < total; i++) {
+        do {
+            if (left == 0) {
+                ids_random(batch, BENCH_ID_BATCH);
+                left = BENCH_ID_BATCH;
+            }
+            uuid_copy(b->jobs[i].id, batch[--left]);
+        } while (!jobs_index(b, i));
+        if (i >= b->opt.jobs) {
+            b->jobs[i].priority = BENCH_BACKLOG_PRIORITY;
+            b->jobs[i].name = (uint16_t)((i - b->opt.jobs) / b->opt.backlog);
+        } else if (b->opt.priorities) {
+            b->jobs[i].priority = (int32_t)(rng_next(b) % BENCH_PRIORITIES);
+        }
+    }
+    free(batch);
+    if (b->nbacklog > 0) {
+        b->tickets = xcalloc(b->opt.jobs, sizeof *b->tickets);
+        b->starved = xcalloc(b->opt.conns, sizeof *b->starved);
     }
     if (b->opt.proto == PROTO_BEANSTALKD) {
         b->bidmap = xcalloc(cap, sizeof *b->bidmap);
@@ -566,11 +644,18 @@ jobs_find(struct bench *b, struct tok t)
     return NULL;
 }
 
+/* Is j one of the backlog (never expected to complete)? */
+static bool
+job_is_backlog(const struct bench *b, const struct job *j)
+{
+    return (size_t)(j - b->jobs) >= b->opt.jobs;
+}
+
 /* A job that will never complete: stop counting on it. */
 static void
 jobs_lost(struct bench *b, struct job *j)
 {
-    if (j->flags & (JOB_LEASED | JOB_LOST))
+    if ((j->flags & (JOB_LEASED | JOB_LOST)) || job_is_backlog(b, j))
         return;
     j->flags |= JOB_LOST;
     if (b->jobs_expected > 0)
@@ -757,10 +842,10 @@ wq_produce(struct conn *c, uint32_t ji, const char *id)
     const struct job *j = &b->jobs[ji];
     const char *name = b->names[j->name];
     char prio[32] = "", when[80];
-    if (b->opt.priorities)
+    if (b->opt.priorities || job_is_backlog(b, j))
         snprintf(prio, sizeof prio, " -priority=%" PRId32, j->priority);
-    /* The prefill of lease-complete always adds. */
-    enum req_op op = b->phase == PH_PREFILL ? OP_ADD : bench_produce_op(b);
+    /* The backlog and the prefill of lease-complete always add. */
+    enum req_op op = b->phase != PH_MEASURE ? OP_ADD : bench_produce_op(b);
     int n;
     if (op == OP_SCHEDULE) {
         int64_t off = (int64_t)(rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
@@ -800,7 +885,9 @@ bs_produce(struct conn *c, uint32_t ji, const char *id)
         uint64_t r = rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1);
         delay = r > BENCH_SCHED_PAST_MS ? 1 : 0;
     }
-    uint32_t pri = b->opt.priorities ? 1023 - (uint32_t)j->priority : 1024;
+    uint32_t pri = job_is_backlog(b, j) ? BENCH_BS_BACKLOG_PRI
+                   : b->opt.priorities  ? BENCH_PRIORITIES - 1 - (uint32_t)j->priority
+                                        : BENCH_PRIORITIES;
     uint32_t ttr_s = (b->opt.ttr_ms + 999) / 1000;
     int n = snprintf(b->scratch, 512, "put %" PRIu32 " %u %" PRIu32 " %" PRIu32 "\r\n", pri, delay,
                      ttr_s, b->opt.payload);
@@ -808,20 +895,36 @@ bs_produce(struct conn *c, uint32_t ji, const char *id)
     conn_push(c, OP_PUT, ji);
 }
 
+/* Has this phase jobs left for producers to send? */
+static bool
+bench_produce_left(const struct bench *b)
+{
+    if (b->phase == PH_BACKLOG)
+        return b->next_backlog < b->nbacklog;
+    return b->next_job < b->opt.jobs;
+}
+
 /* Hand the next job to producer c.  Names rotate so that all K names are
- * used: producer i takes names i, i + nprod, ... (a fixed one if K <= nprod). */
+ * used: producer i takes names i, i + nprod, ... (a fixed one if K <= nprod).
+ * Backlog jobs have their names already, in blocks: producers change names
+ * (and beanstalkd tubes) together, once per name. */
 static void
 conn_produce(struct conn *c)
 {
     struct bench *b = c->b;
-    uint32_t ji = b->next_job++;
+    uint32_t ji;
+    if (b->phase == PH_BACKLOG) {
+        ji = b->opt.jobs + b->next_backlog++;
+    } else {
+        ji = b->next_job++;
+        b->jobs[ji].name = (uint16_t)c->name;
+        c->name += b->nprod;
+        if (c->name >= b->opt.names)
+            c->name = c->prod_idx % b->opt.names;
+    }
     struct job *j = &b->jobs[ji];
     char id[BENCH_ID_LEN + 1];
-    j->name = (uint16_t)c->name;
     j->flags |= JOB_SENT;
-    c->name += b->nprod;
-    if (c->name >= b->opt.names)
-        c->name = c->prod_idx % b->opt.names;
     uuid_unparse_lower(j->id, id);
     if (b->opt.proto == PROTO_WORKQ)
         wq_produce(c, ji, id);
@@ -830,12 +933,19 @@ conn_produce(struct conn *c)
 }
 
 /* Ask for a job.  workq: the precomputed lease line over every name, with a
- * wait; beanstalkd: reserve-with-timeout over the watched tubes. */
+ * wait, or with a ticket (job ticket, else BENCH_JOB_NONE) that job's name
+ * alone; beanstalkd: reserve-with-timeout over the watched tubes. */
 static void
-conn_lease(struct conn *c)
+conn_lease(struct conn *c, uint32_t ticket)
 {
     struct bench *b = c->b;
-    if (b->opt.proto == PROTO_WORKQ) {
+    if (b->opt.proto == PROTO_WORKQ && ticket != BENCH_JOB_NONE) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "lease %s %d\r\n", b->names[b->jobs[ticket].name],
+                         BENCH_LEASE_WAIT_MS);
+        conn_send(c, line, (size_t)n);
+        conn_push(c, OP_LEASE, BENCH_JOB_NONE);
+    } else if (b->opt.proto == PROTO_WORKQ) {
         conn_send(c, b->lease_line, b->lease_len);
         conn_push(c, OP_LEASE, BENCH_JOB_NONE);
     } else {
@@ -877,27 +987,68 @@ bench_lease_budget(const struct bench *b)
     return !b->drained && b->leases_inflight + b->leased < b->jobs_expected;
 }
 
+static void conn_starve(struct conn *c);
+
 /* Send what c may send now, up to its pipeline depth.  In `run`, a worker
  * keeps at most one lease in flight: a parked lease holds back every later
  * command on its connection, and a `complete` stuck behind it would keep
- * its run client (and so the next job) waiting. */
+ * its run client (and so the next job) waiting.  With a backlog, each lease
+ * takes a ticket, and a consumer finding none waits until bench_ticket. */
 static void
 conn_fill(struct conn *c)
 {
     struct bench *b = c->b;
-    if (c->closed || !c->ready || (b->phase != PH_PREFILL && b->phase != PH_MEASURE))
+    if (c->closed || !c->ready || b->phase == PH_CONNECT || b->phase == PH_DONE)
         return;
     if (c->producer) {
         uint32_t depth = b->opt.pipeline;
         if (b->phase == PH_PREFILL && depth < BENCH_PREFILL_DEPTH)
             depth = BENCH_PREFILL_DEPTH;
-        while (c->work < depth && b->next_job < b->opt.jobs)
+        if (b->phase == PH_BACKLOG && depth < BENCH_BACKLOG_DEPTH)
+            depth = BENCH_BACKLOG_DEPTH;
+        while (c->work < depth && bench_produce_left(b))
             conn_produce(c);
         return;
     }
     uint32_t lease_max = b->opt.workload == WL_RUN ? 1 : b->opt.pipeline;
-    while (c->work < b->opt.pipeline && c->leases < lease_max && bench_lease_budget(b))
-        conn_lease(c);
+    while (c->work < b->opt.pipeline && c->leases < lease_max && bench_lease_budget(b)) {
+        if (b->tickets == NULL) {
+            conn_lease(c, BENCH_JOB_NONE);
+        } else if (b->ticket_head < b->nticket) {
+            conn_lease(c, b->tickets[b->ticket_head++]);
+        } else {
+            conn_starve(c);
+            break;
+        }
+    }
+}
+
+/* Consumer c could lease but has no ticket: queue it for the next one. */
+static void
+conn_starve(struct conn *c)
+{
+    struct bench *b = c->b;
+    if (c->starved)
+        return;
+    c->starved = true;
+    b->starved[(b->starved_head + b->nstarved++) % b->opt.conns] = c;
+}
+
+/* Measured job ji was accepted.  With a backlog it becomes a ticket, and
+ * the consumers that waited longest for one may lease again. */
+static void
+bench_ticket(struct bench *b, uint32_t ji)
+{
+    if (b->tickets == NULL)
+        return;
+    b->tickets[b->nticket++] = ji;
+    while (b->nstarved > 0 && b->ticket_head < b->nticket) {
+        struct conn *c = b->starved[b->starved_head];
+        b->starved_head = (b->starved_head + 1) % b->opt.conns;
+        b->nstarved--;
+        c->starved = false;
+        conn_fill(c);
+    }
 }
 
 /* Let every connection send what it may (after a phase change or a failure). */
@@ -912,14 +1063,15 @@ bench_fill_all(struct bench *b)
 /* Replies                                                                  */
 
 /* A lease or reserve that found nothing within its wait.  In lease-complete
- * every job is ready before the drain, so that is an error; elsewhere it is
- * normal while producers run, and means "nothing left" once they are done. */
+ * every job is ready before the drain, and with a backlog every lease has a
+ * ticket, so that is an error; elsewhere it is normal while producers run,
+ * and means "nothing left" once they are done. */
 static void
 lease_timed_out(struct conn *c, const struct req *r, const struct frame *f)
 {
     struct bench *b = c->b;
     b->lease_timeouts++;
-    if (b->opt.workload == WL_LEASE_COMPLETE) {
+    if (b->opt.workload == WL_LEASE_COMPLETE || b->tickets != NULL) {
         bench_error_reply(c, r, f, "nothing to lease although jobs are left");
         b->drained = true;
     } else if (bench_producers_done(b)) {
@@ -927,15 +1079,28 @@ lease_timed_out(struct conn *c, const struct req *r, const struct frame *f)
     }
 }
 
-/* add, schedule (and prefill adds): +OK */
+/* Job ji was accepted (add, schedule, put). */
+static void
+bench_created(struct bench *b, uint32_t ji)
+{
+    struct job *j = &b->jobs[ji];
+    j->flags |= JOB_ACKED;
+    if (job_is_backlog(b, j)) {
+        b->backlog_created++;
+        return;
+    }
+    b->created++;
+    bench_ticket(b, ji);
+}
+
+/* add, schedule (and backlog and prefill adds): +OK */
 static void
 reply_created(struct conn *c, const struct req *r, const struct frame *f)
 {
     struct bench *b = c->b;
     struct job *j = &b->jobs[r->job];
     if (frame_is(f, "+OK")) {
-        j->flags |= JOB_ACKED;
-        b->created++;
+        bench_created(b, r->job);
         return;
     }
     bench_error_reply(c, r, f, "unexpected reply");
@@ -957,6 +1122,8 @@ wq_lease_check(struct conn *c, const struct req *r, const struct frame *f)
         what = "malformed lease header";
     else if ((j = jobs_find(b, t[0])) == NULL)
         what = "unknown job id";
+    else if (job_is_backlog(b, j))
+        what = "backlog job leased before the measured jobs";
     else if (!tok_is(t[1], b->names[j->name]))
         what = "wrong queue name";
     else if (ttr != b->opt.ttr_ms)
@@ -1062,8 +1229,7 @@ reply_put(struct conn *c, const struct req *r, const struct frame *f)
         jobs_lost(b, j);
         return;
     }
-    j->flags |= JOB_ACKED;
-    b->created++;
+    bench_created(b, r->job);
     struct bid_slot *s = bidmap_slot(b, bid);
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
@@ -1127,6 +1293,13 @@ reply_reserve(struct conn *c, const struct req *r, const struct frame *f)
     struct bid_slot *s = bidmap_slot(b, bid);
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
+    /* Every backlog put was answered before the measured phase, so a
+     * backlog job is always known here.  It is left reserved, not deleted:
+     * the backlog stays whole, and the run fails. */
+    if (s->job != BENCH_JOB_NONE && job_is_backlog(b, &b->jobs[s->job])) {
+        bench_error_reply(c, r, f, "backlog job reserved before the measured jobs");
+        return;
+    }
     if (s->job != BENCH_JOB_NONE)
         bs_reserve_check(c, bid, s->job, f->data, f->data_len);
     else if (s->held != 0)
@@ -1314,22 +1487,41 @@ bench_start_measure(struct bench *b)
     bench_check_idle(b);
 }
 
-/* Every connection is up: begin (with the prefill for lease-complete). */
+/* Enter an unmeasured phase in which every connection adds: the backlog
+ * or the prefill of lease-complete. */
+static void
+bench_start_fill(struct bench *b, enum bench_phase phase)
+{
+    bench_set_roles(b, true);
+    b->phase = phase;
+    b->t0_ns = b->last_ns = now_ns();
+    b->last_done = 0;
+    bench_fill_all(b);
+    bench_check_idle(b);
+}
+
+/* The phase after the backlog (or after connecting, without one). */
+static void
+bench_after_backlog(struct bench *b)
+{
+    if (b->opt.workload == WL_LEASE_COMPLETE)
+        bench_start_fill(b, PH_PREFILL);
+    else
+        bench_start_measure(b);
+}
+
+/* Every connection is up: begin (with the backlog, then the prefill for
+ * lease-complete). */
 static void
 bench_start(struct bench *b)
 {
     struct timeval tv = {BENCH_PROGRESS_MS / 1000, (BENCH_PROGRESS_MS % 1000) * 1000};
     if (b->progress)
         event_add(b->progress_ev, &tv);
-    if (b->opt.workload != WL_LEASE_COMPLETE) {
-        bench_start_measure(b);
-        return;
-    }
-    bench_set_roles(b, true);
-    b->phase = PH_PREFILL;
-    b->t0_ns = b->last_ns = now_ns();
-    bench_fill_all(b);
-    bench_check_idle(b);
+    if (b->nbacklog > 0)
+        bench_start_fill(b, PH_BACKLOG);
+    else
+        bench_after_backlog(b);
 }
 
 /* Nothing in flight: maybe someone can send again (budget freed by a
@@ -1337,12 +1529,14 @@ bench_start(struct bench *b)
 static void
 bench_check_idle(struct bench *b)
 {
-    if ((b->phase != PH_PREFILL && b->phase != PH_MEASURE) || b->inflight != 0)
+    if (b->phase == PH_CONNECT || b->phase == PH_DONE || b->inflight != 0)
         return;
     bench_fill_all(b);
     if (b->inflight != 0)
         return;
-    if (b->phase == PH_PREFILL)
+    if (b->phase == PH_BACKLOG)
+        bench_after_backlog(b);
+    else if (b->phase == PH_PREFILL)
         bench_start_measure(b);
     else
         bench_stop(b);
@@ -1552,15 +1746,24 @@ bench_progress_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct bench *b = arg;
-    uint64_t now = now_ns(), done = b->phase == PH_PREFILL ? b->created : bench_done(b);
+    const char *label = bench_workload_names[b->opt.workload];
+    uint64_t now = now_ns(), done = bench_done(b);
+    uint32_t of = b->opt.jobs;
+    if (b->phase == PH_BACKLOG) {
+        label = "backlog";
+        done = b->backlog_created;
+        of = b->nbacklog;
+    } else if (b->phase == PH_PREFILL) {
+        label = "prefill";
+        done = b->created;
+    }
     double dt = (double)(now - b->last_ns) / 1e9;
     double rate = dt > 0 ? (double)(done - b->last_done) / dt : 0;
     b->last_done = done;
     b->last_ns = now;
     char line[160];
     snprintf(line, sizeof line, "%s: %" PRIu64 "/%" PRIu32 " jobs, %.0f jobs/s, %" PRIu64 " errors",
-             b->phase == PH_PREFILL ? "prefill" : bench_workload_names[b->opt.workload], done,
-             b->opt.jobs, rate, b->errors);
+             label, done, of, rate, b->errors);
     fprintf(stderr, "\r%-79s", line);
 }
 
@@ -1638,6 +1841,10 @@ report_human(const struct bench *b, uint64_t incomplete)
            " bytes, names %" PRIu32 "%s\n",
            b->opt.conns, b->nprod, b->opt.pipeline, b->opt.payload, b->opt.names,
            b->opt.priorities ? ", random priorities" : "");
+    if (b->opt.backlog > 0)
+        printf("%-12s%" PRIu32 " jobs per name at the lowest priority, %" PRIu64 " of %" PRIu32
+               " added (not measured)\n",
+               "backlog", b->opt.backlog, b->backlog_created, b->nbacklog);
     printf("%-12s%" PRIu64 " of %" PRIu32 " jobs in %.3f s\n",
            b->opt.workload == WL_ADD ? "added" : "completed", done, b->opt.jobs, secs);
     printf("%-12s%.0f jobs/s, %.0f requests/s\n", "throughput", secs > 0 ? (double)done / secs : 0,
@@ -1673,18 +1880,19 @@ report_csv(const struct bench *b, uint64_t incomplete)
     double secs = bench_seconds(b);
     enum req_op ops[4] = {OP_COUNT};
     int nops = bench_report_ops(b, ops + 1) + 1;
-    printf("workload,protocol,address,connections,pipeline,payload,names,priorities,jobs,done,"
-           "errors,incomplete,timed_out,seconds,jobs_per_sec,requests_per_sec");
+    printf("workload,protocol,address,connections,pipeline,payload,names,priorities,backlog,jobs,"
+           "done,errors,incomplete,timed_out,seconds,jobs_per_sec,requests_per_sec");
     for (int i = 0; i < nops; i++) {
         const char *p = i == 0 ? "all" : op_names[ops[i]];
         printf(",%s_count,%s_p50_us,%s_p90_us,%s_p99_us,%s_p999_us,%s_max_us", p, p, p, p, p, p);
     }
-    printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu64
-           ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
+    printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu32
+           ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
            bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
            b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities,
-           b->opt.jobs, bench_done(b), b->errors, incomplete, b->timed_out || b->interrupted, secs,
-           secs > 0 ? (double)bench_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
+           b->opt.backlog, b->opt.jobs, bench_done(b), b->errors, incomplete,
+           b->timed_out || b->interrupted, secs, secs > 0 ? (double)bench_done(b) / secs : 0,
+           secs > 0 ? (double)b->requests / secs : 0);
     for (int i = 0; i < nops; i++) {
         const struct hist *h = i == 0 ? &b->all : &b->hist[ops[i]];
         printf(",%" PRIu64, h->count);
@@ -1715,17 +1923,18 @@ report_json(const struct bench *b, uint64_t incomplete)
     int nops = bench_report_ops(b, ops);
     /* The address is host:port from the command line, with nothing to escape
      * in practice; names are ours. */
-    printf(
-        "{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
-        ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
-        ",\"priorities\":%s,\"jobs\":%" PRIu32 ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64
-        ",\"incomplete\":%" PRIu64 ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
-        ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
-        bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
-        b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names,
-        b->opt.priorities ? "true" : "false", b->opt.jobs, bench_done(b), b->errors, incomplete,
-        b->timed_out ? "true" : "false", b->interrupted ? "true" : "false", b->lease_timeouts, secs,
-        secs > 0 ? (double)bench_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
+    printf("{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
+           ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
+           ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"jobs\":%" PRIu32 ",\"done\":%" PRIu64
+           ",\"errors\":%" PRIu64 ",\"incomplete\":%" PRIu64
+           ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
+           ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
+           bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
+           b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names,
+           b->opt.priorities ? "true" : "false", b->opt.backlog, b->opt.jobs, bench_done(b),
+           b->errors, incomplete, b->timed_out ? "true" : "false",
+           b->interrupted ? "true" : "false", b->lease_timeouts, secs,
+           secs > 0 ? (double)bench_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
     report_json_hist("all", &b->all, nops == 0);
     for (int i = 0; i < nops; i++)
         report_json_hist(op_names[ops[i]], &b->hist[ops[i]], i == nops - 1);
@@ -1752,7 +1961,11 @@ usage(FILE *out)
             "  -P N                requests in flight per connection (default 1)\n"
             "  -t WORKLOAD         add, lease-complete, cycle, run or schedule (default cycle)\n"
             "  --names K           spread jobs over K queue names (default 1)\n"
-            "  --priorities        give jobs random priorities\n"
+            "  --priorities        give jobs random priorities (0 to 1023)\n"
+            "  --backlog N         first add N jobs to every name at the lowest priority, not\n"
+            "                      measured, so the measured phase runs on a queue that\n"
+            "                      holds them throughout (default 0; lease-complete and\n"
+            "                      cycle only)\n"
             "  --ttr MS            job TTR (default 60000)\n"
             "  --ttl MS            job TTL (default 3600000)\n"
             "  --timeout SECONDS   give up after this long (default 300; 0: never)\n"
@@ -1839,6 +2052,7 @@ enum {
     OPT_PROTOCOL,
     OPT_TTR,
     OPT_TTL,
+    OPT_BACKLOG,
     OPT_HELP
 };
 
@@ -1859,6 +2073,7 @@ opt_parse(struct bench_opts *o, int argc, char **argv)
         {"protocol", required_argument, NULL, OPT_PROTOCOL},
         {"ttr", required_argument, NULL, OPT_TTR},
         {"ttl", required_argument, NULL, OPT_TTL},
+        {"backlog", required_argument, NULL, OPT_BACKLOG},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1930,6 +2145,9 @@ opt_parse(struct bench_opts *o, int argc, char **argv)
         case OPT_TTL:
             o->ttl_ms = opt_number("--ttl", optarg, 1, UINT64_MAX / 2);
             break;
+        case OPT_BACKLOG:
+            o->backlog = (uint32_t)opt_number("--backlog", optarg, 0, BENCH_MAX_ALL_JOBS);
+            break;
         case OPT_HELP:
             usage(stdout);
             exit(0);
@@ -1965,6 +2183,18 @@ opt_finish(struct bench_opts *o)
         fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
         exit(2);
     }
+    /* add measures no lease, and run and schedule consumers cannot lease
+     * only jobs whose creation was acknowledged: run jobs leave the queue
+     * by themselves, scheduled ones become ready later. */
+    if (o->backlog > 0 && o->workload != WL_LEASE_COMPLETE && o->workload != WL_CYCLE) {
+        fprintf(stderr, "workq-bench: --backlog works only with -t lease-complete or -t cycle\n");
+        exit(2);
+    }
+    if ((uint64_t)o->backlog * o->names + o->jobs > BENCH_MAX_ALL_JOBS) {
+        fprintf(stderr, "workq-bench: -n plus --backlog times --names must be at most %u\n",
+                BENCH_MAX_ALL_JOBS);
+        exit(2);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1985,6 +2215,7 @@ bench_init(struct bench *b)
              b->opt.port);
     b->rng = now_ns() ^ ((uint64_t)getpid() << 32);
     b->jobs_expected = b->opt.jobs;
+    b->nbacklog = b->opt.backlog * b->opt.names; /* opt_finish keeps it in range */
     /* Names carry a tag of this run, so jobs left on the server by an earlier
      * run (an `add` run leaves all of them) are never leased by this one. */
     unsigned tag = (unsigned)(rng_next(b) & 0xffffff);
@@ -2031,6 +2262,8 @@ bench_free(struct bench *b)
     free(b->conns);
     free(b->dirty);
     free(b->jobs);
+    free(b->tickets);
+    free(b->starved);
     free(b->idmap);
     free(b->bidmap);
     free(b->names);

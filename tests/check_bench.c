@@ -28,6 +28,23 @@ bench_run(const char *args, char *out, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Run workq-bench with exactly these arguments (no server needed: for
+ * usage errors); return its exit status and its stderr in err. */
+static int
+bench_run_stderr(const char *args, char *err, size_t cap)
+{
+    const char *bench = getenv("WQ_BENCH");
+    ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bench, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(err, 1, cap - 1, p);
+    err[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /* The value of column `name` in a two-line CSV (header, data). */
 static long
 csv_field(const char *csv, const char *name)
@@ -101,6 +118,97 @@ START_TEST(test_bench_counts)
 }
 END_TEST
 
+/* One line from fd, without its CRLF, into buf (>= 256 bytes). */
+static void
+read_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    do {
+        ck_assert_msg(n < cap - 1, "line too long: %s", buf);
+        systest_read_n(fd, buf + n, 1);
+        n++;
+    } while (buf[n - 1] != '\n');
+    ck_assert_msg(n >= 2 && buf[n - 2] == '\r', "no CRLF after: %s", buf);
+    buf[n - 2] = '\0';
+}
+
+/* The ready-len of every queue on the server, from `inspect queues`; returns
+ * how many queues there are (at most max). */
+static int
+queue_ready_lens(int fd, long *lens, int max)
+{
+    char line[256];
+    int n;
+    systest_sends(fd, "inspect queues 0 1000\r\n");
+    read_line(fd, line, sizeof line);
+    ck_assert_msg(sscanf(line, "+OK %d", &n) == 1, "inspect queues: %s", line);
+    ck_assert_int_le(n, max);
+    for (int i = 0; i < n; i++) {
+        read_line(fd, line, sizeof line); /* <name> 2 */
+        read_line(fd, line, sizeof line);
+        ck_assert_msg(sscanf(line, "ready-len %ld", &lens[i]) == 1, "not ready-len: %s", line);
+        read_line(fd, line, sizeof line); /* scheduled-len */
+    }
+    return n;
+}
+
+/* The backlog is added to every name, stays queued under the measured jobs
+ * and is not counted among them. */
+START_TEST(test_bench_backlog)
+{
+    char out[8192];
+    long lens[8];
+    systest_start_srv();
+    int fd = systest_conn();
+
+    ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4 --names 2 --priorities "
+                               "--backlog 30",
+                               out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "backlog"), 30);
+    ck_assert_int_eq(csv_field(out, "jobs"), 300);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "lease_count"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "incomplete"), 0);
+    ck_assert_int_eq(queue_ready_lens(fd, lens, 8), 2);
+    ck_assert_int_eq(lens[0], 30);
+    ck_assert_int_eq(lens[1], 30);
+    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 300);
+
+    /* More consumers than producers, pipelined: a lease that did not wait
+     * for its job's add to be accepted would take a backlog job. */
+    ck_assert_int_eq(bench_run("-t cycle -n 400 -c 3 -P 8 --names 3 --backlog 20", out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "backlog"), 20);
+    ck_assert_int_eq(csv_field(out, "done"), 400);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "incomplete"), 0);
+    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 2 * 30 + 3 * 20);
+    ck_assert_int_eq(server_stat(fd, "leased-jobs"), 0);
+    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 700);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* Workloads whose consumers cannot keep off the backlog refuse it. */
+START_TEST(test_bench_backlog_refused)
+{
+    static const char *const workloads[] = {"add", "run", "schedule"};
+    const char *want = "workq-bench: --backlog works only with -t lease-complete or -t cycle\n";
+    char err[1024], args[128];
+    for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++) {
+        snprintf(args, sizeof args, "-t %s -n 10 -c 2 --backlog 5", workloads[i]);
+        ck_assert_int_eq(bench_run_stderr(args, err, sizeof err), 2);
+        ck_assert_str_eq(err, want);
+    }
+    ck_assert_int_eq(
+        bench_run_stderr("-t add -n 10 --backlog 5 --protocol beanstalkd", err, sizeof err), 2);
+    ck_assert_str_eq(err, want);
+}
+END_TEST
+
 START_TEST(test_bench_refused)
 {
     char out[8192];
@@ -116,6 +224,7 @@ bench_suite(void)
 {
     const struct systest_group groups[] = {
         {"bench", {test_bench_counts, test_bench_refused, NULL}},
+        {"backlog", {test_bench_backlog, test_bench_backlog_refused, NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }
