@@ -1,15 +1,17 @@
 /* registry.c - keyed-hash open-addressing table.
  *
  * A slot is one uint64_t: 0 when empty, else the element pointer in the low
- * REGISTRY_PTR_BITS bits and the top bits of the element's hash (its tag)
- * above them.  The home slot comes from the hash's low bits, so the tag adds
- * bits the probe has not already matched.  A lookup dereferences an element
- * only when its tag matches: with 16-bit tags, one slot in 65,536 of those
- * probed for a missing key.  The full hash is not stored; where it is needed
- * again (a home slot during deletion, a move during growth) it is recomputed
- * from the element's key.  At 8 bytes a slot and a load between 1/4 and 1/2,
- * an element costs 16 to 32 bytes, plus the old table while a growth is
- * under way. */
+ * REGISTRY_PTR_BITS bits, above them the element's distance from its home
+ * slot (6 bits, 63 meaning "63 or more"), and above that the top bits of
+ * the element's hash (its tag: 10 bits on 64-bit targets).  The home slot
+ * comes from the hash's low bits, so the tag adds bits the probe has not
+ * already matched.  A lookup dereferences an element only when its tag
+ * matches: one slot in 1,024 of those probed for a missing key.  Deletion
+ * finds a moved element's home from its distance; only growth (and a
+ * distance of 63 or more, which at load 1/2 does not happen) recomputes a
+ * hash from the element's key.  At 8 bytes a slot and a load between 1/4
+ * and 1/2, an element costs 16 to 32 bytes, plus the old table while a
+ * growth is under way. */
 #include "wq.h"
 #include "registry.h"
 
@@ -30,7 +32,11 @@
 #else
 #define REGISTRY_PTR_BITS 32
 #endif
-#define REGISTRY_PTR_MASK ((UINT64_C(1) << REGISTRY_PTR_BITS) - 1)
+#define REGISTRY_PTR_MASK  ((UINT64_C(1) << REGISTRY_PTR_BITS) - 1)
+#define REGISTRY_DIST_BITS 6
+#define REGISTRY_DIST_MAX  ((UINT64_C(1) << REGISTRY_DIST_BITS) - 1) /* "this or more" */
+#define REGISTRY_TAG_SHIFT (REGISTRY_PTR_BITS + REGISTRY_DIST_BITS)
+#define REGISTRY_TAG_MASK  (~UINT64_C(0) << REGISTRY_TAG_SHIFT)
 
 /* One open-addressing table. */
 struct table {
@@ -83,9 +89,11 @@ rotl(uint64_t x, int b)
 static inline uint64_t
 load64_le(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
+    uint64_t v;
+    memcpy(&v, p, sizeof v); /* one load; the byte-by-byte loop cost a third of a hash */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
@@ -164,12 +172,13 @@ registry_count(const struct registry *r)
     return r->count;
 }
 
-/* The slot for elem with hash h.  The pointer is not null, so neither is the
- * slot, even when the tag is 0. */
+/* The slot for elem with hash h at distance dist from its home slot.  The
+ * pointer is not null, so neither is the slot, even when the tag is 0. */
 static inline uint64_t
-slot_make(const void *elem, uint64_t h)
+slot_make(const void *elem, uint64_t h, size_t dist)
 {
-    return (h & ~REGISTRY_PTR_MASK) | (uint64_t)(uintptr_t)elem;
+    uint64_t d = dist < REGISTRY_DIST_MAX ? dist : REGISTRY_DIST_MAX;
+    return (h & REGISTRY_TAG_MASK) | d << REGISTRY_PTR_BITS | (uint64_t)(uintptr_t)elem;
 }
 
 static inline void *
@@ -178,11 +187,17 @@ slot_elem(uint64_t s)
     return (void *)(uintptr_t)(s & REGISTRY_PTR_MASK);
 }
 
+static inline size_t
+slot_dist(uint64_t s)
+{
+    return (size_t)((s >> REGISTRY_PTR_BITS) & REGISTRY_DIST_MAX);
+}
+
 /* Whether slot s may hold the key with hash h: its tag matches h's top bits. */
 static inline bool
 slot_tag_is(uint64_t s, uint64_t h)
 {
-    return ((s ^ h) & ~REGISTRY_PTR_MASK) == 0;
+    return ((s ^ h) & REGISTRY_TAG_MASK) == 0;
 }
 
 static inline uint64_t
@@ -215,21 +230,19 @@ table_probe(const struct registry *r, const struct table *t, const void *key, si
     }
 }
 
-/* Put slot value s, whose element hashes to h, in the first free slot of
- * its run. */
+/* Put elem, which hashes to h, in the first free slot of its run. */
 static void
-table_place(struct table *t, uint64_t s, uint64_t h)
+table_place(struct table *t, const void *elem, uint64_t h)
 {
-    size_t i = h & t->mask;
+    size_t home = h & t->mask, i = home;
     while (t->slots[i] != 0)
         i = (i + 1) & t->mask;
-    t->slots[i] = s;
+    t->slots[i] = slot_make(elem, h, (i - home) & t->mask);
 }
 
 /* Empty slot i of t by backward-shift deletion: pull later members of the
  * run into the hole when their home slot does not lie cyclically in
- * (hole, j].  Elements only ever move to lower positions of their run.
- * Each later member of the run costs a key_of and a SipHash for its home. */
+ * (hole, j].  Elements only ever move to lower positions of their run. */
 static void
 table_delete_at(const struct registry *r, struct table *t, size_t i)
 {
@@ -239,10 +252,16 @@ table_delete_at(const struct registry *r, struct table *t, size_t i)
         uint64_t s = t->slots[j];
         if (s == 0)
             break;
-        size_t home = registry_hash_of(r, slot_elem(s)) & t->mask;
+        uint64_t h = s; /* the tag bits, unless the hash must be recomputed */
+        size_t dist = slot_dist(s);
+        if (dist == REGISTRY_DIST_MAX) {
+            h = registry_hash_of(r, slot_elem(s));
+            dist = (j - (h & t->mask)) & t->mask;
+        }
+        size_t home = (j - dist) & t->mask;
         bool in_between = (hole <= j) ? (hole < home && home <= j) : (hole < home || home <= j);
         if (!in_between) {
-            t->slots[hole] = s; /* the tag travels with the pointer */
+            t->slots[hole] = slot_make(slot_elem(s), h, (hole - home) & t->mask);
             hole = j;
         }
     }
@@ -263,8 +282,8 @@ registry_move_run(struct registry *r)
     struct table *o = &r->old;
     size_t start = r->cursor, i = start;
     for (; i <= o->mask && o->slots[i] != 0; i++) {
-        uint64_t s = o->slots[i];
-        table_place(&r->cur, s, registry_hash_of(r, slot_elem(s)));
+        void *elem = slot_elem(o->slots[i]);
+        table_place(&r->cur, elem, registry_hash_of(r, elem));
         o->slots[i] = 0;
     }
     r->cursor = i + 1;
@@ -309,8 +328,7 @@ registry_insert(struct registry *r, void *elem)
         r->cursor = 0;
     }
     registry_move(r, REGISTRY_MOVE_STEPS);
-    uint64_t h = registry_hash_of(r, elem);
-    table_place(&r->cur, slot_make(elem, h), h);
+    table_place(&r->cur, elem, registry_hash_of(r, elem));
     r->count++;
 }
 

@@ -5,7 +5,7 @@
  * runs form on their own, and check every survivor after each removal.  A few
  * fix the key instead (see getrandom below) and build the exact collisions
  * and runs they need from the table's layout: home slot = hash's low bits,
- * tag = hash's bits above the pointer's. */
+ * tag = hash's bits above the pointer's and the 6-bit distance. */
 #include "wq.h"
 #include "registry.h"
 
@@ -32,8 +32,8 @@
 /* Under valgrind or ASan, the big cases shrink to keep each run short. */
 #define SLOW_RUN (RUNNING_ON_VALGRIND || TEST_ASAN)
 
-/* The tag's first bit in a slot (REGISTRY_PTR_BITS in registry.c). */
-#define TEST_TAG_SHIFT (UINTPTR_MAX > 0xffffffffu ? 48 : 32)
+/* The tag's first bit in a slot (REGISTRY_TAG_SHIFT in registry.c). */
+#define TEST_TAG_SHIFT (UINTPTR_MAX > 0xffffffffu ? 54 : 38)
 /* The capacity of a new table (REGISTRY_MIN_CAP). */
 #define TEST_MIN_CAP 16
 
@@ -459,8 +459,8 @@ START_TEST(test_tag_collisions)
     /* a, b, c and the missing x share the home slot and the tag, d shares
      * only the home: a lookup must read (and reject) every same-tag element
      * before its own, and must skip d unread. */
-    if (TEST_TAG_SHIFT != 48)
-        return; /* 32-bit tags: one chosen collision costs 2^32 hashes */
+    if (TEST_TAG_SHIFT != 54)
+        return; /* 26-bit tags: one chosen collision costs 2^26 hashes */
     const size_t mask = TEST_MIN_CAP - 1, home = 5;
     struct item its[5];
     memset(its, 0, sizeof its);
@@ -665,6 +665,35 @@ find_missing(struct registry *r, size_t m)
     return reads;
 }
 
+/* 100 elements with one home slot in a table of 256: distances beyond what
+ * a slot records (63 or more), where deletion hashes the element again to
+ * find its home.  Removed in a scrambled order; every survivor is found
+ * after each removal. */
+START_TEST(test_long_run)
+{
+    enum { N = 100 };
+    const size_t mask = 255, home = 5;
+    struct item *its = items_new(N);
+    uint64_t seq = 1;
+    for (size_t i = 0; i < N; i++)
+        id_choose(&its[i], &seq, mask, home, true, 0);
+    struct registry *r = registry_new_keyed();
+    for (size_t i = 0; i < N; i++) {
+        registry_insert(r, &its[i]);
+        its[i].in = true;
+    }
+    verify_items(r, its, N);
+    for (size_t k = 0; k < N; k++) {
+        size_t i = (k * 37) % N; /* 37 and N are coprime */
+        ck_assert_ptr_eq(registry_remove(r, its[i].id, 16), &its[i]);
+        its[i].in = false;
+        verify_items(r, its, N);
+    }
+    registry_free(r);
+    free(its);
+}
+END_TEST
+
 START_TEST(test_find_missing_full)
 {
     /* Tables at their maximum load of 1/2, where misses probe furthest, then
@@ -691,12 +720,12 @@ START_TEST(test_find_missing_full)
         registry_free(r);
     }
     /* A miss reads only elements whose tag matches: at this load about 1.5
-     * occupied slots per miss, each matching with chance 2^-16 (2^-32 with
+     * occupied slots per miss, each matching with chance 2^-10 (2^-26 with
      * 32-bit pointers).  Without the filter it would be 1.5 reads a miss. */
-    ck_assert_msg(reads <= misses / 1024 + 8, "%lu reads for %lu misses", reads, misses);
-    /* With 16-bit tags, some ~35 of those ~2.3M misses met an element with
-     * the same tag (chance of none: about 1e-15), and still came back NULL. */
-    if (TEST_TAG_SHIFT == 48 && !SLOW_RUN)
+    ck_assert_msg(reads <= misses / 256 + 8, "%lu reads for %lu misses", reads, misses);
+    /* With 10-bit tags, some thousands of those misses met an element with
+     * the same tag, and still came back NULL. */
+    if (TEST_TAG_SHIFT == 54)
         ck_assert_msg(reads > 0, "no tag collision in %lu misses", misses);
     free(its);
 }
@@ -788,6 +817,7 @@ registry_suite(void)
         {"random_mixed", test_random_mixed},
         {"foreach", test_foreach},
         {"tag_collisions", test_tag_collisions},
+        {"long_run", test_long_run},
         {"remove_wrapped_run", test_remove_wrapped_run},
         {"growth_while_deleting", test_growth_while_deleting},
         {"find_missing_full", test_find_missing_full},
