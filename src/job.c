@@ -7,48 +7,72 @@
 const char *const job_state_names[JOB_STATE_COUNT] = {"new", "completed", "failed", "pending",
                                                       "leased"};
 
-/* Map a priority so that a higher priority gives a smaller key. */
-static inline uint32_t
-priority_desc(int32_t priority)
+/* Heap keys are 64-bit prefixes of the orders below, made so that most
+ * comparisons end on the key: a key that is less means "before"; equal
+ * keys go to the tie functions, which compare in full.  A field that does
+ * not fit is clamped to a code of its own at either end, and the fields
+ * after a clamped one are left 0, so a clamped key never orders two jobs
+ * wrongly, it only ties them. */
+
+#define PRIO_BITS 16
+#define PRIO_TOP  ((1u << PRIO_BITS) - 1) /* 65535 */
+#define TIME_BITS 47
+#define TIME_TOP  (((uint64_t)1 << TIME_BITS) - 1)
+#define TIME_FROM ((int64_t)1577836800000) /* 2020-01-01, Unix ms */
+
+/* Priority code, higher priority first: -32767..32766 exactly as 65534..1;
+ * higher priorities clamp to 0, lower ones to PRIO_TOP. */
+static inline uint64_t
+prio_code(int32_t priority, bool *clamped)
 {
-    uint32_t ordered = (uint32_t)priority ^ 0x80000000u; /* int32 order as uint32 order */
-    return ~ordered;
+    int64_t o = (int64_t)priority + 32768; /* 1..65534 is exact */
+    *clamped = o < 1 || o > PRIO_TOP - 1;
+    o = o < 1 ? 0 : o > PRIO_TOP - 1 ? PRIO_TOP : o;
+    return PRIO_TOP - (uint64_t)o;
 }
 
-/* Map signed Unix ms onto uint64 preserving order. */
+/* Time code: ms since 2020 (until the year 6482) as 1..TIME_TOP-1, with
+ * earlier times clamped to 0 and later ones to TIME_TOP. */
 static inline uint64_t
-time_key(int64_t ms)
+time_code(int64_t ms, bool *clamped)
 {
-    return (uint64_t)ms ^ 0x8000000000000000ull;
-}
-
-/* Unix ms from 2020 on, in 31 bits of seconds (until 2088), clamped: an
- * order-preserving prefix of a time, exact to the second in that range. */
-static inline uint64_t
-time_prefix31(int64_t ms)
-{
-    const int64_t from = 1577836800000; /* 2020-01-01 */
-    const int64_t span = ((int64_t)1 << 31) - 1;
-    if (ms <= from)
+    *clamped = true;
+    if (ms < TIME_FROM + 1)
         return 0;
-    int64_t s = (ms - from) / 1000;
-    return (uint64_t)(s < span ? s : span);
+    if ((uint64_t)(ms - TIME_FROM) > TIME_TOP - 1)
+        return TIME_TOP;
+    *clamped = false;
+    return (uint64_t)(ms - TIME_FROM);
 }
 
-/* Priority in the top half, then the timed bit, then 31 bits of the time
- * (timed) or of the arrival number (untimed; equal within 8192 arrivals). */
+/* Ready order: priority descending, untimed before timed, time, arrival.
+ * Key: 16 bits of priority, the timed bit, then 47 bits of the arrival
+ * number (untimed) or of the time in ms (timed). */
 uint64_t
 job_ready_key(const struct job *j)
 {
-    bool timed = j->flags & JOB_F_TIMED;
-    uint64_t low = timed ? time_prefix31(j->base_ms) : j->seq >> (JOB_SEQ_BITS - 31);
-    return (uint64_t)priority_desc(j->priority) << 32 | (uint64_t)timed << 31 | low;
+    bool clamped, time_clamped;
+    uint64_t key = prio_code(j->priority, &clamped) << (64 - PRIO_BITS);
+    if (clamped)
+        return key;
+    if (!(j->flags & JOB_F_TIMED))
+        return key | j->seq;
+    return key | (uint64_t)1 << TIME_BITS | time_code(j->base_ms, &time_clamped);
 }
 
+/* Scheduled order: time (to the ns), priority descending, arrival.  Key: 47
+ * bits of the time in ms, then 16 bits of priority for a time without
+ * nanoseconds (those come first within their ms), else PRIO_TOP. */
 uint64_t
 job_scheduled_key(const struct job *j)
 {
-    return time_key(j->base_ms);
+    bool clamped, prio_clamped;
+    uint64_t key = time_code(j->base_ms, &clamped) << PRIO_BITS;
+    if (clamped)
+        return key;
+    if (j->flags & JOB_F_NS)
+        return key | PRIO_TOP;
+    return key | prio_code(j->priority, &prio_clamped);
 }
 
 /* The nanoseconds of a scheduled job's time (0 for most). */
@@ -61,12 +85,17 @@ job_time_ns(const struct job *j, const struct registry *exts)
     return x->time_ns;
 }
 
-/* Called only when the keys are equal: same priority and timedness. */
+/* The full ready order. */
 bool
 job_ready_tie(const void *a, const void *b, void *exts)
 {
     const struct job *x = a, *y = b;
-    if (x->flags & JOB_F_TIMED) {
+    if (x->priority != y->priority)
+        return x->priority > y->priority;
+    bool xt = x->flags & JOB_F_TIMED, yt = y->flags & JOB_F_TIMED;
+    if (xt != yt)
+        return yt;
+    if (xt) {
         if (x->base_ms != y->base_ms)
             return x->base_ms < y->base_ms;
         uint32_t xn = job_time_ns(x, exts), yn = job_time_ns(y, exts);
@@ -76,11 +105,13 @@ job_ready_tie(const void *a, const void *b, void *exts)
     return x->seq < y->seq;
 }
 
-/* Called only when the keys are equal: the same millisecond. */
+/* The full scheduled order. */
 bool
 job_scheduled_tie(const void *a, const void *b, void *exts)
 {
     const struct job *x = a, *y = b;
+    if (x->base_ms != y->base_ms)
+        return x->base_ms < y->base_ms;
     uint32_t xn = job_time_ns(x, exts), yn = job_time_ns(y, exts);
     if (xn != yn)
         return xn < yn;

@@ -86,8 +86,9 @@ job_is_done(const struct job *j)
 /* Heap order: ready jobs by priority descending, untimed before timed,
  * time, then arrival; scheduled jobs by time, priority descending, arrival.
  * Times order to the nanosecond.  A heap key is a 64-bit prefix of that
- * order; equal prefixes are decided by the tie functions, whose arg is the
- * registry of struct job_ext (for the nanoseconds). */
+ * order, exact for most jobs; equal keys are decided by the tie functions,
+ * which compare in full (their arg is the registry of struct job_ext, for
+ * the nanoseconds). */
 uint64_t job_ready_key(const struct job *j);
 uint64_t job_scheduled_key(const struct job *j);
 bool     job_ready_tie(const void *a, const void *b, void *exts);

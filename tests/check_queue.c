@@ -381,46 +381,75 @@ END_TEST
 /* The untimed ready key holds the top 31 of the 44 bits of the arrival
  * number: numbers that differ only in their low 13 bits share a key and are
  * ordered by the tie function, numbers 8192 apart never do. */
-START_TEST(test_untimed_key_prefix)
+/* Keys are exact where the fields fit: every pair of untimed jobs of one
+ * in-range priority keys apart by arrival, and so do scheduled jobs of
+ * different priorities in one millisecond.  Where a field is clamped the
+ * keys tie, and the tie function gives the order. */
+START_TEST(test_key_exactness)
 {
-    static const struct {
-        uint64_t a, b;
-        bool shared;
-    } pairs[] = {
-        {0, 8191, true},
-        {8191, 8192, false},
-        {8192, 16383, true},
-        {5 * 8192 + 1, 5 * 8192 + 8191, true},
-        {5 * 8192 + 8191, 6 * 8192, false},
-        {0, 8192, false},
-        {1, 8193, false},
-        {8191, 16383, false},
-        {12345, 12345 + 8192, false},
-        {JOB_SEQ_LIMIT - 8192, JOB_SEQ_LIMIT - 1, true},
-        {JOB_SEQ_LIMIT - 8193, JOB_SEQ_LIMIT - 8192, false},
-        {JOB_SEQ_LIMIT - 8193, JOB_SEQ_LIMIT - 1, false},
-        {0, JOB_SEQ_LIMIT - 1, false},
-    };
+    static const uint64_t seqs[] = {0, 1, 8191, 8192, 1ull << 31, 1ull << 32, JOB_SEQ_LIMIT - 1};
+    static const int32_t prios[] = {-32767, -1, 0, 1, 32766};
     struct registry *x = registry_new(job_ext_id_key);
-    for (int32_t prio = -1; prio <= 1; prio++) {
-        for (size_t i = 0; i < WQ_ARRAY_LEN(pairs); i++) {
-            struct job *a = job_fixture(pairs[i].a, prio), *b = job_fixture(pairs[i].b, prio);
-            uint64_t ka = job_ready_key(a), kb = job_ready_key(b);
-            if (pairs[i].shared) {
-                ck_assert_msg(ka == kb, "seq %llu and %llu should share a key",
-                              (unsigned long long)pairs[i].a, (unsigned long long)pairs[i].b);
-            } else {
-                ck_assert_msg(ka < kb, "seq %llu should key before %llu",
-                              (unsigned long long)pairs[i].a, (unsigned long long)pairs[i].b);
-            }
-            /* Either way the heap's view is arrival order. */
-            ck_assert(ready_before(a, b, x));
-            ck_assert(!ready_before(b, a, x));
-            ck_assert(!job_ready_tie(a, a, x));
+    for (size_t p = 0; p < WQ_ARRAY_LEN(prios); p++) {
+        for (size_t i = 0; i + 1 < WQ_ARRAY_LEN(seqs); i++) {
+            struct job *a = job_fixture(seqs[i], prios[p]), *b = job_fixture(seqs[i + 1], prios[p]);
+            ck_assert_msg(job_ready_key(a) < job_ready_key(b), "seq %llu should key before %llu",
+                          (unsigned long long)seqs[i], (unsigned long long)seqs[i + 1]);
+            ck_assert(ready_before(a, b, x) && !ready_before(b, a, x));
             free(a);
             free(b);
         }
     }
+    /* Priorities beyond -32767..32766 share a key at their end of the
+     * range, timed or not, and the tie decides: priority, untimed first,
+     * time, arrival. */
+    struct job *hi1 = timed_fixture(1, 40000, 5000), *hi2 = job_fixture(2, 50000);
+    struct job *hi3 = job_fixture(3, 32767), *lo1 = job_fixture(4, -40000);
+    struct job *lo2 = timed_fixture(5, INT32_MIN, 1000), *lo3 = job_fixture(6, -32768);
+    ck_assert(job_ready_key(hi1) == job_ready_key(hi2));
+    ck_assert(job_ready_key(hi1) == job_ready_key(hi3));
+    ck_assert(job_ready_key(lo1) == job_ready_key(lo2));
+    ck_assert(job_ready_key(lo1) == job_ready_key(lo3));
+    struct job *order[] = {hi2, hi1, hi3, lo3, lo1, lo2};
+    for (size_t i = 0; i + 1 < WQ_ARRAY_LEN(order); i++) {
+        ck_assert(ready_before(order[i], order[i + 1], x));
+        ck_assert(!ready_before(order[i + 1], order[i], x));
+        ck_assert_int_lt(ready_cmp(order[i], order[i + 1]), 0);
+    }
+    for (size_t i = 0; i < WQ_ARRAY_LEN(order); i++)
+        free(order[i]);
+
+    /* Scheduled: one millisecond, priorities apart; nanoseconds after the
+     * whole ms, so they share the last code; clamped times share a key. */
+    int64_t ms = 1700000000123;
+    struct job *s1 = timed_fixture(1, 7, ms), *s2 = timed_fixture(2, 0, ms);
+    struct job *s3 = timed_fixture(3, -32767, ms), *s4 = ns_fixture(x, 4, 9, ms, 1);
+    struct job *s5 = timed_fixture(5, INT32_MIN, ms), *s6 = ns_fixture(x, 6, 0, ms, 1);
+    ck_assert(job_scheduled_key(s1) < job_scheduled_key(s2));
+    ck_assert(job_scheduled_key(s2) < job_scheduled_key(s3));
+    ck_assert(job_scheduled_key(s3) < job_scheduled_key(s4));
+    ck_assert(job_scheduled_key(s4) == job_scheduled_key(s5));
+    ck_assert(job_scheduled_key(s4) == job_scheduled_key(s6));
+    struct job *sorder[] = {s1, s2, s3, s5, s4, s6};
+    for (size_t i = 0; i + 1 < WQ_ARRAY_LEN(sorder); i++) {
+        ck_assert(sched_before(sorder[i], sorder[i + 1], x));
+        ck_assert(!sched_before(sorder[i + 1], sorder[i], x));
+        ck_assert_int_lt(sched_cmp(sorder[i], sorder[i + 1]), 0);
+    }
+    struct job *old1 = timed_fixture(7, 5, 1000), *old2 = timed_fixture(8, 9, 2000);
+    ck_assert(job_scheduled_key(old1) == job_scheduled_key(old2)); /* before 2020 */
+    ck_assert(sched_before(old1, old2, x) && !sched_before(old2, old1, x));
+    ck_assert(sched_before(old2, s1, x));
+    struct job *far1 = timed_fixture(9, 5, INT64_MAX - 1), *far2 = timed_fixture(10, 9, INT64_MAX);
+    ck_assert(job_scheduled_key(far1) == job_scheduled_key(far2)); /* beyond the year 6482 */
+    ck_assert(sched_before(s6, far1, x) && sched_before(far1, far2, x));
+    struct job *all[] = {s1, s2, s3, s4, s5, s6, old1, old2, far1, far2};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(all); i++) {
+        if (all[i]->flags & JOB_F_EXT)
+            registry_remove(x, all[i]->id, JOBID_LEN);
+        free(all[i]);
+    }
+
     /* Priority outranks any arrival, and untimed any timed job. */
     struct job *hi_last = job_fixture(JOB_SEQ_LIMIT - 1, 1), *lo_first = job_fixture(0, 0);
     struct job *untimed_last = job_fixture(JOB_SEQ_LIMIT - 1, 0);
@@ -433,9 +462,8 @@ START_TEST(test_untimed_key_prefix)
 
     /* And a queue hands them out by arrival across the boundaries. */
     struct queue *q = queue_new("q", 1, x);
-    /* Two either side of each prefix boundary (multiples of 8192), the
-     * ends of the range, and where a key made of the low 31 or 32 bits
-     * would wrap; in ascending order, pushed scrambled. */
+    /* Around small multiples of 8192 and large powers of two, and at the
+     * ends of the range; in ascending order, pushed scrambled. */
     static const uint64_t bases[] = {2,          8192,       16384,      24576,
                                      1ull << 31, 1ull << 32, 1ull << 40, JOB_SEQ_LIMIT - 2};
     enum { PER = 4, N = PER * WQ_ARRAY_LEN(bases) };
@@ -856,7 +884,7 @@ queue_suite(void)
         {"fifo", test_fifo},
         {"timed_order", test_timed_order},
         {"scheduled_order", test_scheduled_order},
-        {"untimed_key_prefix", test_untimed_key_prefix},
+        {"key_exactness", test_key_exactness},
         {"peek_ready", test_peek_ready},
         {"remove_middle", test_remove_middle},
         {"random_against_reference", test_random_against_reference},
