@@ -296,13 +296,18 @@ core_cancel(struct core *c, struct waiter *w)
         core_job_destroy(c, run_job);
 }
 
-/* Answer every result waiter of j (it has its result, or is going away). */
-static void
-core_wake_result_waiters(struct core *c, struct job *j, enum waiter_outcome how)
+/* Answer every result waiter of j (it has its result, or is going away);
+ * x is j's job_ext or NULL.  Returns the job_ext j still has, or NULL. */
+static struct job_ext *
+core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
+                         enum waiter_outcome how)
 {
-    struct job_ext *x;
-    while ((x = core_job_ext(c, j)) != NULL && x->waiters != NULL)
+    while (x != NULL && x->waiters != NULL) {
         core_waiter_finish(c, x->waiters, how, j);
+        if (!(j->flags & JOB_F_EXT))
+            x = NULL; /* the last waiter took the job_ext with it */
+    }
+    return x;
 }
 
 /* The waiting client of run job j, or NULL. */
@@ -410,15 +415,15 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
 {
     core_job_detach(c, j);
     j->state = state;
+    struct job_ext *x = result != NULL ? core_ext_need(c, j) : core_job_ext(c, j);
     if (result != NULL) {
-        struct job_ext *x = core_ext_need(c, j);
         x->result = result;
         x->result_len = result_len;
         c->bytes += result_len;
     }
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
-    core_wake_result_waiters(c, j, WAITER_GOT);
+    core_wake_result_waiters(c, j, x, WAITER_GOT);
     if (j->flags & JOB_F_RUN)
         core_job_destroy(c, j); /* its client has the result */
 }
@@ -430,8 +435,7 @@ core_job_destroy(struct core *c, struct job *j)
     core_job_detach(c, j);
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
-    core_wake_result_waiters(c, j, WAITER_GONE);
-    struct job_ext *x = core_job_ext(c, j);
+    struct job_ext *x = core_wake_result_waiters(c, j, core_job_ext(c, j), WAITER_GONE);
     if (x != NULL) {
         c->bytes -= CORE_EXT_BYTES + x->result_len;
         payload_free(x->result, x->result_len);
