@@ -18,6 +18,7 @@ static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
 static void     core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_waiter_deadline(const struct wheel_entry *e, void *arg);
 static void     core_job_destroy(struct core *c, struct job *j);
+static void     core_job_detach(struct core *c, struct job *j);
 
 struct core *
 core_new(uint64_t now_ms)
@@ -382,19 +383,51 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
 }
 
 /* j (NEW or PENDING, out of any heap) is ready: hand it to the first parked
- * leaser of its queue, or put it in the ready heap. */
+ * leaser of its queue, or put it in the ready heap.  While the job wheel
+ * fires (jobs whose scheduled time or TTR end has come, all in the same
+ * millisecond), the job goes to the heap and its queue on the dispatch
+ * list, so that parked leasers then get that millisecond's jobs in ready
+ * order rather than in the wheel's order (core_dispatch). */
 static void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
     struct queue *q = core_job_queue(c, j);
     struct park_node *node = queue_first_parked(q);
-    if (node == NULL) {
+    if (node == NULL || c->firing) {
         queue_push_ready(q, j);
         c->stats.ready++;
+        if (node != NULL && !q->dispatch_queued) {
+            q->dispatch_queued = true;
+            q->refs++; /* kept while listed */
+            q->dispatch_next = c->dispatch;
+            c->dispatch = q;
+        }
         return;
     }
     core_lease_job(c, j, now_ms);
     core_waiter_finish(c, node->waiter, WAITER_GOT, j);
+}
+
+/* Hand the jobs of the listed queues to their parked leasers, first job to
+ * first leaser.  A queue with parked leasers had no ready job before it was
+ * listed, so what it hands out is exactly what the wheel made ready. */
+static void
+core_dispatch(struct core *c)
+{
+    while (c->dispatch != NULL) {
+        struct queue *q = c->dispatch;
+        c->dispatch = q->dispatch_next;
+        q->dispatch_next = NULL;
+        q->dispatch_queued = false;
+        struct park_node *node;
+        struct job *j;
+        while ((node = queue_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
+            core_job_detach(c, j);
+            core_lease_job(c, j, c->now_ms);
+            core_waiter_finish(c, node->waiter, WAITER_GOT, j);
+        }
+        core_queue_unref(c, q);
+    }
 }
 
 /* Take j out of its heap or out of the leased count (stats included). */
@@ -791,7 +824,10 @@ core_advance(struct core *c, uint64_t now_ms)
         uint64_t t = WQ_MIN(core_next_event(c), now_ms);
         uint64_t lead = t > UINT64_MAX - CORE_MAX_LEAD ? UINT64_MAX : t + CORE_MAX_LEAD;
         c->now_ms = WQ_MAX(c->now_ms, WQ_MIN(now_ms, lead));
+        c->firing = true; /* t is one millisecond: see core_make_ready */
         wheel_advance(&c->wheel, t);
+        c->firing = false;
+        core_dispatch(c);
         wheel_advance(&c->wait_wheel, t);
         if (t == now_ms && core_next_event(c) > now_ms)
             break;

@@ -77,6 +77,8 @@ struct core {
     uint32_t          queue_cap, queue_used, queue_nfree;
     struct wheel      wheel;      /* jobs' deadlines */
     struct wheel      wait_wheel; /* waiters' timeouts */
+    bool              firing;     /* the job wheel is firing: see core_make_ready */
+    struct queue     *dispatch;   /* queues with jobs made ready for parked leasers */
     struct pool       job_pool;
     struct pool       ext_pool;
     struct pool       waiter_pool;

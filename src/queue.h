@@ -30,6 +30,8 @@ struct queue {
     uint32_t          leased;
     uint32_t          parked;
     uint32_t          ix;     /* in the core's queue table (jobs name their queue by it) */
+    bool              dispatch_queued; /* on the core's list of queues to dispatch */
+    struct queue     *dispatch_next;
     uint8_t           name_len;
     char              name[]; /* NUL-terminated */
 };

@@ -617,6 +617,71 @@ START_TEST(test_ttr_end_modulo)
 }
 END_TEST
 
+/* Jobs that become ready in the same millisecond (scheduled times, TTR
+ * ends) go to parked leasers in ready order, whatever order they were
+ * scheduled in: the first leaser gets the highest priority. */
+START_TEST(test_same_ms_ready_order)
+{
+    static const uint32_t orders[][3] = {{1, 2, 3}, {1, 3, 2}, {2, 1, 3},
+                                         {2, 3, 1}, {3, 1, 2}, {3, 2, 1}};
+    static const int32_t prio[] = {0, 1, 5, 3}; /* by job number */
+    for (size_t k = 0; k < WQ_ARRAY_LEN(orders); k++) {
+        struct core *c = core_fixture();
+        struct owner o1, o2;
+        owner_init(&o1, c, 1);
+        owner_init(&o2, c, 2);
+        ck_assert_int_eq(lease(c, "q", 10000, 0, &o1, NULL), CORE_PARKED);
+        ck_assert_int_eq(lease(c, "q", 10000, 0, &o2, NULL), CORE_PARKED);
+        for (size_t i = 0; i < 3; i++) {
+            uint32_t n = orders[k][i];
+            struct job_spec s = spec(n, "q");
+            s.priority = prio[n];
+            s.timed = true;
+            s.time_ms = 100;
+            add_spec(c, &s, 0);
+        }
+        advance(c, 100);
+        ck_assert_int_eq(o1.calls, 1);
+        ck_assert_uint_eq(o1.job, 2);
+        ck_assert_int_eq(o2.calls, 1);
+        ck_assert_uint_eq(o2.job, 3);
+        ck_assert_uint_eq(find(c, 1)->state, JOB_NEW);
+        ck_assert_uint_eq(find(c, 1)->place, JOB_IN_READY);
+        core_done(c);
+    }
+
+    /* A TTR end and a scheduled time in the same ms: the leaser gets the
+     * higher priority; the other job waits, ready. */
+    for (int first = 0; first < 2; first++) {
+        struct core *c = core_fixture();
+        struct job_spec s = spec(1, "q");
+        s.ttr = 100;
+        struct job_spec t = spec(2, "q");
+        t.priority = 9;
+        t.timed = true;
+        t.time_ms = 100;
+        if (first == 0) {
+            add_spec(c, &s, 0);
+            ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+            add_spec(c, &t, 0);
+        } else {
+            add_spec(c, &t, 0);
+            add_spec(c, &s, 0);
+            ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+        }
+        struct owner o;
+        owner_init(&o, c, 1);
+        ck_assert_int_eq(lease(c, "q", 10000, 0, &o, NULL), CORE_PARKED);
+        advance(c, 100);
+        ck_assert_int_eq(o.calls, 1);
+        ck_assert_uint_eq(o.job, 2);
+        ck_assert_uint_eq(find(c, 1)->state, JOB_PENDING);
+        ck_assert_uint_eq(find(c, 1)->place, JOB_IN_READY);
+        core_done(c);
+    }
+}
+END_TEST
+
 /* Time driven only by core_next_event lands exactly on deadlines. */
 START_TEST(test_next_event)
 {
@@ -1566,6 +1631,7 @@ core_suite(void)
         {"duplicate_add", test_duplicate_add},
         {"ttr_requeue", test_ttr_requeue},
         {"ttr_end_modulo", test_ttr_end_modulo},
+        {"same_ms_ready_order", test_same_ms_ready_order},
         {"next_event", test_next_event},
         {"max_attempts", test_max_attempts},
         {"max_attempts_unlimited", test_max_attempts_unlimited},
