@@ -66,10 +66,11 @@
  * or it would take a backlog job (the highest-priority ready job wins, and
  * workq picks among the listed names at random, whatever their priorities).
  * So every accepted measured job becomes a ticket, and a consumer leases
- * only with a ticket, from that job's name alone (beanstalkd: reserve, which
- * takes the most urgent job of all watched tubes).  A consumer without a
- * ticket waits in bench.starved until an add is accepted.  Leases then never
- * wait for producers, which in cycle leaves that wait out of lease latency. */
+ * only with a ticket, from that job's name alone, and takes only a job of
+ * that name (beanstalkd: reserve, which takes the most urgent job of all
+ * watched tubes).  A consumer without a ticket waits in bench.starved
+ * until an add is accepted.  Leases then never wait for producers, which in
+ * cycle leaves that wait out of lease latency. */
 
 #define BENCH_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -90,6 +91,12 @@
 #define BENCH_MAX_ALL_JOBS   2000000000u /* -n plus the backlog: indices fit in uint32_t */
 #define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
 #define BENCH_ID_BATCH       4096        /* ids per getrandom call */
+
+/* The TTL of backlog jobs: the largest `add` takes (2^64 - 1 ms).  workq
+ * caps created + TTL at 2^64 - 1, which its clock never reaches, so they
+ * never expire.  With --ttl they could run out mid-run and leave the
+ * measured phase on an emptying queue without an error. */
+#define BENCH_BACKLOG_TTL_MS UINT64_MAX
 
 /* Priorities.  --priorities draws 0 .. BENCH_PRIORITIES - 1, which is also the
  * default 0 without it; the backlog sits below all of them.  beanstalkd
@@ -172,8 +179,10 @@ struct job {
 /* One request in flight. */
 struct req {
     uint64_t sent_ns;
-    uint32_t job; /* index into bench.jobs, a name index for OP_USE, or BENCH_JOB_NONE */
-    uint8_t op;   /* enum req_op */
+    /* An index into bench.jobs; for OP_USE and for a lease with a ticket the
+     * index of the name asked for (bench.names); else BENCH_JOB_NONE. */
+    uint32_t job;
+    uint8_t op; /* enum req_op */
 };
 
 /* beanstalkd assigns its own ids; this maps them back to our jobs.  When a
@@ -278,7 +287,8 @@ struct bench {
     uint64_t created, backlog_created, leased, completes_ok, runs_ok;
     uint64_t requests, errors, lease_timeouts;
     uint64_t inflight, prod_inflight, leases_inflight;
-    uint64_t t0_ns, t_end_ns;
+    uint64_t t0_ns; /* start of the measured phase; 0 until it starts */
+    uint64_t t_end_ns;
     uint64_t last_done, last_ns; /* for the progress rate */
 
     struct hist all;
@@ -846,19 +856,20 @@ wq_produce(struct conn *c, uint32_t ji, const char *id)
         snprintf(prio, sizeof prio, " -priority=%" PRId32, j->priority);
     /* The backlog and the prefill of lease-complete always add. */
     enum req_op op = b->phase != PH_MEASURE ? OP_ADD : bench_produce_op(b);
+    uint64_t ttl = job_is_backlog(b, j) ? BENCH_BACKLOG_TTL_MS : b->opt.ttl_ms;
     int n;
     if (op == OP_SCHEDULE) {
         int64_t off = (int64_t)(rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
                       BENCH_SCHED_PAST_MS;
         format_time(when, sizeof when, off);
         n = snprintf(b->scratch, 512, "schedule %s %s %" PRIu32 " %" PRIu64 " %s %" PRIu32 "%s\r\n",
-                     id, name, b->opt.ttr_ms, b->opt.ttl_ms, when, b->opt.payload, prio);
+                     id, name, b->opt.ttr_ms, ttl, when, b->opt.payload, prio);
     } else if (op == OP_RUN) {
         n = snprintf(b->scratch, 512, "run %s %s %" PRIu32 " %d %" PRIu32 "%s\r\n", id, name,
                      b->opt.ttr_ms, BENCH_RUN_WAIT_MS, b->opt.payload, prio);
     } else {
         n = snprintf(b->scratch, 512, "add %s %s %" PRIu32 " %" PRIu64 " %" PRIu32 "%s\r\n", id,
-                     name, b->opt.ttr_ms, b->opt.ttl_ms, b->opt.payload, prio);
+                     name, b->opt.ttr_ms, ttl, b->opt.payload, prio);
     }
     conn_write_block(c, n, id);
     conn_push(c, op, ji);
@@ -934,17 +945,18 @@ conn_produce(struct conn *c)
 
 /* Ask for a job.  workq: the precomputed lease line over every name, with a
  * wait, or with a ticket (job ticket, else BENCH_JOB_NONE) that job's name
- * alone; beanstalkd: reserve-with-timeout over the watched tubes. */
+ * alone, which the request keeps so that the reply can be held to it;
+ * beanstalkd: reserve-with-timeout over the watched tubes. */
 static void
 conn_lease(struct conn *c, uint32_t ticket)
 {
     struct bench *b = c->b;
     if (b->opt.proto == PROTO_WORKQ && ticket != BENCH_JOB_NONE) {
+        uint32_t name = b->jobs[ticket].name;
         char line[64];
-        int n = snprintf(line, sizeof line, "lease %s %d\r\n", b->names[b->jobs[ticket].name],
-                         BENCH_LEASE_WAIT_MS);
+        int n = snprintf(line, sizeof line, "lease %s %d\r\n", b->names[name], BENCH_LEASE_WAIT_MS);
         conn_send(c, line, (size_t)n);
-        conn_push(c, OP_LEASE, BENCH_JOB_NONE);
+        conn_push(c, OP_LEASE, name);
     } else if (b->opt.proto == PROTO_WORKQ) {
         conn_send(c, b->lease_line, b->lease_len);
         conn_push(c, OP_LEASE, BENCH_JOB_NONE);
@@ -1126,6 +1138,8 @@ wq_lease_check(struct conn *c, const struct req *r, const struct frame *f)
         what = "backlog job leased before the measured jobs";
     else if (!tok_is(t[1], b->names[j->name]))
         what = "wrong queue name";
+    else if (r->job != BENCH_JOB_NONE && j->name != r->job)
+        what = "job from a queue not asked for";
     else if (ttr != b->opt.ttr_ms)
         what = "wrong ttr";
     else if (size != b->opt.payload)
@@ -1294,8 +1308,9 @@ reply_reserve(struct conn *c, const struct req *r, const struct frame *f)
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
     /* Every backlog put was answered before the measured phase, so a
-     * backlog job is always known here.  It is left reserved, not deleted:
-     * the backlog stays whole, and the run fails. */
+     * backlog job is always known here.  It is left reserved, not deleted,
+     * so it comes back when its TTR ends; until then the backlog is one job
+     * short, and the run fails. */
     if (s->job != BENCH_JOB_NONE && job_is_backlog(b, &b->jobs[s->job])) {
         bench_error_reply(c, r, f, "backlog job reserved before the measured jobs");
         return;
@@ -1494,7 +1509,7 @@ bench_start_fill(struct bench *b, enum bench_phase phase)
 {
     bench_set_roles(b, true);
     b->phase = phase;
-    b->t0_ns = b->last_ns = now_ns();
+    b->last_ns = now_ns();
     b->last_done = 0;
     bench_fill_all(b);
     bench_check_idle(b);
@@ -1810,11 +1825,14 @@ bench_report_ops(const struct bench *b, enum req_op *ops)
 static const unsigned report_permyriads[] = {5000, 9000, 9900, 9990};
 static const char *const report_pct_names[] = {"p50", "p90", "p99", "p99.9"};
 
-/* Length of the measured phase. */
+/* Length of the measured phase: 0 if it never started (a --timeout or
+ * Ctrl-C during connecting, the backlog or the prefill). */
 static double
 bench_seconds(const struct bench *b)
 {
-    return b->t_end_ns > b->t0_ns ? (double)(b->t_end_ns - b->t0_ns) / 1e9 : 0;
+    if (b->t0_ns == 0 || b->t_end_ns <= b->t0_ns)
+        return 0;
+    return (double)(b->t_end_ns - b->t0_ns) / 1e9;
 }
 
 /* One row of the latency table, in milliseconds. */
@@ -1880,17 +1898,18 @@ report_csv(const struct bench *b, uint64_t incomplete)
     double secs = bench_seconds(b);
     enum req_op ops[4] = {OP_COUNT};
     int nops = bench_report_ops(b, ops + 1) + 1;
-    printf("workload,protocol,address,connections,pipeline,payload,names,priorities,backlog,jobs,"
-           "done,errors,incomplete,timed_out,seconds,jobs_per_sec,requests_per_sec");
+    printf("workload,protocol,address,connections,pipeline,payload,names,priorities,backlog,"
+           "backlog_added,jobs,done,errors,incomplete,timed_out,seconds,jobs_per_sec,"
+           "requests_per_sec");
     for (int i = 0; i < nops; i++) {
         const char *p = i == 0 ? "all" : op_names[ops[i]];
         printf(",%s_count,%s_p50_us,%s_p90_us,%s_p99_us,%s_p999_us,%s_max_us", p, p, p, p, p, p);
     }
-    printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu32
-           ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
+    printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu64
+           ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
            bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
            b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities,
-           b->opt.backlog, b->opt.jobs, bench_done(b), b->errors, incomplete,
+           b->opt.backlog, b->backlog_created, b->opt.jobs, bench_done(b), b->errors, incomplete,
            b->timed_out || b->interrupted, secs, secs > 0 ? (double)bench_done(b) / secs : 0,
            secs > 0 ? (double)b->requests / secs : 0);
     for (int i = 0; i < nops; i++) {
@@ -1925,14 +1944,15 @@ report_json(const struct bench *b, uint64_t incomplete)
      * in practice; names are ours. */
     printf("{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
            ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
-           ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"jobs\":%" PRIu32 ",\"done\":%" PRIu64
-           ",\"errors\":%" PRIu64 ",\"incomplete\":%" PRIu64
+           ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"backlog_added\":%" PRIu64
+           ",\"jobs\":%" PRIu32 ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64
+           ",\"incomplete\":%" PRIu64
            ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
            ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
            bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
            b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names,
-           b->opt.priorities ? "true" : "false", b->opt.backlog, b->opt.jobs, bench_done(b),
-           b->errors, incomplete, b->timed_out ? "true" : "false",
+           b->opt.priorities ? "true" : "false", b->opt.backlog, b->backlog_created, b->opt.jobs,
+           bench_done(b), b->errors, incomplete, b->timed_out ? "true" : "false",
            b->interrupted ? "true" : "false", b->lease_timeouts, secs,
            secs > 0 ? (double)bench_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
     report_json_hist("all", &b->all, nops == 0);
@@ -1965,10 +1985,12 @@ usage(FILE *out)
             "  --backlog N         first add N jobs to every name at the lowest priority, not\n"
             "                      measured, so the measured phase runs on a queue that\n"
             "                      holds them throughout (default 0; lease-complete and\n"
-            "                      cycle only)\n"
+            "                      cycle only); they never expire: one fresh server per run\n"
             "  --ttr MS            job TTR (default 60000)\n"
-            "  --ttl MS            job TTL (default 3600000)\n"
-            "  --timeout SECONDS   give up after this long (default 300; 0: never)\n"
+            "  --ttl MS            TTL of the measured jobs (default 3600000)\n"
+            "  --timeout SECONDS   give up after this long (default 300; 0: never), counted\n"
+            "                      from the start: connecting, the backlog and the prefill\n"
+            "                      count too\n"
             "  --protocol P        workq (default) or beanstalkd\n"
             "  --csv               a header line and one line of results\n"
             "  --json              one JSON object\n"

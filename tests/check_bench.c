@@ -1,31 +1,47 @@
 /* check_bench.c - system test of the load generator: workq-bench runs
  * briefly against the real server, and its counts must add up with what the
- * server reports.  Behaviour only: its speed is never checked here. */
+ * server reports; against a fake server that breaks one rule, it must fail.
+ * Behaviour only: its speed is never checked here. */
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "systest.h"
 
-/* Run workq-bench against systest_srv with extra arguments; return its exit
- * status and its stdout (the --csv line) in out. */
+/* Run workq-bench against 127.0.0.1:port with extra arguments; return its
+ * exit status and its stdout (the --csv line) in out.  Its stderr goes to
+ * the file err_path, or stays the test's if that is NULL. */
 static int
-bench_run(const char *args, char *out, size_t cap)
+bench_run_port(int port, const char *args, const char *err_path, char *out, size_t cap)
 {
     const char *bench = getenv("WQ_BENCH");
     ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s -h 127.0.0.1 -p %d -q --csv %s", bench, systest_srv.port, args);
+    snprintf(cmd, sizeof cmd, "%s -h 127.0.0.1 -p %d -q --csv %s%s%s", bench, port, args,
+             err_path != NULL ? " 2>" : "", err_path != NULL ? err_path : "");
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(out, 1, cap - 1, p);
     out[n] = '\0';
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Run workq-bench against systest_srv with extra arguments; return its exit
+ * status and its stdout (the --csv line) in out. */
+static int
+bench_run(const char *args, char *out, size_t cap)
+{
+    return bench_run_port(systest_srv.port, args, NULL, out, cap);
 }
 
 /* Run workq-bench with exactly these arguments (no server needed: for
@@ -166,6 +182,7 @@ START_TEST(test_bench_backlog)
                                out, sizeof out),
                      0);
     ck_assert_int_eq(csv_field(out, "backlog"), 30);
+    ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
     ck_assert_int_eq(csv_field(out, "jobs"), 300);
     ck_assert_int_eq(csv_field(out, "done"), 300);
     ck_assert_int_eq(csv_field(out, "lease_count"), 300);
@@ -181,6 +198,7 @@ START_TEST(test_bench_backlog)
     ck_assert_int_eq(bench_run("-t cycle -n 400 -c 3 -P 8 --names 3 --backlog 20", out, sizeof out),
                      0);
     ck_assert_int_eq(csv_field(out, "backlog"), 20);
+    ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
     ck_assert_int_eq(csv_field(out, "done"), 400);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     ck_assert_int_eq(csv_field(out, "incomplete"), 0);
@@ -189,6 +207,155 @@ START_TEST(test_bench_backlog)
     ck_assert_int_eq(server_stat(fd, "completed-jobs"), 700);
     close(fd);
     systest_stop_srv();
+}
+END_TEST
+
+/* --ttl is the measured jobs' alone: the backlog outlives it, so a short
+ * TTL cannot empty the queue under the measured phase. */
+START_TEST(test_bench_backlog_ttl)
+{
+    char out[8192];
+    systest_start_srv();
+    int fd = systest_conn();
+    ck_assert_int_eq(
+        bench_run("-t lease-complete -n 20 -c 1 --names 2 --backlog 5 --ttl 1000", out, sizeof out),
+        0);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    systest_sleep_past(1000);
+    ck_assert_int_eq(server_stat(fd, "evicted-jobs"), 0);
+    ck_assert_int_eq(server_stat(fd, "jobs"), 2 * 5); /* the 20 completed ones are gone */
+    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 2 * 5);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* A --timeout while the backlog is added: the report says how much of it
+ * was added, and no measured phase (0 seconds).  The server is a listening
+ * socket nobody accepts from: connections complete, no reply ever comes. */
+START_TEST(test_bench_backlog_timeout)
+{
+    char out[8192];
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(lfd, 16), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    ck_assert_int_eq(bench_run_port(ntohs(a.sin_port),
+                                    "-t cycle -n 10 -c 2 --names 3 --backlog 4 --timeout 1",
+                                    "/dev/null", out, sizeof out),
+                     1);
+    ck_assert_int_eq(csv_field(out, "timed_out"), 1);
+    ck_assert_int_eq(csv_field(out, "backlog"), 4);
+    ck_assert_int_eq(csv_field(out, "backlog_added"), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 0);
+    ck_assert_msg(strstr(out, ",0.000000,") != NULL, "seconds not 0: %s", out);
+    close(lfd);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* A server that answers a lease from the wrong queue                       */
+
+#define FAKE_JOBS 64
+
+struct fake_job {
+    char id[40], name[40], ttr[24];
+    char payload[80]; /* with its CRLF */
+    size_t len;
+    bool given;
+};
+
+/* Serve one workq-bench connection on listening socket lfd: accept adds
+ * and completes, and answer each `lease <name> <wait>` with a measured job
+ * the tool added under another name, byte for byte as a lease reply with
+ * that job's own name, TTR and payload.  Only a check of the name asked for
+ * can tell.  Returns 0 (the exit status) once the client has gone, if at
+ * least one such job was given out. */
+static int
+fake_serve(int lfd)
+{
+    static struct fake_job jobs[FAKE_JOBS];
+    int njobs = 0, given = 0, fd = accept(lfd, NULL, NULL);
+    if (fd < 0)
+        return 1;
+    FILE *in = fdopen(fd, "r"), *out = fdopen(dup(fd), "w");
+    char line[512], name[40], skip[80];
+    size_t size;
+    while (fgets(line, sizeof line, in) != NULL) {
+        struct fake_job *j = &jobs[njobs];
+        if (sscanf(line, "add %39s %39s %23s %*s %zu", j->id, j->name, j->ttr, &size) == 4) {
+            if (njobs == FAKE_JOBS || size + 2 > sizeof j->payload ||
+                fread(j->payload, 1, size + 2, in) != size + 2)
+                return 1;
+            j->len = size;
+            if (strstr(line, " -priority=-") == NULL) /* a backlog job is never given */
+                njobs++;
+            fputs("+OK\r\n", out);
+        } else if (sscanf(line, "complete %*s %zu", &size) == 1) {
+            if (size + 2 > sizeof skip || fread(skip, 1, size + 2, in) != size + 2)
+                return 1;
+            fputs("+OK\r\n", out);
+        } else if (sscanf(line, "lease %39s %*d", name) == 1) {
+            int k = 0;
+            while (k < njobs && (jobs[k].given || strcmp(jobs[k].name, name) == 0))
+                k++;
+            if (k == njobs) {
+                fputs("-TIMEOUT\r\n", out);
+            } else {
+                fprintf(out, "+OK 1\r\n%s %s %s %zu\r\n", jobs[k].id, jobs[k].name, jobs[k].ttr,
+                        jobs[k].len);
+                fwrite(jobs[k].payload, 1, jobs[k].len + 2, out);
+                jobs[k].given = true;
+                given++;
+            }
+        } else {
+            return 1;
+        }
+        fflush(out);
+    }
+    return given > 0 ? 0 : 1;
+}
+
+/* With a backlog every lease names one queue, and a job from another queue
+ * is an error even when it is a valid job of this run. */
+START_TEST(test_bench_lease_other_queue)
+{
+    char out[8192], err[4096], err_path[] = "/tmp/check_bench.XXXXXX";
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+    ck_assert_int_eq(listen(lfd, 1), 0);
+    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(10 * (unsigned)systest_slow()); /* never outlive a failed test */
+        _exit(fake_serve(lfd));
+    }
+    close(lfd);
+    int efd = mkstemp(err_path);
+    ck_assert_int_ge(efd, 0);
+    int rc = bench_run_port(ntohs(a.sin_port),
+                            "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10",
+                            err_path, out, sizeof out);
+    ssize_t n = read(efd, err, sizeof err - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(err_path);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the fake server gave out no job of another queue");
+    ck_assert_int_eq(rc, 1);
+    ck_assert_int_gt(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 0);
+    ck_assert_msg(strstr(err, ": lease: job from a queue not asked for: ") != NULL, "stderr: %s",
+                  err);
 }
 END_TEST
 
@@ -224,7 +391,9 @@ bench_suite(void)
 {
     const struct systest_group groups[] = {
         {"bench", {test_bench_counts, test_bench_refused, NULL}},
-        {"backlog", {test_bench_backlog, test_bench_backlog_refused, NULL}},
+        {"backlog",
+         {test_bench_backlog, test_bench_backlog_ttl, test_bench_backlog_timeout,
+          test_bench_lease_other_queue, test_bench_backlog_refused, NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }
