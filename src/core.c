@@ -112,17 +112,24 @@ core_ext_need(struct core *c, struct job *j)
     return x;
 }
 
+/* Free j's job_ext x and its result: the reverse of core_ext_need. */
+static void
+core_ext_drop(struct core *c, struct job *j, struct job_ext *x)
+{
+    c->bytes -= CORE_EXT_BYTES + x->result_len;
+    payload_free(x->result, x->result_len);
+    registry_remove(c->exts, j->id, JOBID_LEN);
+    pool_put(&c->ext_pool, x);
+    j->flags &= ~JOB_F_EXT;
+}
+
 /* Drop j's job_ext if nothing in it is needed any more. */
 static void
 core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
-    if (x == NULL || x->result != NULL || x->waiters != NULL || (j->flags & JOB_F_TIMED))
-        return;
-    registry_remove(c->exts, j->id, JOBID_LEN);
-    pool_put(&c->ext_pool, x);
-    j->flags &= ~JOB_F_EXT;
-    c->bytes -= CORE_EXT_BYTES;
+    if (x != NULL && x->result == NULL && x->waiters == NULL && !(j->flags & JOB_F_TIMED))
+        core_ext_drop(c, j, x);
 }
 
 char *
@@ -469,12 +476,8 @@ core_job_destroy(struct core *c, struct job *j)
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
     struct job_ext *x = core_wake_result_waiters(c, j, core_job_ext(c, j), WAITER_GONE);
-    if (x != NULL) {
-        c->bytes -= CORE_EXT_BYTES + x->result_len;
-        payload_free(x->result, x->result_len);
-        registry_remove(c->exts, j->id, JOBID_LEN);
-        pool_put(&c->ext_pool, x);
-    }
+    if (x != NULL)
+        core_ext_drop(c, j, x);
     c->bytes -= core_job_bytes(j->payload_len);
     payload_free(j->payload, j->payload_len);
     core_queue_unref(c, core_job_queue(c, j));

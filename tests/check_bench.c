@@ -236,14 +236,9 @@ END_TEST
 START_TEST(test_bench_backlog_timeout)
 {
     char out[8192];
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    ck_assert_int_ge(lfd, 0);
-    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(lfd, 16), 0);
-    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
-    ck_assert_int_eq(bench_run_port(ntohs(a.sin_port),
+    int port;
+    int lfd = systest_listen(&port);
+    ck_assert_int_eq(bench_run_port(port,
                                     "-t cycle -n 10 -c 2 --names 3 --backlog 4 --timeout 1",
                                     "/dev/null", out, sizeof out),
                      1);
@@ -324,13 +319,8 @@ fake_serve(int lfd)
 START_TEST(test_bench_lease_other_queue)
 {
     char out[8192], err[4096], err_path[] = "/tmp/check_bench.XXXXXX";
-    int lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    ck_assert_int_ge(lfd, 0);
-    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(lfd, 1), 0);
-    ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    int port;
+    int lfd = systest_listen(&port);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -340,7 +330,7 @@ START_TEST(test_bench_lease_other_queue)
     close(lfd);
     int efd = mkstemp(err_path);
     ck_assert_int_ge(efd, 0);
-    int rc = bench_run_port(ntohs(a.sin_port),
+    int rc = bench_run_port(port,
                             "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10",
                             err_path, out, sizeof out);
     ssize_t n = read(efd, err, sizeof err - 1);

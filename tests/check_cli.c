@@ -900,22 +900,6 @@ START_TEST(test_addr)
 }
 END_TEST
 
-/* A listener on 127.0.0.1 port 0 that a test serves by hand; its port. */
-static int
-fake_listen(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {0};
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-    ck_assert_int_eq(listen(fd, 4), 0);
-    socklen_t len = sizeof sin;
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-    *port = ntohs(sin.sin_port);
-    return fd;
-}
-
 /* In a child, serve the connections on lfd by a script: for each command
  * read, write the next reply, or for "" close the connection (the next
  * command must come on a new one).  The child's status is 0 if all went
@@ -955,7 +939,7 @@ fake_server_done(pid_t pid)
 START_TEST(test_bad_server)
 {
     int port;
-    int lfd = fake_listen(&port);
+    int lfd = systest_listen(&port);
     const char *addr = f("127.0.0.1:%d", port);
     /* A server that never answers: the cli gives up after its timeout. */
     struct cli_out o = cli_run(NULL, NULL, "-t", "1", "-a", addr, "delete", ID);
@@ -989,7 +973,7 @@ END_TEST
 START_TEST(test_resend)
 {
     int port;
-    int lfd = fake_listen(&port);
+    int lfd = systest_listen(&port);
     const char *addr = f("127.0.0.1:%d", port);
     /* The server closes the connection on the second command without an
      * answer: it is sent again on a new connection, once. */

@@ -112,6 +112,25 @@ push_el(struct heap *h, struct el *e)
     e->in_heap = true;
 }
 
+/* A random element of els[0..n) that is in the heap (there must be one). */
+static struct el *
+pick_in_heap(struct el *els, size_t n)
+{
+    size_t j;
+    do {
+        j = rng_below(n);
+    } while (!els[j].in_heap);
+    return &els[j];
+}
+
+/* Take e out of the middle of h. */
+static void
+remove_el(struct heap *h, struct el *e)
+{
+    heap_remove(h, e->idx);
+    e->in_heap = false;
+}
+
 /* Check the heap order and that every element's recorded index is its real
  * position; elements outside the heap must carry HEAP_NO_INDEX. */
 static void
@@ -517,14 +536,9 @@ remove_middle_case(heap_tie_fn tie, uint64_t key_range, uint64_t seed)
     }
     heap_verify(&h, els, n);
     for (size_t r = 0; r < 2 * n / 3; r++) {
-        size_t j;
-        do {
-            j = rng_below(n);
-        } while (!els[j].in_heap);
-        uint32_t idx = els[j].idx;
-        ck_assert_ptr_eq(heap_at(&h, idx)->elem, &els[j]);
-        heap_remove(&h, idx);
-        els[j].in_heap = false;
+        struct el *e = pick_in_heap(els, n);
+        ck_assert_ptr_eq(heap_at(&h, e->idx)->elem, e);
+        remove_el(&h, e);
         heap_verify(&h, els, n);
     }
     drain_sorted(&h, els, n);
@@ -620,12 +634,7 @@ START_TEST(test_null_tie)
 
     /* Removing from the middle among equal keys. */
     for (size_t r = 0; r < n / 2; r++) {
-        size_t j;
-        do {
-            j = rng_below(n);
-        } while (!els[j].in_heap);
-        heap_remove(&h, els[j].idx);
-        els[j].in_heap = false;
+        remove_el(&h, pick_in_heap(els, n));
         if (r % 64 == 0)
             heap_verify(&h, els, n);
     }
@@ -753,14 +762,8 @@ START_TEST(test_walk)
     walk_check(&h, els, n);
 
     /* After removals from the middle, the walk still matches. */
-    for (size_t r = 0; r < n / 3; r++) {
-        size_t j;
-        do {
-            j = rng_below(n);
-        } while (!els[j].in_heap);
-        heap_remove(&h, els[j].idx);
-        els[j].in_heap = false;
-    }
+    for (size_t r = 0; r < n / 3; r++)
+        remove_el(&h, pick_in_heap(els, n));
     walk_check(&h, els, n);
     drain_sorted(&h, els, n);
     heap_clear(&h);

@@ -144,6 +144,22 @@ systest_stop(struct systest_server *s)
 }
 
 int
+systest_listen(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sin = {0};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+    ck_assert_int_eq(listen(fd, 16), 0);
+    socklen_t len = sizeof sin;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+int
 systest_connect(const struct systest_server *s)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);

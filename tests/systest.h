@@ -38,6 +38,8 @@ void systest_stop(struct systest_server *s);
 
 /* A new connection to the server. */
 int  systest_connect(const struct systest_server *s);
+/* A listener on 127.0.0.1 at a free port, for a test to serve by hand. */
+int  systest_listen(int *port);
 void systest_send(int fd, const void *data, size_t len);
 void systest_sends(int fd, const char *text);
 /* Read exactly strlen(expected) bytes (waiting up to a few seconds) and
