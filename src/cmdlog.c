@@ -1,4 +1,5 @@
-/* cmdlog.c - the command log: batches, the writer and cleaner threads. */
+/* cmdlog.c - the command log: the pass's batch of records and its write
+ * (event loop), the sync thread, the cleaner thread. */
 #include "wq.h"
 #include "cmdlog.h"
 
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,23 +20,19 @@
 #include "core.h"
 #include "log.h"
 
-/* How long the writer waits before retrying after a write error. */
-#define CMDLOG_RETRY_MS 200
+/* A batch buffer larger than this is freed once written, so that one burst
+ * does not keep its memory. */
+#define CMDLOG_BATCH_KEEP (1u << 20)
+/* Under always, how long the sync thread may wait, at most, for the clients
+ * its last sync released to send their next records (see
+ * cmdlog_sync_main); it never waits longer than that sync took. */
+#define CMDLOG_GATHER_MAX_NS 2000000u
 
-/* Bytes bound for one segment, inside a batch. */
+/* Records of the batch bound for one segment. */
 struct chunk {
     uint32_t seg;
     size_t   off, len;
-    size_t   done; /* bytes of it already written */
-};
-
-/* Records waiting to be written, and where they go. */
-struct batch {
-    uint8_t      *buf;
-    size_t        len, cap;
-    struct chunk *chunks;
-    size_t        nchunks, chunks_cap;
-    uint64_t      last_lsn; /* sequence number of its last record */
+    uint64_t lsn; /* sequence number of its last record */
 };
 
 struct cmdlog {
@@ -43,32 +41,43 @@ struct cmdlog {
     int                  dirfd;
     int                  event_fd;
 
-    /* Event-loop side (touched only by the loop, except under `lock`). */
-    uint32_t seg;       /* segment new records go to */
-    uint64_t seg_bytes; /* its size once everything appended is written */
-    uint64_t appended;
-    uint64_t durable_seen; /* as of the last ack */
-    bool     readonly_seen;
+    /* Event loop only. */
+    uint8_t      *buf; /* the batch: encoded records not yet written */
+    size_t        len, cap;
+    struct chunk *chunks;
+    size_t        nchunks, chunks_cap;
+    size_t        chunks_done; /* of a batch whose write failed part way */
+    uint32_t      seg;         /* segment new records go to */
+    uint64_t      seg_bytes;   /* its size once the batch is written */
+    uint32_t      replayed_seg; /* the last segment found at start, 0 if none */
+    int           fd;          /* the segment being written, -1 before the first */
+    uint32_t      fd_seg;
+    uint64_t      fd_size;     /* its bytes that are whole records */
+    bool          fd_torn;     /* a failed write left bytes past fd_size */
+    uint64_t      appended, written;
+    bool          write_failed;
+    uint64_t      retry_ms;     /* when a failed write may be tried again */
+    uint64_t      synced_seen;  /* as of the last ack */
+    bool          sync_failed_seen;
 
+    /* Shared with the threads, under lock. */
     pthread_mutex_t lock;
-    pthread_cond_t  wake;       /* the writer's */
-    pthread_cond_t  clean_wake; /* the cleaner's */
-    struct batch    active;  /* appends go here (under lock) */
-    uint64_t        durable; /* under lock */
-    bool            readonly;
+    pthread_cond_t  sync_wake, clean_wake;
+    uint64_t        to_sync;     /* written records, published for the sync thread */
+    int             sync_fd;     /* the segment being written */
+    bool            rotated;     /* a segment was created or closed since the last sync */
+    bool            sync_idle;   /* the sync thread waits for work with no deadline */
+    bool            gathering;   /* ... or for to_sync to reach gather_goal */
+    uint64_t        gather_goal;
+    int             busy_fd;     /* the fd the sync thread is syncing, -1 */
+    int             close_fd;    /* an fd the loop let go of while it was busy, -1 */
+    uint64_t        synced;
+    bool            sync_failed;
+    uint32_t        open_seg;    /* segments below it are closed for good */
     bool            stop;
-    uint32_t        writing_seg; /* segment the writer last opened (under lock) */
 
-    /* Writer thread only. */
-    struct batch writing;
-    int          fd; /* open segment */
-    uint32_t     fd_seg;
-    uint64_t     fd_size;  /* bytes in it that are known good */
-    bool         dirty;    /* written since the last sync */
-    uint64_t     last_sync_ms;
-
-    pthread_t writer, cleaner;
-    bool      threads;
+    pthread_t syncer, cleaner;
+    bool      has_syncer, has_cleaner;
 };
 
 int
@@ -86,14 +95,28 @@ cmdlog_sync_parse(const char *s, enum cmdlog_sync *out)
 }
 
 static uint64_t
-cmdlog_mono_ms(void)
+cmdlog_mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Tell the event loop something changed (durable or read-only). */
+static uint64_t
+cmdlog_mono_ms(void)
+{
+    return cmdlog_mono_ns() / 1000000u;
+}
+
+/* Wait on cv until monotonic ns `at` (or a signal). */
+static void
+cmdlog_wait_until(pthread_cond_t *cv, pthread_mutex_t *m, uint64_t at)
+{
+    struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+    pthread_cond_timedwait(cv, m, &ts);
+}
+
+/* Tell the event loop something changed (synced, or a sync failed). */
 static void
 cmdlog_notify(struct cmdlog *l)
 {
@@ -119,18 +142,24 @@ cmdlog_open(const struct cmdlog_config *cfg)
         close(dirfd);
         return NULL;
     }
+    if (cmdlog_files_remove_tmp(dirfd) != 0) {
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot clear dir=%s: %s", cfg->dir, strerror(errno));
+        close(dirfd);
+        return NULL;
+    }
     struct cmdlog *l = wq_calloc(1, sizeof *l);
     l->cfg = *cfg;
     snprintf(l->dir, sizeof l->dir, "%s", cfg->dir);
     l->cfg.dir = l->dir;
     l->dirfd = dirfd;
-    l->fd = -1;
+    l->fd = l->sync_fd = l->busy_fd = l->close_fd = -1;
+    l->seg = 1;
     l->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&l->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->wake, &ca);
+    pthread_cond_init(&l->sync_wake, &ca);
     pthread_cond_init(&l->clean_wake, &ca);
     pthread_condattr_destroy(&ca);
     return l;
@@ -145,26 +174,28 @@ cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
     if (cmdlog_files_replay(l->dirfd, core, now_ms, l->cfg.truncate_damage, &last, &size,
                             &records) != 0)
         return -1;
+    l->replayed_seg = last;
     l->seg = last > 0 ? last : 1;
     l->seg_bytes = size;
+    l->open_seg = l->seg;
     wq_log(LOG_LVL_INFO, "cmdlog replayed records=%llu jobs=%llu segment=%u ms=%llu",
            (unsigned long long)records, (unsigned long long)core_job_count(core), l->seg,
            (unsigned long long)(cmdlog_mono_ms() - t0));
     return 0;
 }
 
-/* ---- appending (event loop) ---- */
+/* ---- the batch (event loop) ---- */
 
 static void
-batch_reserve(struct batch *b, size_t more)
+cmdlog_reserve(struct cmdlog *l, size_t more)
 {
-    if (b->len + more > b->cap) {
-        b->cap = WQ_MAX(b->len + more, 2 * b->cap + 4096);
-        b->buf = wq_realloc(b->buf, b->cap);
+    if (l->len + more > l->cap) {
+        l->cap = WQ_MAX(l->len + more, 2 * l->cap + 4096);
+        l->buf = wq_realloc(l->buf, l->cap);
     }
-    if (b->nchunks == b->chunks_cap) {
-        b->chunks_cap = 2 * b->chunks_cap + 8;
-        b->chunks = wq_realloc(b->chunks, b->chunks_cap * sizeof *b->chunks);
+    if (l->nchunks == l->chunks_cap) {
+        l->chunks_cap = 2 * l->chunks_cap + 8;
+        l->chunks = wq_realloc(l->chunks, l->chunks_cap * sizeof *l->chunks);
     }
 }
 
@@ -174,30 +205,165 @@ cmdlog_append(void *arg, const struct cmdlog_rec *r)
     struct cmdlog *l = arg;
     size_t size = cmdlog_rec_size(r);
 
-    /* A segment that has reached the size limit is closed: start the next. */
+    /* A segment that has reached the size limit is closed: start the next,
+     * whose header goes first in the same write as its first record. */
     if (l->seg_bytes >= l->cfg.seg_size) {
         l->seg++;
         l->seg_bytes = 0;
     }
-    if (l->seg_bytes == 0)
-        l->seg_bytes = CMDLOG_HEADER_LEN; /* the writer puts the header first */
-    l->seg_bytes += size;
-    l->appended++;
-
-    pthread_mutex_lock(&l->lock);
-    struct batch *b = &l->active;
-    batch_reserve(b, size);
-    cmdlog_rec_encode(r, b->buf + b->len);
-    struct chunk *last = b->nchunks ? &b->chunks[b->nchunks - 1] : NULL;
-    if (last != NULL && last->seg == l->seg) {
-        last->len += size;
-    } else {
-        b->chunks[b->nchunks++] = (struct chunk){l->seg, b->len, size, 0};
+    size_t header = l->seg_bytes == 0 ? CMDLOG_HEADER_LEN : 0;
+    cmdlog_reserve(l, header + size);
+    struct chunk *last = l->nchunks > 0 ? &l->chunks[l->nchunks - 1] : NULL;
+    if (last == NULL || last->seg != l->seg) {
+        last = &l->chunks[l->nchunks++];
+        *last = (struct chunk){.seg = l->seg, .off = l->len};
     }
-    b->len += size;
-    b->last_lsn = l->appended;
-    pthread_cond_signal(&l->wake);
+    memcpy(l->buf + l->len, cmdlog_header, header);
+    cmdlog_rec_encode(r, l->buf + l->len + header);
+    l->len += header + size;
+    last->len += header + size;
+    last->lsn = ++l->appended;
+    l->seg_bytes += header + size;
+}
+
+/* Let go of a segment's fd: at once, unless the sync thread is syncing it
+ * right now (then it closes it when done). */
+static void
+cmdlog_let_go(struct cmdlog *l, int fd)
+{
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&l->lock);
+    if (l->busy_fd == fd)
+        l->close_fd = fd;
+    else
+        close(fd);
     pthread_mutex_unlock(&l->lock);
+}
+
+/* Make l->fd the file of segment seg.  A segment the log has not seen yet
+ * must not exist (O_EXCL): its first write starts with the header. */
+static int
+cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
+{
+    if (l->fd >= 0 && l->fd_seg == seg)
+        return 0;
+    bool known = seg == l->replayed_seg;
+    char name[14];
+    cmdlog_segment_name(seg, name);
+    int fd = openat(l->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (known ? 0 : O_EXCL),
+                    0644);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    bool rotated = l->fd >= 0 || !known;
+    cmdlog_let_go(l, l->fd);
+    l->fd = fd;
+    l->fd_seg = seg;
+    l->fd_size = (uint64_t)st.st_size;
+    l->fd_torn = false;
+    pthread_mutex_lock(&l->lock);
+    l->sync_fd = fd;
+    l->rotated |= rotated;
+    l->open_seg = seg;
+    pthread_mutex_unlock(&l->lock);
+    return 0;
+}
+
+/* Append n bytes to the open segment, whole or not at all: a failure cuts
+ * what made it, so that the retry appends cleanly. */
+static int
+cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
+{
+    if (l->fd_torn) {
+        if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
+            return -1;
+        l->fd_torn = false;
+    }
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(l->fd, p + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int err = w < 0 ? errno : ENOSPC;
+            l->fd_torn = done > 0 && ftruncate(l->fd, (off_t)l->fd_size) != 0;
+            errno = err;
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    l->fd_size += n;
+    return 0;
+}
+
+/* The batch is written: empty it, and give the sync thread the news. */
+static void
+cmdlog_written(struct cmdlog *l)
+{
+    l->len = 0;
+    l->nchunks = 0;
+    l->chunks_done = 0;
+    if (l->cap > CMDLOG_BATCH_KEEP) {
+        wq_free(l->buf);
+        l->buf = NULL;
+        l->cap = 0;
+    }
+}
+
+/* Tell the sync thread how far the log is written. */
+static void
+cmdlog_publish(struct cmdlog *l)
+{
+    if (!l->has_syncer)
+        return;
+    pthread_mutex_lock(&l->lock);
+    l->to_sync = l->written;
+    if (l->sync_idle || (l->gathering && l->to_sync >= l->gather_goal))
+        pthread_cond_signal(&l->sync_wake);
+    pthread_mutex_unlock(&l->lock);
+}
+
+int
+cmdlog_write(struct cmdlog *l)
+{
+    if (l->nchunks == 0)
+        return 0;
+    if (l->write_failed && cmdlog_mono_ms() < l->retry_ms)
+        return -1;
+    uint64_t before = l->written;
+    int rc = 0;
+    while (rc == 0 && l->chunks_done < l->nchunks) {
+        const struct chunk *ch = &l->chunks[l->chunks_done];
+        rc = cmdlog_use_segment(l, ch->seg);
+        if (rc == 0)
+            rc = cmdlog_write_all(l, l->buf + ch->off, ch->len);
+        if (rc == 0) {
+            l->written = ch->lsn;
+            l->chunks_done++;
+        }
+    }
+    int err = errno;
+    if (l->written != before)
+        cmdlog_publish(l);
+    if (rc != 0) {
+        if (!l->write_failed)
+            wq_log(LOG_LVL_ERROR, "cmdlog write failed, read-only until it succeeds: %s",
+                   strerror(err));
+        l->write_failed = true;
+        l->retry_ms = cmdlog_mono_ms() + CMDLOG_RETRY_MS;
+        errno = err;
+        return -1;
+    }
+    cmdlog_written(l);
+    if (l->write_failed)
+        wq_log(LOG_LVL_INFO, "cmdlog writes succeed again");
+    l->write_failed = false;
+    return 0;
 }
 
 uint64_t
@@ -207,23 +373,23 @@ cmdlog_appended(const struct cmdlog *l)
 }
 
 uint64_t
-cmdlog_durable(const struct cmdlog *l)
+cmdlog_released(const struct cmdlog *l)
 {
-    return l->durable_seen;
+    return l->cfg.sync == CMDLOG_SYNC_ALWAYS ? l->synced_seen : l->written;
 }
 
 bool
 cmdlog_readonly(const struct cmdlog *l)
 {
-    return l->readonly_seen;
+    return l->write_failed || l->sync_failed_seen;
 }
 
 bool
-cmdlog_holds_replies(const struct cmdlog *l)
+cmdlog_holds_replies(const struct cmdlog *l, uint64_t mark)
 {
-    /* While read-only, replies that do not follow a held one go out: reads
-     * keep working and refusals are answered at once. */
-    return l->cfg.sync == CMDLOG_SYNC_ALWAYS && !l->readonly_seen && l->appended > l->durable_seen;
+    if (l->appended == cmdlog_released(l))
+        return false;
+    return !cmdlog_readonly(l) || l->appended > mark;
 }
 
 int
@@ -239,183 +405,99 @@ cmdlog_event_ack(struct cmdlog *l)
     ssize_t r = read(l->event_fd, &v, sizeof v);
     (void)r;
     pthread_mutex_lock(&l->lock);
-    l->durable_seen = l->durable;
-    l->readonly_seen = l->readonly;
+    l->synced_seen = l->synced;
+    l->sync_failed_seen = l->sync_failed;
     pthread_mutex_unlock(&l->lock);
 }
 
-/* ---- the writer thread ---- */
+/* ---- the sync thread ---- */
 
+/* Force what is written to disk: every file, and the directory, when a
+ * segment was created or closed since the last sync (syncfs: the closed
+ * segments' fds are gone, and a file per record would be a sync per
+ * file); else just the open segment. */
 static int
-cmdlog_sync_fd(struct cmdlog *l)
+cmdlog_sync_files(int dirfd, int fd, bool rotated)
 {
-    if (l->fd < 0 || !l->dirty)
-        return 0;
-    if (fdatasync(l->fd) != 0)
-        return -1;
-    l->dirty = false;
-    l->last_sync_ms = cmdlog_mono_ms();
-    return 0;
+    if (rotated)
+        return syncfs(dirfd);
+    return fd >= 0 ? fdatasync(fd) : 0;
 }
 
-/* Make l->fd the file of segment seg, syncing and closing the previous one
- * and writing the header of a new one. */
-static int
-cmdlog_open_segment(struct cmdlog *l, uint32_t seg)
-{
-    if (l->fd >= 0 && l->fd_seg == seg)
-        return 0;
-    if (l->fd >= 0) {
-        if (l->cfg.sync != CMDLOG_SYNC_OS && cmdlog_sync_fd(l) != 0)
-            return -1;
-        close(l->fd);
-        l->fd = -1;
-    }
-    char name[14];
-    cmdlog_segment_name(seg, name);
-    int fd = openat(l->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return -1;
-    }
-    l->fd = fd;
-    l->fd_seg = seg;
-    l->fd_size = (uint64_t)st.st_size;
-    if (l->fd_size == 0) {
-        if (write(fd, cmdlog_header, CMDLOG_HEADER_LEN) != CMDLOG_HEADER_LEN) {
-            if (ftruncate(fd, 0) != 0) {
-                /* the next attempt truncates again */
-            }
-            close(fd);
-            l->fd = -1;
-            return -1;
-        }
-        l->fd_size = CMDLOG_HEADER_LEN;
-        l->dirty = true;
-        /* The new file's name must survive a crash too. */
-        if (l->cfg.sync != CMDLOG_SYNC_OS && fsync(l->dirfd) != 0)
-            return -1;
-    }
-    pthread_mutex_lock(&l->lock);
-    l->writing_seg = seg;
-    pthread_mutex_unlock(&l->lock);
-    return 0;
-}
-
-/* Write what is left of the writing batch.  On error, cut the segment back
- * to its last whole record so that a retry appends cleanly. */
-static int
-cmdlog_write_batch(struct cmdlog *l)
-{
-    struct batch *b = &l->writing;
-    for (size_t i = 0; i < b->nchunks; i++) {
-        struct chunk *ch = &b->chunks[i];
-        if (ch->done == ch->len)
-            continue;
-        if (cmdlog_open_segment(l, ch->seg) != 0)
-            return -1;
-        while (ch->done < ch->len) {
-            ssize_t w = write(l->fd, b->buf + ch->off + ch->done, ch->len - ch->done);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                int err = w < 0 ? errno : ENOSPC;
-                /* Records are whole or absent: drop the part of this chunk
-                 * that made it, and write the whole chunk again later. */
-                if (ftruncate(l->fd, (off_t)l->fd_size) != 0) {
-                    close(l->fd);
-                    l->fd = -1;
-                }
-                ch->done = 0;
-                errno = err;
-                return -1;
-            }
-            ch->done += (size_t)w;
-        }
-        l->fd_size += ch->len;
-        l->dirty = true;
-    }
-    if (l->cfg.sync == CMDLOG_SYNC_ALWAYS && cmdlog_sync_fd(l) != 0)
-        return -1;
-    return 0;
-}
-
-static void
-batch_clear(struct batch *b)
-{
-    b->len = 0;
-    b->nchunks = 0;
-}
-
+/* Sync what the loop has written, by the policy, until stopped.  Under
+ * always this is group commit: a sync covers every record written while the
+ * one before ran.  With many clients that alone splits them in two cohorts,
+ * each waiting for two syncs per request: the records that arrive during a
+ * sync wait for all of it and then for the next.  So after a sync that
+ * released R records, the next one waits (at most as long as that sync
+ * took) until 3R/4 more are written: most clients just answered have sent
+ * their next commands by then, and ride along; waiting for the last few
+ * would hold up all the others (3/4 measured best: doc/benchmarks.md). */
 static void *
-cmdlog_writer_main(void *arg)
+cmdlog_sync_main(void *arg)
 {
     struct cmdlog *l = arg;
+    bool always = l->cfg.sync == CMDLOG_SYNC_ALWAYS;
     bool failing = false;
+    uint64_t last_ns = 0;      /* when the last sync started */
+    uint64_t gather_until = 0; /* until when a sync waits for gather_goal */
+    prctl(PR_SET_TIMERSLACK, 1000UL); /* the waits are short: 1 us slack, not 50 */
     pthread_mutex_lock(&l->lock);
-    for (;;) {
-        bool have = l->writing.nchunks > 0 || l->active.nchunks > 0;
-        bool sync_due = l->cfg.sync == CMDLOG_SYNC_INTERVAL && l->dirty &&
-                        cmdlog_mono_ms() >= l->last_sync_ms + l->cfg.sync_int_ms;
-        if (!have && !sync_due) {
-            if (l->stop)
-                break;
-            if (l->cfg.sync == CMDLOG_SYNC_INTERVAL && l->dirty) {
-                uint64_t at = l->last_sync_ms + l->cfg.sync_int_ms;
-                struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
-                pthread_cond_timedwait(&l->wake, &l->lock, &ts);
-            } else {
-                pthread_cond_wait(&l->wake, &l->lock);
-            }
+    while (!l->stop) {
+        if (l->to_sync == l->synced && !l->rotated) {
+            l->sync_idle = true;
+            pthread_cond_wait(&l->sync_wake, &l->lock);
+            l->sync_idle = false;
             continue;
         }
-        if (l->writing.nchunks == 0 && l->active.nchunks > 0) {
-            struct batch t = l->writing;
-            l->writing = l->active;
-            l->active = t;
-            batch_clear(&l->active);
+        uint64_t now = cmdlog_mono_ns();
+        uint64_t at = failing                        ? last_ns + CMDLOG_RETRY_MS * 1000000u
+                      : !always                      ? last_ns + l->cfg.sync_int_ms * 1000000u
+                      : l->to_sync < l->gather_goal ? gather_until
+                                                     : now;
+        if (now < at) {
+            l->gathering = always && !failing;
+            cmdlog_wait_until(&l->sync_wake, &l->lock, at);
+            l->gathering = false;
+            continue;
         }
+        uint64_t target = l->to_sync;
+        bool rotated = l->rotated;
+        int fd = l->sync_fd;
+        l->rotated = false;
+        l->busy_fd = fd;
+        last_ns = now;
         pthread_mutex_unlock(&l->lock);
 
-        int rc = l->writing.nchunks > 0 ? cmdlog_write_batch(l) : 0;
-        if (rc == 0 && sync_due)
-            rc = cmdlog_sync_fd(l);
+        int rc = cmdlog_sync_files(l->dirfd, fd, rotated);
         int err = errno;
+        uint64_t took = cmdlog_mono_ns() - now;
 
         pthread_mutex_lock(&l->lock);
-        if (rc == 0) {
-            if (l->writing.nchunks > 0)
-                l->durable = l->writing.last_lsn;
-            batch_clear(&l->writing);
-            if (failing)
-                wq_log(LOG_LVL_INFO, "cmdlog writes succeed again: leaving read-only mode");
-            failing = false;
-            l->readonly = false;
-            cmdlog_notify(l);
-        } else {
-            if (!failing)
-                wq_log(LOG_LVL_ERROR, "cmdlog write failed, read-only until it succeeds: %s",
-                       strerror(err));
-            failing = true;
-            l->readonly = true;
-            cmdlog_notify(l);
-            if (l->stop) {
-                wq_log(LOG_LVL_ERROR, "cmdlog stopping with records unwritten: %s",
-                       l->cfg.sync == CMDLOG_SYNC_ALWAYS ? "none of them was acknowledged"
-                                                        : "they are lost");
-                break;
-            }
-            uint64_t at = cmdlog_mono_ms() + CMDLOG_RETRY_MS;
-            struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
-            pthread_cond_timedwait(&l->wake, &l->lock, &ts);
+        l->busy_fd = -1;
+        if (l->close_fd >= 0) {
+            close(l->close_fd);
+            l->close_fd = -1;
         }
+        bool changed = failing != (rc != 0);
+        if (rc == 0) {
+            l->gather_goal = target + (target - l->synced) * 3 / 4;
+            gather_until = now + took + WQ_MIN(took, CMDLOG_GATHER_MAX_NS);
+            l->synced = target;
+            if (failing)
+                wq_log(LOG_LVL_INFO, "cmdlog syncs succeed again");
+        } else {
+            l->rotated |= rotated;
+            if (!failing)
+                wq_log(LOG_LVL_ERROR, "cmdlog sync failed, read-only until it succeeds: %s",
+                       strerror(err));
+        }
+        failing = rc != 0;
+        l->sync_failed = failing;
+        if (always || changed)
+            cmdlog_notify(l);
     }
     pthread_mutex_unlock(&l->lock);
-    if (l->cfg.sync != CMDLOG_SYNC_OS)
-        cmdlog_sync_fd(l);
     return NULL;
 }
 
@@ -427,14 +509,12 @@ cmdlog_cleaner_main(void *arg)
     struct cmdlog *l = arg;
     pthread_mutex_lock(&l->lock);
     while (!l->stop) {
-        uint64_t at = cmdlog_mono_ms() + l->cfg.clean_int_ms;
-        struct timespec ts = {(time_t)(at / 1000), (long)(at % 1000) * 1000000L};
-        while (!l->stop && cmdlog_mono_ms() < at)
-            pthread_cond_timedwait(&l->clean_wake, &l->lock, &ts);
+        uint64_t at = cmdlog_mono_ns() + l->cfg.clean_int_ms * 1000000u;
+        while (!l->stop && cmdlog_mono_ns() < at)
+            cmdlog_wait_until(&l->clean_wake, &l->lock, at);
         if (l->stop)
             break;
-        /* Segments below the one being written are closed for good. */
-        uint32_t below = l->writing_seg;
+        uint32_t below = l->open_seg;
         pthread_mutex_unlock(&l->lock);
         if (below > 1)
             cmdlog_files_clean(l->dirfd, below);
@@ -444,21 +524,35 @@ cmdlog_cleaner_main(void *arg)
     return NULL;
 }
 
+/* Stop and join the threads that run. */
+static void
+cmdlog_stop_threads(struct cmdlog *l)
+{
+    pthread_mutex_lock(&l->lock);
+    l->stop = true;
+    pthread_cond_broadcast(&l->sync_wake);
+    pthread_cond_broadcast(&l->clean_wake);
+    pthread_mutex_unlock(&l->lock);
+    if (l->has_syncer)
+        pthread_join(l->syncer, NULL);
+    if (l->has_cleaner)
+        pthread_join(l->cleaner, NULL);
+    l->has_syncer = l->has_cleaner = false;
+}
+
 int
 cmdlog_start(struct cmdlog *l)
 {
-    l->last_sync_ms = cmdlog_mono_ms();
-    if (pthread_create(&l->writer, NULL, cmdlog_writer_main, l) != 0)
-        return -1;
+    if (l->cfg.sync != CMDLOG_SYNC_OS) {
+        if (pthread_create(&l->syncer, NULL, cmdlog_sync_main, l) != 0)
+            return -1;
+        l->has_syncer = true;
+    }
     if (pthread_create(&l->cleaner, NULL, cmdlog_cleaner_main, l) != 0) {
-        pthread_mutex_lock(&l->lock);
-        l->stop = true;
-        pthread_cond_broadcast(&l->wake);
-        pthread_mutex_unlock(&l->lock);
-        pthread_join(l->writer, NULL);
+        cmdlog_stop_threads(l);
         return -1;
     }
-    l->threads = true;
+    l->has_cleaner = true;
     return 0;
 }
 
@@ -467,25 +561,24 @@ cmdlog_close(struct cmdlog *l)
 {
     if (l == NULL)
         return;
-    if (l->threads) {
-        pthread_mutex_lock(&l->lock);
-        l->stop = true;
-        pthread_cond_broadcast(&l->wake);
-        pthread_cond_broadcast(&l->clean_wake);
-        pthread_mutex_unlock(&l->lock);
-        pthread_join(l->writer, NULL);
-        pthread_join(l->cleaner, NULL);
-    }
+    l->retry_ms = 0; /* one last try, whenever the last one was */
+    if (cmdlog_write(l) != 0)
+        wq_log(LOG_LVL_ERROR, "cmdlog stopping with records unwritten (none of them was "
+                              "acknowledged): %s", strerror(errno));
+    cmdlog_stop_threads(l);
+    if (l->cfg.sync != CMDLOG_SYNC_OS && (l->written > l->synced || l->rotated) &&
+        cmdlog_sync_files(l->dirfd, l->fd, l->rotated) != 0)
+        wq_log(LOG_LVL_ERROR, "cmdlog final sync failed: %s", strerror(errno));
+    if (l->close_fd >= 0)
+        close(l->close_fd);
     if (l->fd >= 0)
         close(l->fd);
     close(l->dirfd); /* releases the lock */
     close(l->event_fd);
-    wq_free(l->active.buf);
-    wq_free(l->active.chunks);
-    wq_free(l->writing.buf);
-    wq_free(l->writing.chunks);
+    wq_free(l->buf);
+    wq_free(l->chunks);
     pthread_mutex_destroy(&l->lock);
-    pthread_cond_destroy(&l->wake);
+    pthread_cond_destroy(&l->sync_wake);
     pthread_cond_destroy(&l->clean_wake);
     wq_free(l);
 }

@@ -1,17 +1,24 @@
 /* cmdlog.h - the command log: every state change appended to segment files
  * in Workq's format (cmdlog_codec.h), replayed at start.
  *
- * The event loop appends records to an in-memory batch (cmdlog_append,
- * never blocking on disk); a writer thread writes batches to the current
- * segment, rotates segments, and syncs them by the policy:
- *   os        write(2) only; the kernel decides when data reaches the disk
+ * The event loop gathers the records of one loop pass in memory
+ * (cmdlog_append) and hands them to the kernel with one write at the end of
+ * the pass (cmdlog_write), before that pass's replies leave: a reply waits
+ * until cmdlog_released() covers every record appended before it.  So a
+ * crash of the process never loses an acknowledged change.  The policies
+ * differ only in when the disk is forced, which a sync thread does so that
+ * the loop never waits for it:
+ *   os        never; the kernel writes dirty pages back on its own
  *   interval  fdatasync at most every sync_int_ms
- *   always    fdatasync every batch (group commit); with this policy the
- *             server holds each reply until cmdlog_durable() covers it.
- * A write error puts the log in read-only mode (cmdlog_readonly): the
- * batch is kept and retried until it succeeds.  A cleaner thread rewrites
- * closed segments without the records of jobs that are gone.  The threads
- * report to the loop through an eventfd (cmdlog_event_fd). */
+ *   always    fdatasync as soon as records are written (group commit: one
+ *             sync covers every record written while the last one ran), and
+ *             replies wait for it
+ * A failed write puts the log in read-only mode (cmdlog_readonly): the
+ * records stay in memory, their replies stay held, and the next write
+ * retries after CMDLOG_RETRY_MS.  A failed sync does the same until a sync
+ * succeeds.  A cleaner thread rewrites closed segments without the records
+ * of jobs that are gone.  The threads report to the loop through an eventfd
+ * (cmdlog_event_fd). */
 #ifndef WQ_CMDLOG_H
 #define WQ_CMDLOG_H
 
@@ -34,31 +41,44 @@ struct cmdlog_config {
 #define CMDLOG_DEFAULT_SEG_SIZE  (64u << 20)
 #define CMDLOG_DEFAULT_SYNC_INT  1000u
 #define CMDLOG_DEFAULT_CLEAN_INT 300000u
+/* How long after a failed write or sync the next attempt is made. */
+#define CMDLOG_RETRY_MS 200
 
 struct cmdlog;
 
-/* Open (creating it if needed) and lock the directory.  NULL after logging
- * why. */
+/* Open (creating it if needed) and lock the directory, and remove the
+ * temporary files of a cleaning pass that was cut short.  NULL after
+ * logging why. */
 struct cmdlog *cmdlog_open(const struct cmdlog_config *cfg);
 /* Replay every segment into core as of now_ms; cut a torn tail.  0, or -1
  * after logging the damaged segment and offset. */
 int            cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms);
-/* Start the writer and cleaner threads; 0 or -1. */
+/* Start the sync thread (not under os) and the cleaner; 0 or -1. */
 int            cmdlog_start(struct cmdlog *l);
-/* Write and sync everything appended, stop the threads, free l. */
+/* Write and sync everything appended (blocking: only at shutdown), stop the
+ * threads, free l. */
 void           cmdlog_close(struct cmdlog *l);
 
-/* Append one record (a core_log_fn: arg is the cmdlog). */
+/* Append one record to the pass's batch (a core_log_fn: arg is the
+ * cmdlog).  Never touches the disk. */
 void     cmdlog_append(void *arg, const struct cmdlog_rec *r);
+/* Hand the batch to the kernel: one write per segment it spans (a new
+ * segment is created, with its header, when the current one is full).
+ * 0 when everything appended is written; -1 while writes fail (read-only;
+ * until CMDLOG_RETRY_MS after a failure it does not even try). */
+int      cmdlog_write(struct cmdlog *l);
 /* Records appended so far (a sequence number). */
 uint64_t cmdlog_appended(const struct cmdlog *l);
-/* Records known to be written (and synced, under the always policy), and
- * whether the log is read-only, as of the last cmdlog_event_ack. */
-uint64_t cmdlog_durable(const struct cmdlog *l);
+/* Records whose replies may leave: those written, and under always those
+ * synced as of the last cmdlog_event_ack. */
+uint64_t cmdlog_released(const struct cmdlog *l);
+/* Is the log read-only (a write failed, or a sync, as of the last
+ * cmdlog_event_ack)? */
 bool     cmdlog_readonly(const struct cmdlog *l);
-/* Does a reply have to wait for cmdlog_durable to reach cmdlog_appended?
- * (Under always, unless read-only.) */
-bool     cmdlog_holds_replies(const struct cmdlog *l);
+/* Must a reply made now wait for cmdlog_released to reach cmdlog_appended?
+ * mark is cmdlog_appended as the command began: while read-only, a reply
+ * that appended nothing since (a read, a refusal) goes out at once. */
+bool     cmdlog_holds_replies(const struct cmdlog *l, uint64_t mark);
 
 /* Readable when the threads have news; cmdlog_event_ack takes it. */
 int  cmdlog_event_fd(const struct cmdlog *l);

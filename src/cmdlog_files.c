@@ -24,17 +24,28 @@ u32_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int
-cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
+/* A directory stream over dirfd from its first entry (dirfd stays open);
+ * NULL (errno). */
+static DIR *
+cmdlog_files_opendir(int dirfd)
 {
     int fd = dup(dirfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d == NULL) {
         if (fd >= 0)
             close(fd);
-        return -1;
+        return NULL;
     }
     rewinddir(d);
+    return d;
+}
+
+int
+cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
+{
+    DIR *d = cmdlog_files_opendir(dirfd);
+    if (d == NULL)
+        return -1;
     size_t n = 0, cap = 16;
     uint32_t *v = wq_malloc(cap * sizeof *v);
     struct dirent *de;
@@ -51,6 +62,33 @@ cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
     *nums = v;
     *count = n;
     return 0;
+}
+
+int
+cmdlog_files_remove_tmp(int dirfd)
+{
+    DIR *d = cmdlog_files_opendir(dirfd);
+    if (d == NULL)
+        return -1;
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        char seg[14];
+        size_t n = strlen(de->d_name);
+        if (n != 17 || strcmp(de->d_name + 13, ".tmp") != 0)
+            continue;
+        memcpy(seg, de->d_name, 13);
+        seg[13] = '\0';
+        if (cmdlog_segment_number(seg) == 0)
+            continue;
+        if (unlinkat(dirfd, de->d_name, 0) != 0) {
+            rc = -1;
+            break;
+        }
+        wq_log(LOG_LVL_WARN, "cmdlog removed file=%s of a cleaning pass cut short", de->d_name);
+    }
+    closedir(d);
+    return rc;
 }
 
 int

@@ -11,6 +11,11 @@ struct core;
 /* The segment numbers in directory dirfd, ascending.  0 or -1 (errno). */
 int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
 
+/* Remove the temporary files (NNNNNNNNN.log.tmp) of a cleaning pass that
+ * was cut short: the segments they were to replace are still whole.  0 or
+ * -1 (errno). */
+int cmdlog_files_remove_tmp(int dirfd);
+
 /* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
 int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
 

@@ -47,8 +47,9 @@ struct conn {
     struct waiter      *waiter; /* the parked command's, or NULL */
     struct event       *wake_ev;
     struct conn        *prev, *next;
-    struct evbuffer    *held;      /* replies waiting for the log (always policy) */
-    uint64_t            hold_lsn;  /* ... until this record is on disk */
+    struct evbuffer    *held;      /* replies waiting for the log */
+    uint64_t            hold_lsn;  /* ... until it releases this record */
+    uint64_t            mark;      /* records appended when the last command began */
     struct conn        *held_prev, *held_next;
     bool                in_held;   /* linked in srv->held */
     size_t              need; /* input bytes needed before parsing again */
@@ -97,13 +98,14 @@ conn_held_unlink(struct conn *c)
 }
 
 /* Where a reply goes now: the socket's output, or, while the command log
- * has records not yet on disk under the always policy, the held buffer
- * (and every later reply too, to keep them in order). */
+ * has records it has not released (not yet written; under always, not yet
+ * on disk), the held buffer (and every later reply too, to keep them in
+ * order). */
 static struct evbuffer *
 conn_out(struct conn *c)
 {
     struct server *srv = c->srv;
-    if (srv->log == NULL || (!c->in_held && !cmdlog_holds_replies(srv->log)))
+    if (srv->log == NULL || (!c->in_held && !cmdlog_holds_replies(srv->log, c->mark)))
         return bufferevent_get_output(c->bev);
     if (c->held == NULL)
         c->held = evbuffer_new();
@@ -140,12 +142,12 @@ conn_flush(struct conn *c)
 }
 
 void
-conn_release_held(struct server *srv, uint64_t durable)
+conn_release_held(struct server *srv, uint64_t released)
 {
     struct conn *c = srv->held;
     while (c != NULL) {
         struct conn *next = c->held_next;
-        if (c->hold_lsn <= durable) {
+        if (c->hold_lsn <= released) {
             evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
             conn_held_unlink(c);
             conn_flush(c);
@@ -284,6 +286,8 @@ conn_process(struct conn *c)
         struct request req;
         const char *err = NULL;
         size_t consumed, need;
+        if (srv->log != NULL)
+            c->mark = cmdlog_appended(srv->log);
         enum proto_result res = proto_parse(&c->proto, buf, want, &req, &err, &consumed, &need);
         switch (res) {
         case PROTO_REQUEST:

@@ -25,8 +25,8 @@ void         conn_free(struct conn *c);
 void conn_close_soon(struct conn *c, bool linger);
 
 /* Send the held replies of every connection whose last held reply waited
- * for a record at or below durable. */
-void conn_release_held(struct server *srv, uint64_t durable);
+ * for a record at or below released (cmdlog_released). */
+void conn_release_held(struct server *srv, uint64_t released);
 
 /* Close (writing what is due) every connection silent since before
  * before_ms (Unix ms) that is not waiting for something. */

@@ -312,18 +312,46 @@ server_init(struct server *srv, const struct options *opts)
     return 0;
 }
 
-/* The log threads wrote or synced something, or read-only mode changed:
- * release the replies that were waiting for it. */
+/* Take the log's read-only state, and send the replies it has released. */
+static void
+server_log_news(struct server *srv)
+{
+    bool was_readonly = srv->ctx.readonly;
+    srv->ctx.readonly = cmdlog_readonly(srv->log);
+    if (srv->ctx.readonly != was_readonly)
+        wq_log(LOG_LVL_WARN, "read-only mode=%s", srv->ctx.readonly ? "on" : "off");
+    conn_release_held(srv, cmdlog_released(srv->log));
+}
+
+/* The sync thread synced, or a sync failed or succeeded again. */
 static void
 server_log_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
-    bool was_readonly = srv->ctx.readonly;
     cmdlog_event_ack(srv->log);
-    srv->ctx.readonly = cmdlog_readonly(srv->log);
-    if (srv->ctx.readonly != was_readonly)
-        wq_log(LOG_LVL_WARN, "read-only mode=%s", srv->ctx.readonly ? "on" : "off");
-    conn_release_held(srv, cmdlog_durable(srv->log));
+    server_log_news(srv);
+}
+
+/* The end of a loop pass: hand the pass's records to the kernel, then let
+ * the replies that waited for them go (all of them, unless the policy
+ * waits for the disk).  While writes fail, a timer makes sure a pass ends
+ * now and then to try again. */
+static void
+server_end_pass(struct server *srv)
+{
+    if (srv->log == NULL || cmdlog_appended(srv->log) == cmdlog_released(srv->log))
+        return;
+    if (cmdlog_write(srv->log) != 0 && !evtimer_pending(srv->log_retry_ev, NULL)) {
+        struct timeval tv = {0, (CMDLOG_RETRY_MS + 1) * 1000};
+        evtimer_add(srv->log_retry_ev, &tv);
+    }
+    server_log_news(srv);
+}
+
+static void
+server_log_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    /* nothing to do here: the pass this callback makes ends with a write */
 }
 
 int
@@ -344,6 +372,7 @@ server_open_log(struct server *srv)
     srv->log_ev = event_new(srv->base, cmdlog_event_fd(srv->log), EV_READ | EV_PERSIST,
                             server_log_cb, srv);
     event_add(srv->log_ev, NULL);
+    srv->log_retry_ev = evtimer_new(srv->base, server_log_retry_cb, srv);
     srv->ctx.core->log = cmdlog_append;
     srv->ctx.core->log_arg = srv->log;
     srv->ctx.log = srv->log;
@@ -353,10 +382,18 @@ server_open_log(struct server *srv)
     return 0;
 }
 
+/* libevent 2.1 has no hook at the end of a loop pass, so the loop is run
+ * one pass at a time (EVLOOP_ONCE: wait for events, run every callback due,
+ * return) and the pass is ended here. */
 void
 server_run(struct server *srv)
 {
-    event_base_dispatch(srv->base);
+    for (;;) {
+        int rc = event_base_loop(srv->base, EVLOOP_ONCE);
+        server_end_pass(srv);
+        if (rc != 0 || event_base_got_break(srv->base))
+            break;
+    }
 }
 
 void
@@ -384,6 +421,8 @@ server_clear(struct server *srv)
         event_free(srv->accept_ev);
     if (srv->log_ev != NULL)
         event_free(srv->log_ev);
+    if (srv->log_retry_ev != NULL)
+        event_free(srv->log_retry_ev);
     if (srv->ctx.core != NULL)
         srv->ctx.core->log = NULL;
     cmdlog_close(srv->log); /* writes and syncs what is left */

@@ -32,6 +32,7 @@ struct server {
     struct conn           *held;     /* connections with replies held for the log */
     struct cmdlog         *log;      /* NULL without -cmdlog-path */
     struct event          *log_ev;   /* the log threads' news */
+    struct event          *log_retry_ev; /* ends a pass now and then while writes fail */
     uint64_t               started_ms;
     char                   bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
