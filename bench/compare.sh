@@ -2,22 +2,29 @@
 # compare.sh - run the same workloads against workq-server and beanstalkd
 # on this machine and print jobs/s side by side.
 #
-# Usage: bench/compare.sh [-n JOBS] [-r RUNS] [-w WORKLOAD]... [-o FILE]
+# Usage: bench/compare.sh [-n JOBS] [-r RUNS] [-w WORKLOAD]... [-S SETUP]... [-o FILE]
 #   -n JOBS   jobs per run (default 100000)
 #   -r RUNS   runs per workload and server; the median is shown (default 3)
 #   -w SPEC   workq-bench arguments of one workload, e.g. "cycle -c 50 -P 16"
 #             (repeatable; default: the four workloads of doc/benchmarks.md)
+#   -S SETUP  "LABEL|WORKQ FLAGS|BEANSTALKD FLAGS": extra flags for each
+#             server, @DIR standing for a fresh empty directory per run, e.g.
+#             "always|-cmdlog-path @DIR -cmdlog-sync always|-b @DIR -f 0"
+#             (repeatable: every workload runs under every setup, the runs
+#             of all setups alternating; default: both in memory)
 #   -o FILE   also write the medians to FILE, one line per workload:
 #             spec<TAB>workq j/s<TAB>beanstalkd j/s<TAB>workq p99 us<TAB>beanstalkd p99 us
+#             (spec followed by " [LABEL]" under a setup with a label)
 #
 # Finds the programs in this order:
 #   workq-server: $WQ_SERVER, ../src/workq-server next to this script, PATH
 #   workq-bench:  $WQ_BENCH, workq-bench next to this script, PATH
 #   beanstalkd:   PATH (Debian: apt-get install beanstalkd); missing: exit 77
 #
-# Both servers keep jobs in memory only (no command log, no binlog), each
-# run gets freshly started servers on free loopback ports, and the runs of
-# the two servers alternate so that a noisy machine hurts both alike.
+# Without -S both servers keep jobs in memory only (no command log, no
+# binlog).  Each run gets a freshly started server on a free loopback port,
+# and the runs of the two servers (and of the setups) alternate so that a
+# noisy machine hurts all alike.
 # Exit status: 0 if every run passed its checks, 1 if any failed, 77 if
 # beanstalkd is not installed.
 set -eu
@@ -25,21 +32,26 @@ set -eu
 jobs=100000
 runs=3
 specs=()
+setups=()
 outfile=
-while getopts n:r:w:o:h opt; do
+while getopts n:r:w:S:o:h opt; do
     case $opt in
     n) jobs=$OPTARG ;;
     r) runs=$OPTARG ;;
     w) specs+=("$OPTARG") ;;
+    S) setups+=("$OPTARG") ;;
     o) outfile=$OPTARG ;;
     *)
-        sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '5,17p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
     esac
 done
 if [ ${#specs[@]} -eq 0 ]; then
     specs=("cycle -c 50" "cycle -c 50 -P 16" "add -c 50" "lease-complete -c 50")
+fi
+if [ ${#setups[@]} -eq 0 ]; then
+    setups=("||")
 fi
 if [ -n "$outfile" ]; then
     : >"$outfile"
@@ -92,12 +104,27 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Start workq-server on port 0 and read the port from its first line.
-# The file is emptied here first: the background shell truncates it only
-# when it gets to run, and until then it still holds the last server's port.
+# The words of a setup's flags, one a line, @DIR made a fresh empty
+# directory.
+setup_flags() {
+    rm -rf "$tmp/data"
+    mkdir "$tmp/data"
+    local a
+    # shellcheck disable=SC2086 # a list of flags
+    for a in $1; do
+        printf '%s\n' "${a//@DIR/$tmp/data}"
+    done
+}
+
+# Start workq-server on port 0, with the flags $1, and read the port from
+# its first line.  The file is emptied here first: the background shell
+# truncates it only when it gets to run, and until then it still holds the
+# last server's port.
 start_workq() {
+    local -a flags
+    mapfile -t flags < <(setup_flags "$1")
     : >"$tmp/wq.out"
-    "$server" -listen 127.0.0.1:0 >"$tmp/wq.out" 2>"$tmp/wq.err" &
+    "$server" -listen 127.0.0.1:0 "${flags[@]}" >"$tmp/wq.out" 2>"$tmp/wq.err" &
     server_pid=$!
     local _ line
     for _ in $(seq 100); do
@@ -120,13 +147,16 @@ start_workq() {
     exit 1
 }
 
-# beanstalkd cannot report a port it picked, so try random high ports until
-# one binds: beanstalkd exits at once when its port is taken.
+# beanstalkd, with the flags $1, cannot report a port it picked, so try
+# random high ports until one binds: beanstalkd exits at once when its port
+# is taken.
 start_beanstalkd() {
     local _ __
+    local -a flags
     for _ in $(seq 20); do
+        mapfile -t flags < <(setup_flags "$1")
         port=$((20000 + RANDOM % 40000))
-        beanstalkd -l 127.0.0.1 -p "$port" 2>"$tmp/bs.err" &
+        beanstalkd -l 127.0.0.1 -p "$port" "${flags[@]}" 2>"$tmp/bs.err" &
         server_pid=$!
         for __ in $(seq 40); do
             kill -0 "$server_pid" 2>/dev/null || break
@@ -146,12 +176,12 @@ start_beanstalkd() {
 
 failed=0
 
-# run_one PROTOCOL ARGS...: one run on a fresh server; prints
+# run_one PROTOCOL SERVER_FLAGS ARGS...: one run on a fresh server; prints
 # "jobs_per_sec p99_us", or "FAIL FAIL" if the run reported errors.
 run_one() {
-    local proto=$1
-    shift
-    if [ "$proto" = workq ]; then start_workq; else start_beanstalkd; fi
+    local proto=$1 server_flags=$2
+    shift 2
+    if [ "$proto" = workq ]; then start_workq "$server_flags"; else start_beanstalkd "$server_flags"; fi
     if "$bench" --protocol "$proto" -p "$port" -n "$jobs" --timeout 600 --csv "$@" \
         >"$tmp/out.csv" 2>"$tmp/err.txt"; then
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i }
@@ -176,34 +206,48 @@ printf '%-34s %12s %12s %7s %10s %10s\n' workload "workq j/s" "bstalk j/s" ratio
     "workq p99" "bstalk p99"
 printf '%-34s %12s %12s %7s %10s %10s\n' "" "" "" "" "(ms)" "(ms)"
 
-for spec in "${specs[@]}"; do
-    # shellcheck disable=SC2086 # spec is a list of arguments
-    set -- $spec
-    workload=$1
-    shift
-    : >"$tmp/workq.res"
-    : >"$tmp/beanstalkd.res"
-    for _ in $(seq "$runs"); do
-        run_one workq -t "$workload" "$@" >>"$tmp/workq.res"
-        run_one beanstalkd -t "$workload" "$@" >>"$tmp/beanstalkd.res"
-    done
-    wq=$(cut -d' ' -f1 "$tmp/workq.res" | median)
-    bs=$(cut -d' ' -f1 "$tmp/beanstalkd.res" | median)
-    wq99=$(cut -d' ' -f2 "$tmp/workq.res" | median)
-    bs99=$(cut -d' ' -f2 "$tmp/beanstalkd.res" | median)
+# report ROW RESULTS_STEM: the medians of one workload under one setup.
+report() {
+    local row=$1 wq bs wq99 bs99 ratio
+    wq=$(cut -d' ' -f1 "$2.workq" | median)
+    bs=$(cut -d' ' -f1 "$2.beanstalkd" | median)
+    wq99=$(cut -d' ' -f2 "$2.workq" | median)
+    bs99=$(cut -d' ' -f2 "$2.beanstalkd" | median)
     if [ "$wq" = FAIL ] || [ "$bs" = FAIL ]; then
         failed=1
         ratio=-
     else
         ratio=$(awk -v a="$wq" -v b="$bs" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     fi
-    awk -v w="$spec" -v a="$wq" -v b="$bs" -v r="$ratio" -v a99="$wq99" -v b99="$bs99" '
+    awk -v w="$row" -v a="$wq" -v b="$bs" -v r="$ratio" -v a99="$wq99" -v b99="$bs99" '
         function num(x, scale, fmt) { return x == "FAIL" ? x : sprintf(fmt, x / scale) }
         BEGIN { printf "%-34s %12s %12s %7s %10s %10s\n", w, num(a, 1, "%.0f"),
                 num(b, 1, "%.0f"), r, num(a99, 1000, "%.3f"), num(b99, 1000, "%.3f") }'
     if [ -n "$outfile" ]; then
-        printf '%s\t%s\t%s\t%s\t%s\n' "$spec" "$wq" "$bs" "$wq99" "$bs99" >>"$outfile"
+        printf '%s\t%s\t%s\t%s\t%s\n' "$row" "$wq" "$bs" "$wq99" "$bs99" >>"$outfile"
     fi
+}
+
+for spec in "${specs[@]}"; do
+    # shellcheck disable=SC2086 # spec is a list of arguments
+    set -- $spec
+    workload=$1
+    shift
+    for k in "${!setups[@]}"; do
+        : >"$tmp/res.$k.workq"
+        : >"$tmp/res.$k.beanstalkd"
+    done
+    for _ in $(seq "$runs"); do
+        for k in "${!setups[@]}"; do
+            IFS='|' read -r _ wqflags bsflags <<<"${setups[$k]}"
+            run_one workq "$wqflags" -t "$workload" "$@" >>"$tmp/res.$k.workq"
+            run_one beanstalkd "$bsflags" -t "$workload" "$@" >>"$tmp/res.$k.beanstalkd"
+        done
+    done
+    for k in "${!setups[@]}"; do
+        label=${setups[$k]%%|*}
+        report "$spec${label:+ [$label]}" "$tmp/res.$k"
+    done
 done
 
 echo
