@@ -27,6 +27,13 @@
  * its last sync released to send their next records (see
  * cmdlog_sync_main); it never waits longer than that sync took. */
 #define CMDLOG_GATHER_MAX_NS 2000000u
+/* Under always, the open segment's blocks are allocated this far ahead of
+ * its records (fallocate), so that a sync writes data only: appending would
+ * change the file's size with every write, and each fdatasync would then
+ * wait for a journal commit (doc/benchmarks.md).  Segments smaller than
+ * CMDLOG_PREALLOC_MIN are not worth it. */
+#define CMDLOG_PREALLOC_STEP (8u << 20)
+#define CMDLOG_PREALLOC_MIN  (1u << 20)
 
 /* Records of the batch bound for one segment. */
 struct chunk {
@@ -53,7 +60,9 @@ struct cmdlog {
     int           fd;          /* the segment being written, -1 before the first */
     uint32_t      fd_seg;
     uint64_t      fd_size;     /* its bytes that are whole records */
+    uint64_t      fd_alloc;    /* its size: fd_size, plus zeros preallocated */
     bool          fd_torn;     /* a failed write left bytes past fd_size */
+    bool          prealloc;    /* preallocate (always, large segments) */
     uint64_t      appended, written;
     bool          write_failed;
     uint64_t      retry_ms;     /* when a failed write may be tried again */
@@ -154,6 +163,7 @@ cmdlog_open(const struct cmdlog_config *cfg)
     l->dirfd = dirfd;
     l->fd = l->sync_fd = l->busy_fd = l->close_fd = -1;
     l->seg = 1;
+    l->prealloc = cfg->sync == CMDLOG_SYNC_ALWAYS && cfg->seg_size >= CMDLOG_PREALLOC_MIN;
     l->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&l->lock, NULL);
     pthread_condattr_t ca;
@@ -241,6 +251,19 @@ cmdlog_let_go(struct cmdlog *l, int fd)
     pthread_mutex_unlock(&l->lock);
 }
 
+/* Cut the preallocated zeros off the open segment, so that a closed
+ * segment (or the last one, after a clean stop) holds exactly its records.
+ * If that fails the zeros stay: replay and cleaning take them as padding. */
+static void
+cmdlog_trim(struct cmdlog *l)
+{
+    if (l->fd < 0 || l->fd_alloc <= l->fd_size || l->fd_torn)
+        return;
+    if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
+        wq_log(LOG_LVL_WARN, "cmdlog cannot trim segment=%u: %s", l->fd_seg, strerror(errno));
+    l->fd_alloc = l->fd_size;
+}
+
 /* Make l->fd the file of segment seg.  A segment the log has not seen yet
  * must not exist (O_EXCL): its first write starts with the header. */
 static int
@@ -251,8 +274,7 @@ cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
     bool known = seg == l->replayed_seg;
     char name[14];
     cmdlog_segment_name(seg, name);
-    int fd = openat(l->dirfd, name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (known ? 0 : O_EXCL),
-                    0644);
+    int fd = openat(l->dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | (known ? 0 : O_EXCL), 0644);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -261,10 +283,11 @@ cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
         return -1;
     }
     bool rotated = l->fd >= 0 || !known;
+    cmdlog_trim(l);
     cmdlog_let_go(l, l->fd);
     l->fd = fd;
     l->fd_seg = seg;
-    l->fd_size = (uint64_t)st.st_size;
+    l->fd_size = l->fd_alloc = (uint64_t)st.st_size;
     l->fd_torn = false;
     pthread_mutex_lock(&l->lock);
     l->sync_fd = fd;
@@ -274,8 +297,22 @@ cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
     return 0;
 }
 
-/* Append n bytes to the open segment, whole or not at all: a failure cuts
- * what made it, so that the retry appends cleanly. */
+/* Allocate the open segment's blocks ahead of n more bytes, if it is
+ * preallocated.  Failing that (a full disk, a file system without
+ * fallocate) the write just appends. */
+static void
+cmdlog_preallocate(struct cmdlog *l, size_t n)
+{
+    if (!l->prealloc || l->fd_size + n <= l->fd_alloc)
+        return;
+    uint64_t len = WQ_MAX((uint64_t)n, (uint64_t)CMDLOG_PREALLOC_STEP);
+    if (fallocate(l->fd, 0, (off_t)l->fd_size, (off_t)len) == 0)
+        l->fd_alloc = l->fd_size + len;
+}
+
+/* Write n bytes after the open segment's records, whole or not at all: a
+ * failure cuts what made it (and the preallocated zeros), so that the retry
+ * writes cleanly. */
 static int
 cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
 {
@@ -283,21 +320,25 @@ cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
         if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
             return -1;
         l->fd_torn = false;
+        l->fd_alloc = l->fd_size;
     }
+    cmdlog_preallocate(l, n);
     size_t done = 0;
     while (done < n) {
-        ssize_t w = write(l->fd, p + done, n - done);
+        ssize_t w = pwrite(l->fd, p + done, n - done, (off_t)(l->fd_size + done));
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             int err = w < 0 ? errno : ENOSPC;
-            l->fd_torn = done > 0 && ftruncate(l->fd, (off_t)l->fd_size) != 0;
+            l->fd_torn = ftruncate(l->fd, (off_t)l->fd_size) != 0;
+            l->fd_alloc = l->fd_size;
             errno = err;
             return -1;
         }
         done += (size_t)w;
     }
     l->fd_size += n;
+    l->fd_alloc = WQ_MAX(l->fd_alloc, l->fd_size);
     return 0;
 }
 
@@ -566,6 +607,7 @@ cmdlog_close(struct cmdlog *l)
         wq_log(LOG_LVL_ERROR, "cmdlog stopping with records unwritten (none of them was "
                               "acknowledged): %s", strerror(errno));
     cmdlog_stop_threads(l);
+    cmdlog_trim(l);
     if (l->cfg.sync != CMDLOG_SYNC_OS && (l->written > l->synced || l->rotated) &&
         cmdlog_sync_files(l->dirfd, l->fd, l->rotated) != 0)
         wq_log(LOG_LVL_ERROR, "cmdlog final sync failed: %s", strerror(errno));

@@ -120,6 +120,17 @@ cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
     return 0;
 }
 
+/* Are p[0..n) all zero bytes?  Zeros after a segment's last record are
+ * padding: the blocks the writer preallocated (doc/cmdlog.md). */
+static bool
+cmdlog_files_zeros(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0)
+            return false;
+    return true;
+}
+
 /* Is there any valid record at or after `from` in buf? */
 static bool
 cmdlog_files_valid_after(const uint8_t *buf, size_t len, size_t from)
@@ -188,11 +199,16 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
             break;
         }
         size_t at = 0;
-        bool damaged = false;
+        bool damaged = false, padded = false; /* padded: only zeros after at */
         if (len < CMDLOG_HEADER_LEN || memcmp(buf, cmdlog_header, CMDLOG_HEADER_LEN) != 0) {
-            /* A crash before the header was whole leaves a short first write. */
-            bool torn_header = len < CMDLOG_HEADER_LEN && memcmp(buf, cmdlog_header, len) == 0;
-            damaged = !(is_last && torn_header);
+            /* A crash before the first write was whole leaves part of the
+             * header (then perhaps preallocated zeros), or only zeros. */
+            size_t k = 0;
+            while (k < len && k < CMDLOG_HEADER_LEN && buf[k] == cmdlog_header[k])
+                k++;
+            bool torn_header = cmdlog_files_zeros(buf + k, len - k);
+            padded = cmdlog_files_zeros(buf, len);
+            damaged = !padded && !(is_last && torn_header);
         } else {
             at = CMDLOG_HEADER_LEN;
             while (at < len) {
@@ -200,7 +216,8 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
                 size_t used;
                 enum cmdlog_decode_result d = cmdlog_rec_decode(buf + at, len - at, &r, &used);
                 if (d != CMDLOG_REC_OK) {
-                    damaged = !is_last || cmdlog_files_valid_after(buf, len, at + 1);
+                    padded = cmdlog_files_zeros(buf + at, len - at);
+                    damaged = !padded && (!is_last || cmdlog_files_valid_after(buf, len, at + 1));
                     break;
                 }
                 core_replay(core, &r, now_ms);
@@ -215,8 +232,12 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
                 rc = -1;
             count = i + 1; /* nothing after the cut */
         } else if (at < len) {
-            wq_log(LOG_LVL_WARN, "cmdlog cut torn tail segment=%s offset=%zu bytes=%zu", name, at,
-                   len - at);
+            if (padded)
+                wq_log(LOG_LVL_DEBUG, "cmdlog cut padding segment=%s offset=%zu bytes=%zu", name,
+                       at, len - at);
+            else
+                wq_log(LOG_LVL_WARN, "cmdlog cut torn tail segment=%s offset=%zu bytes=%zu", name,
+                       at, len - at);
             if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
                 rc = -1;
         }
@@ -341,7 +362,9 @@ cmdlog_files_clean(int dirfd, uint32_t below)
             }
             at += used;
         }
-        if (at == len && kept < len) { /* never touch a segment we cannot fully read */
+        /* never touch a segment we cannot fully read (padding is fine) */
+        bool whole = at == len || cmdlog_files_zeros(buf + at, len - at);
+        if (whole && kept < at) {
             char name[14];
             cmdlog_segment_name(nums[i], name);
             if (kept == CMDLOG_HEADER_LEN)

@@ -1471,6 +1471,117 @@ END_TEST
 
 /* Damage with valid records after it refuses, and changes nothing; with
  * truncate it cuts there. */
+/* Zeros after a segment's last record are padding (a preallocated
+ * segment whose server stopped without trimming it): cut, not damage, in
+ * the last segment and in earlier ones, after a torn header too, and a
+ * file of zeros is an empty segment.  Records after zeros are damage. */
+START_TEST(test_replay_padding)
+{
+    static const uint8_t zeros[5000];
+    struct ref_buf a = {0}, b = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    id_rec(&a, REF_START_ATTEMPT, 1);
+    size_t recs_a = a.len;
+    ref_buf_put(&a, zeros, sizeof zeros);
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+
+    /* the last segment, and a middle one */
+    for (int middle = 0; middle < 2; middle++) {
+        struct tdir d;
+        tdir_open(&d);
+        REQUIRE(ref_seg_write(d.path, 1, a.data, a.len) == 0);
+        if (middle)
+            REQUIRE(ref_seg_write(d.path, 2, b.data, b.len) == 0);
+        struct replay r;
+        replay(&d, NOW, false, &r);
+        ck_assert_int_eq(r.rc, 0);
+        ck_assert_uint_eq(r.records, middle ? 3 : 2);
+        ck_assert_uint_eq(r.last, middle ? 2 : 1);
+        ck_assert_int_eq(find(r.core, 1)->state, JOB_LEASED);
+        replay_free(&r);
+        struct ref_seg s;
+        seg_read(&d, 1, &s);
+        ck_assert_int_eq(s.status, REF_OK);
+        ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + recs_a);
+        ref_seg_free(&s);
+        tdir_close(&d);
+    }
+
+    /* a last segment of zeros, or of part of a header and zeros */
+    static const char *const heads[] = {"", "wqw", "wqwq\0\0\0"};
+    static const size_t head_lens[] = {0, 3, 7};
+    for (size_t h = 0; h < 3; h++) {
+        struct tdir d;
+        tdir_open(&d);
+        REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
+        struct ref_buf raw = {0};
+        ref_buf_put(&raw, heads[h], head_lens[h]);
+        ref_buf_put(&raw, zeros, 4096);
+        REQUIRE(ref_seg_write_raw(d.path, 2, raw.data, raw.len) == 0);
+        struct replay r;
+        replay(&d, NOW, false, &r);
+        ck_assert_int_eq(r.rc, 0);
+        ck_assert_uint_eq(r.records, 1);
+        ck_assert_uint_eq(r.last, 2);
+        ck_assert_uint_eq(r.last_size, 0);
+        replay_free(&r);
+        struct stat st;
+        char path[300];
+        seg_path(&d, 2, path, sizeof path);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_int_eq(st.st_size, 0);
+        ref_buf_free(&raw);
+        tdir_close(&d);
+    }
+
+    /* a record after the zeros: they were not padding */
+    struct tdir d;
+    tdir_open(&d);
+    ref_buf_put(&a, b.data, b.len);
+    REQUIRE(ref_seg_write(d.path, 1, a.data, a.len) == 0);
+    struct replay r;
+    replay(&d, NOW, false, &r);
+    ck_assert_int_eq(r.rc, -1);
+    replay_free(&r);
+    tdir_close(&d);
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* Cleaning rewrites a padded closed segment without its padding. */
+START_TEST(test_clean_padded_segment)
+{
+    static const uint8_t zeros[300];
+    struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
+    add_rec(&s1, 1, "q", NOW - 1000, HOUR);
+    size_t first = s1.len;
+    add_rec(&s1, 2, "q", NOW - 1000, HOUR);
+    ref_buf_put(&s1, zeros, sizeof zeros);
+    id_rec(&s2, REF_DELETE, 1);
+    add_rec(&s3, 3, "q", NOW - 1000, HOUR);
+    struct tdir d;
+    tdir_open(&d);
+    REQUIRE(ref_seg_write(d.path, 1, s1.data, s1.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
+    ck_assert_int_eq(cmdlog_files_clean(d.fd, 3), 0);
+    char names[256];
+    tdir_list(&d, names, sizeof names);
+    ck_assert_str_eq(names, "000000001.log 000000003.log");
+    struct ref_seg s;
+    seg_read(&d, 1, &s);
+    ck_assert_int_eq(s.status, REF_OK);
+    ck_assert_uint_eq(s.nrecs, 1);
+    ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + s1.len - first - sizeof zeros);
+    ref_seg_free(&s);
+    tdir_close(&d);
+    ref_buf_free(&s1);
+    ref_buf_free(&s2);
+    ref_buf_free(&s3);
+}
+END_TEST
+
 START_TEST(test_replay_damage_middle)
 {
     struct ref_buf b = {0};
@@ -1851,7 +1962,7 @@ copy_dir(const char *src, const struct tdir *d)
     while ((de = readdir(dir)) != NULL) {
         if (de->d_name[0] == '.')
             continue;
-        char path[1024];
+        char path[1300]; /* a fixtures_dir path, a name */
         snprintf(path, sizeof path, "%s/%s", src, de->d_name);
         struct ref_seg s;
         REQUIRE(ref_seg_read(path, &s) == 0);
@@ -2021,6 +2132,8 @@ cmdlog_suite(void)
         {"replay_empty", test_replay_empty},
         {"replay_torn_tail", test_replay_torn_tail},
         {"replay_garbage_tail", test_replay_garbage_tail},
+        {"replay_padding", test_replay_padding},
+        {"clean_padded_segment", test_clean_padded_segment},
         {"replay_damage_middle", test_replay_damage_middle},
         {"replay_damage_earlier_segment", test_replay_damage_earlier_segment},
         {"replay_multi_segment", test_replay_multi_segment},

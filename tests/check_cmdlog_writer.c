@@ -240,6 +240,49 @@ START_TEST(test_always_waits_for_sync)
 }
 END_TEST
 
+/* Under always, a large segment's blocks are allocated ahead of its
+ * records (zeros after them, so that a sync changes no size); a closed
+ * segment, and the last one after a clean stop, hold exactly their
+ * records. */
+START_TEST(test_always_preallocates)
+{
+    struct tdir d;
+    tdir_make(&d);
+    struct cmdlog *l = open_log(&d, CMDLOG_SYNC_ALWAYS, 2u << 20);
+    append_add(l, 1);
+    ck_assert_int_eq(cmdlog_write(l), 0);
+    struct ref_seg s = seg(&d, 1);
+    size_t used = s.bad_off;
+    ck_assert_uint_ge(s.len, 2u << 20);
+    ck_assert_uint_eq(s.nrecs, 1);
+    for (size_t i = used; i < s.len; i++)
+        REQUIRE(s.data[i] == 0);
+    ref_seg_free(&s);
+    /* fill segment 1 past its size with 40 KiB records: it is closed */
+    static char big[40000];
+    memset(big, 'b', sizeof big);
+    for (uint64_t n = 2; n <= 60; n++) {
+        struct cmdlog_rec r = {.code = CMDLOG_COMPLETE, .at_ms = NOW, .result = {big, sizeof big}};
+        ref_id(r.id, n);
+        cmdlog_append(l, &r);
+    }
+    ck_assert_int_eq(cmdlog_write(l), 0);
+    s = seg(&d, 1);
+    ck_assert_int_eq(s.status, REF_OK); /* trimmed */
+    size_t in_first = s.nrecs;
+    ref_seg_free(&s);
+    s = seg(&d, 2);
+    ck_assert_uint_gt(s.len, s.bad_off); /* the open one is padded */
+    ref_seg_free(&s);
+    cmdlog_close(l);
+    s = seg(&d, 2);
+    ck_assert_int_eq(s.status, REF_OK);
+    ck_assert_uint_eq(in_first + s.nrecs, 60);
+    ref_seg_free(&s);
+    tdir_remove(&d);
+}
+END_TEST
+
 /* A write that fails (here: the file-size limit) leaves whole records
  * only, keeps the batch and its replies held, and makes the log read-only;
  * while read-only a reply that appended nothing goes out.  The next try
@@ -349,6 +392,7 @@ main(void)
         {"write_at_end_of_pass", test_write_at_end_of_pass},
         {"rotation", test_rotation},
         {"always_waits_for_sync", test_always_waits_for_sync},
+        {"always_preallocates", test_always_preallocates},
         {"failed_write_is_retried", test_failed_write_is_retried},
         {"stray_segment_refused", test_stray_segment_refused},
         {"open_removes_cleaning_leftovers", test_open_removes_cleaning_leftovers},
