@@ -308,6 +308,8 @@ cmdlog_preallocate(struct cmdlog *l, size_t n)
     uint64_t len = WQ_MAX((uint64_t)n, (uint64_t)CMDLOG_PREALLOC_STEP);
     if (fallocate(l->fd, 0, (off_t)l->fd_size, (off_t)len) == 0)
         l->fd_alloc = l->fd_size + len;
+    else if (errno == EOPNOTSUPP)
+        l->prealloc = false; /* and never ask again */
 }
 
 /* Write n bytes after the open segment's records, whole or not at all: a

@@ -312,7 +312,8 @@ server_init(struct server *srv, const struct options *opts)
     return 0;
 }
 
-/* Take the log's read-only state, and send the replies it has released. */
+/* Take the log's read-only state, and send the replies it has released
+ * since the last time. */
 static void
 server_log_news(struct server *srv)
 {
@@ -320,7 +321,11 @@ server_log_news(struct server *srv)
     srv->ctx.readonly = cmdlog_readonly(srv->log);
     if (srv->ctx.readonly != was_readonly)
         wq_log(LOG_LVL_WARN, "read-only mode=%s", srv->ctx.readonly ? "on" : "off");
-    conn_release_held(srv, cmdlog_released(srv->log));
+    uint64_t released = cmdlog_released(srv->log);
+    if (released != srv->log_released) {
+        srv->log_released = released;
+        conn_release_held(srv, released);
+    }
 }
 
 /* The sync thread synced, or a sync failed or succeeded again. */
@@ -339,7 +344,7 @@ server_log_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_end_pass(struct server *srv)
 {
-    if (srv->log == NULL || cmdlog_appended(srv->log) == cmdlog_released(srv->log))
+    if (srv->log == NULL)
         return;
     if (cmdlog_write(srv->log) != 0 && !evtimer_pending(srv->log_retry_ev, NULL)) {
         struct timeval tv = {0, (CMDLOG_RETRY_MS + 1) * 1000};

@@ -33,6 +33,7 @@ struct server {
     struct cmdlog         *log;      /* NULL without -cmdlog-path */
     struct event          *log_ev;   /* the log threads' news */
     struct event          *log_retry_ev; /* ends a pass now and then while writes fail */
+    uint64_t               log_released; /* cmdlog_released when held replies were last sent */
     uint64_t               started_ms;
     char                   bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
