@@ -28,7 +28,7 @@ static const struct cmd_spec cmd_table[] = {
     {{"result", 2, 2, false, NULL}, NULL, cmd_result},
     {{"delete", 1, 1, false, NULL}, NULL, cmd_delete},
     {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_lease},
-    {{"complete", 2, 2, true, "Invalid result size"}, NULL, cmd_complete},
+    {{"complete", 2, 2, true, "Invalid payload size"}, NULL, cmd_complete},
     {{"fail", 2, 2, true, "Invalid result size"}, NULL, cmd_fail},
     {{"inspect", 1, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_inspect},
 };

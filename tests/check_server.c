@@ -420,7 +420,7 @@ START_TEST(test_add_size_over_max)
     systest_add(fd, id4(2), "q", "0123456789abcdef");
     systest_lease_now(fd, "q", id4(2), "0123456789abcdef");
     /* results are limited the same way */
-    systest_roundtrip(fd, f("complete %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
+    systest_roundtrip(fd, f("complete %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid payload size"));
     systest_roundtrip(fd, f("fail %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
     systest_roundtrip(fd, f("complete %s 16\r\n0123456789ABCDEF\r\n", id4(2)), OK);
@@ -476,7 +476,7 @@ START_TEST(test_add_block_terminator)
 
     /* complete <id> 2\r\nabc\n: stores nothing and discards "c\n" */
     systest_add(fd, id4(2), "q", "job");
-    systest_roundtrip(fd, f("complete %s 2\r\nabc\n", id4(2)), ERR("Invalid result size"));
+    systest_roundtrip(fd, f("complete %s 2\r\nabc\n", id4(2)), ERR("Invalid payload size"));
     systest_sync(fd);
     systest_roundtrip(fd, f("fail %s 2\r\nabc\r\n", id4(2)), ERR("Invalid result size"));
     systest_sync(fd);
@@ -1391,13 +1391,13 @@ START_TEST(test_complete_errors)
     static const char *const bad[] = {"+1", "-1", "abc", "18446744073709551616", "1x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         systest_roundtrip(fd, f("complete %s %s\r\nabc\r\n", id4(1), bad[i]),
-                          ERR("Invalid result size") ERR("Unknown command"));
+                          ERR("Invalid payload size") ERR("Unknown command"));
         systest_roundtrip(fd, f("fail %s %s\r\nabc\r\n", id4(1), bad[i]),
                           ERR("Invalid result size") ERR("Unknown command"));
     }
     /* the size comes first, then the id */
     systest_roundtrip(fd, "complete bad +1\r\nabc\r\n",
-                      ERR("Invalid result size") ERR("Unknown command"));
+                      ERR("Invalid payload size") ERR("Unknown command"));
     systest_roundtrip(fd, f("complete %s\r\n", id4(1)), ERR("Invalid command args"));
     systest_roundtrip(fd, "complete\r\n", ERR("Invalid command args"));
     systest_roundtrip(fd, f("complete %s 1 2\r\nabc\r\n", id4(1)),
