@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "conn.h"
+#include "core.h"
 #include "jobid.h"
+#include "reply.h"
 #include "util.h"
 
 const struct cmd_flag cmd_job_flags[] = {
@@ -45,15 +47,82 @@ cmd_lookup(const char *name, size_t len)
 }
 
 void
-cmd_dispatch(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_dispatch(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     const struct cmd_spec *spec = WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax);
     if (spec->flags == NULL && r->nflags > 0) {
-        conn_client_error(c, "Invalid command args");
+        cmd_client_error(out, "Invalid command args");
         return;
     }
-    spec->handler(ctx, c, r);
+    spec->handler(ctx, out, r);
 }
+
+void
+cmd_client_error(struct reply *out, const char *msg)
+{
+    reply_bytes(out, "-CLIENT-ERROR ", 14);
+    reply_str(out, msg);
+    reply_bytes(out, "\r\n", 2);
+}
+
+/* ---- the protocol module ---- */
+
+static void
+cmd_proto_open(void *ctx, void *state, struct reply *out)
+{
+    const struct cmd_ctx *c = ctx;
+    proto_init(state, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
+}
+
+/* Parse the first request of in[0..len) and run it. */
+static size_t
+cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len,
+                 size_t *need)
+{
+    struct request req;
+    const char *err = NULL;
+    size_t consumed;
+    switch (proto_parse(state, in, len, &req, &err, &consumed, need)) {
+    case PROTO_REQUEST:
+        cmd_dispatch(ctx, out, &req);
+        *need = 0;
+        break;
+    case PROTO_ERROR:
+        cmd_client_error(out, err);
+        *need = 0;
+        break;
+    case PROTO_FATAL: /* framing is lost */
+        cmd_client_error(out, err);
+        reply_close(out);
+        *need = 0;
+        break;
+    case PROTO_NEED:
+        break;
+    }
+    return consumed;
+}
+
+static void
+cmd_proto_cancel(void *ctx, void *waiting)
+{
+    struct cmd_ctx *c = ctx;
+    core_cancel(c->core, waiting);
+}
+
+static void
+cmd_proto_close(void *ctx, void *state)
+{
+    proto_clear(state);
+}
+
+const struct conn_proto cmd_protocol = {
+    .name = "workq",
+    .state_size = sizeof(struct proto),
+    .open = cmd_proto_open,
+    .handle = cmd_proto_handle,
+    .cancel = cmd_proto_cancel,
+    .close = cmd_proto_close,
+};
 
 const char *
 cmd_parse_flags(const struct request *r, int64_t *values)
@@ -132,44 +201,44 @@ cmd_arg_wait(const struct wq_str *s, uint64_t *wait)
 }
 
 void
-cmd_reply_ok(struct conn *c)
+cmd_reply_ok(struct reply *out)
 {
-    conn_reply(c, "+OK\r\n", 5);
+    reply_bytes(out, "+OK\r\n", 5);
 }
 
 void
-cmd_reply_not_found(struct conn *c)
+cmd_reply_not_found(struct reply *out)
 {
-    conn_reply(c, "-NOT-FOUND\r\n", 12);
+    reply_bytes(out, "-NOT-FOUND\r\n", 12);
 }
 
 void
-cmd_reply_timeout(struct conn *c)
+cmd_reply_timeout(struct reply *out)
 {
-    conn_reply(c, "-TIMEOUT\r\n", 10);
+    reply_bytes(out, "-TIMEOUT\r\n", 10);
 }
 
 void
-cmd_reply_nomem(struct conn *c)
+cmd_reply_nomem(struct reply *out)
 {
     static const char msg[] = "-SERVER-ERROR Out of memory\r\n";
-    conn_reply(c, msg, sizeof msg - 1);
+    reply_bytes(out, msg, sizeof msg - 1);
 }
 
 void
-cmd_reply_block(struct conn *c, const char *head, size_t head_len, char *data, size_t len)
+cmd_reply_block(struct reply *out, const char *head, size_t head_len, char *data, size_t len)
 {
-    conn_reply(c, head, head_len);
-    conn_reply_payload(c, data, len);
-    conn_reply(c, "\r\n", 2);
+    reply_bytes(out, head, head_len);
+    reply_payload(out, data, len);
+    reply_bytes(out, "\r\n", 2);
 }
 
 bool
-cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c)
+cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out)
 {
     static const char msg[] = "-SERVER-ERROR Read-only: command log write failed\r\n";
     if (!ctx->readonly)
         return false;
-    conn_reply(c, msg, sizeof msg - 1);
+    reply_bytes(out, msg, sizeof msg - 1);
     return true;
 }

@@ -7,22 +7,27 @@
 #include "wq.h"
 #include "proto.h"
 
-struct conn;
+struct conn_proto;
 struct core;
-struct cmdlog;
+struct reply;
 
-/* What handlers share: the core, the time of the current batch, and the
- * server figures that inspect shows. */
+/* What handlers share: the core, the time of the current batch, the
+ * server figures that inspect shows, and the framing limits. */
 struct cmd_ctx {
     struct core *core;
     uint64_t     now_ms;
     uint64_t     started_ms;
-    uint64_t     clients;  /* open connections */
-    struct cmdlog *log;    /* NULL without a command log */
-    bool         readonly; /* the log cannot be written: refuse changes */
+    uint64_t     clients;     /* open connections */
+    bool         readonly;    /* the log cannot be written: refuse changes */
+    size_t       max_line;    /* proto.h's limits */
+    uint64_t     max_payload;
 };
 
-typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+/* The Workq protocol as a module of the connection layer (conn.h): its
+ * ctx is a struct cmd_ctx, a connection's state a struct proto. */
+extern const struct conn_proto cmd_protocol;
+
+typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 
 /* One flag a command accepts.  Values are decimal, within [min, max]; a
  * sign is allowed only when min < 0. */
@@ -41,7 +46,9 @@ struct cmd_spec {
 /* proto_lookup_fn over the command table. */
 const struct proto_syntax *cmd_lookup(const char *name, size_t len);
 /* Run a parsed request. */
-void cmd_dispatch(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_dispatch(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+/* Answer "-CLIENT-ERROR <msg>\r\n". */
+void cmd_client_error(struct reply *out, const char *msg);
 
 /* Parse r's flags against r's command: values[i] gets flag i's value, or
  * keeps its default when absent.  Returns NULL, or the error to answer. */
@@ -55,27 +62,27 @@ bool cmd_arg_ttl(const struct wq_str *s, uint64_t *ttl);
 bool cmd_arg_wait(const struct wq_str *s, uint64_t *wait);
 
 /* Common replies. */
-void cmd_reply_ok(struct conn *c);
-void cmd_reply_not_found(struct conn *c);
-void cmd_reply_timeout(struct conn *c);
-void cmd_reply_nomem(struct conn *c);
+void cmd_reply_ok(struct reply *out);
+void cmd_reply_not_found(struct reply *out);
+void cmd_reply_timeout(struct reply *out);
+void cmd_reply_nomem(struct reply *out);
 /* A reply with a data block: head (ending in CRLF), the bytes of a payload
  * or result (payload.h: large ones are sent by reference), CRLF. */
-void cmd_reply_block(struct conn *c, const char *head, size_t head_len, char *data,
+void cmd_reply_block(struct reply *out, const char *head, size_t head_len, char *data,
                      size_t len);
 /* In read-only mode, answer the server error and return true. */
-bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct conn *c);
+bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out);
 
 /* The handlers (cmd_job.c, cmd_worker.c). */
-void cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_result(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_lease(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_complete(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_fail(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_run(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
-void cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r);
+void cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_complete(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_fail(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 
 /* Flag tables: add and schedule take all three (in this order), run only
  * the priority. */

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "conn.h"
+#include "reply.h"
 #include "core.h"
 #include "util.h"
 
 /* Append a formatted "key value\r\n" line. */
 __attribute__((format(printf, 2, 3))) static void
-inspect_line(struct conn *c, const char *fmt, ...)
+inspect_line(struct reply *out, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
@@ -28,71 +28,71 @@ inspect_line(struct conn *c, const char *fmt, ...)
     if ((size_t)n > sizeof buf - 3)
         n = (int)(sizeof buf - 3);
     memcpy(buf + n, "\r\n", 2);
-    conn_reply(c, buf, (size_t)n + 2);
+    reply_bytes(out, buf, (size_t)n + 2);
 }
 
 static void
-inspect_time_line(struct conn *c, const char *key, int64_t unix_ms)
+inspect_time_line(struct reply *out, const char *key, int64_t unix_ms)
 {
     char t[32];
     util_format_time(unix_ms, t);
-    inspect_line(c, "%s %s", key, t);
+    inspect_line(out, "%s %s", key, t);
 }
 
 /* One job block: "<id> <k>" then k key lines, payload raw. */
 static void
-inspect_job_block(struct conn *c, const struct core *core, const struct job *j)
+inspect_job_block(struct reply *out, const struct core *core, const struct job *j)
 {
     char id[JOBID_TEXT_LEN + 1];
     bool timed = j->flags & JOB_F_TIMED;
     jobid_format(j->id, id);
-    inspect_line(c, "%s %d", id, timed ? 13 : 12);
-    inspect_line(c, "name %s", core_job_queue(core, j)->name);
-    inspect_line(c, "ttr %u", (unsigned)j->ttr);
-    inspect_line(c, "ttl %llu", (unsigned long long)j->ttl);
-    inspect_line(c, "payload-size %u", j->payload_len);
-    conn_reply(c, "payload ", 8);
-    conn_reply_payload(c, j->payload, j->payload_len);
-    conn_reply(c, "\r\n", 2);
-    inspect_line(c, "max-attempts %u", (unsigned)j->max_attempts);
-    inspect_line(c, "attempts %u", (unsigned)j->attempts);
-    inspect_line(c, "max-fails %u", (unsigned)j->max_fails);
-    inspect_line(c, "fails %u", (unsigned)j->fails);
-    inspect_line(c, "priority %d", j->priority);
-    inspect_line(c, "state %u", (unsigned)j->state);
-    inspect_time_line(c, "created", core_job_created(core, j));
+    inspect_line(out, "%s %d", id, timed ? 13 : 12);
+    inspect_line(out, "name %s", core_job_queue(core, j)->name);
+    inspect_line(out, "ttr %u", (unsigned)j->ttr);
+    inspect_line(out, "ttl %llu", (unsigned long long)j->ttl);
+    inspect_line(out, "payload-size %u", j->payload_len);
+    reply_bytes(out, "payload ", 8);
+    reply_payload(out, j->payload, j->payload_len);
+    reply_bytes(out, "\r\n", 2);
+    inspect_line(out, "max-attempts %u", (unsigned)j->max_attempts);
+    inspect_line(out, "attempts %u", (unsigned)j->attempts);
+    inspect_line(out, "max-fails %u", (unsigned)j->max_fails);
+    inspect_line(out, "fails %u", (unsigned)j->fails);
+    inspect_line(out, "priority %d", j->priority);
+    inspect_line(out, "state %u", (unsigned)j->state);
+    inspect_time_line(out, "created", core_job_created(core, j));
     if (timed)
-        inspect_time_line(c, "time", j->base_ms);
+        inspect_time_line(out, "time", j->base_ms);
 }
 
 static void
-inspect_queue_block(struct conn *c, const struct queue *q)
+inspect_queue_block(struct reply *out, const struct queue *q)
 {
-    inspect_line(c, "%s 2", q->name);
-    inspect_line(c, "ready-len %u", heap_len(&q->ready));
-    inspect_line(c, "scheduled-len %u", heap_len(&q->scheduled));
+    inspect_line(out, "%s 2", q->name);
+    inspect_line(out, "ready-len %u", heap_len(&q->ready));
+    inspect_line(out, "scheduled-len %u", heap_len(&q->scheduled));
 }
 
 static void
-inspect_server(struct cmd_ctx *ctx, struct conn *c)
+inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &ctx->core->stats;
-    inspect_line(c, "+OK 1");
-    inspect_line(c, "server 14");
-    inspect_line(c, "active-clients %llu", (unsigned long long)ctx->clients);
-    inspect_line(c, "evicted-jobs %llu", (unsigned long long)st->evicted);
-    inspect_time_line(c, "started", (int64_t)ctx->started_ms);
-    inspect_line(c, "version %s", PACKAGE_VERSION);
-    inspect_line(c, "uptime %llu", (unsigned long long)((ctx->now_ms - ctx->started_ms) / 1000));
-    inspect_line(c, "jobs %llu", (unsigned long long)core_job_count(ctx->core));
-    inspect_line(c, "ready-jobs %llu", (unsigned long long)st->ready);
-    inspect_line(c, "scheduled-jobs %llu", (unsigned long long)st->scheduled);
-    inspect_line(c, "leased-jobs %llu", (unsigned long long)st->leased);
-    inspect_line(c, "completed-jobs %llu", (unsigned long long)st->completed);
-    inspect_line(c, "failed-jobs %llu", (unsigned long long)st->failed);
-    inspect_line(c, "parked-clients %llu", (unsigned long long)st->parked);
-    inspect_line(c, "memory-used %zu", alloc_memory_used());
-    inspect_line(c, "allocator %s", alloc_name());
+    inspect_line(out, "+OK 1");
+    inspect_line(out, "server 14");
+    inspect_line(out, "active-clients %llu", (unsigned long long)ctx->clients);
+    inspect_line(out, "evicted-jobs %llu", (unsigned long long)st->evicted);
+    inspect_time_line(out, "started", (int64_t)ctx->started_ms);
+    inspect_line(out, "version %s", PACKAGE_VERSION);
+    inspect_line(out, "uptime %llu", (unsigned long long)((ctx->now_ms - ctx->started_ms) / 1000));
+    inspect_line(out, "jobs %llu", (unsigned long long)core_job_count(ctx->core));
+    inspect_line(out, "ready-jobs %llu", (unsigned long long)st->ready);
+    inspect_line(out, "scheduled-jobs %llu", (unsigned long long)st->scheduled);
+    inspect_line(out, "leased-jobs %llu", (unsigned long long)st->leased);
+    inspect_line(out, "completed-jobs %llu", (unsigned long long)st->completed);
+    inspect_line(out, "failed-jobs %llu", (unsigned long long)st->failed);
+    inspect_line(out, "parked-clients %llu", (unsigned long long)st->parked);
+    inspect_line(out, "memory-used %zu", alloc_memory_used());
+    inspect_line(out, "allocator %s", alloc_name());
 }
 
 struct queue_list {
@@ -122,7 +122,7 @@ queue_name_cmp(const void *a, const void *b)
 /* inspect queues: the active queues sorted by name.  Queues are few next to
  * jobs, so this sorts them per call rather than keeping an index. */
 static void
-inspect_queues(struct cmd_ctx *ctx, struct conn *c, uint64_t offset, uint64_t limit)
+inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
 {
     struct registry *names = ctx->core->queues;
     struct queue_list l = {wq_malloc((registry_count(names) + 1) * sizeof *l.q), 0};
@@ -130,15 +130,15 @@ inspect_queues(struct cmd_ctx *ctx, struct conn *c, uint64_t offset, uint64_t li
     qsort(l.q, l.n, sizeof *l.q, queue_name_cmp);
     uint64_t first = WQ_MIN(offset, (uint64_t)l.n);
     uint64_t count = WQ_MIN(limit, (uint64_t)l.n - first);
-    inspect_line(c, "+OK %llu", (unsigned long long)count);
+    inspect_line(out, "+OK %llu", (unsigned long long)count);
     for (uint64_t i = first; i < first + count; i++)
-        inspect_queue_block(c, l.q[i]);
+        inspect_queue_block(out, l.q[i]);
     wq_free(l.q);
 }
 
 /* What a walk of a heap of jobs needs to write each block. */
 struct inspect_walk {
-    struct conn       *conn;
+    struct reply      *out;
     const struct core *core;
 };
 
@@ -146,23 +146,23 @@ static void
 inspect_job_cb(void *elem, void *arg)
 {
     const struct inspect_walk *w = arg;
-    inspect_job_block(w->conn, w->core, elem);
+    inspect_job_block(w->out, w->core, elem);
 }
 
 /* inspect jobs / scheduled-jobs: a best-first walk of the queue's heap. */
 static void
-inspect_jobs(struct cmd_ctx *ctx, struct conn *c, const struct wq_str *name, uint64_t offset,
+inspect_jobs(struct cmd_ctx *ctx, struct reply *out, const struct wq_str *name, uint64_t offset,
              uint64_t limit, bool scheduled)
 {
     struct queue *q = core_queue(ctx->core, name->p, name->n);
     if (q == NULL) {
-        cmd_reply_not_found(c);
+        cmd_reply_not_found(out);
         return;
     }
     const struct heap *h = scheduled ? &q->scheduled : &q->ready;
     uint64_t count = offset >= heap_len(h) ? 0 : WQ_MIN(limit, heap_len(h) - offset);
-    inspect_line(c, "+OK %llu", (unsigned long long)count);
-    struct inspect_walk w = {c, ctx->core};
+    inspect_line(out, "+OK %llu", (unsigned long long)count);
+    struct inspect_walk w = {out, ctx->core};
     heap_walk(h, offset, (uint32_t)count, inspect_job_cb, &w);
 }
 
@@ -185,7 +185,7 @@ inspect_is(const struct wq_str *s, const char *word)
 }
 
 void
-cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     const struct wq_str *obj = &r->args[0];
     size_t n = r->nargs - 1;
@@ -218,31 +218,31 @@ cmd_inspect(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     if (err == NULL && inspect_is(obj, "job") && !cmd_arg_id(&r->args[1], id))
         err = "Invalid ID";
     if (err != NULL) {
-        conn_client_error(c, err);
+        cmd_client_error(out, err);
         return;
     }
 
     if (inspect_is(obj, "server")) {
-        inspect_server(ctx, c);
+        inspect_server(ctx, out);
     } else if (inspect_is(obj, "queues")) {
-        inspect_queues(ctx, c, offset, limit);
+        inspect_queues(ctx, out, offset, limit);
     } else if (inspect_is(obj, "queue")) {
         struct queue *q = core_queue(ctx->core, r->args[1].p, r->args[1].n);
         if (q == NULL) {
-            cmd_reply_not_found(c);
+            cmd_reply_not_found(out);
             return;
         }
-        inspect_line(c, "+OK 1");
-        inspect_queue_block(c, q);
+        inspect_line(out, "+OK 1");
+        inspect_queue_block(out, q);
     } else if (inspect_is(obj, "job")) {
         struct job *j = core_find(ctx->core, id);
         if (j == NULL) {
-            cmd_reply_not_found(c);
+            cmd_reply_not_found(out);
             return;
         }
-        inspect_line(c, "+OK 1");
-        inspect_job_block(c, ctx->core, j);
+        inspect_line(out, "+OK 1");
+        inspect_job_block(out, ctx->core, j);
     } else {
-        inspect_jobs(ctx, c, &r->args[1], offset, limit, inspect_is(obj, "scheduled-jobs"));
+        inspect_jobs(ctx, out, &r->args[1], offset, limit, inspect_is(obj, "scheduled-jobs"));
     }
 }

@@ -4,20 +4,20 @@
 
 #include <stdio.h>
 
-#include "conn.h"
+#include "reply.h"
 #include "core.h"
 #include "util.h"
 
 /* The reply to a job-creating command that did not park. */
 static void
-cmd_reply_add_status(struct conn *c, enum core_status st)
+cmd_reply_add_status(struct reply *out, enum core_status st)
 {
     if (st == CORE_OK)
-        cmd_reply_ok(c);
+        cmd_reply_ok(out);
     else if (st == CORE_DUPLICATE)
-        conn_client_error(c, "Duplicate job");
+        cmd_client_error(out, "Duplicate job");
     else
-        cmd_reply_nomem(c);
+        cmd_reply_nomem(out);
 }
 
 /* Validate what add, schedule and run share: <id> <name> <ttr> first. */
@@ -49,7 +49,7 @@ cmd_job_flags_into(const struct request *r, struct job_spec *s)
 }
 
 void
-cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     struct job_spec s = {0};
     const char *err = cmd_job_head(r, &s);
@@ -58,17 +58,17 @@ cmd_add(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     if (err == NULL)
         err = cmd_job_flags_into(r, &s);
     if (err != NULL) {
-        conn_client_error(c, err);
+        cmd_client_error(out, err);
         return;
     }
-    if (cmd_refuse_readonly(ctx, c))
+    if (cmd_refuse_readonly(ctx, out))
         return;
-    cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
+    cmd_reply_add_status(out, core_add(ctx->core, &s, ctx->now_ms));
 }
 
 /* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done. */
 static void
-cmd_reply_result(struct conn *c, const struct core *core, const struct job *j)
+cmd_reply_result(struct reply *out, const struct core *core, const struct job *j)
 {
     char id[JOBID_TEXT_LEN + 1];
     char head[96];
@@ -77,72 +77,72 @@ cmd_reply_result(struct conn *c, const struct core *core, const struct job *j)
     jobid_format(j->id, id);
     int n = snprintf(head, sizeof head, "+OK 1\r\n%s %d %u\r\n", id,
                      j->state == JOB_COMPLETED ? 1 : 0, len);
-    cmd_reply_block(c, head, (size_t)n, result, len);
+    cmd_reply_block(out, head, (size_t)n, result, len);
 }
 
 /* waiter_done_fn of a parked result. */
 static void
 cmd_result_done(void *owner, enum waiter_outcome how, const struct core *core, struct job *j)
 {
-    struct conn *c = owner;
+    struct reply *out = owner;
     if (how == WAITER_GOT)
-        cmd_reply_result(c, core, j);
+        cmd_reply_result(out, core, j);
     else if (how == WAITER_GONE)
-        cmd_reply_not_found(c);
+        cmd_reply_not_found(out);
     else
-        cmd_reply_timeout(c);
-    conn_wake(c);
+        cmd_reply_timeout(out);
+    reply_wake(out);
 }
 
 void
-cmd_result(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     uint8_t id[JOBID_LEN];
     uint64_t wait;
     if (!cmd_arg_id(&r->args[0], id)) {
-        conn_client_error(c, "Invalid ID");
+        cmd_client_error(out, "Invalid ID");
         return;
     }
     if (!cmd_arg_wait(&r->args[1], &wait)) {
-        conn_client_error(c, "Invalid wait timeout");
+        cmd_client_error(out, "Invalid wait timeout");
         return;
     }
     struct job *j;
     struct waiter *w;
-    switch (core_result(ctx->core, id, wait, ctx->now_ms, cmd_result_done, c, &j, &w)) {
+    switch (core_result(ctx->core, id, wait, ctx->now_ms, cmd_result_done, out, &j, &w)) {
     case CORE_OK:
-        cmd_reply_result(c, ctx->core, j);
+        cmd_reply_result(out, ctx->core, j);
         break;
     case CORE_PARKED:
-        conn_park(c, w);
+        reply_park(out, w);
         break;
     case CORE_TIMEOUT:
-        cmd_reply_timeout(c);
+        cmd_reply_timeout(out);
         break;
     default:
-        cmd_reply_not_found(c);
+        cmd_reply_not_found(out);
         break;
     }
 }
 
 void
-cmd_delete(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     uint8_t id[JOBID_LEN];
     if (!cmd_arg_id(&r->args[0], id)) {
-        conn_client_error(c, "Invalid ID");
+        cmd_client_error(out, "Invalid ID");
         return;
     }
-    if (cmd_refuse_readonly(ctx, c))
+    if (cmd_refuse_readonly(ctx, out))
         return;
     if (core_delete(ctx->core, id) == CORE_OK)
-        cmd_reply_ok(c);
+        cmd_reply_ok(out);
     else
-        cmd_reply_not_found(c);
+        cmd_reply_not_found(out);
 }
 
 void
-cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     struct job_spec s = {0};
     const char *err = cmd_job_head(r, &s);
@@ -156,17 +156,17 @@ cmd_schedule(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     if (err == NULL && core_expiry(s.time_ms, s.ttl) <= ctx->now_ms)
         err = "Invalid Time";
     if (err != NULL) {
-        conn_client_error(c, err);
+        cmd_client_error(out, err);
         return;
     }
-    if (cmd_refuse_readonly(ctx, c))
+    if (cmd_refuse_readonly(ctx, out))
         return;
     s.timed = true;
-    cmd_reply_add_status(c, core_add(ctx->core, &s, ctx->now_ms));
+    cmd_reply_add_status(out, core_add(ctx->core, &s, ctx->now_ms));
 }
 
 void
-cmd_run(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
+cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     struct job_spec s = {0};
     uint64_t wait = 0;
@@ -176,15 +176,15 @@ cmd_run(struct cmd_ctx *ctx, struct conn *c, const struct request *r)
     if (err == NULL)
         err = cmd_job_flags_into(r, &s);
     if (err != NULL) {
-        conn_client_error(c, err);
+        cmd_client_error(out, err);
         return;
     }
     struct waiter *w;
-    enum core_status st = core_run(ctx->core, &s, wait, ctx->now_ms, cmd_result_done, c, &w);
+    enum core_status st = core_run(ctx->core, &s, wait, ctx->now_ms, cmd_result_done, out, &w);
     if (st == CORE_PARKED)
-        conn_park(c, w);
+        reply_park(out, w);
     else if (st == CORE_TIMEOUT)
-        cmd_reply_timeout(c);
+        cmd_reply_timeout(out);
     else
-        cmd_reply_add_status(c, st);
+        cmd_reply_add_status(out, st);
 }

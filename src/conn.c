@@ -1,4 +1,5 @@
-/* conn.c - client connections over bufferevents. */
+/* conn.c - client connections over bufferevents, for any protocol module;
+ * the set of them, replies held for the command log, closing. */
 #include "wq.h"
 #include "conn.h"
 
@@ -9,68 +10,113 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "cmd.h"
+#include "alloc.h"
 #include "cmdlog.h"
-#include "core.h"
+#include "list.h"
 #include "log.h"
-#include "pool.h"
-#include "options.h"
 #include "payload.h"
-#include "proto.h"
-#include "server.h"
+#include "pool.h"
 #include "util.h"
 
 /* Output back-pressure: stop taking commands above HIGH buffered reply
  * bytes, take them again below LOW. */
 #define CONN_OUT_HIGH (4u << 20)
 #define CONN_OUT_LOW  (256u << 10)
-/* Input read ahead beyond the largest request (a line and a data block):
- * while a command is parked, or replies are throttled, a client's input
- * stops being read past this, so EOF is seen unless it pipelines that much
- * behind a parked command.  Fixed, so parking costs no epoll_ctl. */
+/* Input read ahead beyond the largest request: while a command is parked,
+ * or replies are throttled, a client's input stops being read past this,
+ * so EOF is seen unless it pipelines that much behind a parked command.
+ * Fixed, so parking costs no epoll_ctl. */
 #define CONN_READ_SLACK (256u << 10)
 /* After an error that ends a connection, how long the peer's input is still
  * read and dropped so that the error reply is not lost to a TCP reset. */
 #define CONN_LINGER_MS 2000
+/* Connection records are cut from blocks of this many. */
+#define CONN_POOL_BLOCK 64
 
-/* How a connection is ending. */
-enum conn_end {
-    CONN_OPEN,
-    CONN_FLUSH,  /* the peer left, or the server stops: write what is due, close */
-    CONN_LINGER, /* our error ended it: write, shut down writing, drain the peer */
+enum conn_state {
+    CONN_READY,     /* taking requests */
+    CONN_PARKED,    /* a command waits (c->waiting) */
+    CONN_THROTTLED, /* the client reads replies too slowly: its input waits */
+    CONN_FLUSH,     /* the peer left, or the server stops: write what is due, close */
+    CONN_LINGER,    /* the protocol closes: write, shut down writing, drain the peer */
+};
+
+struct conn_set {
+    struct event_base *base;
+    struct conn_hooks  hooks;
+    struct pool        pool;
+    size_t             state_off; /* where a record's protocol state starts */
+    struct list        all;       /* every open connection */
+    struct list        held;      /* those with replies held for the log */
+    size_t             count;
+    struct cmdlog     *log;
+    uint64_t           now_ms; /* the time of the last batch (hooks.begin) */
 };
 
 struct conn {
-    struct bufferevent *bev;
-    struct server      *srv;
-    struct proto        proto;
-    struct waiter      *waiter; /* the parked command's, or NULL */
-    struct event       *wake_ev;
-    struct conn        *prev, *next;
-    struct evbuffer    *held;      /* replies waiting for the log */
-    uint64_t            hold_lsn;  /* ... until it releases this record */
-    uint64_t            mark;      /* records appended when the last command began */
-    struct conn        *held_prev, *held_next;
-    bool                in_held;   /* linked in srv->held */
-    size_t              need; /* input bytes needed before parsing again */
-    uint64_t            active_ms; /* last input, or the end of the last wait */
-    enum conn_end       closing;
-    bool                throttled;
+    struct list                node;      /* in set->all */
+    struct list                held_node; /* in set->held while replies are held */
+    struct conn_set           *set;
+    const struct conn_service *svc;
+    struct bufferevent        *bev;
+    struct event              *wake_ev;
+    struct reply               reply;
+    enum conn_state            state;
+    bool                       direct;   /* plain TCP: written to straight from the loop */
+    void                      *waiting;  /* CONN_PARKED: what the protocol parked */
+    struct evbuffer           *held;     /* replies waiting for the log */
+    uint64_t                   hold_lsn; /* ... until it releases this record */
+    uint64_t                   mark;     /* records appended when the last request began */
+    size_t                     need;     /* input bytes needed before handling again */
+    uint64_t                   active_ms; /* last input, or the end of the last wait */
 };
 
 static void conn_process(struct conn *c);
 static void conn_flushed(struct conn *c);
+static void conn_close_soon(struct conn *c, bool linger);
+static void conn_free(struct conn *c);
 
-size_t
-conn_size(void)
+static void *
+conn_state_of(struct conn *c)
 {
-    return sizeof(struct conn);
+    return (char *)c + c->set->state_off;
 }
 
-struct conn *
-conn_next(const struct conn *c)
+struct conn_set *
+conn_set_new(struct event_base *base, const struct conn_hooks *hooks, size_t state_max)
 {
-    return c->next;
+    struct conn_set *s = wq_calloc(1, sizeof *s);
+    s->base = base;
+    s->hooks = *hooks;
+    s->state_off = (sizeof(struct conn) + 15) & ~(size_t)15; /* room for any state */
+    pool_init(&s->pool, s->state_off + state_max, CONN_POOL_BLOCK);
+    list_init(&s->all);
+    list_init(&s->held);
+    return s;
+}
+
+void
+conn_set_free(struct conn_set *s)
+{
+    if (s == NULL)
+        return;
+    s->hooks.gone = NULL; /* freeing everything is not a stop that waits */
+    while (!list_empty(&s->all))
+        conn_free(list_item(s->all.next, struct conn, node));
+    pool_clear(&s->pool);
+    wq_free(s);
+}
+
+void
+conn_set_log(struct conn_set *s, struct cmdlog *log)
+{
+    s->log = log;
+}
+
+size_t
+conn_count(const struct conn_set *s)
+{
+    return s->count;
 }
 
 /* Bytes of reply not yet sent, held ones included. */
@@ -81,56 +127,39 @@ conn_pending(const struct conn *c)
     return c->held != NULL ? n + evbuffer_get_length(c->held) : n;
 }
 
-static void
-conn_held_unlink(struct conn *c)
-{
-    struct server *srv = c->srv;
-    if (!c->in_held)
-        return;
-    if (c->held_prev != NULL)
-        c->held_prev->held_next = c->held_next;
-    else
-        srv->held = c->held_next;
-    if (c->held_next != NULL)
-        c->held_next->held_prev = c->held_prev;
-    c->held_prev = c->held_next = NULL;
-    c->in_held = false;
-}
-
-/* Where a reply goes now: the socket's output, or, while the command log
- * has records it has not released (not yet written; under always, not yet
- * on disk), the held buffer (and every later reply too, to keep them in
+/* Where a reply goes now: the output, or, while the command log has
+ * records it has not released (not yet written; under always, not yet on
+ * disk), the held buffer (and every later reply too, to keep them in
  * order). */
 static struct evbuffer *
 conn_out(struct conn *c)
 {
-    struct server *srv = c->srv;
-    if (srv->log == NULL || (!c->in_held && !cmdlog_holds_replies(srv->log, c->mark)))
+    struct conn_set *s = c->set;
+    if (s->log == NULL ||
+        (!list_linked(&c->held_node) && !cmdlog_holds_replies(s->log, c->mark)))
         return bufferevent_get_output(c->bev);
     if (c->held == NULL)
         c->held = evbuffer_new();
-    c->hold_lsn = cmdlog_appended(srv->log);
-    if (!c->in_held) {
-        c->held_next = srv->held;
-        if (c->held_next != NULL)
-            c->held_next->held_prev = c;
-        c->held_prev = NULL;
-        srv->held = c;
-        c->in_held = true;
-    }
+    c->hold_lsn = cmdlog_appended(s->log);
+    if (!list_linked(&c->held_node))
+        list_push_back(&s->held, &c->held_node);
     return c->held;
 }
 
-/* Write what the output holds straight to the socket, and ask libevent to
- * watch for writability only if the socket did not take it all.  Watching
- * only then saves two epoll_ctl calls per request: with the write event
- * always enabled, every reply would arm it and every drain disarm it. */
+/* Write what the output holds.  Plain TCP is written to straight away,
+ * and libevent is asked to watch for writability only if the socket did
+ * not take it all: with the write event always on, every reply would cost
+ * two epoll_ctl calls.  A transport's bufferevent writes by itself. */
 static void
 conn_flush(struct conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
     if (evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(c->bev) & EV_WRITE))
         return;
+    if (!c->direct) {
+        bufferevent_enable(c->bev, EV_WRITE);
+        return;
+    }
     /* The bufferevent keeps the front of its output frozen so that only it
      * drains it; thaw it for this write as its own write callback does.  An
      * error is left to libevent's own write, which reports it. */
@@ -142,94 +171,115 @@ conn_flush(struct conn *c)
 }
 
 void
-conn_release_held(struct server *srv, uint64_t released)
+conn_release_held(struct conn_set *s, uint64_t released)
 {
-    struct conn *c = srv->held;
-    while (c != NULL) {
-        struct conn *next = c->held_next;
-        if (c->hold_lsn <= released) {
-            evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
-            conn_held_unlink(c);
-            conn_flush(c);
-            if (c->closing != CONN_OPEN && conn_pending(c) == 0)
-                conn_flushed(c); /* may free c; next is already saved */
-        }
-        c = next;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->held)
+    {
+        struct conn *c = list_item(n, struct conn, held_node);
+        if (c->hold_lsn > released)
+            continue;
+        evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
+        list_unlink(&c->held_node);
+        conn_flush(c);
+        if (c->state >= CONN_FLUSH && conn_pending(c) == 0)
+            conn_flushed(c); /* may free c, never another */
     }
 }
 
-void
-conn_reply(struct conn *c, const void *data, size_t len)
+/* ---- the reply interface ---- */
+
+static void
+conn_reply_bytes(void *to, const void *data, size_t len)
 {
     if (len > 0)
-        evbuffer_add(conn_out(c), data, len);
+        evbuffer_add(conn_out(to), data, len);
 }
 
-void
-conn_reply_payload(struct conn *c, char *p, size_t len)
+static void
+conn_reply_payload(void *to, char *p, size_t len)
 {
     if (!payload_shared(len)) {
-        conn_reply(c, p, len);
+        conn_reply_bytes(to, p, len);
         return;
     }
     payload_ref(p);
-    if (evbuffer_add_reference(conn_out(c), p, len, payload_release, NULL) != 0)
+    if (evbuffer_add_reference(conn_out(to), p, len, payload_release, NULL) != 0)
         wq_panic(__FILE__, __LINE__, "evbuffer_add_reference failed");
 }
 
-void
-conn_client_error(struct conn *c, const char *msg)
+static void
+conn_reply_park(void *to, void *waiting)
 {
-    struct evbuffer *out = conn_out(c);
-    evbuffer_add(out, "-CLIENT-ERROR ", 14);
-    evbuffer_add(out, msg, strlen(msg));
-    evbuffer_add(out, "\r\n", 2);
+    struct conn *c = to;
+    c->state = CONN_PARKED;
+    c->waiting = waiting; /* reading goes on, to notice a peer that leaves */
 }
 
-void
-conn_park(struct conn *c, struct waiter *w)
+static void
+conn_reply_wake(void *to)
 {
-    c->waiter = w; /* reading goes on, to notice a peer that leaves */
-}
-
-void
-conn_wake(struct conn *c)
-{
-    c->waiter = NULL;
-    c->active_ms = c->srv->ctx.now_ms; /* idle from the reply on, not the command */
+    struct conn *c = to;
+    if (c->state == CONN_PARKED)
+        c->state = CONN_READY;
+    c->waiting = NULL;
+    c->active_ms = util_now_ms(); /* idle from the reply on, not the command */
     event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
-void
+static void
+conn_reply_close(void *to)
+{
+    conn_close_soon(to, true);
+}
+
+static const struct reply_ops conn_reply_ops = {
+    conn_reply_bytes, conn_reply_payload, conn_reply_park, conn_reply_wake, conn_reply_close,
+};
+
+struct reply *
+conn_reply(struct conn *c)
+{
+    return &c->reply;
+}
+
+/* ---- closing ---- */
+
+/* Withdraw a parked command: its client will not be answered. */
+static void
+conn_cancel(struct conn *c)
+{
+    if (c->waiting != NULL)
+        c->svc->proto->cancel(c->svc->ctx, c->waiting);
+    c->waiting = NULL;
+    if (c->state == CONN_PARKED)
+        c->state = CONN_READY;
+}
+
+static void
 conn_free(struct conn *c)
 {
-    if (c == NULL)
-        return;
-    struct server *srv = c->srv;
-    if (c->waiter != NULL)
-        core_cancel(srv->ctx.core, c->waiter);
-    if (c->prev != NULL)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next != NULL)
-        c->next->prev = c->prev;
-    srv->ctx.clients--;
-    conn_held_unlink(c);
+    struct conn_set *s = c->set;
+    conn_cancel(c);
+    c->svc->proto->close(c->svc->ctx, conn_state_of(c));
+    list_unlink(&c->node);
+    if (list_linked(&c->held_node))
+        list_unlink(&c->held_node);
     if (c->held != NULL)
         evbuffer_free(c->held);
-    proto_clear(&c->proto);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
-    pool_put(&srv->conn_pool, c);
-    server_conn_gone(srv);
+    pool_put(&s->pool, c);
+    s->count--;
+    if (s->hooks.gone != NULL)
+        s->hooks.gone(s->hooks.arg);
 }
 
 /* Everything due has been written: close, or start lingering. */
 static void
 conn_flushed(struct conn *c)
 {
-    if (c->closing != CONN_LINGER) {
+    if (c->state != CONN_LINGER) {
         conn_free(c);
         return;
     }
@@ -238,16 +288,17 @@ conn_flushed(struct conn *c)
     event_add(c->wake_ev, &tv); /* the latest it may take the peer to close */
 }
 
-void
+/* Take no more commands: cancel a parked one, write the replies already
+ * due, then close.  With linger (the protocol closes, after an error),
+ * also drain the peer's input for a while so that the last reply is not
+ * lost to a reset.  Without linger it may free c at once. */
+static void
 conn_close_soon(struct conn *c, bool linger)
 {
-    if (c->closing != CONN_OPEN)
+    if (c->state >= CONN_FLUSH)
         return;
-    c->closing = linger ? CONN_LINGER : CONN_FLUSH;
-    if (c->waiter != NULL) {
-        core_cancel(c->srv->ctx.core, c->waiter);
-        c->waiter = NULL;
-    }
+    conn_cancel(c);
+    c->state = linger ? CONN_LINGER : CONN_FLUSH;
     if (linger) {
         /* Keep reading (and dropping) so unread input cannot cause a reset. */
         bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
@@ -261,69 +312,84 @@ conn_close_soon(struct conn *c, bool linger)
         conn_flushed(c);
 }
 
-/* Run the complete commands in the input, in order, until one parks, the
- * input runs out, or the client falls too far behind reading replies. */
+void
+conn_close_all(struct conn_set *s)
+{
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->all)
+    {
+        conn_close_soon(list_item(n, struct conn, node), false); /* may free it, no other */
+    }
+}
+
+void
+conn_close_idle(struct conn_set *s, uint64_t before_ms)
+{
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->all)
+    {
+        struct conn *c = list_item(n, struct conn, node);
+        /* Waiting clients (parked commands, replies held for the log) are
+         * never idle, nor are clients still reading replies. */
+        if (c->state == CONN_READY && c->active_ms < before_ms &&
+            !list_linked(&c->held_node) && conn_pending(c) == 0) {
+            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d",
+                   (int)bufferevent_getfd(c->bev));
+            conn_close_soon(c, false); /* may free c, no other */
+        }
+    }
+}
+
+/* ---- input ---- */
+
+/* Handle the complete requests in the input, in order, until one parks,
+ * the input runs out, the connection closes, or the client falls too far
+ * behind reading replies. */
 static void
 conn_process(struct conn *c)
 {
-    struct server *srv = c->srv;
+    struct conn_set *s = c->set;
+    const struct conn_service *svc = c->svc;
     struct evbuffer *in = bufferevent_get_input(c->bev);
-    bool fatal = false;
 
-    server_begin_batch(srv);
-    while (c->waiter == NULL && !fatal) {
+    s->now_ms = s->hooks.begin(s->hooks.arg);
+    while (c->state == CONN_READY) {
         if (conn_pending(c) > CONN_OUT_HIGH) {
-            c->throttled = true;
+            c->state = CONN_THROTTLED;
             bufferevent_disable(c->bev, EV_READ);
             break;
         }
         size_t len = evbuffer_get_length(in);
         if (len == 0 || len < c->need)
             break;
-        size_t want = WQ_MIN(len, WQ_MAX(c->need, srv->opts->max_line + 2));
+        size_t want = WQ_MIN(len, WQ_MAX(c->need, svc->pull_min));
         const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)want);
-
-        struct request req;
-        const char *err = NULL;
-        size_t consumed, need;
-        if (srv->log != NULL)
-            c->mark = cmdlog_appended(srv->log);
-        enum proto_result res = proto_parse(&c->proto, buf, want, &req, &err, &consumed, &need);
-        switch (res) {
-        case PROTO_REQUEST:
-            cmd_dispatch(&srv->ctx, c, &req);
-            break;
-        case PROTO_ERROR:
-            conn_client_error(c, err);
-            break;
-        case PROTO_FATAL:
-            conn_client_error(c, err);
-            fatal = true;
-            break;
-        case PROTO_NEED:
-            break;
-        }
-        evbuffer_drain(in, consumed);
-        c->need = res == PROTO_NEED ? need : 0;
+        if (s->log != NULL)
+            c->mark = cmdlog_appended(s->log);
+        size_t need = 0;
+        size_t used = svc->proto->handle(svc->ctx, conn_state_of(c), &c->reply, buf, want, &need);
+        evbuffer_drain(in, used);
+        c->need = need;
         /* Input left beyond what was pulled up: go round with more. */
-        if (res == PROTO_NEED && (want == len || need > len - consumed))
+        if (need > 0 && (want == len || need > len - used))
             break;
     }
     conn_flush(c);
-    server_update_timer(srv);
-    if (fatal)
-        conn_close_soon(c, true);
+    s->hooks.end(s->hooks.arg);
 }
 
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
-    if (c->closing != CONN_OPEN)
+    if (c->state == CONN_READY) {
+        conn_process(c);
+        c->active_ms = c->set->now_ms; /* the batch's time */
+        return;
+    }
+    if (c->state >= CONN_FLUSH)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
-    else if (c->waiter == NULL)
-        conn_process(c); /* sets the batch time used just below */
-    c->active_ms = c->srv->ctx.now_ms;
+    c->active_ms = util_now_ms();
 }
 
 static void
@@ -332,13 +398,13 @@ conn_write_cb(struct bufferevent *bev, void *arg)
     struct conn *c = arg;
     if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         bufferevent_disable(bev, EV_WRITE); /* conn_flush writes from now on */
-    if (c->closing != CONN_OPEN) {
+    if (c->state >= CONN_FLUSH) {
         if (conn_pending(c) == 0)
             conn_flushed(c);
         return;
     }
-    if (c->throttled && conn_pending(c) <= CONN_OUT_LOW) {
-        c->throttled = false;
+    if (c->state == CONN_THROTTLED && conn_pending(c) <= CONN_OUT_LOW) {
+        c->state = CONN_READY;
         bufferevent_enable(bev, EV_READ);
         conn_process(c);
     }
@@ -348,68 +414,52 @@ static void
 conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct conn *c = arg;
-    struct server *srv = c->srv;
-    if ((what & BEV_EVENT_EOF) && c->closing == CONN_OPEN) {
+    struct conn_set *s = c->set;
+    if ((what & BEV_EVENT_EOF) && c->state < CONN_FLUSH) {
         /* The peer is done sending: cancel what waits (before any timer
          * could hand it a job), write what was already answered, close. */
         conn_close_soon(c, false);
     } else {
         conn_free(c); /* an error, or the end of a linger */
     }
-    server_update_timer(srv);
+    s->hooks.end(s->hooks.arg);
 }
 
 static void
 conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    if (c->closing == CONN_LINGER && (what & EV_TIMEOUT))
+    if (c->state == CONN_LINGER && (what & EV_TIMEOUT))
         conn_free(c); /* the peer took too long to close */
-    else if (c->closing == CONN_OPEN && c->waiter == NULL)
+    else if (c->state == CONN_READY)
         conn_process(c);
 }
 
-void
-conn_close_idle(struct server *srv, uint64_t before_ms)
-{
-    struct conn *c = srv->conns;
-    while (c != NULL) {
-        struct conn *next = c->next;
-        /* Waiting clients (parked leases, runs, results, replies held for
-         * the log) are never idle, nor are clients still reading replies
-         * (their input waits while the output is throttled). */
-        if (c->active_ms < before_ms && c->closing == CONN_OPEN && c->waiter == NULL &&
-            !c->in_held && !c->throttled && conn_pending(c) == 0) {
-            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d",
-                   (int)bufferevent_getfd(c->bev));
-            conn_close_soon(c, false); /* may free c, never another one */
-        }
-        c = next;
-    }
-}
-
 struct conn *
-conn_new(struct server *srv, int fd)
+conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
 {
-    struct conn *c = pool_get(&srv->conn_pool);
-    memset(c, 0, sizeof *c);
-    c->srv = srv;
+    struct conn *c = pool_get(&s->pool);
+    memset(c, 0, s->state_off + svc->proto->state_size);
+    c->set = s;
+    c->svc = svc;
+    c->reply = (struct reply){&conn_reply_ops, c};
     c->active_ms = util_now_ms();
-    c->bev = bufferevent_socket_new(srv->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->direct = svc->transport == NULL;
+    c->bev = c->direct ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)
+                       : svc->transport(s->base, fd, svc->transport_arg);
     if (c->bev == NULL)
-        wq_panic(__FILE__, __LINE__, "bufferevent_socket_new failed");
-    c->wake_ev = event_new(srv->base, -1, 0, conn_wake_cb, c);
-    proto_init(&c->proto, cmd_lookup, srv->opts->max_line, srv->opts->max_payload);
+        wq_panic(__FILE__, __LINE__, "cannot make a bufferevent for a connection");
+    c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
-    bufferevent_setwatermark(c->bev, EV_READ, 0,
-                             srv->opts->max_line + srv->opts->max_payload + CONN_READ_SLACK);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, svc->max_request + CONN_READ_SLACK);
     bufferevent_disable(c->bev, EV_WRITE); /* on by default; see conn_flush */
     bufferevent_enable(c->bev, EV_READ);
-    c->next = srv->conns;
-    if (c->next != NULL)
-        c->next->prev = c;
-    srv->conns = c;
-    srv->ctx.clients++;
+    list_push_front(&s->all, &c->node);
+    s->count++;
+    if (s->log != NULL)
+        c->mark = cmdlog_appended(s->log);
+    svc->proto->open(svc->ctx, conn_state_of(c), &c->reply);
+    conn_flush(c);
     return c;
 }

@@ -1,52 +1,95 @@
-/* conn.h - one client connection: a bufferevent, the parser state, the
- * parked waiter.  Commands are taken from the input in order; while a
- * command is parked, later input waits.  Handlers answer through
- * conn_reply; they never see libevent. */
+/* conn.h - client connections, whatever protocol they speak: buffers,
+ * ordering, parking, replies held for the command log, back-pressure,
+ * idle and closing.  A listener hands each accepted socket to conn_new with
+ * a conn_service: the protocol module (a table of callbacks) and its
+ * settings.  The module parses and answers through the connection's reply
+ * interface (reply.h); it never sees libevent, and adding a protocol needs
+ * no change here.  The connection layer owns its set of connections. */
 #ifndef WQ_CONN_H
 #define WQ_CONN_H
 
 #include "wq.h"
+#include "reply.h"
 
+struct bufferevent;
+struct cmdlog;
 struct conn;
-struct server;
-struct waiter;
+struct conn_set;
+struct event_base;
 
-/* The size of a connection record, for the server's pool of them. */
-size_t conn_size(void);
-/* Take over accepted socket fd (aborts if memory is exhausted). */
-struct conn *conn_new(struct server *srv, int fd);
-/* Close at once, cancelling any parked command; NULL is ignored. */
-void         conn_free(struct conn *c);
+/* A protocol module.  ctx is the service's (conn_service.ctx); state is
+ * the connection's own state_size bytes, zeroed before open. */
+struct conn_proto {
+    const char *name;
+    size_t      state_size;
+    /* A client connected: set up state; it may greet through out. */
+    void (*open)(void *ctx, void *state, struct reply *out);
+    /* Handle the first request in in[0..len), answering through out.
+     * Returns the bytes it used; 0 when it needs more input, with *need
+     * set to the bytes it must see at once (0: any more).  It may park
+     * (reply_park: no more calls until reply_wake) or close (reply_close:
+     * no more calls). */
+    size_t (*handle)(void *ctx, void *state, struct reply *out, const char *in, size_t len,
+                     size_t *need);
+    /* The client left while a command waited: withdraw it (what it gave
+     * reply_park). */
+    void (*cancel)(void *ctx, void *waiting);
+    /* The connection is gone: free what state holds. */
+    void (*close)(void *ctx, void *state);
+};
 
-/* Take no more commands: cancel a parked one, write the replies already
- * due, then close.  With linger (after an error of ours), also drain the
- * peer's input for a while so that the last reply is not lost to a reset.
- * May free c at once. */
-void conn_close_soon(struct conn *c, bool linger);
+/* A transport: wraps an accepted socket in a bufferevent (TLS later).
+ * NULL in a service means plain TCP, which the layer writes to directly. */
+typedef struct bufferevent *(*conn_transport_fn)(struct event_base *base, int fd, void *arg);
 
+/* A protocol as one listener serves it. */
+struct conn_service {
+    const struct conn_proto *proto;
+    void                    *ctx;        /* given to every callback */
+    size_t                   pull_min;    /* bytes handle sees in one piece when buffered (a line) */
+    size_t                   max_request; /* the largest request: input is read this far ahead
+                                             of what is handled (and a fixed slack) */
+    conn_transport_fn        transport;
+    void                    *transport_arg;
+};
+
+/* What the server does around the connections' work. */
+struct conn_hooks {
+    void *arg;
+    /* A batch of requests starts: read the clock, run what is due.
+     * Returns the time (Unix ms) the connections count idleness by. */
+    uint64_t (*begin)(void *arg);
+    /* The batch ended: re-arm timers. */
+    void (*end)(void *arg);
+    /* A connection was freed. */
+    void (*gone)(void *arg);
+};
+
+/* A new set of connections on base (aborts if memory is exhausted);
+ * state_max is the largest state_size of the services it will serve. */
+struct conn_set *conn_set_new(struct event_base *base, const struct conn_hooks *hooks,
+                              size_t state_max);
+/* Close every connection at once and free the set. */
+void             conn_set_free(struct conn_set *s);
+/* Hold replies until log releases the records made before them
+ * (cmdlog_holds_replies); NULL: never. */
+void             conn_set_log(struct conn_set *s, struct cmdlog *log);
+/* Open connections. */
+size_t           conn_count(const struct conn_set *s);
+
+/* Take over accepted socket fd for service svc (which must outlive it). */
+struct conn *conn_new(struct conn_set *s, const struct conn_service *svc, int fd);
+/* The connection's reply interface (as handle gets it). */
+struct reply *conn_reply(struct conn *c);
+
+/* Every connection: take no more commands, cancel waiting ones, write the
+ * replies already due, then close. */
+void conn_close_all(struct conn_set *s);
 /* Send the held replies of every connection whose last held reply waited
  * for a record at or below released (cmdlog_released). */
-void conn_release_held(struct server *srv, uint64_t released);
-
+void conn_release_held(struct conn_set *s, uint64_t released);
 /* Close (writing what is due) every connection silent since before
  * before_ms (Unix ms) that is not waiting for something. */
-void conn_close_idle(struct server *srv, uint64_t before_ms);
-
-/* The next connection of the server's list, for walks that may free c. */
-struct conn *conn_next(const struct conn *c);
-
-/* Queue reply bytes (copied) for the client. */
-void conn_reply(struct conn *c, const void *data, size_t len);
-/* Queue the bytes of payload p (from payload_new): copied when small,
- * else sent by reference (payload.h). */
-void conn_reply_payload(struct conn *c, char *p, size_t len);
-/* Queue "-CLIENT-ERROR <msg>\r\n". */
-void conn_client_error(struct conn *c, const char *msg);
-
-/* The command being handled has parked waiter w: stop taking input. */
-void conn_park(struct conn *c, struct waiter *w);
-/* The parked command has been answered: take input again (soon, not from
- * inside the caller). */
-void conn_wake(struct conn *c);
+void conn_close_idle(struct conn_set *s, uint64_t before_ms);
 
 #endif /* WQ_CONN_H */

@@ -31,8 +31,6 @@
 #define SERVER_ACCEPT_PAUSE_MS 100
 /* The idle sweep runs at most this often, however short the timeout. */
 #define SERVER_IDLE_SWEEP_MIN_MS 10
-/* Connection records are cut from blocks of this many. */
-#define SERVER_CONN_POOL_BLOCK 64
 /* The reply to a client beyond -max-connections, before it is closed. */
 #define SERVER_FULL_REPLY "-SERVER-ERROR Too many connections\r\n"
 
@@ -54,14 +52,17 @@ server_accept(struct server *srv)
     server_accepting(srv, true);
 }
 
-void
+/* Read the clock for a new batch of work and run the deadlines due by it. */
+static void
 server_begin_batch(struct server *srv)
 {
     srv->ctx.now_ms = util_now_ms();
     core_advance(srv->ctx.core, srv->ctx.now_ms);
 }
 
-void
+/* Arm the timer for the core's next event, if that is earlier than the
+ * time it is armed for. */
+static void
 server_update_timer(struct server *srv)
 {
     /* Re-arm only for an earlier event: a timer armed too early just fires,
@@ -86,11 +87,34 @@ server_timer_cb(evutil_socket_t fd, short what, void *arg)
     server_update_timer(srv);
 }
 
-void
+/* A connection was freed (a graceful stop ends with the last one). */
+static void
 server_conn_gone(struct server *srv)
 {
-    if (srv->stopping && srv->conns == NULL)
+    srv->ctx.clients = conn_count(srv->conns);
+    if (srv->stopping && srv->ctx.clients == 0)
         event_base_loopbreak(srv->base);
+}
+
+/* conn_hooks: the connections' work runs in batches like the timer's. */
+static uint64_t
+server_conns_begin(void *arg)
+{
+    struct server *srv = arg;
+    server_begin_batch(srv);
+    return srv->ctx.now_ms;
+}
+
+static void
+server_conns_end(void *arg)
+{
+    server_update_timer(arg);
+}
+
+static void
+server_conns_gone(void *arg)
+{
+    server_conn_gone(arg);
 }
 
 static void
@@ -119,12 +143,7 @@ server_signal_cb(evutil_socket_t sig, short what, void *arg)
     server_accepting(srv, false);
     struct timeval tv = {SERVER_STOP_MS / 1000, (SERVER_STOP_MS % 1000) * 1000};
     evtimer_add(srv->stop_ev, &tv);
-    struct conn *c = srv->conns;
-    while (c != NULL) {
-        struct conn *next = conn_next(c);
-        conn_close_soon(c, false); /* may free c, never another one */
-        c = next;
-    }
+    conn_close_all(srv->conns);
     server_conn_gone(srv);
 }
 
@@ -152,7 +171,8 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    conn_new(srv, fd);
+    conn_new(srv->conns, &srv->workq, fd);
+    srv->ctx.clients = conn_count(srv->conns);
 }
 
 static void
@@ -264,7 +284,7 @@ server_idle_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
     uint64_t now = util_now_ms(), idle = srv->opts->idle_timeout_ms;
-    conn_close_idle(srv, now > idle ? now - idle : 0);
+    conn_close_idle(srv->conns, now > idle ? now - idle : 0);
 }
 
 int
@@ -286,8 +306,17 @@ server_init(struct server *srv, const struct options *opts)
         return -1;
     }
     srv->ctx.core = core_new(srv->started_ms);
-    pool_init(&srv->conn_pool, conn_size(), SERVER_CONN_POOL_BLOCK);
     srv->ctx.started_ms = srv->started_ms;
+    srv->ctx.max_line = opts->max_line;
+    srv->ctx.max_payload = opts->max_payload;
+    srv->workq = (struct conn_service){
+        .proto = &cmd_protocol,
+        .ctx = &srv->ctx,
+        .pull_min = opts->max_line + 2, /* a line and its CR LF */
+        .max_request = opts->max_line + 2 + opts->max_payload + 2,
+    };
+    const struct conn_hooks hooks = {srv, server_conns_begin, server_conns_end, server_conns_gone};
+    srv->conns = conn_set_new(srv->base, &hooks, cmd_protocol.state_size);
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);
@@ -324,7 +353,7 @@ server_log_news(struct server *srv)
     uint64_t released = cmdlog_released(srv->log);
     if (released != srv->log_released) {
         srv->log_released = released;
-        conn_release_held(srv, released);
+        conn_release_held(srv->conns, released);
     }
 }
 
@@ -380,7 +409,7 @@ server_open_log(struct server *srv)
     srv->log_retry_ev = evtimer_new(srv->base, server_log_retry_cb, srv);
     srv->ctx.core->log = cmdlog_append;
     srv->ctx.core->log_arg = srv->log;
-    srv->ctx.log = srv->log;
+    conn_set_log(srv->conns, srv->log);
     /* Expire, and log as expired, the jobs whose life ended while down. */
     server_begin_batch(srv);
     server_update_timer(srv);
@@ -405,9 +434,7 @@ void
 server_clear(struct server *srv)
 {
     srv->stopping = false; /* freeing the rest is not a graceful stop */
-    while (srv->conns != NULL)
-        conn_free(srv->conns);
-    pool_clear(&srv->conn_pool);
+    conn_set_free(srv->conns);
     for (size_t i = 0; i < srv->nlisteners; i++)
         evconnlistener_free(srv->listeners[i]);
     if (srv->timer != NULL)

@@ -5,11 +5,10 @@
 
 #include "wq.h"
 #include "cmd.h"
+#include "conn.h"
 #include "options.h"
-#include "pool.h"
 
 struct options;
-struct conn;
 struct cmdlog;
 struct event_base;
 
@@ -27,9 +26,8 @@ struct server {
     uint64_t               timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
     const struct options  *opts;
     struct cmd_ctx         ctx;      /* the core and the batch time */
-    struct conn           *conns;    /* every open connection */
-    struct pool            conn_pool; /* their records */
-    struct conn           *held;     /* connections with replies held for the log */
+    struct conn_set       *conns;    /* every open connection */
+    struct conn_service    workq;    /* the Workq protocol, as the listeners serve it */
     struct cmdlog         *log;      /* NULL without -cmdlog-path */
     struct event          *log_ev;   /* the log threads' news */
     struct event          *log_retry_ev; /* ends a pass now and then while writes fail */
@@ -53,12 +51,5 @@ void server_run(struct server *srv);
 /* Close every connection and free everything. */
 void server_clear(struct server *srv);
 
-/* Read the clock for a new batch of work and run the deadlines due by it. */
-void server_begin_batch(struct server *srv);
-/* Arm the timer for the core's next event, if that is earlier than the
- * time it is armed for. */
-void server_update_timer(struct server *srv);
-/* A connection was freed (a graceful stop ends with the last one). */
-void server_conn_gone(struct server *srv);
 
 #endif /* WQ_SERVER_H */

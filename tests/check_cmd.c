@@ -1,0 +1,325 @@
+/* check_cmd.c - unit tests for the Workq command handlers (src/cmd*.c)
+ * through the protocol module the connection layer drives (cmd_protocol):
+ * the real parser, dispatch and core, answering through a fake reply
+ * (reply.h) instead of a connection.  Every error path is checked to the
+ * byte, and the order in which arguments are validated. */
+#include "wq.h"
+#include "cmd.h"
+
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "core.h"
+#include "proto.h"
+#include "reply.h"
+#include "unit.h"
+
+#define NOW 1700000000000ULL
+#define ID1 "6ba7b810-9dad-11d1-80b4-00c04fd430c1"
+#define ID2 "6ba7b810-9dad-11d1-80b4-00c04fd430c2"
+#define CE(msg) "-CLIENT-ERROR " msg "\r\n"
+#define RO      "-SERVER-ERROR Read-only: command log write failed\r\n"
+
+/* A client as the handlers see it: what was answered, parked, closed. */
+struct fake {
+    struct reply reply;
+    char         out[8192];
+    size_t       len;
+    void        *waiting;
+    int          wakes;
+    bool         closed;
+    struct proto parser;
+};
+
+static void
+fake_bytes(void *to, const void *data, size_t len)
+{
+    struct fake *f = to;
+    ck_assert_uint_le(f->len + len, sizeof f->out - 1);
+    memcpy(f->out + f->len, data, len);
+    f->len += len;
+    f->out[f->len] = '\0';
+}
+
+static void
+fake_payload(void *to, char *p, size_t len)
+{
+    fake_bytes(to, p, len);
+}
+
+static void
+fake_park(void *to, void *waiting)
+{
+    ((struct fake *)to)->waiting = waiting;
+}
+
+static void
+fake_wake(void *to)
+{
+    struct fake *f = to;
+    f->waiting = NULL;
+    f->wakes++;
+}
+
+static void
+fake_close(void *to)
+{
+    ((struct fake *)to)->closed = true;
+}
+
+static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,
+                                          fake_close};
+
+static struct cmd_ctx ctx;
+
+static void
+setup(void)
+{
+    memset(&ctx, 0, sizeof ctx);
+    ctx.core = core_new(NOW);
+    ctx.now_ms = NOW;
+    ctx.started_ms = NOW;
+    ctx.clients = 1;
+    ctx.max_line = 200;
+    ctx.max_payload = 16;
+}
+
+static void
+teardown(void)
+{
+    core_free(ctx.core);
+}
+
+static void
+fake_open(struct fake *f)
+{
+    memset(f, 0, sizeof *f);
+    f->reply = (struct reply){&fake_ops, f};
+    cmd_protocol.open(&ctx, &f->parser, &f->reply);
+}
+
+static void
+fake_close_all(struct fake *f)
+{
+    if (f->waiting != NULL)
+        cmd_protocol.cancel(&ctx, f->waiting);
+    cmd_protocol.close(&ctx, &f->parser);
+}
+
+/* Feed input as a connection would (all of it at once, the unconsumed rest
+ * again after each request) and return what was answered since. */
+static const char *
+feed(struct fake *f, const char *input, size_t n)
+{
+    size_t start = f->len, off = 0;
+    while (off < n && f->waiting == NULL && !f->closed) {
+        size_t need = 0;
+        size_t used = cmd_protocol.handle(&ctx, &f->parser, &f->reply, input + off, n - off, &need);
+        off += used;
+        if (need > 0 && used == 0)
+            break;
+    }
+    return f->out + start;
+}
+
+/* One client, one exchange: the reply to input. */
+static const char *
+ask(const char *input)
+{
+    static struct fake f;
+    fake_open(&f);
+    static char reply[sizeof f.out];
+    snprintf(reply, sizeof reply, "%s", feed(&f, input, strlen(input)));
+    fake_close_all(&f);
+    return reply;
+}
+
+struct exchange {
+    const char *in, *out;
+};
+
+/* Each input, on a fresh client, gets exactly its reply. */
+static void
+require_exchanges(const struct exchange *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *got = ask(x[i].in);
+        ck_assert_msg(strcmp(got, x[i].out) == 0, "%zu: \"%s\"\n got  \"%s\"\n want \"%s\"", i,
+                      x[i].in, got, x[i].out);
+    }
+}
+
+/* add checks its arguments left to right, then its flags in order; the
+ * first failure is the reply and nothing is stored. */
+START_TEST(test_add_validation_order)
+{
+    static const struct exchange x[] = {
+        {"add bad q 0 -prioirty=5 0\r\n", CE("Invalid command args")},
+        {"add bad q 0 0 x -prioirty=5\r\n", CE("Invalid payload size")},
+        {"add bad q 0 0 1 -prioirty=5\r\nx\r\n", CE("Invalid ID")},
+        {"add " ID1 " b@d 0 0 1 -prioirty=5\r\nx\r\n", CE("Invalid Name")},
+        {"add " ID1 " q 0 0 1 -prioirty=5\r\nx\r\n", CE("Invalid TTR")},
+        {"add " ID1 " q 86400001 1 1\r\nx\r\n", CE("Invalid TTR")},
+        {"add " ID1 " q 1 0 1 -prioirty=5\r\nx\r\n", CE("Invalid TTL")},
+        {"add " ID1 " q 1 1 1 -prioirty=5\r\nx\r\n", CE("Invalid command flags")},
+        {"add " ID1 " q 1 1 1 -priority=x -max-fails=999\r\nx\r\n", CE("Invalid Priority")},
+        {"add " ID1 " q 1 1 1 -max-fails=999 -priority=x\r\nx\r\n", CE("Invalid Max Fails")},
+        {"add " ID1 " q 1 1 1 -max-attempts=256\r\nx\r\n", CE("Invalid Max Attempts")},
+        {"add " ID1 " q 1 1 1 -priority=1 -priority=2\r\nx\r\n", CE("Invalid command flags")},
+        {"add " ID1 " q 1 1 +1\r\nx\r\n", CE("Invalid payload size") CE("Unknown command")},
+        {"add " ID1 " q 1 1 17\r\n01234567890123456\r\n", CE("Invalid payload size")},
+        {"add " ID1 " q 1 1 1\r\nx\r\n", "+OK\r\n"},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+    ck_assert_uint_eq(core_job_count(ctx.core), 1);
+    ck_assert_str_eq(ask("add " ID1 " q 1 1 1\r\ny\r\n"), CE("Duplicate job"));
+}
+END_TEST
+
+/* The result of complete is a payload (its size error says so); fail's is
+ * a result. */
+START_TEST(test_finish_errors)
+{
+    static const struct exchange x[] = {
+        {"complete " ID1 " 2\r\nabc\n", CE("Invalid payload size")},
+        {"complete " ID1 " 17\r\n01234567890123456\r\n", CE("Invalid payload size")},
+        {"fail " ID1 " 2\r\nabc\n", CE("Invalid result size")},
+        {"fail " ID1 " x\r\nabc\r\n", CE("Invalid result size") CE("Unknown command")},
+        {"complete bad 1\r\nx\r\n", CE("Invalid ID")},
+        {"complete " ID1 " 1\r\nx\r\n", "-NOT-FOUND\r\n"},
+        {"fail " ID1 " 1 -x=1\r\nx\r\n", CE("Invalid command args")},
+        {"complete " ID1 "\r\n", CE("Invalid command args")},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+    ck_assert_str_eq(ask("add " ID1 " q 1000 60000 1\r\np\r\n"), "+OK\r\n");
+    ck_assert_str_eq(ask("complete " ID1 " 2\r\nok\r\n"), "+OK\r\n");
+    ck_assert_str_eq(ask("fail " ID1 " 0\r\n\r\n"), CE("Duplicate result"));
+    ck_assert_str_eq(ask("result " ID1 " 0\r\n"), "+OK 1\r\n" ID1 " 1 2\r\nok\r\n");
+}
+END_TEST
+
+/* The other commands' error paths. */
+START_TEST(test_other_errors)
+{
+    static const struct exchange x[] = {
+        {"lease q\r\n", CE("Invalid command args")},
+        {"lease b@d 0\r\n", CE("Invalid Name")},
+        {"lease q 86400001\r\n", CE("Invalid wait timeout")},
+        {"lease q 0\r\n", "-TIMEOUT\r\n"},
+        {"delete " ID2 "\r\n", "-NOT-FOUND\r\n"},
+        {"delete x\r\n", CE("Invalid ID")},
+        {"result " ID2 " x\r\n", CE("Invalid wait timeout")},
+        {"result " ID2 " 0\r\n", "-NOT-FOUND\r\n"},
+        {"inspect\r\n", CE("Invalid command args")},
+        {"inspect nothing\r\n", CE("Unknown command")},
+        {"inspect queue q\r\n", "-NOT-FOUND\r\n"},
+        {"inspect queues 0 0\r\n", CE("Invalid limit")},
+        {"inspect jobs q x 1\r\n", CE("Invalid cursor offset")},
+        {"frobnicate\r\n", CE("Unknown command")},
+        {"   \r\n\r\n", ""},
+        {"run " ID1 " q 1000 0 1\r\nx\r\n", "-TIMEOUT\r\n"},
+        {"schedule " ID1 " q 1000 1000 2000-01-01T00:00:00Z 1\r\nx\r\n", CE("Invalid Time")},
+        {"schedule " ID1 " q 1000 1000 2000-13-01T00:00:00Z 1\r\nx\r\n", CE("Invalid Time")},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+}
+END_TEST
+
+/* While the log cannot be written, changes are refused once their
+ * arguments are valid; reads go on. */
+START_TEST(test_readonly)
+{
+    ctx.readonly = true;
+    static const struct exchange x[] = {
+        {"add bad q 1 1 1\r\nx\r\n", CE("Invalid ID")},
+        {"add " ID1 " q 1 1 1\r\nx\r\n", RO},
+        {"schedule " ID1 " q 1 60000 2000-01-01T00:00:00Z 1\r\nx\r\n", CE("Invalid Time")},
+        {"schedule " ID1 " q 1 60000 2099-01-01T00:00:00Z 1\r\nx\r\n", RO},
+        {"lease q 0\r\n", RO},
+        {"complete " ID1 " 1\r\nx\r\n", RO},
+        {"fail " ID1 " 1\r\nx\r\n", RO},
+        {"delete " ID1 "\r\n", RO},
+        {"result " ID1 " 0\r\n", "-NOT-FOUND\r\n"},
+        {"inspect queue q\r\n", "-NOT-FOUND\r\n"},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+    ck_assert_uint_eq(core_job_count(ctx.core), 0);
+}
+END_TEST
+
+/* A lease with nothing ready parks its client; a job that arrives is
+ * answered to it, and its client woken. */
+START_TEST(test_lease_parks)
+{
+    struct fake worker, client;
+    fake_open(&worker);
+    fake_open(&client);
+    const char *in = "lease q 5000\r\ninspect queue q\r\n";
+    ck_assert_str_eq(feed(&worker, in, strlen(in)), "");
+    ck_assert_ptr_nonnull(worker.waiting);
+    const char *add = "add " ID1 " q 1000 60000 2\r\nhi\r\n";
+    ck_assert_str_eq(feed(&client, add, strlen(add)), "+OK\r\n");
+    ck_assert_ptr_null(worker.waiting);
+    ck_assert_int_eq(worker.wakes, 1);
+    ck_assert_str_eq(worker.out, "+OK 1\r\n" ID1 " q 1000 2\r\nhi\r\n");
+    /* woken, it goes on with what it had sent */
+    const char *rest = strstr(in, "inspect");
+    ck_assert_str_eq(feed(&worker, rest, strlen(rest)),
+                     "+OK 1\r\nq 2\r\nready-len 0\r\nscheduled-len 0\r\n");
+    fake_close_all(&worker);
+    fake_close_all(&client);
+}
+END_TEST
+
+/* A client that leaves while parked is withdrawn: the job it would have
+ * got stays ready. */
+START_TEST(test_cancelled_lease)
+{
+    struct fake worker;
+    fake_open(&worker);
+    ck_assert_str_eq(feed(&worker, "lease q 5000\r\n", 14), "");
+    ck_assert_ptr_nonnull(worker.waiting);
+    fake_close_all(&worker);
+    ck_assert_str_eq(ask("add " ID1 " q 1000 60000 1\r\nx\r\n"), "+OK\r\n");
+    ck_assert_str_eq(ask("lease q 0\r\n"), "+OK 1\r\n" ID1 " q 1000 1\r\nx\r\n");
+}
+END_TEST
+
+/* A line past the limit ends the connection: the error, then close. */
+START_TEST(test_line_too_long_closes)
+{
+    struct fake f;
+    fake_open(&f);
+    char line[300];
+    memset(line, 'a', sizeof line);
+    ck_assert_str_eq(feed(&f, line, sizeof line), CE("Line too long"));
+    ck_assert(f.closed);
+    fake_close_all(&f);
+}
+END_TEST
+
+int
+main(void)
+{
+    Suite *s = suite_create("cmd");
+    const struct unit_case cases[] = {
+        {"add_validation_order", test_add_validation_order},
+        {"finish_errors", test_finish_errors},
+        {"other_errors", test_other_errors},
+        {"readonly", test_readonly},
+        {"lease_parks", test_lease_parks},
+        {"cancelled_lease", test_cancelled_lease},
+        {"line_too_long_closes", test_line_too_long_closes},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        TCase *tc = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, cases[i].test);
+        suite_add_tcase(s, tc);
+    }
+    return unit_run(s, NULL);
+}
