@@ -91,7 +91,7 @@ cli_token_is(const struct cli_token *t, const char *s)
     return !t->quoted && t->n == strlen(s) && memcmp(t->p, s, t->n) == 0;
 }
 
-/* A flag is "-key=value", as in protocol-notes.md section 1. */
+/* A flag is "-key=value", as in doc/protocol-reference.md section 1. */
 static bool
 cli_token_is_flag(const struct cli_token *t)
 {

@@ -1,5 +1,5 @@
 /* cmd.h - the command table and dispatch, and the argument rules shared by
- * the handlers (protocol-notes.md section 2).  Handlers validate left to
+ * the handlers (doc/protocol-reference.md section 2).  Handlers validate left to
  * right, answer the first failure, and change nothing on error. */
 #ifndef WQ_CMD_H
 #define WQ_CMD_H

@@ -1,6 +1,7 @@
-/* cmdlog_codec.h - the bytes of Workq's command log (protocol-notes.md
- * section 6): segment header, record framing, CRC-32C, varints, Go's binary
- * time, and the payload of each command code.  Pure: no files. */
+/* cmdlog_codec.h - the bytes of Workq's command log (doc/cmdlog.md,
+ * doc/protocol-reference.md section 6): segment header, record framing,
+ * CRC-32C, varints, Go's binary time, and the payload of each command
+ * code.  Pure: no files. */
 #ifndef WQ_CMDLOG_CODEC_H
 #define WQ_CMDLOG_CODEC_H
 

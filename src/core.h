@@ -1,5 +1,5 @@
 /* core.h - the job core: every job, queue and waiter, and every transition
- * of protocol-notes.md section 3.  One instance per server, owned by the
+ * of doc/protocol-reference.md section 3.  One instance per server, owned by the
  * event-loop thread.  Pure: it never reads a clock or touches a socket; each
  * call takes the server time in ms, and blocked clients are represented by
  * waiters whose done callback the core calls when their wait ends. */

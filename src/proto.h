@@ -1,9 +1,10 @@
-/* proto.h - framing and tokenizing of the Workq text protocol (section 1 of
- * protocol-notes.md), and nothing else: no I/O, no jobs.  The caller feeds
- * the unconsumed input as one contiguous buffer; the parser reports a
- * request, an error reply, or how many bytes it needs, and how many bytes
- * the caller may drop.  State carries over between calls (oversized data
- * blocks are skipped as they stream in, never buffered). */
+/* proto.h - framing and tokenizing of the Workq text protocol
+ * (doc/protocol-reference.md section 1), and nothing else: no I/O, no jobs.
+ * The caller feeds the unconsumed input as one contiguous buffer; the
+ * parser reports a request, an error reply, or how many bytes it needs,
+ * and how many bytes the caller may drop.  State carries over between
+ * calls (oversized data blocks are skipped as they stream in, never
+ * buffered). */
 #ifndef WQ_PROTO_H
 #define WQ_PROTO_H
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Protocol limits (protocol-notes.md section 2). */
+/* Protocol limits (doc/protocol-reference.md section 2). */
 #define WQ_MAX_NAME          255
 #define WQ_MAX_TTR_MS        86400000u
 #define WQ_MAX_WAIT_MS       86400000u
