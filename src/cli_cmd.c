@@ -168,7 +168,7 @@ cli_cmd_tokenize(struct cli_cmd *cmd, const char *line, size_t len, char *store,
         if (i == len)
             break;
         if (line[i] == '"') {
-            size_t dn;
+            size_t dn = 0;
             if (cli_cmd_unquote(cmd, line, len, &i, store + used, &dn) != 0)
                 return -1;
             if (i < len && line[i] != ' ' && line[i] != '\t')
@@ -309,7 +309,7 @@ cli_cmd_parse_line(struct cli_cmd *cmd, const char *line, size_t len)
         fputs("workq-cli: out of memory\n", stderr);
         abort();
     }
-    size_t n;
+    size_t n = 0;
     int rc = cli_cmd_tokenize(cmd, line, len, store, tok, &n);
     if (rc == 0)
         rc = cli_cmd_build(cmd, tok, n);
