@@ -119,12 +119,15 @@ conn_count(const struct conn_set *s)
     return s->count;
 }
 
-/* Bytes of reply not yet sent, held ones included. */
+/* Bytes of reply not yet sent: held ones, and those in the output of
+ * every bufferevent down to the socket. */
 static size_t
 conn_pending(const struct conn *c)
 {
-    size_t n = evbuffer_get_length(bufferevent_get_output(c->bev));
-    return c->held != NULL ? n + evbuffer_get_length(c->held) : n;
+    size_t n = c->held != NULL ? evbuffer_get_length(c->held) : 0;
+    for (struct bufferevent *b = c->bev; b != NULL; b = bufferevent_get_underlying(b))
+        n += evbuffer_get_length(bufferevent_get_output(b));
+    return n;
 }
 
 /* Where a reply goes now: the output, or, while the command log has
@@ -149,17 +152,16 @@ conn_out(struct conn *c)
 /* Write what the output holds.  Plain TCP is written to straight away,
  * and libevent is asked to watch for writability only if the socket did
  * not take it all: with the write event always on, every reply would cost
- * two epoll_ctl calls.  A transport's bufferevent writes by itself. */
+ * two epoll_ctl calls.  A transport's bufferevent keeps its write event
+ * on and writes by itself (a filter only sends what arrives while it is
+ * on). */
 static void
 conn_flush(struct conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    if (evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(c->bev) & EV_WRITE))
+    if (!c->direct || evbuffer_get_length(out) == 0 ||
+        (bufferevent_get_enabled(c->bev) & EV_WRITE))
         return;
-    if (!c->direct) {
-        bufferevent_enable(c->bev, EV_WRITE);
-        return;
-    }
     /* The bufferevent keeps the front of its output frozen so that only it
      * drains it; thaw it for this write as its own write callback does.  An
      * error is left to libevent's own write, which reports it. */
@@ -396,7 +398,7 @@ static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct conn *c = arg;
-    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->direct && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         bufferevent_disable(bev, EV_WRITE); /* conn_flush writes from now on */
     if (c->state >= CONN_FLUSH) {
         if (conn_pending(c) == 0)
@@ -429,10 +431,25 @@ static void
 conn_wake_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct conn *c = arg;
-    if (c->state == CONN_LINGER && (what & EV_TIMEOUT))
+    if (what & EV_WRITE) { /* a transport's socket drained (conn_drained_cb) */
+        if (c->state >= CONN_FLUSH && conn_pending(c) == 0)
+            conn_flushed(c);
+    } else if (c->state == CONN_LINGER && (what & EV_TIMEOUT)) {
         conn_free(c); /* the peer took too long to close */
-    else if (c->state == CONN_READY)
+    } else if (c->state == CONN_READY) {
         conn_process(c);
+    }
+}
+
+/* A transport's bottom output lost bytes to the socket: a closing
+ * connection may now be done (its top bufferevent does not call back for
+ * this).  Not from inside libevent's write: through the wake event. */
+static void
+conn_drained_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct conn *c = arg;
+    if (info->n_deleted > 0 && c->state >= CONN_FLUSH && evbuffer_get_length(buf) == 0)
+        event_active(c->wake_ev, EV_WRITE, 0);
 }
 
 struct conn *
@@ -451,9 +468,16 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
         wq_panic(__FILE__, __LINE__, "cannot make a bufferevent for a connection");
     c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    if (!c->direct) {
+        struct bufferevent *bottom = c->bev;
+        while (bufferevent_get_underlying(bottom) != NULL)
+            bottom = bufferevent_get_underlying(bottom);
+        evbuffer_add_cb(bufferevent_get_output(bottom), conn_drained_cb, c);
+    }
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
     bufferevent_setwatermark(c->bev, EV_READ, 0, svc->max_request + CONN_READ_SLACK);
-    bufferevent_disable(c->bev, EV_WRITE); /* on by default; see conn_flush */
+    if (c->direct)
+        bufferevent_disable(c->bev, EV_WRITE); /* on by default; see conn_flush */
     bufferevent_enable(c->bev, EV_READ);
     list_push_front(&s->all, &c->node);
     s->count++;
