@@ -124,7 +124,7 @@ queue_name_cmp(const void *a, const void *b)
 static void
 inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
 {
-    struct registry *names = ctx->core->queues;
+    struct registry *names = ctx->core->queues.by_name;
     struct queue_list l = {wq_malloc((registry_count(names) + 1) * sizeof *l.q), 0};
     registry_foreach(names, queue_list_add, &l);
     qsort(l.q, l.n, sizeof *l.q, queue_name_cmp);

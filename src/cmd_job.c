@@ -1,4 +1,4 @@
-/* cmd_job.c - the client commands: add, result, delete. */
+/* cmd_job.c - the client commands: add, schedule, run, result, delete. */
 #include "wq.h"
 #include "cmd.h"
 

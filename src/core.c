@@ -1,4 +1,6 @@
-/* core.c - job transitions, parked leasers and result waiters. */
+/* core.c - jobs and their transitions, timers, and the commands on them
+ * (add, run, lease, finish, delete, result); waiters are in core_wait.c,
+ * the job_ext side table in core_ext.c, replay in core_replay.c. */
 #include "wq.h"
 #include "core.h"
 
@@ -7,6 +9,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "core_internal.h"
 #include "payload.h"
 
 #define CORE_POOL_BLOCK 1024
@@ -15,10 +18,6 @@
 
 static void     core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
-static void     core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
-static uint64_t core_waiter_deadline(const struct wheel_entry *e, void *arg);
-static void     core_job_destroy(struct core *c, struct job *j);
-static void     core_job_detach(struct core *c, struct job *j);
 
 struct core *
 core_new(uint64_t now_ms)
@@ -26,7 +25,7 @@ core_new(uint64_t now_ms)
     struct core *c = wq_calloc(1, sizeof *c);
     c->jobs = registry_new(job_id_key);
     c->exts = registry_new(job_ext_id_key);
-    c->queues = registry_new(queue_name_key);
+    queue_table_init(&c->queues);
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
@@ -88,63 +87,11 @@ core_job_deadline(const struct core *c, const struct job *j)
     return d;
 }
 
-/* ---- the side table of struct job_ext ---- */
 
-struct job_ext *
-core_job_ext(const struct core *c, const struct job *j)
-{
-    return (j->flags & JOB_F_EXT) ? registry_find(c->exts, j->id, JOBID_LEN) : NULL;
-}
 
-/* j's job_ext, created empty if it has none. */
-static struct job_ext *
-core_ext_need(struct core *c, struct job *j)
-{
-    struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL)
-        return x;
-    x = pool_get(&c->ext_pool);
-    memset(x, 0, sizeof *x);
-    memcpy(x->id, j->id, JOBID_LEN);
-    registry_insert(c->exts, x);
-    j->flags |= JOB_F_EXT;
-    c->bytes += CORE_EXT_BYTES;
-    return x;
-}
 
-/* Free j's job_ext x and its result: the reverse of core_ext_need. */
-static void
-core_ext_drop(struct core *c, struct job *j, struct job_ext *x)
-{
-    c->bytes -= CORE_EXT_BYTES + x->result_len;
-    payload_free(x->result, x->result_len);
-    registry_remove(c->exts, j->id, JOBID_LEN);
-    pool_put(&c->ext_pool, x);
-    j->flags &= ~JOB_F_EXT;
-}
 
-/* Drop j's job_ext if nothing in it is needed any more. */
-static void
-core_ext_trim(struct core *c, struct job *j)
-{
-    struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL && x->result == NULL && x->waiters == NULL && !(j->flags & JOB_F_TIMED))
-        core_ext_drop(c, j, x);
-}
 
-char *
-core_job_result(const struct core *c, const struct job *j, uint32_t *len)
-{
-    const struct job_ext *x = core_job_ext(c, j);
-    *len = x != NULL ? x->result_len : 0;
-    return x != NULL ? x->result : NULL;
-}
-
-int64_t
-core_job_created(const struct core *c, const struct job *j)
-{
-    return (j->flags & JOB_F_TIMED) ? core_job_ext(c, j)->created_ms : j->base_ms;
-}
 
 struct job *
 core_find(const struct core *c, const uint8_t id[JOBID_LEN])
@@ -155,52 +102,8 @@ core_find(const struct core *c, const uint8_t id[JOBID_LEN])
 struct queue *
 core_queue(const struct core *c, const char *name, size_t len)
 {
-    struct queue *q = registry_find(c->queues, name, len);
+    struct queue *q = registry_find(c->queues.by_name, name, len);
     return q != NULL && queue_is_active(q) ? q : NULL;
-}
-
-/* ---- queues by reference ---- */
-
-/* Give q a place in the queue table, so that jobs name it in 4 bytes. */
-static void
-core_queue_table_add(struct core *c, struct queue *q)
-{
-    if (c->queue_nfree > 0) {
-        q->ix = c->queue_free[--c->queue_nfree];
-    } else {
-        if (c->queue_used == c->queue_cap) {
-            c->queue_cap = c->queue_cap ? c->queue_cap * 2 : 16;
-            c->queue_tab = wq_realloc(c->queue_tab, c->queue_cap * sizeof *c->queue_tab);
-            c->queue_free = wq_realloc(c->queue_free, c->queue_cap * sizeof *c->queue_free);
-        }
-        q->ix = c->queue_used++;
-    }
-    c->queue_tab[q->ix] = q;
-}
-
-static struct queue *
-core_queue_ref(struct core *c, const char *name, size_t len)
-{
-    struct queue *q = registry_find(c->queues, name, len);
-    if (q == NULL) {
-        q = queue_new(name, len, c->exts);
-        registry_insert(c->queues, q);
-        core_queue_table_add(c, q);
-    }
-    q->refs++;
-    return q;
-}
-
-static void
-core_queue_unref(struct core *c, struct queue *q)
-{
-    WQ_ASSERT(q->refs > 0);
-    if (--q->refs == 0) {
-        registry_remove(c->queues, q->name, q->name_len);
-        c->queue_tab[q->ix] = NULL;
-        c->queue_free[c->queue_nfree++] = q->ix;
-        queue_free(q);
-    }
 }
 
 /* ---- accounting: every job is in exactly one bucket of the stats ---- */
@@ -239,106 +142,13 @@ core_job_timer_deadline(const struct wheel_entry *e, void *arg)
     return core_job_deadline(arg, WQ_CONTAINER_OF(e, const struct job, timer));
 }
 
-static uint64_t
-core_waiter_deadline(const struct wheel_entry *e, void *arg)
-{
-    return WQ_CONTAINER_OF(e, const struct waiter, timer)->deadline;
-}
 
-/* ---- waiters ---- */
 
-static void
-core_waiter_free(struct core *c, struct waiter *w)
-{
-    wheel_cancel(&c->wait_wheel, &w->timer);
-    if (w->kind == WAITER_LEASE) {
-        for (uint32_t i = 0; i < w->nnodes; i++) {
-            struct queue *q = w->nodes[i].queue;
-            queue_unpark(q, &w->nodes[i]);
-            core_queue_unref(c, q);
-        }
-        if (w->nodes != &w->one)
-            wq_free(w->nodes);
-    } else if (w->job != NULL) {
-        *w->pprev = w->next;
-        if (w->next != NULL)
-            w->next->pprev = w->pprev;
-        core_ext_trim(c, w->job);
-    }
-    c->stats.parked--;
-    pool_put(&c->waiter_pool, w);
-}
 
-/* End a wait: take the waiter out of everything, then tell its owner. */
-static void
-core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, struct job *j)
-{
-    waiter_done_fn done = w->done;
-    void *owner = w->owner;
-    core_waiter_free(c, w);
-    done(owner, how, c, j);
-}
 
-static struct waiter *
-core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter_done_fn done,
-                void *owner)
-{
-    struct waiter *w = pool_get(&c->waiter_pool);
-    memset(w, 0, sizeof *w);
-    w->kind = (uint8_t)kind;
-    w->done = done;
-    w->owner = owner;
-    w->deadline = deadline;
-    wheel_entry_init(&w->timer);
-    wheel_add(&c->wait_wheel, &w->timer, deadline);
-    c->stats.parked++;
-    return w;
-}
 
-void
-core_cancel(struct core *c, struct waiter *w)
-{
-    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
-    core_waiter_free(c, w);
-    if (run_job != NULL)
-        core_job_destroy(c, run_job);
-}
 
-/* Answer every result waiter of j (it has its result, or is going away);
- * x is j's job_ext or NULL.  Returns the job_ext j still has, or NULL. */
-static struct job_ext *
-core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
-                         enum waiter_outcome how)
-{
-    while (x != NULL && x->waiters != NULL) {
-        core_waiter_finish(c, x->waiters, how, j);
-        if (!(j->flags & JOB_F_EXT))
-            x = NULL; /* the last waiter took the job_ext with it */
-    }
-    return x;
-}
 
-/* The waiting client of run job j, or NULL. */
-static struct waiter *
-core_run_waiter(const struct core *c, const struct job *j)
-{
-    const struct job_ext *x = core_job_ext(c, j);
-    for (struct waiter *w = x != NULL ? x->waiters : NULL; w != NULL; w = w->next) {
-        if (w->kind == WAITER_RUN)
-            return w;
-    }
-    return NULL;
-}
-
-static void
-core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
-{
-    struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
-    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
-    core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
-    if (run_job != NULL)
-        core_job_destroy(arg, run_job); /* nobody leased it in time */
-}
 
 /* ---- the command log ---- */
 
@@ -369,7 +179,7 @@ core_log_result(struct core *c, const struct job *j, enum cmdlog_code code, cons
 /* ---- transitions ---- */
 
 /* Lease j (NEW or PENDING, out of any heap) to a worker. */
-static void
+void
 core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
 {
     WQ_ASSERT(j->place == JOB_NOWHERE);
@@ -433,12 +243,12 @@ core_dispatch(struct core *c)
             core_lease_job(c, j, c->now_ms);
             core_waiter_finish(c, node->waiter, WAITER_GOT, j);
         }
-        core_queue_unref(c, q);
+        queue_table_unref(&c->queues, q);
     }
 }
 
 /* Take j out of its heap or out of the leased count (stats included). */
-static void
+void
 core_job_detach(struct core *c, struct job *j)
 {
     (*core_bucket(c, j))--;
@@ -449,7 +259,7 @@ core_job_detach(struct core *c, struct job *j)
 }
 
 /* Give j its final state and result (result is owned by j from now). */
-static void
+void
 core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
                 uint32_t result_len)
 {
@@ -469,7 +279,7 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
 }
 
 /* Forget j entirely: heap, registry, waiters, memory. */
-static void
+void
 core_job_destroy(struct core *c, struct job *j)
 {
     core_job_detach(c, j);
@@ -480,12 +290,12 @@ core_job_destroy(struct core *c, struct job *j)
         core_ext_drop(c, j, x);
     c->bytes -= core_job_bytes(j->payload_len);
     payload_free(j->payload, j->payload_len);
-    core_queue_unref(c, core_job_queue(c, j));
+    queue_table_unref(&c->queues, core_job_queue(c, j));
     pool_put(&c->job_pool, j);
 }
 
 /* The TTR of leased j ran out: retry it, or fail it if out of attempts. */
-static void
+void
 core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
 {
     if (j->flags & JOB_F_RUN) {
@@ -554,7 +364,7 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
     memcpy(j->id, s->id, JOBID_LEN);
-    j->queue_ix = core_queue_ref(c, s->name.p, s->name.n)->ix;
+    j->queue_ix = queue_table_ref(&c->queues, s->name.p, s->name.n, c->exts)->ix;
     wheel_entry_init(&j->timer);
     WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
     j->seq = c->next_seq++;
@@ -584,7 +394,7 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
 
 /* core_add, and replay's add: limited says whether -max-memory applies
  * (the log's jobs were acknowledged, so replay never refuses them). */
-static enum core_status
+enum core_status
 core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool limited)
 {
     if (core_find(c, s->id) != NULL)
@@ -629,18 +439,6 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
     return core_add_job(c, s, now_ms, true);
 }
 
-/* Link waiter w to job j's list of waiters. */
-static void
-core_waiter_link(struct core *c, struct waiter *w, struct job *j)
-{
-    struct job_ext *x = core_ext_need(c, j);
-    w->job = j;
-    w->next = x->waiters;
-    if (w->next != NULL)
-        w->next->pprev = &w->next;
-    w->pprev = &x->waiters;
-    x->waiters = w;
-}
 
 enum core_status
 core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
@@ -649,7 +447,7 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
     if (wait_ms == 0) {
-        struct queue *q = registry_find(c->queues, s->name.p, s->name.n);
+        struct queue *q = registry_find(c->queues.by_name, s->name.p, s->name.n);
         if (q == NULL || queue_first_parked(q) == NULL)
             return CORE_TIMEOUT;
     }
@@ -683,7 +481,7 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
     struct queue *pick = NULL;
     uint64_t seen = 0;
     for (size_t i = 0; i < n; i++) {
-        struct queue *q = registry_find(c->queues, names[i].p, names[i].n);
+        struct queue *q = registry_find(c->queues.by_name, names[i].p, names[i].n);
         if (q == NULL || q->mark == stamp)
             continue;
         q->mark = stamp;
@@ -706,9 +504,9 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
     struct queue **qs = NULL;
     size_t nq = 0;
     for (size_t i = 0; i < n; i++) {
-        struct queue *q = core_queue_ref(c, names[i].p, names[i].n);
+        struct queue *q = queue_table_ref(&c->queues, names[i].p, names[i].n, c->exts);
         if (q->mark == stamp) {
-            core_queue_unref(c, q);
+            queue_table_unref(&c->queues, q);
             continue;
         }
         q->mark = stamp;
@@ -857,15 +655,6 @@ core_free_ext(void *elem, void *arg)
     payload_free(x->result, x->result_len);
 }
 
-static void
-core_free_queue(void *elem, void *arg)
-{
-    struct queue *q = elem;
-    heap_clear(&q->ready);
-    heap_clear(&q->scheduled);
-    wq_free(q);
-}
-
 void
 core_free(struct core *c)
 {
@@ -874,99 +663,11 @@ core_free(struct core *c)
     WQ_ASSERT(c->stats.parked == 0); /* owners cancel their waiters first */
     registry_foreach(c->jobs, core_free_job, NULL);
     registry_foreach(c->exts, core_free_ext, NULL);
-    registry_foreach(c->queues, core_free_queue, NULL);
     registry_free(c->jobs);
     registry_free(c->exts);
-    registry_free(c->queues);
-    wq_free(c->queue_tab);
-    wq_free(c->queue_free);
+    queue_table_clear(&c->queues);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);
     pool_clear(&c->waiter_pool);
     wq_free(c);
-}
-
-/* ---- replay ---- */
-
-/* Re-create the job of an add or schedule record, unless already gone. */
-static void
-core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
-{
-    struct job_spec s = {
-        .name = r->name,
-        .ttr = (uint32_t)r->ttr,
-        .ttl = r->ttl,
-        .priority = (int32_t)r->priority,
-        .max_attempts = (uint8_t)r->max_attempts,
-        .max_fails = (uint8_t)r->max_fails,
-        .timed = r->code == CMDLOG_SCHEDULE && r->timed,
-        .time_ms = r->time_ms,
-        .time_ns = r->time_ns,
-        .payload = r->payload.p,
-        .payload_len = r->payload.n,
-        .created_ms = r->created_ms,
-    };
-    memcpy(s.id, r->id, JOBID_LEN);
-    /* Values the protocol could never have accepted mean a damaged record. */
-    struct wq_str name = r->name;
-    if (name.n == 0 || name.n > WQ_MAX_NAME || r->ttr == 0 || r->ttr > WQ_MAX_TTR_MS ||
-        r->ttl == 0 || r->priority < INT32_MIN || r->priority > INT32_MAX ||
-        r->max_attempts > WQ_MAX_ATTEMPTS || r->max_fails > WQ_MAX_FAILS ||
-        r->payload.n > UINT32_MAX || s.created_ms == 0)
-        return;
-    /* A job whose life ended while the server was down comes back too: the
-     * first core_advance expires it, and logs that, so cleaning can drop
-     * its records. */
-    core_add_job(c, &s, now_ms, false);
-}
-
-void
-core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
-{
-    core_log_fn log = c->log;
-    c->log = NULL;
-    c->now_ms = WQ_MAX(c->now_ms, now_ms);
-    struct job *j = core_find(c, r->id);
-    switch (r->code) {
-    case CMDLOG_ADD:
-    case CMDLOG_SCHEDULE:
-        if (j == NULL)
-            core_replay_add(c, r, now_ms);
-        break;
-    case CMDLOG_START_ATTEMPT:
-        /* The lease starts over with a fresh TTR from now. */
-        if (j != NULL && (j->state == JOB_NEW || j->state == JOB_PENDING)) {
-            core_job_detach(c, j);
-            core_lease_job(c, j, now_ms);
-        }
-        break;
-    case CMDLOG_TIMEOUT_ATTEMPT:
-        if (j != NULL && j->state == JOB_LEASED)
-            core_job_ttr_expired(c, j, now_ms);
-        break;
-    case CMDLOG_COMPLETE:
-    case CMDLOG_FAIL:
-        if (j != NULL && !job_is_done(j)) {
-            char *result = NULL;
-            if (r->result.n > 0 && (result = payload_new(r->result.p, r->result.n)) == NULL)
-                wq_panic(__FILE__, __LINE__, "out of memory replaying a result");
-            if (r->code == CMDLOG_FAIL)
-                j->fails++;
-            core_job_settle(c, j, r->code == CMDLOG_COMPLETE ? JOB_COMPLETED : JOB_FAILED, result,
-                            (uint32_t)r->result.n);
-        }
-        break;
-    case CMDLOG_FAIL_RETRY:
-        if (j != NULL && !job_is_done(j))
-            core_finish(c, r->id, false, NULL, 0, now_ms);
-        break;
-    case CMDLOG_DELETE:
-    case CMDLOG_EXPIRE:
-        if (j != NULL)
-            core_job_destroy(c, j);
-        break;
-    default:
-        break;
-    }
-    c->log = log;
 }

@@ -71,10 +71,7 @@ struct core {
     void             *log_arg;
     struct registry  *jobs;   /* id -> job */
     struct registry  *exts;   /* id -> job_ext, for jobs with JOB_F_EXT */
-    struct registry  *queues; /* name -> queue */
-    struct queue    **queue_tab;  /* ix -> queue, NULL when free */
-    uint32_t         *queue_free; /* free indices of queue_tab */
-    uint32_t          queue_cap, queue_used, queue_nfree;
+    struct queue_table queues;
     struct wheel      wheel;      /* jobs' deadlines */
     struct wheel      wait_wheel; /* waiters' timeouts */
     bool              firing;     /* the job wheel is firing: see core_make_ready */
@@ -144,7 +141,7 @@ uint64_t core_job_deadline(const struct core *c, const struct job *j);
 static inline struct queue *
 core_job_queue(const struct core *c, const struct job *j)
 {
-    return c->queue_tab[j->queue_ix];
+    return queue_table_at(&c->queues, j->queue_ix);
 }
 
 /* j's struct job_ext, NULL if it has none (see JOB_F_EXT). */

@@ -1,4 +1,5 @@
-/* queue.c - per-name queues. */
+/* queue.c - per-name queues (ready and scheduled heaps, parked leasers)
+ * and the table of them. */
 #include "wq.h"
 #include "queue.h"
 
@@ -96,4 +97,74 @@ queue_name_key(const void *elem, const void **key, size_t *len)
     const struct queue *q = elem;
     *key = q->name;
     *len = q->name_len;
+}
+
+/* ---- the table of queues ---- */
+
+void
+queue_table_init(struct queue_table *t)
+{
+    memset(t, 0, sizeof *t);
+    t->by_name = registry_new(queue_name_key);
+}
+
+static void
+queue_table_free_one(void *elem, void *arg)
+{
+    struct queue *q = elem;
+    heap_clear(&q->ready);
+    heap_clear(&q->scheduled);
+    wq_free(q);
+}
+
+void
+queue_table_clear(struct queue_table *t)
+{
+    registry_foreach(t->by_name, queue_table_free_one, NULL);
+    registry_free(t->by_name);
+    wq_free(t->tab);
+    wq_free(t->free);
+    memset(t, 0, sizeof *t);
+}
+
+/* Give q a place in the table, so that jobs name it in 4 bytes. */
+static void
+queue_table_place(struct queue_table *t, struct queue *q)
+{
+    if (t->nfree > 0) {
+        q->ix = t->free[--t->nfree];
+    } else {
+        if (t->used == t->cap) {
+            t->cap = t->cap ? t->cap * 2 : 16;
+            t->tab = wq_realloc(t->tab, t->cap * sizeof *t->tab);
+            t->free = wq_realloc(t->free, t->cap * sizeof *t->free);
+        }
+        q->ix = t->used++;
+    }
+    t->tab[q->ix] = q;
+}
+
+struct queue *
+queue_table_ref(struct queue_table *t, const char *name, size_t len, struct registry *exts)
+{
+    struct queue *q = registry_find(t->by_name, name, len);
+    if (q == NULL) {
+        q = queue_new(name, len, exts);
+        registry_insert(t->by_name, q);
+        queue_table_place(t, q);
+    }
+    q->refs++;
+    return q;
+}
+
+void
+queue_table_unref(struct queue_table *t, struct queue *q)
+{
+    WQ_ASSERT(q->refs > 0);
+    if (--q->refs == 0) {
+        registry_remove(t->by_name, q->name, q->name_len);
+        t->tab[q->ix] = NULL;
+        t->free[t->nfree++] = q->ix;
+        queue_free(q);
+    }
 }

@@ -9,6 +9,7 @@
 
 #include "wq.h"
 #include "heap.h"
+#include "registry.h"
 
 struct job;
 struct registry;
@@ -68,5 +69,31 @@ queue_first_parked(const struct queue *q)
 
 /* registry_key_fn for the name table. */
 void queue_name_key(const void *elem, const void **key, size_t *len);
+
+/* Every queue, by name and by a 4-byte index (jobs name their queue by
+ * it).  A queue lives while something refers to it (q->refs: its jobs and
+ * parked nodes); then it is freed and its index reused. */
+struct queue_table {
+    struct registry *by_name;
+    struct queue   **tab;  /* ix -> queue, NULL when free */
+    uint32_t        *free; /* free indices of tab */
+    uint32_t         cap, used, nfree;
+};
+
+void queue_table_init(struct queue_table *t);
+/* Free every queue, whatever it holds (the core frees the jobs). */
+void queue_table_clear(struct queue_table *t);
+/* The queue named name[0..len), created if need be (exts as in queue_new),
+ * with one more reference. */
+struct queue *queue_table_ref(struct queue_table *t, const char *name, size_t len,
+                              struct registry *exts);
+/* Drop a reference; the last one frees q. */
+void          queue_table_unref(struct queue_table *t, struct queue *q);
+
+static inline struct queue *
+queue_table_at(const struct queue_table *t, uint32_t ix)
+{
+    return t->tab[ix];
+}
 
 #endif /* WQ_QUEUE_H */

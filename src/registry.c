@@ -40,7 +40,7 @@
 
 /* One open-addressing table. */
 struct table {
-    uint64_t *slots; /* tag << REGISTRY_PTR_BITS | pointer; 0 = empty */
+    uint64_t *slots; /* tag, distance, pointer (see the top); 0 = empty */
     size_t    mask;  /* capacity - 1; capacity is a power of two */
 };
 

@@ -194,10 +194,10 @@ tally_job(void *elem, void *arg)
     struct job *j = elem;
     struct tally *t = arg;
     t->jobs++;
-    REQUIRE(j->queue_ix < t->c->queue_used);
+    REQUIRE(j->queue_ix < t->c->queues.used);
     struct queue *q = core_job_queue(t->c, j);
     REQUIRE(q != NULL && q->ix == j->queue_ix);
-    REQUIRE(registry_find(t->c->queues, q->name, q->name_len) == q);
+    REQUIRE(registry_find(t->c->queues.by_name, q->name, q->name_len) == q);
     tally_queue(t, q)->jobs++;
     tally_ext(t, j);
     switch (j->state) {
@@ -253,7 +253,7 @@ tally_q(void *elem, void *arg)
     }
     REQUIRE(q->refs > 0);
     REQUIRE(q->refs == jobs + q->parked);
-    REQUIRE(q->ix < t->c->queue_used && t->c->queue_tab[q->ix] == q);
+    REQUIRE(q->ix < t->c->queues.used && t->c->queues.tab[q->ix] == q);
     uint32_t n = 0;
     for (const struct park_node *p = q->park_head; p != NULL; p = p->next, n++)
         REQUIRE(p->queue == q && p->waiter != NULL);
@@ -271,17 +271,17 @@ check_core_(struct core *c, const char *file, int line)
     struct tally t = {0};
     t.c = c;
     registry_foreach(c->jobs, tally_job, &t);
-    registry_foreach(c->queues, tally_q, &t);
+    registry_foreach(c->queues.by_name, tally_q, &t);
     /* The queue table holds exactly the registered queues. */
     uint64_t live = 0;
-    for (uint32_t i = 0; i < c->queue_used; i++) {
-        const struct queue *q = c->queue_tab[i];
+    for (uint32_t i = 0; i < c->queues.used; i++) {
+        const struct queue *q = c->queues.tab[i];
         if (q != NULL) {
             live++;
-            REQUIRE(q->ix == i && registry_find(c->queues, q->name, q->name_len) == q);
+            REQUIRE(q->ix == i && registry_find(c->queues.by_name, q->name, q->name_len) == q);
         }
     }
-    REQUIRE(live == t.nqueues && c->queue_used - c->queue_nfree == live);
+    REQUIRE(live == t.nqueues && c->queues.used - c->queues.nfree == live);
     const struct core_stats *s = &c->stats;
     if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
         s->completed != t.completed || s->failed != t.failed || t.jobs != core_job_count(c) ||
@@ -308,7 +308,7 @@ check_core_(struct core *c, const char *file, int line)
 static size_t
 queue_count(const struct core *c)
 {
-    return registry_count(c->queues);
+    return registry_count(c->queues.by_name);
 }
 
 static bool

@@ -1,0 +1,92 @@
+/* core_replay.c - applying the command log's records to the core at
+ * start-up (doc/cmdlog.md, "Replay"). */
+#include "wq.h"
+#include "core.h"
+#include "core_internal.h"
+
+#include <string.h>
+
+#include "payload.h"
+
+/* Re-create the job of an add or schedule record, unless already gone. */
+static void
+core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    struct job_spec s = {
+        .name = r->name,
+        .ttr = (uint32_t)r->ttr,
+        .ttl = r->ttl,
+        .priority = (int32_t)r->priority,
+        .max_attempts = (uint8_t)r->max_attempts,
+        .max_fails = (uint8_t)r->max_fails,
+        .timed = r->code == CMDLOG_SCHEDULE && r->timed,
+        .time_ms = r->time_ms,
+        .time_ns = r->time_ns,
+        .payload = r->payload.p,
+        .payload_len = r->payload.n,
+        .created_ms = r->created_ms,
+    };
+    memcpy(s.id, r->id, JOBID_LEN);
+    /* Values the protocol could never have accepted mean a damaged record. */
+    struct wq_str name = r->name;
+    if (name.n == 0 || name.n > WQ_MAX_NAME || r->ttr == 0 || r->ttr > WQ_MAX_TTR_MS ||
+        r->ttl == 0 || r->priority < INT32_MIN || r->priority > INT32_MAX ||
+        r->max_attempts > WQ_MAX_ATTEMPTS || r->max_fails > WQ_MAX_FAILS ||
+        r->payload.n > UINT32_MAX || s.created_ms == 0)
+        return;
+    /* A job whose life ended while the server was down comes back too: the
+     * first core_advance expires it, and logs that, so cleaning can drop
+     * its records. */
+    core_add_job(c, &s, now_ms, false);
+}
+
+void
+core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    core_log_fn log = c->log;
+    c->log = NULL;
+    c->now_ms = WQ_MAX(c->now_ms, now_ms);
+    struct job *j = core_find(c, r->id);
+    switch (r->code) {
+    case CMDLOG_ADD:
+    case CMDLOG_SCHEDULE:
+        if (j == NULL)
+            core_replay_add(c, r, now_ms);
+        break;
+    case CMDLOG_START_ATTEMPT:
+        /* The lease starts over with a fresh TTR from now. */
+        if (j != NULL && (j->state == JOB_NEW || j->state == JOB_PENDING)) {
+            core_job_detach(c, j);
+            core_lease_job(c, j, now_ms);
+        }
+        break;
+    case CMDLOG_TIMEOUT_ATTEMPT:
+        if (j != NULL && j->state == JOB_LEASED)
+            core_job_ttr_expired(c, j, now_ms);
+        break;
+    case CMDLOG_COMPLETE:
+    case CMDLOG_FAIL:
+        if (j != NULL && !job_is_done(j)) {
+            char *result = NULL;
+            if (r->result.n > 0 && (result = payload_new(r->result.p, r->result.n)) == NULL)
+                wq_panic(__FILE__, __LINE__, "out of memory replaying a result");
+            if (r->code == CMDLOG_FAIL)
+                j->fails++;
+            core_job_settle(c, j, r->code == CMDLOG_COMPLETE ? JOB_COMPLETED : JOB_FAILED, result,
+                            (uint32_t)r->result.n);
+        }
+        break;
+    case CMDLOG_FAIL_RETRY:
+        if (j != NULL && !job_is_done(j))
+            core_finish(c, r->id, false, NULL, 0, now_ms);
+        break;
+    case CMDLOG_DELETE:
+    case CMDLOG_EXPIRE:
+        if (j != NULL)
+            core_job_destroy(c, j);
+        break;
+    default:
+        break;
+    }
+    c->log = log;
+}

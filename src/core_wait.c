@@ -1,0 +1,123 @@
+/* core_wait.c - the core's waiters: clients parked in lease (one node in
+ * each named queue), and clients waiting for a job's result (result, run),
+ * linked to the job's job_ext; their wait-timeouts on the core's second
+ * wheel. */
+#include "wq.h"
+#include "core.h"
+#include "core_internal.h"
+
+#include <string.h>
+
+#include "alloc.h"
+
+uint64_t
+core_waiter_deadline(const struct wheel_entry *e, void *arg)
+{
+    return WQ_CONTAINER_OF(e, const struct waiter, timer)->deadline;
+}
+
+void
+core_waiter_free(struct core *c, struct waiter *w)
+{
+    wheel_cancel(&c->wait_wheel, &w->timer);
+    if (w->kind == WAITER_LEASE) {
+        for (uint32_t i = 0; i < w->nnodes; i++) {
+            struct queue *q = w->nodes[i].queue;
+            queue_unpark(q, &w->nodes[i]);
+            queue_table_unref(&c->queues, q);
+        }
+        if (w->nodes != &w->one)
+            wq_free(w->nodes);
+    } else if (w->job != NULL) {
+        *w->pprev = w->next;
+        if (w->next != NULL)
+            w->next->pprev = w->pprev;
+        core_ext_trim(c, w->job);
+    }
+    c->stats.parked--;
+    pool_put(&c->waiter_pool, w);
+}
+
+/* End a wait: take the waiter out of everything, then tell its owner. */
+void
+core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, struct job *j)
+{
+    waiter_done_fn done = w->done;
+    void *owner = w->owner;
+    core_waiter_free(c, w);
+    done(owner, how, c, j);
+}
+
+struct waiter *
+core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter_done_fn done,
+                void *owner)
+{
+    struct waiter *w = pool_get(&c->waiter_pool);
+    memset(w, 0, sizeof *w);
+    w->kind = (uint8_t)kind;
+    w->done = done;
+    w->owner = owner;
+    w->deadline = deadline;
+    wheel_entry_init(&w->timer);
+    wheel_add(&c->wait_wheel, &w->timer, deadline);
+    c->stats.parked++;
+    return w;
+}
+
+void
+core_cancel(struct core *c, struct waiter *w)
+{
+    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
+    core_waiter_free(c, w);
+    if (run_job != NULL)
+        core_job_destroy(c, run_job);
+}
+
+/* Answer every result waiter of j (it has its result, or is going away);
+ * x is j's job_ext or NULL.  Returns the job_ext j still has, or NULL. */
+struct job_ext *
+core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
+                         enum waiter_outcome how)
+{
+    while (x != NULL && x->waiters != NULL) {
+        core_waiter_finish(c, x->waiters, how, j);
+        if (!(j->flags & JOB_F_EXT))
+            x = NULL; /* the last waiter took the job_ext with it */
+    }
+    return x;
+}
+
+/* The waiting client of run job j, or NULL. */
+struct waiter *
+core_run_waiter(const struct core *c, const struct job *j)
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    for (struct waiter *w = x != NULL ? x->waiters : NULL; w != NULL; w = w->next) {
+        if (w->kind == WAITER_RUN)
+            return w;
+    }
+    return NULL;
+}
+
+void
+core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
+{
+    struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
+    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
+    core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
+    if (run_job != NULL)
+        core_job_destroy(arg, run_job); /* nobody leased it in time */
+}
+
+/* Link waiter w to job j's list of waiters. */
+void
+core_waiter_link(struct core *c, struct waiter *w, struct job *j)
+{
+    struct job_ext *x = core_ext_need(c, j);
+    w->job = j;
+    w->next = x->waiters;
+    if (w->next != NULL)
+        w->next->pprev = &w->next;
+    w->pprev = &x->waiters;
+    x->waiters = w;
+}
