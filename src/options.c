@@ -14,6 +14,8 @@
 #include "alloc.h"
 #include "util.h"
 
+_Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes are set as uint64_t");
+
 #define MIN_MAX_LINE    64
 #define MAX_MAX_LINE    (16u << 20)
 #define MAX_MAX_PAYLOAD (1024u << 20)
@@ -21,104 +23,182 @@
 #define MAX_CONNECTIONS 10000000u
 #define CONFIG_LINE_MAX 4096 /* characters in a config line, not counting its end */
 
-enum {
-    OPT_LISTEN = 'l',
-    OPT_DAEMONIZE = 'd',
-    OPT_PIDFILE = 'P',
-    OPT_USER = 'u',
-    OPT_VERBOSE = 'v',
-    OPT_LOG_FILE = 'L',
-    OPT_CONFIG = 'c',
-    OPT_MAX_LINE = 256,
-    OPT_MAX_PAYLOAD,
-    OPT_CMDLOG_PATH,
-    OPT_CMDLOG_SEG_SIZE,
-    OPT_CMDLOG_SYNC,
-    OPT_CMDLOG_SYNC_INT,
-    OPT_CMDLOG_CLEAN_INT,
-    OPT_CMDLOG_TRUNCATE,
-    OPT_LOG_LEVEL,
-    OPT_SYSLOG,
-    OPT_MAX_CONNECTIONS,
-    OPT_IDLE_TIMEOUT,
-    OPT_MAX_MEMORY,
+/* How an option's value is read, and where it goes. */
+enum opt_kind {
+    OPT_LISTEN,   /* addresses, into opts->listen */
+    OPT_SIZE,     /* bytes, with K/M/G units (uint64_t) */
+    OPT_NUMBER,   /* a plain decimal number (uint64_t) */
+    OPT_DURATION, /* ms, with ms/s/m/h units; bare numbers are seconds (uint64_t) */
+    OPT_BOOL,     /* a flag; "yes", "no"... in a config file (bool) */
+    OPT_PATH,     /* a file or directory, made absolute (const char *) */
+    OPT_NAME,     /* any non-empty text (const char *) */
+    OPT_SYNC,     /* a command-log policy (enum cmdlog_sync) */
+    OPT_LEVEL,    /* a log level (enum log_level) */
+    OPT_LOG_FILE, /* a path that also sends the log there */
+    OPT_SYSLOG,   /* a flag that sends the log to syslog */
+    OPT_VERBOSE,  /* -v: one level more, repeatable (command line only) */
+    OPT_CONFIG,   /* the config file (command line only) */
+    OPT_HELP,
+    OPT_VERSION,
 };
 
-#define OPTSTRING ":hVdvl:P:u:L:c:"
-
-static const struct option long_options[] = {
-    {"listen", required_argument, NULL, OPT_LISTEN},
-    {"max-line", required_argument, NULL, OPT_MAX_LINE},
-    {"max-payload", required_argument, NULL, OPT_MAX_PAYLOAD},
-    {"cmdlog-path", required_argument, NULL, OPT_CMDLOG_PATH},
-    {"cmdlog-seg-size", required_argument, NULL, OPT_CMDLOG_SEG_SIZE},
-    {"cmdlog-sync", required_argument, NULL, OPT_CMDLOG_SYNC},
-    {"cmdlog-sync-int", required_argument, NULL, OPT_CMDLOG_SYNC_INT},
-    {"cmdlog-clean-int", required_argument, NULL, OPT_CMDLOG_CLEAN_INT},
-    {"cmdlog-truncate", no_argument, NULL, OPT_CMDLOG_TRUNCATE},
-    {"daemonize", no_argument, NULL, OPT_DAEMONIZE},
-    {"pidfile", required_argument, NULL, OPT_PIDFILE},
-    {"user", required_argument, NULL, OPT_USER},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"log-file", required_argument, NULL, OPT_LOG_FILE},
-    {"syslog", no_argument, NULL, OPT_SYSLOG},
-    {"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
-    {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
-    {"config", required_argument, NULL, OPT_CONFIG},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
+/* One option: every place it shows comes from here (getopt, -help, the
+ * config file's keys, the default). */
+struct opt_def {
+    const char   *name;   /* the long option, and the config key */
+    char          letter; /* the short option, 0 if none */
+    enum opt_kind kind;
+    size_t        at;     /* offsetof(struct options, ...) */
+    uint64_t      min, max;
+    const char   *def;    /* the default, as it would be given; NULL: none */
+    const char   *expect; /* told with a bad value; RANGE in it stands for min..max */
+    const char   *arg;    /* the value's name in -help; NULL: takes none */
+    const char   *help;   /* the -help text ('\n' between lines) */
+    const char   *group;  /* a heading -help prints before this option */
 };
+
+#define AT(field) offsetof(struct options, field)
+
+static const struct opt_def opt_defs[] = {
+    {"listen", 'l', OPT_LISTEN, AT(listen), 0, 0, WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT,
+     "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
+     "addresses to listen on; HOST may be a name, an IPv4\naddress or [IPv6]; port 0 picks a "
+     "free port\n",
+     "Options (one dash or two; -flag value or -flag=value):"},
+    {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536",
+     "(expected RANGE)", "BYTES", "longest command line", NULL},
+    {"max-payload", 0, OPT_SIZE, AT(max_payload), 0, MAX_MAX_PAYLOAD, "1048576",
+     "(expected RANGE)", "BYTES", "largest job payload or result", NULL},
+    {"max-connections", 0, OPT_NUMBER, AT(max_connections), 0, MAX_CONNECTIONS, NULL,
+     "(expected RANGE; 0 means no limit)", "N",
+     "refuse clients beyond N open connections\n(default 0: no limit)", NULL},
+    {"idle-timeout", 0, OPT_DURATION, AT(idle_timeout_ms), 0, MAX_IDLE_MS, NULL,
+     "(expected a duration such as 300, 90s, 5m or 1500ms; at most 30 days)", "TIME",
+     "close connections silent for TIME, e.g. 300, 90s,\n5m, 1500ms (bare numbers are "
+     "seconds; default 0:\nnever); waiting leases and runs are never idle",
+     NULL},
+    {"max-memory", 0, OPT_SIZE, AT(max_memory), 0, UINT64_MAX, NULL,
+     "(expected bytes, or a size such as 512M or 2G; 0 means no limit)", "BYTES",
+     "refuse new jobs with -SERVER-ERROR Out of memory\nonce jobs hold this much, e.g. 512M, "
+     "2G (default 0:\nno limit)",
+     NULL},
+    {"cmdlog-path", 0, OPT_PATH, AT(cmdlog.dir), 0, 0, NULL, "(expected a directory)", "DIR",
+     "keep a command log in DIR (default: none, jobs live in\nmemory only)", "Command log:"},
+    {"cmdlog-seg-size", 0, OPT_SIZE, AT(cmdlog.seg_size), 1, UINT64_MAX, "67108864",
+     "(expected a size of at least 1 byte)", "BYTES", "start a new segment file at this size",
+     NULL},
+    {"cmdlog-sync", 0, OPT_SYNC, AT(cmdlog.sync), 0, 0, "interval",
+     "(expected os, interval or always)", "POLICY",
+     "os, interval or always: when the log is forced to\ndisk (replies always wait for the "
+     "write; under\nalways also for the disk)",
+     NULL},
+    {"cmdlog-sync-int", 0, OPT_NUMBER, AT(cmdlog.sync_int_ms), 0, UINT32_MAX, "1000",
+     "(expected milliseconds)", "MS", "the interval of the interval policy", NULL},
+    {"cmdlog-clean-int", 0, OPT_NUMBER, AT(cmdlog.clean_int_ms), 1, UINT32_MAX, "300000",
+     "(expected milliseconds, at least 1)", "MS", "how often old segments are cleaned", NULL},
+    {"cmdlog-truncate", 0, OPT_BOOL, AT(cmdlog.truncate_damage), 0, 0, NULL,
+     "(expected yes or no)", NULL,
+     "at start, cut a damaged log at the damage instead of\nrefusing to start (what follows it "
+     "is lost)",
+     NULL},
+    {"daemonize", 'd', OPT_BOOL, AT(daemonize), 0, 0, NULL, "(expected yes or no)", NULL,
+     "detach and run in the background once ready", "Daemon:"},
+    {"pidfile", 'P', OPT_PATH, AT(pidfile), 0, 0, NULL, "(expected a file name)", "FILE",
+     "write the process id to FILE (removed at exit)", NULL},
+    {"user", 'u', OPT_NAME, AT(user), 0, 0, NULL, "(expected a user name)", "USER",
+     "drop to USER (and its groups) after binding", NULL},
+    {"log-level", 0, OPT_LEVEL, AT(log_level), 0, 0, "info",
+     "(expected error, warn, info or debug)", "LEVEL", "error, warn, info or debug", NULL},
+    {"v", 'v', OPT_VERBOSE, 0, 0, 0, NULL, NULL, NULL, "one level more verbose (repeatable)",
+     NULL},
+    {"log-file", 'L', OPT_LOG_FILE, AT(log_file), 0, 0, NULL, "(expected a file name)", "FILE",
+     "log to FILE, reopened on SIGHUP (default stderr;\nsyslog when daemonized)", NULL},
+    {"syslog", 0, OPT_SYSLOG, 0, 0, 0, NULL, "(expected yes or no)", NULL,
+     "log to syslog (facility daemon)", NULL},
+    {"config", 'c', OPT_CONFIG, AT(config), 0, 0, NULL, NULL, "FILE",
+     "read settings from FILE: the long option names as\nkeys, \"key value\" or \"key = "
+     "value\", one per line,\n# comments; flags override it",
+     NULL},
+    {"help", 'h', OPT_HELP, 0, 0, 0, NULL, NULL, NULL, "show this help and exit", NULL},
+    {"version", 'V', OPT_VERSION, 0, 0, 0, NULL, NULL, NULL, "show the version and exit", NULL},
+};
+
+_Static_assert(WQ_ARRAY_LEN(opt_defs) <= OPTIONS_MAX_DEFS, "raise OPTIONS_MAX_DEFS");
+
+/* What getopt_long_only is given, built from opt_defs once. */
+static struct option long_options[WQ_ARRAY_LEN(opt_defs) + 1];
+static char          optstring[2 * WQ_ARRAY_LEN(opt_defs) + 2];
+
+/* getopt's value for option i: its letter, or 256 + i. */
+static int
+opt_val(size_t i)
+{
+    return opt_defs[i].letter ? opt_defs[i].letter : 256 + (int)i;
+}
+
+/* The option getopt answered val for, or NULL. */
+static const struct opt_def *
+opt_by_val(int val)
+{
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opt_defs); i++)
+        if (opt_val(i) == val)
+            return &opt_defs[i];
+    return NULL;
+}
+
+static void
+options_build_getopt(void)
+{
+    size_t n = 0, nlong = 0;
+    optstring[n++] = ':';
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opt_defs); i++) {
+        const struct opt_def *d = &opt_defs[i];
+        if (d->kind != OPT_VERBOSE) /* -v has no long form */
+            long_options[nlong++] = (struct option){
+                d->name, d->arg ? required_argument : no_argument, NULL, opt_val(i)};
+        if (d->letter) {
+            optstring[n++] = d->letter;
+            if (d->arg)
+                optstring[n++] = ':';
+        }
+    }
+    optstring[n] = '\0';
+}
 
 static void
 options_usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: workq-server [OPTIONS]\n"
-            "A job server speaking the Workq protocol.\n"
-            "\n"
-            "Options (one dash or two; -flag value or -flag=value):\n"
-            "  -l, -listen HOST:PORT[,...]  addresses to listen on (default %s:%s);\n"
-            "                        HOST may be a name, an IPv4 address or [IPv6];\n"
-            "                        port 0 picks a free port\n"
-            "  -max-line BYTES       longest command line (default %u)\n"
-            "  -max-payload BYTES    largest job payload or result (default %u)\n"
-            "  -max-connections N    refuse clients beyond N open connections\n"
-            "                        (default 0: no limit)\n"
-            "  -idle-timeout TIME    close connections silent for TIME, e.g. 300, 90s,\n"
-            "                        5m, 1500ms (bare numbers are seconds; default 0:\n"
-            "                        never); waiting leases and runs are never idle\n"
-            "  -max-memory BYTES     refuse new jobs with -SERVER-ERROR Out of memory once\n"
-            "                        jobs hold this much, e.g. 512M, 2G (default 0: no\n"
-            "                        limit)\n"
-            "\n"
-            "Command log:\n"
-            "  -cmdlog-path DIR      keep a command log in DIR (default: none, jobs live\n"
-            "                        in memory only)\n"
-            "  -cmdlog-seg-size BYTES  start a new segment file at this size (default %u)\n"
-            "  -cmdlog-sync POLICY   os, interval or always (default interval)\n"
-            "  -cmdlog-sync-int MS   the interval of the interval policy (default %u)\n"
-            "  -cmdlog-clean-int MS  how often old segments are cleaned (default %u)\n"
-            "  -cmdlog-truncate      at start, cut a damaged log at the damage instead of\n"
-            "                        refusing to start (what follows it is lost)\n"
-            "\n"
-            "Daemon:\n"
-            "  -d, -daemonize        detach and run in the background once ready\n"
-            "  -P, -pidfile FILE     write the process id to FILE (removed at exit)\n"
-            "  -u, -user USER        drop to USER (and its groups) after binding\n"
-            "  -log-level LEVEL      error, warn, info or debug (default info)\n"
-            "  -v                    one level more verbose (repeatable)\n"
-            "  -L, -log-file FILE    log to FILE, reopened on SIGHUP (default stderr;\n"
-            "                        syslog when daemonized)\n"
-            "  -syslog               log to syslog (facility daemon)\n"
-            "  -c, -config FILE      read settings from FILE: the long option names\n"
-            "                        as keys, \"key value\" or \"key = value\", one per line,\n"
-            "                        # comments; flags override it\n"
-            "  -h, -help             show this help and exit\n"
-            "  -V, -version          show the version and exit\n",
-            WQ_DEFAULT_HOST, WQ_DEFAULT_PORT, WQ_DEFAULT_MAX_LINE, WQ_DEFAULT_MAX_PAYLOAD,
-            CMDLOG_DEFAULT_SEG_SIZE, CMDLOG_DEFAULT_SYNC_INT, CMDLOG_DEFAULT_CLEAN_INT);
+    fprintf(f, "Usage: workq-server [OPTIONS]\nA job server speaking the Workq protocol.\n");
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opt_defs); i++) {
+        const struct opt_def *d = &opt_defs[i];
+        if (d->group != NULL)
+            fprintf(f, "\n%s\n", d->group);
+        char head[64];
+        int n;
+        if (d->kind == OPT_VERBOSE)
+            n = snprintf(head, sizeof head, "  -v");
+        else if (d->letter)
+            n = snprintf(head, sizeof head, "  -%c, -%s%s%s", d->letter, d->name,
+                         d->arg ? " " : "", d->arg ? d->arg : "");
+        else
+            n = snprintf(head, sizeof head, "  -%s%s%s", d->name, d->arg ? " " : "",
+                         d->arg ? d->arg : "");
+        fputs(head, f);
+        if (n > 22) { /* the text starts at column 24, on a line of its own if need be */
+            fputc('\n', f);
+            n = 0;
+        }
+        fprintf(f, "%*s", 24 - n, "");
+        for (const char *p = d->help; *p != '\0'; p++) {
+            fputc(*p, f);
+            if (*p == '\n')
+                fprintf(f, "%24s", "");
+        }
+        if (d->def != NULL) /* after the text, or on a line the text ended */
+            fprintf(f, "%s(default %s)", d->help[strlen(d->help) - 1] == '\n' ? "" : " ",
+                    d->def);
+        fputc('\n', f);
+    }
 }
 
 /* Parse one "HOST:PORT" of n bytes into a. */
@@ -172,11 +252,11 @@ options_set_listen(struct options *opts, const char *list)
     return 0;
 }
 
-/* Keep a copy of s as string setting which, replacing an earlier one. */
+/* Keep a copy of s as option d's value, replacing an earlier one. */
 static const char *
-options_keep(struct options *opts, enum options_string which, const char *s)
+options_keep(struct options *opts, const struct opt_def *d, const char *s)
 {
-    size_t n = strlen(s) + 1;
+    size_t n = strlen(s) + 1, which = (size_t)(d - opt_defs);
     char *copy = wq_malloc(n);
     memcpy(copy, s, n);
     wq_free(opts->strings[which]);
@@ -184,15 +264,15 @@ options_keep(struct options *opts, enum options_string which, const char *s)
     return copy;
 }
 
-/* s made absolute against the working directory, kept as which. */
+/* s made absolute against the working directory, kept as d's value. */
 static const char *
-options_keep_path(struct options *opts, enum options_string which, const char *s)
+options_keep_path(struct options *opts, const struct opt_def *d, const char *s)
 {
     char cwd[4096], path[8192];
     if (s[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
-        return options_keep(opts, which, s);
+        return options_keep(opts, d, s);
     snprintf(path, sizeof path, "%s/%s", cwd, s);
-    return options_keep(opts, which, path);
+    return options_keep(opts, d, path);
 }
 
 /* Parse a boolean of a config file: empty (the key alone) means yes. */
@@ -210,126 +290,78 @@ options_bool(const char *v, bool *out)
     return -1;
 }
 
-/* Set option id from value v (NULL for a flag without one).  Returns 0, or
- * -1 with what was expected in why. */
+/* Set option d from value v (NULL for a flag given without one): 0, or
+ * -1 (options_expected says what was wanted). */
 static int
-options_apply(struct options *o, int id, const char *v, const char **why)
+options_apply(struct options *o, const struct opt_def *d, const char *v)
 {
+    void *at = (char *)o + d->at;
     uint64_t n;
     bool b = true;
-    static char range[96];
-    switch (id) {
+    switch (d->kind) {
     case OPT_LISTEN:
-        *why = "(expected HOST:PORT[,HOST:PORT...])";
         return options_set_listen(o, v);
-    case OPT_MAX_LINE:
-        snprintf(range, sizeof range, "(expected %u..%u)", MIN_MAX_LINE, MAX_MAX_LINE);
-        *why = range;
-        if (util_parse_size(v, MAX_MAX_LINE, &n) != 0 || n < MIN_MAX_LINE)
+    case OPT_SIZE:
+    case OPT_NUMBER:
+        if ((d->kind == OPT_SIZE ? util_parse_size(v, d->max, &n)
+                                 : util_parse_u64(v, strlen(v), d->max, &n)) != 0 ||
+            n < d->min)
             return -1;
-        o->max_line = (size_t)n;
+        *(uint64_t *)at = n;
         return 0;
-    case OPT_MAX_PAYLOAD:
-        snprintf(range, sizeof range, "(expected 0..%u)", MAX_MAX_PAYLOAD);
-        *why = range;
-        return util_parse_size(v, MAX_MAX_PAYLOAD, &o->max_payload);
-    case OPT_CMDLOG_PATH:
-        *why = "(expected a directory)";
-        if (v[0] == '\0')
-            return -1;
-        o->cmdlog.dir = options_keep_path(o, OPTS_CMDLOG_DIR, v);
-        return 0;
-    case OPT_CMDLOG_SEG_SIZE:
-        *why = "(expected a size of at least 1 byte)";
-        if (util_parse_size(v, UINT64_MAX, &n) != 0 || n == 0)
-            return -1;
-        o->cmdlog.seg_size = n;
-        return 0;
-    case OPT_CMDLOG_SYNC:
-        *why = "(expected os, interval or always)";
-        return cmdlog_sync_parse(v, &o->cmdlog.sync);
-    case OPT_CMDLOG_SYNC_INT:
-        *why = "(expected milliseconds)";
-        return util_parse_u64(v, strlen(v), UINT32_MAX, &o->cmdlog.sync_int_ms);
-    case OPT_CMDLOG_CLEAN_INT:
-        *why = "(expected milliseconds, at least 1)";
-        if (util_parse_u64(v, strlen(v), UINT32_MAX, &n) != 0 || n == 0)
-            return -1;
-        o->cmdlog.clean_int_ms = n;
-        return 0;
-    case OPT_CMDLOG_TRUNCATE:
-        *why = "(expected yes or no)";
-        if (v != NULL && options_bool(v, &b) != 0)
-            return -1;
-        o->cmdlog.truncate_damage = b;
-        return 0;
-    case OPT_DAEMONIZE:
-        *why = "(expected yes or no)";
-        if (v != NULL && options_bool(v, &b) != 0)
-            return -1;
-        o->daemonize = b;
-        return 0;
+    case OPT_DURATION:
+        return util_parse_duration_ms(v, d->max, at);
+    case OPT_BOOL:
     case OPT_SYSLOG:
-        *why = "(expected yes or no)";
         if (v != NULL && options_bool(v, &b) != 0)
             return -1;
-        if (b)
+        if (d->kind == OPT_BOOL)
+            *(bool *)at = b;
+        else if (b)
             o->log_target = LOG_TO_SYSLOG;
         else if (o->log_target == LOG_TO_SYSLOG)
             o->log_target = LOG_TO_STDERR;
         return 0;
-    case OPT_PIDFILE:
-        *why = "(expected a file name)";
-        if (v[0] == '\0')
-            return -1;
-        o->pidfile = options_keep_path(o, OPTS_PIDFILE, v);
-        return 0;
-    case OPT_USER:
-        *why = "(expected a user name)";
-        if (v[0] == '\0')
-            return -1;
-        o->user = options_keep(o, OPTS_USER, v);
-        return 0;
+    case OPT_PATH:
+    case OPT_NAME:
     case OPT_LOG_FILE:
-        *why = "(expected a file name)";
         if (v[0] == '\0')
             return -1;
-        o->log_file = options_keep_path(o, OPTS_LOG_FILE, v);
-        o->log_target = LOG_TO_FILE;
+        *(const char **)at = d->kind == OPT_NAME ? options_keep(o, d, v)
+                                                 : options_keep_path(o, d, v);
+        if (d->kind == OPT_LOG_FILE)
+            o->log_target = LOG_TO_FILE;
         return 0;
-    case OPT_LOG_LEVEL:
-        *why = "(expected error, warn, info or debug)";
-        return log_level_parse(v, &o->log_level);
-    case OPT_MAX_CONNECTIONS:
-        snprintf(range, sizeof range, "(expected 0..%u; 0 means no limit)", MAX_CONNECTIONS);
-        *why = range;
-        return util_parse_u64(v, strlen(v), MAX_CONNECTIONS, &o->max_connections);
-    case OPT_IDLE_TIMEOUT:
-        *why = "(expected a duration such as 300, 90s, 5m or 1500ms; at most 30 days)";
-        return util_parse_duration_ms(v, MAX_IDLE_MS, &o->idle_timeout_ms);
-    case OPT_MAX_MEMORY:
-        *why = "(expected bytes, or a size such as 512M or 2G; 0 means no limit)";
-        return util_parse_size(v, UINT64_MAX, &o->max_memory);
+    case OPT_SYNC:
+        return cmdlog_sync_parse(v, at);
+    case OPT_LEVEL:
+        return log_level_parse(v, at);
+    default:
+        return -1; /* the command line's own: not a setting */
     }
-    *why = "";
-    return -1;
+}
+
+/* What option d wanted, for an error message. */
+static const char *
+options_expected(const struct opt_def *d)
+{
+    static char text[128];
+    const char *range = strstr(d->expect, "RANGE");
+    if (range == NULL)
+        return d->expect;
+    snprintf(text, sizeof text, "%.*s%llu..%llu%s", (int)(range - d->expect), d->expect,
+             (unsigned long long)d->min, (unsigned long long)d->max, range + 5);
+    return text;
 }
 
 static void
 options_defaults(struct options *opts)
 {
     memset(opts, 0, sizeof *opts);
-    snprintf(opts->listen[0].host, sizeof opts->listen[0].host, "%s", WQ_DEFAULT_HOST);
-    snprintf(opts->listen[0].port, sizeof opts->listen[0].port, "%s", WQ_DEFAULT_PORT);
-    opts->nlisten = 1;
-    opts->max_line = WQ_DEFAULT_MAX_LINE;
-    opts->max_payload = WQ_DEFAULT_MAX_PAYLOAD;
-    opts->cmdlog.seg_size = CMDLOG_DEFAULT_SEG_SIZE;
-    opts->cmdlog.sync = CMDLOG_SYNC_INTERVAL;
-    opts->cmdlog.sync_int_ms = CMDLOG_DEFAULT_SYNC_INT;
-    opts->cmdlog.clean_int_ms = CMDLOG_DEFAULT_CLEAN_INT;
-    opts->log_level = LOG_LVL_INFO;
     opts->log_target = LOG_TO_STDERR;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opt_defs); i++)
+        if (opt_defs[i].def != NULL && options_apply(opts, &opt_defs[i], opt_defs[i].def) != 0)
+            wq_panic(__FILE__, __LINE__, "bad default of -%s", opt_defs[i].name);
 }
 
 /* Trim spaces at both ends of s in place; returns the new start. */
@@ -379,22 +411,19 @@ options_read_config(struct options *opts, const char *path)
             if (*val == '=')
                 val = options_trim(val + 1);
         }
-        const struct option *o = long_options;
-        while (o->name != NULL && strcmp(o->name, key) != 0)
-            o++;
-        if (o->name == NULL || o->val == OPT_CONFIG || o->val == 'h' || o->val == 'V') {
+        const struct opt_def *d = opt_defs;
+        while (d < opt_defs + WQ_ARRAY_LEN(opt_defs) && strcmp(d->name, key) != 0)
+            d++;
+        if (d == opt_defs + WQ_ARRAY_LEN(opt_defs) || d->kind >= OPT_VERBOSE) {
             fprintf(stderr, "workq-server: %s:%d: unknown key '%s'\n", path, lineno, key);
             status = EX_CONFIG;
-        } else if (o->has_arg == required_argument && val[0] == '\0') {
+        } else if (d->arg != NULL && val[0] == '\0') {
             fprintf(stderr, "workq-server: %s:%d: %s needs a value\n", path, lineno, key);
             status = EX_CONFIG;
-        } else {
-            const char *why;
-            if (options_apply(opts, o->val, val, &why) != 0) {
-                fprintf(stderr, "workq-server: %s:%d: invalid %s '%s' %s\n", path, lineno, key,
-                        val, why);
-                status = EX_CONFIG;
-            }
+        } else if (options_apply(opts, d, val) != 0) {
+            fprintf(stderr, "workq-server: %s:%d: invalid %s '%s' %s\n", path, lineno, key, val,
+                    options_expected(d));
+            status = EX_CONFIG;
         }
     }
     if (status < 0 && ferror(f)) {
@@ -414,40 +443,37 @@ options_pass(struct options *opts, int argc, char **argv, bool apply, const char
     int ch, idx, verbose = 0;
     optind = 0; /* start over, also after an earlier pass permuted argv */
     opterr = 0;
-    while ((ch = getopt_long_only(argc, argv, OPTSTRING, long_options, &idx)) != -1) {
-        switch (ch) {
-        case 'h':
+    while ((ch = getopt_long_only(argc, argv, optstring, long_options, &idx)) != -1) {
+        const struct opt_def *d = opt_by_val(ch);
+        if (ch == ':') {
+            fprintf(stderr, "workq-server: option '%s' needs a value\n", argv[optind - 1]);
+            return EX_USAGE;
+        }
+        if (d == NULL) {
+            fprintf(stderr, "workq-server: unknown option '%s' (see -help)\n", argv[optind - 1]);
+            return EX_USAGE;
+        }
+        switch (d->kind) {
+        case OPT_HELP:
             if (!apply)
                 options_usage(stdout);
             return 0;
-        case 'V':
+        case OPT_VERSION:
             if (!apply)
                 printf("workq-server %s\n", PACKAGE_VERSION);
             return 0;
-        case ':':
-            fprintf(stderr, "workq-server: option '%s' needs a value\n", argv[optind - 1]);
-            return EX_USAGE;
-        case '?':
-            fprintf(stderr, "workq-server: unknown option '%s' (see -help)\n", argv[optind - 1]);
-            return EX_USAGE;
         case OPT_VERBOSE:
             verbose++;
             break;
         case OPT_CONFIG:
             *config = optarg;
             break;
-        default: {
-            if (!apply)
-                break;
-            const char *why, *name = "?";
-            for (const struct option *o = long_options; o->name != NULL; o++)
-                if (o->val == ch)
-                    name = o->name;
-            if (options_apply(opts, ch, optarg, &why) != 0) {
-                fprintf(stderr, "workq-server: invalid -%s '%s' %s\n", name, optarg, why);
+        default:
+            if (apply && options_apply(opts, d, optarg) != 0) {
+                fprintf(stderr, "workq-server: invalid -%s '%s' %s\n", d->name, optarg,
+                        options_expected(d));
                 return EX_USAGE;
             }
-        }
         }
     }
     if (optind < argc) {
@@ -462,13 +488,15 @@ options_pass(struct options *opts, int argc, char **argv, bool apply, const char
 int
 options_parse(struct options *opts, int argc, char **argv)
 {
+    if (optstring[0] == '\0')
+        options_build_getopt();
     options_defaults(opts);
     const char *config = NULL;
     int status = options_pass(opts, argc, argv, false, &config);
     if (status >= 0)
         return status;
     if (config != NULL) {
-        opts->config = options_keep_path(opts, OPTS_CONFIG, config);
+        opts->config = options_keep_path(opts, opt_by_val('c'), config);
         status = options_read_config(opts, opts->config);
         if (status >= 0)
             return status;
@@ -479,7 +507,7 @@ options_parse(struct options *opts, int argc, char **argv)
 void
 options_free(struct options *opts)
 {
-    for (size_t i = 0; i < OPTS_STRING_COUNT; i++) {
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opts->strings); i++) {
         wq_free(opts->strings[i]);
         opts->strings[i] = NULL;
     }

@@ -1,5 +1,6 @@
-/* options.h - the server's settings: the option table, defaults, parsing of
- * the command line and of a config file, --help.  Long options take one dash
+/* options.h - the server's settings: one table in options.c declares each
+ * option once (its flag, config key, default, checks and -help text) and
+ * drives parsing of the command line and of a config file, and --help.  Long options take one dash
  * or two, "-flag value" or "-flag=value", as Workq's did.  A config file
  * (--config FILE) holds the same keys as the long flags, one per line;
  * flags given on the command line override it. */
@@ -12,10 +13,9 @@
 
 #define OPTIONS_MAX_LISTEN 8
 
-/* The string settings, each an owned copy (a later value frees the
- * earlier one). */
-enum options_string { OPTS_CMDLOG_DIR, OPTS_PIDFILE, OPTS_USER, OPTS_LOG_FILE, OPTS_CONFIG,
-                      OPTS_STRING_COUNT };
+/* Room for the options of the table in options.c, each of which may keep
+ * an owned copy of its text (a later value frees the earlier one). */
+#define OPTIONS_MAX_DEFS 32
 
 struct listen_addr {
     char host[256]; /* "" means every address */
@@ -38,7 +38,7 @@ struct options {
     uint64_t           idle_timeout_ms; /* 0: never */
     uint64_t           max_memory;      /* bytes held by jobs; 0: no limit */
     const char        *config;          /* the config file read, or NULL */
-    char              *strings[OPTS_STRING_COUNT]; /* owned copies of the above */
+    char              *strings[OPTIONS_MAX_DEFS]; /* owned copies of the above */
 };
 
 /* Fill opts from the config file named in argv (if any), then from argv.
