@@ -59,7 +59,7 @@ int            cmdlog_start(struct cmdlog *l);
  * threads, free l. */
 void           cmdlog_close(struct cmdlog *l);
 
-/* Append one record to the pass's batch (a core_log_fn: arg is the
+/* Append one record to the pass's batch (a core_record_fn: arg is the
  * cmdlog).  Never touches the disk. */
 void     cmdlog_append(void *arg, const struct cmdlog_rec *r);
 /* Hand the batch to the kernel: one write per segment it spans (a new

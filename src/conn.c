@@ -49,7 +49,7 @@ struct conn_set {
     struct list        all;       /* every open connection */
     struct list        held;      /* those with replies held for the log */
     size_t             count;
-    struct cmdlog     *log;
+    struct cmdlog     *cmdlog;
     uint64_t           now_ms; /* the time of the last batch (hooks.begin) */
 };
 
@@ -108,9 +108,9 @@ conn_set_free(struct conn_set *s)
 }
 
 void
-conn_set_log(struct conn_set *s, struct cmdlog *log)
+conn_set_cmdlog(struct conn_set *s, struct cmdlog *log)
 {
-    s->log = log;
+    s->cmdlog = log;
 }
 
 size_t
@@ -138,12 +138,12 @@ static struct evbuffer *
 conn_out(struct conn *c)
 {
     struct conn_set *s = c->set;
-    if (s->log == NULL ||
-        (!list_linked(&c->held_node) && !cmdlog_holds_replies(s->log, c->mark)))
+    if (s->cmdlog == NULL ||
+        (!list_linked(&c->held_node) && !cmdlog_holds_replies(s->cmdlog, c->mark)))
         return bufferevent_get_output(c->bev);
     if (c->held == NULL)
         c->held = evbuffer_new();
-    c->hold_lsn = cmdlog_appended(s->log);
+    c->hold_lsn = cmdlog_appended(s->cmdlog);
     if (!list_linked(&c->held_node))
         list_push_back(&s->held, &c->held_node);
     return c->held;
@@ -366,8 +366,8 @@ conn_process(struct conn *c)
             break;
         size_t want = WQ_MIN(len, WQ_MAX(c->need, svc->pull_min));
         const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)want);
-        if (s->log != NULL)
-            c->mark = cmdlog_appended(s->log);
+        if (s->cmdlog != NULL)
+            c->mark = cmdlog_appended(s->cmdlog);
         size_t need = 0;
         size_t used = svc->proto->handle(svc->ctx, conn_state_of(c), &c->reply, buf, want, &need);
         evbuffer_drain(in, used);
@@ -481,8 +481,8 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     bufferevent_enable(c->bev, EV_READ);
     list_push_front(&s->all, &c->node);
     s->count++;
-    if (s->log != NULL)
-        c->mark = cmdlog_appended(s->log);
+    if (s->cmdlog != NULL)
+        c->mark = cmdlog_appended(s->cmdlog);
     svc->proto->open(svc->ctx, conn_state_of(c), &c->reply);
     conn_flush(c);
     return c;

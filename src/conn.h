@@ -73,7 +73,7 @@ struct conn_set *conn_set_new(struct event_base *base, const struct conn_hooks *
 void             conn_set_free(struct conn_set *s);
 /* Hold replies until log releases the records made before them
  * (cmdlog_holds_replies); NULL: never. */
-void             conn_set_log(struct conn_set *s, struct cmdlog *log);
+void             conn_set_cmdlog(struct conn_set *s, struct cmdlog *log);
 /* Open connections. */
 size_t           conn_count(const struct conn_set *s);
 

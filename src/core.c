@@ -154,26 +154,26 @@ core_job_timer_deadline(const struct wheel_entry *e, void *arg)
 
 /* Log a record that carries only the job id. */
 static void
-core_log_id(struct core *c, const struct job *j, enum cmdlog_code code)
+core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 {
-    if (c->log == NULL || (j->flags & JOB_F_RUN))
+    if (c->record == NULL || (j->flags & JOB_F_RUN))
         return;
     struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
     memcpy(r.id, j->id, JOBID_LEN);
-    c->log(c->log_arg, &r);
+    c->record(c->record_arg, &r);
 }
 
 /* Log a result (complete or final fail). */
 static void
-core_log_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
+core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
                 size_t len)
 {
-    if (c->log == NULL || (j->flags & JOB_F_RUN))
+    if (c->record == NULL || (j->flags & JOB_F_RUN))
         return;
     struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
     memcpy(r.id, j->id, JOBID_LEN);
     r.result = (struct wq_str){data, len};
-    c->log(c->log_arg, &r);
+    c->record(c->record_arg, &r);
 }
 
 /* ---- transitions ---- */
@@ -183,7 +183,7 @@ void
 core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
 {
     WQ_ASSERT(j->place == JOB_NOWHERE);
-    core_log_id(c, j, CMDLOG_START_ATTEMPT);
+    core_record_id(c, j, CMDLOG_START_ATTEMPT);
     j->state = JOB_LEASED;
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
@@ -305,7 +305,7 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
         core_job_destroy(c, j);
         return;
     }
-    core_log_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
+    core_record_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         return;
@@ -328,7 +328,7 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     if (now_ms >= core_job_expiry(j)) {
         if (!job_is_done(j))
             c->stats.evicted++;
-        core_log_id(c, j, CMDLOG_EXPIRE);
+        core_record_id(c, j, CMDLOG_EXPIRE);
         core_job_destroy(c, j);
         return;
     }
@@ -404,7 +404,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
     struct job *j = core_job_create(c, s, false, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
-    if (c->log != NULL) {
+    if (c->record != NULL) {
         struct cmdlog_rec r = {
             .code = s->timed ? CMDLOG_SCHEDULE : CMDLOG_ADD,
             .at_ms = (int64_t)now_ms,
@@ -421,7 +421,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
             .created_ms = core_job_created(c, j),
         };
         memcpy(r.id, s->id, JOBID_LEN);
-        c->log(c->log_arg, &r);
+        c->record(c->record_arg, &r);
     }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
@@ -553,7 +553,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
                      (j->max_attempts == 0 || j->attempts < j->max_attempts);
         if (retry) {
             /* Back to waiting; a job still in a heap keeps its place there. */
-            core_log_id(c, j, CMDLOG_FAIL_RETRY);
+            core_record_id(c, j, CMDLOG_FAIL_RETRY);
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 j->state = JOB_PENDING;
@@ -577,7 +577,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
             j->fails--;
         return CORE_NOMEM;
     }
-    core_log_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
+    core_record_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
     core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
     return CORE_OK;
 }
@@ -588,7 +588,7 @@ core_delete(struct core *c, const uint8_t id[JOBID_LEN])
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
-    core_log_id(c, j, CMDLOG_DELETE);
+    core_record_id(c, j, CMDLOG_DELETE);
     core_job_destroy(c, j);
     return CORE_OK;
 }

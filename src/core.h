@@ -64,11 +64,11 @@ struct core_stats {
 
 /* Called with the record of every state change, before the change is made
  * (the command log appends it).  Run jobs are never logged. */
-typedef void (*core_log_fn)(void *arg, const struct cmdlog_rec *r);
+typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
 
 struct core {
-    core_log_fn       log;     /* NULL: nothing is logged (and during replay) */
-    void             *log_arg;
+    core_record_fn    record;     /* NULL: nothing is logged (and during replay) */
+    void             *record_arg;
     struct registry  *jobs;   /* id -> job */
     struct registry  *exts;   /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;

@@ -43,8 +43,8 @@ core_replay_add(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
 void
 core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
 {
-    core_log_fn log = c->log;
-    c->log = NULL;
+    core_record_fn record = c->record;
+    c->record = NULL;
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
     struct job *j = core_find(c, r->id);
     switch (r->code) {
@@ -88,5 +88,5 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     default:
         break;
     }
-    c->log = log;
+    c->record = record;
 }

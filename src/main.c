@@ -52,7 +52,7 @@ main_start(struct server *srv, const struct options *o)
         if (status != 0)
             return status;
     }
-    return server_open_log(srv) != 0 ? EX_CONFIG : 0;
+    return server_open_cmdlog(srv) != 0 ? EX_CONFIG : 0;
 }
 
 /* Everything from opening the log to the end of the loop; returns the

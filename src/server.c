@@ -344,26 +344,26 @@ server_init(struct server *srv, const struct options *opts)
 /* Take the log's read-only state, and send the replies it has released
  * since the last time. */
 static void
-server_log_news(struct server *srv)
+server_cmdlog_news(struct server *srv)
 {
     bool was_readonly = srv->ctx.readonly;
-    srv->ctx.readonly = cmdlog_readonly(srv->log);
+    srv->ctx.readonly = cmdlog_readonly(srv->cmdlog);
     if (srv->ctx.readonly != was_readonly)
         wq_log(LOG_LVL_WARN, "read-only mode=%s", srv->ctx.readonly ? "on" : "off");
-    uint64_t released = cmdlog_released(srv->log);
-    if (released != srv->log_released) {
-        srv->log_released = released;
+    uint64_t released = cmdlog_released(srv->cmdlog);
+    if (released != srv->cmdlog_released) {
+        srv->cmdlog_released = released;
         conn_release_held(srv->conns, released);
     }
 }
 
 /* The sync thread synced, or a sync failed or succeeded again. */
 static void
-server_log_cb(evutil_socket_t fd, short what, void *arg)
+server_cmdlog_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
-    cmdlog_event_ack(srv->log);
-    server_log_news(srv);
+    cmdlog_event_ack(srv->cmdlog);
+    server_cmdlog_news(srv);
 }
 
 /* The end of a loop pass: hand the pass's records to the kernel, then let
@@ -373,43 +373,43 @@ server_log_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_end_pass(struct server *srv)
 {
-    if (srv->log == NULL)
+    if (srv->cmdlog == NULL)
         return;
-    if (cmdlog_write(srv->log) != 0 && !evtimer_pending(srv->log_retry_ev, NULL)) {
+    if (cmdlog_write(srv->cmdlog) != 0 && !evtimer_pending(srv->cmdlog_retry_ev, NULL)) {
         struct timeval tv = {0, (CMDLOG_RETRY_MS + 1) * 1000};
-        evtimer_add(srv->log_retry_ev, &tv);
+        evtimer_add(srv->cmdlog_retry_ev, &tv);
     }
-    server_log_news(srv);
+    server_cmdlog_news(srv);
 }
 
 static void
-server_log_retry_cb(evutil_socket_t fd, short what, void *arg)
+server_cmdlog_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
     /* nothing to do here: the pass this callback makes ends with a write */
 }
 
 int
-server_open_log(struct server *srv)
+server_open_cmdlog(struct server *srv)
 {
     const struct cmdlog_config *cfg = &srv->opts->cmdlog;
     if (cfg->dir == NULL)
         return 0;
-    srv->log = cmdlog_open(cfg);
-    if (srv->log == NULL)
+    srv->cmdlog = cmdlog_open(cfg);
+    if (srv->cmdlog == NULL)
         return -1;
-    if (cmdlog_replay(srv->log, srv->ctx.core, util_now_ms()) != 0)
+    if (cmdlog_replay(srv->cmdlog, srv->ctx.core, util_now_ms()) != 0)
         return -1;
-    if (cmdlog_start(srv->log) != 0) {
+    if (cmdlog_start(srv->cmdlog) != 0) {
         wq_log(LOG_LVL_ERROR, "cmdlog cannot start its threads");
         return -1;
     }
-    srv->log_ev = event_new(srv->base, cmdlog_event_fd(srv->log), EV_READ | EV_PERSIST,
-                            server_log_cb, srv);
-    event_add(srv->log_ev, NULL);
-    srv->log_retry_ev = evtimer_new(srv->base, server_log_retry_cb, srv);
-    srv->ctx.core->log = cmdlog_append;
-    srv->ctx.core->log_arg = srv->log;
-    conn_set_log(srv->conns, srv->log);
+    srv->cmdlog_ev = event_new(srv->base, cmdlog_event_fd(srv->cmdlog), EV_READ | EV_PERSIST,
+                            server_cmdlog_cb, srv);
+    event_add(srv->cmdlog_ev, NULL);
+    srv->cmdlog_retry_ev = evtimer_new(srv->base, server_cmdlog_retry_cb, srv);
+    srv->ctx.core->record = cmdlog_append;
+    srv->ctx.core->record_arg = srv->cmdlog;
+    conn_set_cmdlog(srv->conns, srv->cmdlog);
     /* Expire, and log as expired, the jobs whose life ended while down. */
     server_begin_batch(srv);
     server_update_timer(srv);
@@ -451,13 +451,13 @@ server_clear(struct server *srv)
         event_free(srv->stop_ev);
     if (srv->accept_ev != NULL)
         event_free(srv->accept_ev);
-    if (srv->log_ev != NULL)
-        event_free(srv->log_ev);
-    if (srv->log_retry_ev != NULL)
-        event_free(srv->log_retry_ev);
+    if (srv->cmdlog_ev != NULL)
+        event_free(srv->cmdlog_ev);
+    if (srv->cmdlog_retry_ev != NULL)
+        event_free(srv->cmdlog_retry_ev);
     if (srv->ctx.core != NULL)
-        srv->ctx.core->log = NULL;
-    cmdlog_close(srv->log); /* writes and syncs what is left */
+        srv->ctx.core->record = NULL;
+    cmdlog_close(srv->cmdlog); /* writes and syncs what is left */
     core_free(srv->ctx.core);
     if (srv->base != NULL)
         event_base_free(srv->base);

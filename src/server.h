@@ -28,10 +28,10 @@ struct server {
     struct cmd_ctx         ctx;      /* the core and the batch time */
     struct conn_set       *conns;    /* every open connection */
     struct conn_service    workq;    /* the Workq protocol, as the listeners serve it */
-    struct cmdlog         *log;      /* NULL without -cmdlog-path */
-    struct event          *log_ev;   /* the log threads' news */
-    struct event          *log_retry_ev; /* ends a pass now and then while writes fail */
-    uint64_t               log_released; /* cmdlog_released when held replies were last sent */
+    struct cmdlog         *cmdlog;   /* NULL without -cmdlog-path */
+    struct event          *cmdlog_ev; /* the command log's threads' news */
+    struct event          *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
+    uint64_t               cmdlog_released; /* cmdlog_released when held replies were last sent */
     uint64_t               started_ms;
     char                   bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
@@ -40,7 +40,7 @@ struct server {
 int  server_init(struct server *srv, const struct options *opts);
 /* Open the command log, replay it into the core and start logging.
  * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
-int  server_open_log(struct server *srv);
+int  server_open_cmdlog(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int  server_listen(struct server *srv);

@@ -31,7 +31,7 @@
 /* The toy protocol's server-wide state. */
 struct toy {
     struct reply  *parked;  /* the client waiting in "wait" */
-    struct cmdlog *log;     /* for "rec" */
+    struct cmdlog *cmdlog;  /* for "rec" */
     int            cancels; /* waits withdrawn because the client left */
     int            closes;  /* connections gone */
 };
@@ -81,7 +81,7 @@ toy_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len
         reply_close(out);
     } else if (strcmp(word, "rec") == 0) {
         struct cmdlog_rec r = {.code = CMDLOG_DELETE, .at_ms = (int64_t)NOW};
-        cmdlog_append(t->log, &r);
+        cmdlog_append(t->cmdlog, &r);
         reply_str(out, "rec\n");
     } else {
         reply_str(out, "what\n");
@@ -322,11 +322,11 @@ START_TEST(test_replies_held_for_the_log)
     char dir[] = "/tmp/wq-conn-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     struct cmdlog_config cfg = {.dir = dir, .seg_size = 1 << 20, .sync = CMDLOG_SYNC_OS};
-    toy.log = cmdlog_open(&cfg);
-    ck_assert_ptr_nonnull(toy.log);
+    toy.cmdlog = cmdlog_open(&cfg);
+    ck_assert_ptr_nonnull(toy.cmdlog);
     struct core *core = core_new(NOW);
-    ck_assert_int_eq(cmdlog_replay(toy.log, core, NOW), 0);
-    conn_set_log(set, toy.log);
+    ck_assert_int_eq(cmdlog_replay(toy.cmdlog, core, NOW), 0);
+    conn_set_cmdlog(set, toy.cmdlog);
 
     int a = client(), b = client();
     expect(a, "hello\n");
@@ -335,8 +335,8 @@ START_TEST(test_replies_held_for_the_log)
     expect_nothing(a);
     say(b, "go\n");
     expect_nothing(b);
-    ck_assert_int_eq(cmdlog_write(toy.log), 0);
-    conn_release_held(set, cmdlog_released(toy.log));
+    ck_assert_int_eq(cmdlog_write(toy.cmdlog), 0);
+    conn_release_held(set, cmdlog_released(toy.cmdlog));
     expect(a, "rec\npong 2\n");
     expect(b, "ok\n");
     say(b, "ping\n"); /* nothing unwritten now: at once */
@@ -345,7 +345,7 @@ START_TEST(test_replies_held_for_the_log)
     close(b);
     conn_set_free(set);
     set = NULL;
-    cmdlog_close(toy.log);
+    cmdlog_close(toy.cmdlog);
     core_free(core);
     char cmd[64];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
