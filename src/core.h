@@ -53,8 +53,15 @@ struct waiter {
     struct park_node   one; /* storage when there is a single name */
     /* WAITER_RESULT, WAITER_RUN: the job's list of waiters */
     struct job        *job;
-    struct waiter     *next, **pprev;
+    struct hlist_node  link; /* in the job_ext's waiters */
 };
+
+/* The waiter whose link (in a job_ext's waiters) is n. */
+static inline struct waiter *
+core_waiter_of(struct hlist_node *n)
+{
+    return WQ_CONTAINER_OF(n, struct waiter, link);
+}
 
 struct core_stats {
     uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */

@@ -49,7 +49,7 @@ void
 core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL && x->result == NULL && x->waiters == NULL && !(j->flags & JOB_F_TIMED))
+    if (x != NULL && x->result == NULL && x->waiters.first == NULL && !(j->flags & JOB_F_TIMED))
         core_ext_drop(c, j, x);
 }
 

@@ -29,9 +29,7 @@ core_waiter_free(struct core *c, struct waiter *w)
         if (w->nodes != &w->one)
             wq_free(w->nodes);
     } else if (w->job != NULL) {
-        *w->pprev = w->next;
-        if (w->next != NULL)
-            w->next->pprev = w->pprev;
+        hlist_unlink(&w->link);
         core_ext_trim(c, w->job);
     }
     c->stats.parked--;
@@ -79,8 +77,8 @@ struct job_ext *
 core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
                          enum waiter_outcome how)
 {
-    while (x != NULL && x->waiters != NULL) {
-        core_waiter_finish(c, x->waiters, how, j);
+    while (x != NULL && x->waiters.first != NULL) {
+        core_waiter_finish(c, core_waiter_of(x->waiters.first), how, j);
         if (!(j->flags & JOB_F_EXT))
             x = NULL; /* the last waiter took the job_ext with it */
     }
@@ -92,9 +90,9 @@ struct waiter *
 core_run_waiter(const struct core *c, const struct job *j)
 {
     const struct job_ext *x = core_job_ext(c, j);
-    for (struct waiter *w = x != NULL ? x->waiters : NULL; w != NULL; w = w->next) {
-        if (w->kind == WAITER_RUN)
-            return w;
+    for (struct hlist_node *n = x != NULL ? x->waiters.first : NULL; n != NULL; n = n->next) {
+        if (core_waiter_of(n)->kind == WAITER_RUN)
+            return core_waiter_of(n);
     }
     return NULL;
 }
@@ -115,9 +113,5 @@ core_waiter_link(struct core *c, struct waiter *w, struct job *j)
 {
     struct job_ext *x = core_ext_need(c, j);
     w->job = j;
-    w->next = x->waiters;
-    if (w->next != NULL)
-        w->next->pprev = &w->next;
-    w->pprev = &x->waiters;
-    x->waiters = w;
+    hlist_push(&x->waiters, &w->link);
 }

@@ -68,7 +68,7 @@ struct job {
 struct job_ext {
     uint8_t        id[JOBID_LEN];
     char          *result;
-    struct waiter *waiters;    /* result waiters, woken on the result */
+    struct hlist   waiters;    /* result waiters (struct waiter), woken on the result */
     int64_t        created_ms; /* JOB_F_TIMED: Unix ms (base_ms is the time) */
     uint32_t       time_ns;    /* JOB_F_TIMED: the time below the millisecond */
     uint32_t       result_len;

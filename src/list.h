@@ -1,6 +1,11 @@
-/* list.h - intrusive doubly-linked lists: each element embeds a struct
- * list node; a list is a head node, circular through it.  Insert and
- * unlink are O(1) and need no head; an unlinked node has NULL links. */
+/* list.h - intrusive doubly-linked lists, in two shapes:
+ *   struct list   a head node, circular through it: push at either end, walk
+ *                 in order (connections, parked leasers);
+ *   struct hlist  a head of one pointer, for arrays of many heads and
+ *                 structs that count every byte (timer wheel slots, a job's
+ *                 waiters): push at the front only.
+ * Each element embeds a node; insert and unlink are O(1) and need no head;
+ * an unlinked node has NULL links. */
 #ifndef WQ_LIST_H
 #define WQ_LIST_H
 
@@ -66,5 +71,49 @@ list_unlink(struct list *n)
  * element freed) in the body, no other. */
 #define list_each_safe(n, tmp, head)                                                               \
     for ((n) = (head)->next, (tmp) = (n)->next; (n) != (head); (n) = (tmp), (tmp) = (n)->next)
+
+/* ---- one-pointer heads ---- */
+
+struct hlist_node {
+    struct hlist_node  *next;
+    struct hlist_node **pprev; /* the link that points at this node; NULL: unlinked */
+};
+
+struct hlist {
+    struct hlist_node *first;
+};
+
+static inline void
+hlist_node_init(struct hlist_node *n)
+{
+    n->next = NULL;
+    n->pprev = NULL;
+}
+
+static inline bool
+hlist_linked(const struct hlist_node *n)
+{
+    return n->pprev != NULL;
+}
+
+static inline void
+hlist_push(struct hlist *h, struct hlist_node *n)
+{
+    n->next = h->first;
+    if (n->next != NULL)
+        n->next->pprev = &n->next;
+    n->pprev = &h->first;
+    h->first = n;
+}
+
+static inline void
+hlist_unlink(struct hlist_node *n)
+{
+    *n->pprev = n->next;
+    if (n->next != NULL)
+        n->next->pprev = n->pprev;
+    n->next = NULL;
+    n->pprev = NULL;
+}
 
 #endif /* WQ_LIST_H */

@@ -15,6 +15,7 @@ queue_new(const char *name, size_t len, struct registry *exts)
     struct queue *q = wq_calloc(1, sizeof *q + len + 1);
     heap_init(&q->ready, job_set_heap_index, job_ready_tie, exts);
     heap_init(&q->scheduled, job_set_heap_index, job_scheduled_tie, exts);
+    list_init(&q->parked_fifo);
     q->name_len = (uint8_t)len;
     memcpy(q->name, name, len);
     q->name[len] = '\0';
@@ -66,28 +67,14 @@ void
 queue_park(struct queue *q, struct park_node *node)
 {
     node->queue = q;
-    node->next = NULL;
-    node->prev = q->park_tail;
-    if (q->park_tail != NULL)
-        q->park_tail->next = node;
-    else
-        q->park_head = node;
-    q->park_tail = node;
+    list_push_back(&q->parked_fifo, &node->link);
     q->parked++;
 }
 
 void
 queue_unpark(struct queue *q, struct park_node *node)
 {
-    if (node->prev != NULL)
-        node->prev->next = node->next;
-    else
-        q->park_head = node->next;
-    if (node->next != NULL)
-        node->next->prev = node->prev;
-    else
-        q->park_tail = node->prev;
-    node->prev = node->next = NULL;
+    list_unlink(&node->link);
     q->parked--;
 }
 

@@ -9,6 +9,7 @@
 
 #include "wq.h"
 #include "heap.h"
+#include "list.h"
 #include "registry.h"
 
 struct job;
@@ -17,7 +18,7 @@ struct waiter;
 
 /* A leaser's place in one queue's FIFO of parked leasers. */
 struct park_node {
-    struct park_node *prev, *next;
+    struct list       link; /* in the queue's parked FIFO */
     struct waiter    *waiter;
     struct queue     *queue;
 };
@@ -25,7 +26,7 @@ struct park_node {
 struct queue {
     struct heap       ready;
     struct heap       scheduled;
-    struct park_node *park_head, *park_tail;
+    struct list       parked_fifo; /* struct park_node, oldest first */
     uint64_t          refs;   /* jobs of this name + parked nodes */
     uint64_t          mark;   /* scratch stamp for de-duplicating names in one lease */
     uint32_t          leased;
@@ -64,7 +65,8 @@ void              queue_unpark(struct queue *q, struct park_node *node);
 static inline struct park_node *
 queue_first_parked(const struct queue *q)
 {
-    return q->park_head;
+    return list_empty(&q->parked_fifo) ? NULL
+                                       : list_item(q->parked_fifo.next, struct park_node, link);
 }
 
 /* registry_key_fn for the name table. */

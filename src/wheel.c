@@ -24,14 +24,10 @@ wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of, whee
     w->arg = arg;
 }
 
-static void
-wheel_link(struct wheel_entry **head, struct wheel_entry *e)
+static struct wheel_entry *
+wheel_entry_of(struct hlist_node *n)
 {
-    e->next = *head;
-    if (e->next != NULL)
-        e->next->pprev = &e->next;
-    e->pprev = head;
-    *head = e;
+    return WQ_CONTAINER_OF(n, struct wheel_entry, link);
 }
 
 /* Place an armed-to-be entry by its deadline relative to w->now. */
@@ -39,13 +35,13 @@ static void
 wheel_place(struct wheel *w, struct wheel_entry *e, uint64_t deadline)
 {
     if (deadline <= w->now) {
-        wheel_link(&w->due, e);
+        hlist_push(&w->due, &e->link);
         return;
     }
     unsigned top_bit = 63u - (unsigned)__builtin_clzll(deadline ^ w->now);
     unsigned level = top_bit / WHEEL_BITS;
     unsigned slot = wheel_digit(deadline, level);
-    wheel_link(&w->slots[level][slot], e);
+    hlist_push(&w->slots[level][slot], &e->link);
     w->occupied[level] |= 1ULL << slot;
 }
 
@@ -63,16 +59,12 @@ wheel_add(struct wheel *w, struct wheel_entry *e, uint64_t deadline_ms)
 static void
 wheel_unlink(struct wheel *w, struct wheel_entry *e)
 {
-    uintptr_t at = (uintptr_t)e->pprev, first = (uintptr_t)&w->slots[0][0];
-    *e->pprev = e->next;
-    if (e->next != NULL)
-        e->next->pprev = e->pprev;
-    e->next = NULL;
-    e->pprev = NULL;
+    uintptr_t at = (uintptr_t)e->link.pprev, first = (uintptr_t)&w->slots[0][0];
+    hlist_unlink(&e->link);
     if (at >= first && at < first + sizeof w->slots) {
         size_t i = (at - first) / sizeof w->slots[0][0];
         size_t level = i / WHEEL_SLOTS, slot = i % WHEEL_SLOTS;
-        if (w->slots[level][slot] == NULL)
+        if (w->slots[level][slot].first == NULL)
             w->occupied[level] &= ~(1ULL << slot);
     }
 }
@@ -80,7 +72,7 @@ wheel_unlink(struct wheel *w, struct wheel_entry *e)
 void
 wheel_cancel(struct wheel *w, struct wheel_entry *e)
 {
-    if (e->pprev == NULL)
+    if (!wheel_entry_armed(e))
         return;
     wheel_unlink(w, e);
     w->count--;
@@ -108,7 +100,7 @@ wheel_level_event(const struct wheel *w, unsigned level)
 uint64_t
 wheel_next_event(const struct wheel *w)
 {
-    if (w->due != NULL)
+    if (w->due.first != NULL)
         return w->now;
     uint64_t next = WHEEL_NEVER;
     for (unsigned level = 0; level < WHEEL_LEVELS; level++) {
@@ -123,13 +115,13 @@ wheel_next_event(const struct wheel *w)
 static void
 wheel_cascade(struct wheel *w, unsigned level, unsigned slot)
 {
-    struct wheel_entry *e = w->slots[level][slot];
-    w->slots[level][slot] = NULL;
+    struct hlist_node *n = w->slots[level][slot].first;
+    w->slots[level][slot].first = NULL;
     w->occupied[level] &= ~(1ULL << slot);
-    while (e != NULL) {
-        struct wheel_entry *next = e->next;
-        wheel_place(w, e, w->deadline_of(e, w->arg));
-        e = next;
+    while (n != NULL) {
+        struct hlist_node *next = n->next;
+        wheel_place(w, wheel_entry_of(n), w->deadline_of(wheel_entry_of(n), w->arg));
+        n = next;
     }
 }
 
@@ -154,8 +146,8 @@ void
 wheel_advance(struct wheel *w, uint64_t now_ms)
 {
     for (;;) {
-        while (w->due != NULL) {
-            struct wheel_entry *e = w->due;
+        while (w->due.first != NULL) {
+            struct wheel_entry *e = wheel_entry_of(w->due.first);
             wheel_unlink(w, e);
             w->count--;
             w->fire(e, w->now, w->arg);

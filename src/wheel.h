@@ -12,6 +12,7 @@
 #define WQ_WHEEL_H
 
 #include "wq.h"
+#include "list.h"
 
 #define WHEEL_BITS   6
 #define WHEEL_SLOTS  64
@@ -19,8 +20,7 @@
 #define WHEEL_NEVER  UINT64_MAX
 
 struct wheel_entry {
-    struct wheel_entry  *next;
-    struct wheel_entry **pprev; /* NULL when not armed */
+    struct hlist_node link; /* unlinked when not armed */
 };
 
 /* Called when e is due; e is no longer armed and may be re-added. */
@@ -30,9 +30,9 @@ typedef uint64_t (*wheel_deadline_fn)(const struct wheel_entry *e, void *arg);
 
 struct wheel {
     uint64_t            now;
-    struct wheel_entry *due; /* entries whose deadline has come */
+    struct hlist        due; /* entries whose deadline has come */
     uint64_t            occupied[WHEEL_LEVELS];
-    struct wheel_entry *slots[WHEEL_LEVELS][WHEEL_SLOTS];
+    struct hlist        slots[WHEEL_LEVELS][WHEEL_SLOTS];
     size_t              count;
     wheel_deadline_fn   deadline_of;
     wheel_fire_fn       fire;
@@ -47,14 +47,13 @@ void wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of,
 static inline void
 wheel_entry_init(struct wheel_entry *e)
 {
-    e->next = NULL;
-    e->pprev = NULL;
+    hlist_node_init(&e->link);
 }
 
 static inline bool
 wheel_entry_armed(const struct wheel_entry *e)
 {
-    return e->pprev != NULL;
+    return hlist_linked(&e->link);
 }
 
 /* Arm e for deadline_ms (re-arming an armed entry moves it).  A deadline at

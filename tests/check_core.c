@@ -61,7 +61,7 @@ static const struct waiter *
 waiters_of(const struct core *c, const struct job *j)
 {
     const struct job_ext *x = core_job_ext(c, j);
-    return x != NULL ? x->waiters : NULL;
+    return x != NULL && x->waiters.first != NULL ? core_waiter_of(x->waiters.first) : NULL;
 }
 
 /* ---- waiter owners ---- */
@@ -182,10 +182,10 @@ tally_ext(struct tally *t, const struct job *j)
     }
     t->exts++;
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
-    REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters != NULL);
+    REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL);
     REQUIRE((x->result != NULL) == (x->result_len > 0));
     REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
-    REQUIRE(job_is_done(j) || x->waiters == NULL || x->waiters->job == j);
+    REQUIRE(job_is_done(j) || x->waiters.first == NULL || core_waiter_of(x->waiters.first)->job == j);
 }
 
 static void
@@ -255,8 +255,10 @@ tally_q(void *elem, void *arg)
     REQUIRE(q->refs == jobs + q->parked);
     REQUIRE(q->ix < t->c->queues.used && t->c->queues.tab[q->ix] == q);
     uint32_t n = 0;
-    for (const struct park_node *p = q->park_head; p != NULL; p = p->next, n++)
+    for (const struct list *l = q->parked_fifo.next; l != &q->parked_fifo; l = l->next, n++) {
+        const struct park_node *p = list_item(l, const struct park_node, link);
         REQUIRE(p->queue == q && p->waiter != NULL);
+    }
     REQUIRE(n == q->parked);
     /* core_queue shows exactly the active queues. */
     REQUIRE((core_queue(t->c, q->name, q->name_len) != NULL) == queue_is_active(q));

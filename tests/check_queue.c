@@ -797,40 +797,39 @@ START_TEST(test_park_fifo)
 
     /* Walk the list: FIFO order, links consistent both ways. */
     size_t i = 0;
-    for (struct park_node *n = q->park_head; n != NULL; n = n->next, i++) {
-        ck_assert_ptr_eq(n, &nodes[i]);
-        ck_assert_ptr_eq(n->waiter, tags[i]);
-        ck_assert_ptr_eq(n->prev, i == 0 ? NULL : &nodes[i - 1]);
+    for (struct list *l = q->parked_fifo.next; l != &q->parked_fifo; l = l->next, i++) {
+        ck_assert_ptr_eq(l, &nodes[i].link);
+        ck_assert_ptr_eq(nodes[i].waiter, tags[i]);
+        ck_assert_ptr_eq(l->prev, i == 0 ? &q->parked_fifo : &nodes[i - 1].link);
     }
     ck_assert_uint_eq(i, 5);
-    ck_assert_ptr_eq(q->park_tail, &nodes[4]);
+    ck_assert_ptr_eq(q->parked_fifo.prev, &nodes[4].link);
 
     /* Out of the middle, then the head, then the tail. */
     queue_unpark(q, &nodes[2]);
     ck_assert_uint_eq(q->parked, 4);
-    ck_assert_ptr_eq(nodes[1].next, &nodes[3]);
-    ck_assert_ptr_eq(nodes[3].prev, &nodes[1]);
-    ck_assert_ptr_null(nodes[2].next);
-    ck_assert_ptr_null(nodes[2].prev);
+    ck_assert_ptr_eq(nodes[1].link.next, &nodes[3].link);
+    ck_assert_ptr_eq(nodes[3].link.prev, &nodes[1].link);
+    ck_assert(!list_linked(&nodes[2].link));
     queue_unpark(q, &nodes[0]);
     ck_assert_ptr_eq(queue_first_parked(q), &nodes[1]);
-    ck_assert_ptr_null(nodes[1].prev);
+    ck_assert_ptr_eq(nodes[1].link.prev, &q->parked_fifo);
     queue_unpark(q, &nodes[4]);
-    ck_assert_ptr_eq(q->park_tail, &nodes[3]);
-    ck_assert_ptr_null(nodes[3].next);
+    ck_assert_ptr_eq(q->parked_fifo.prev, &nodes[3].link);
+    ck_assert_ptr_eq(nodes[3].link.next, &q->parked_fifo);
     ck_assert_uint_eq(q->parked, 2);
 
     /* A node parked again goes to the back. */
     queue_park(q, &nodes[0]);
     ck_assert_ptr_eq(queue_first_parked(q), &nodes[1]);
-    ck_assert_ptr_eq(q->park_tail, &nodes[0]);
+    ck_assert_ptr_eq(q->parked_fifo.prev, &nodes[0].link);
     queue_unpark(q, &nodes[1]);
     ck_assert_ptr_eq(queue_first_parked(q), &nodes[3]);
     queue_unpark(q, &nodes[3]);
     ck_assert_ptr_eq(queue_first_parked(q), &nodes[0]);
     queue_unpark(q, &nodes[0]);
     ck_assert_ptr_null(queue_first_parked(q));
-    ck_assert_ptr_null(q->park_tail);
+    ck_assert(list_empty(&q->parked_fifo));
     ck_assert_uint_eq(q->parked, 0);
     ck_assert(!queue_is_active(q));
     queue_done(q, x);
