@@ -10,12 +10,12 @@
 void *wq_malloc(size_t size);
 void *wq_calloc(size_t n, size_t size);
 void *wq_realloc(void *p, size_t size);
-void  wq_free(void *p);
+void wq_free(void *p);
 
 /* May return NULL; free with wq_sized_free(p, size) or wq_free(p). */
 void *wq_try_malloc(size_t size);
 /* Free p, allocated with exactly `size` bytes (jemalloc's sized free). */
-void  wq_sized_free(void *p, size_t size);
+void wq_sized_free(void *p, size_t size);
 /* The bytes an allocation of `size` really takes (its size class), so that
  * a caller can use all of them; `size` itself where that is unknown. */
 size_t wq_good_size(size_t size);

@@ -40,13 +40,13 @@
 #define CLI_EXIT_ERROR 1 /* a - reply, or a refused line in a script */
 
 struct cli {
-    char             host[256], port[8];
-    char             addr[272];  /* host:port as shown, [v6]:port for IPv6 */
-    char             prompt[288];
-    int              timeout_ms; /* -1: wait forever */
-    bool             raw;
-    int              fd; /* -1 while not connected */
-    bool             connected_once;
+    char host[256], port[8];
+    char addr[272]; /* host:port as shown, [v6]:port for IPv6 */
+    char prompt[288];
+    int timeout_ms; /* -1: wait forever */
+    bool raw;
+    int fd; /* -1 while not connected */
+    bool connected_once;
     struct cli_reply reply;
 };
 
@@ -59,8 +59,8 @@ cli_usage(FILE *out)
           "history) or, when standard input is not a terminal, one per line from it.\n"
           "\n"
           "Options:\n"
-          "  -a, --addr HOST:PORT   server address (default $WORKQ_ADDR, else "
-          WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT ")\n"
+          "  -a, --addr HOST:PORT   server address (default $WORKQ_ADDR, else " WQ_DEFAULT_HOST
+          ":" WQ_DEFAULT_PORT ")\n"
           "  -t, --timeout SECONDS  limit for connecting and for each reply; lease, run\n"
           "                         and result may also take their wait-timeout\n"
           "                         (default 10, 0 = no limit)\n"
@@ -129,8 +129,7 @@ cli_parse_addr(struct cli *c, const char *s)
     c->host[host_len] = '\0';
     snprintf(c->port, sizeof c->port, "%u", (unsigned)p);
     bool v6 = strchr(c->host, ':') != NULL;
-    snprintf(c->addr, sizeof c->addr, "%s%s%s:%s", v6 ? "[" : "", c->host, v6 ? "]" : "",
-             c->port);
+    snprintf(c->addr, sizeof c->addr, "%s%s%s:%s", v6 ? "[" : "", c->host, v6 ? "]" : "", c->port);
     snprintf(c->prompt, sizeof c->prompt, "workq %s> ", c->addr);
     return 0;
 }

@@ -15,15 +15,15 @@
 #define CLI_ARG_NONE (-1)
 
 struct cli_cmd_spec {
-    const char       *name;
+    const char *name;
     enum cli_cmd_kind kind;
-    uint8_t           args;     /* positional arguments when payload is set */
-    bool              payload;  /* the last positional argument is a data block */
-    bool              new_id;   /* the first positional argument may be "-" */
-    enum cli_view     view;
-    int8_t            wait_arg; /* the wait-timeout in ms, or CLI_ARG_NONE */
-    int8_t            ttr_arg;  /* run also waits for the TTR once leased */
-    const char       *usage;
+    uint8_t args; /* positional arguments when payload is set */
+    bool payload; /* the last positional argument is a data block */
+    bool new_id;  /* the first positional argument may be "-" */
+    enum cli_view view;
+    int8_t wait_arg; /* the wait-timeout in ms, or CLI_ARG_NONE */
+    int8_t ttr_arg;  /* run also waits for the TTR once leased */
+    const char *usage;
 };
 
 static const struct cli_cmd_spec cli_cmd_table[] = {
@@ -59,7 +59,7 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
 
 /* How each object of inspect is shown. */
 static const struct {
-    const char   *object;
+    const char *object;
     enum cli_view view;
 } cli_cmd_inspect_views[] = {
     {"server", CLI_VIEW_SERVER}, {"job", CLI_VIEW_JOB},   {"queues", CLI_VIEW_QUEUES},
@@ -68,8 +68,8 @@ static const struct {
 
 struct cli_token {
     const char *p;
-    size_t      n;
-    bool        quoted; /* a quoted token is never a flag nor "-" */
+    size_t n;
+    bool quoted; /* a quoted token is never a flag nor "-" */
 };
 
 static int cli_cmd_fail(struct cli_cmd *cmd, const char *fmt, ...)

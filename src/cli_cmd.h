@@ -20,12 +20,12 @@ enum cli_cmd_kind {
 
 struct cli_cmd {
     enum cli_cmd_kind kind;
-    enum cli_view     view;
-    char             *wire; /* the protocol bytes, CR LF and data block included */
-    size_t            wire_len;
-    uint64_t          wait_ms;    /* how long the server may rightly take to reply */
-    char              id[37];     /* the id made for "-", or "" */
-    char              error[256]; /* why the command was refused */
+    enum cli_view view;
+    char *wire; /* the protocol bytes, CR LF and data block included */
+    size_t wire_len;
+    uint64_t wait_ms; /* how long the server may rightly take to reply */
+    char id[37];      /* the id made for "-", or "" */
+    char error[256];  /* why the command was refused */
 };
 
 /* Parse one typed line (without its line end) into cmd, which the caller

@@ -525,8 +525,7 @@ cli_reply_print_entry(const struct cli_reply *r, const struct cli_reply_block *b
         size_t n = (size_t)(q - p); /* the size token follows: q != NULL */
         cli_text_add(&cells[2 * i], labels[i], strlen(labels[i]));
         if (!lease && i == 1 && n == 1 && (*p == '0' || *p == '1'))
-            cli_text_add(&cells[2 * i + 1], *p == '1' ? "completed" : "failed",
-                         *p == '1' ? 9 : 6);
+            cli_text_add(&cells[2 * i + 1], *p == '1' ? "completed" : "failed", *p == '1' ? 9 : 6);
         else
             cli_text_escape(&cells[2 * i + 1], p, n, false, 0);
         p = q;

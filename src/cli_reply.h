@@ -36,21 +36,21 @@ struct cli_reply_field {
 };
 
 struct cli_reply {
-    enum cli_view           view;
-    char                   *buf; /* bytes received; buf[0..end) is this reply */
-    size_t                  len, cap;
-    size_t                  end;      /* length of the complete reply, 0 until then */
-    size_t                  pos;      /* parsed up to here */
-    size_t                  line_len; /* the status line, without its terminator */
-    int                     state;    /* enum cli_reply_state, in cli_reply.c */
-    uint64_t                blocks_left, fields_left;
-    uint64_t                payload_size; /* of the current job block or entry */
-    bool                    have_payload_size;
+    enum cli_view view;
+    char *buf; /* bytes received; buf[0..end) is this reply */
+    size_t len, cap;
+    size_t end;      /* length of the complete reply, 0 until then */
+    size_t pos;      /* parsed up to here */
+    size_t line_len; /* the status line, without its terminator */
+    int state;       /* enum cli_reply_state, in cli_reply.c */
+    uint64_t blocks_left, fields_left;
+    uint64_t payload_size; /* of the current job block or entry */
+    bool have_payload_size;
     struct cli_reply_block *blocks;
-    size_t                  nblocks, blocks_cap;
+    size_t nblocks, blocks_cap;
     struct cli_reply_field *fields;
-    size_t                  nfields, fields_cap;
-    char                    error[96]; /* why the reply is malformed */
+    size_t nfields, fields_cap;
+    char error[96]; /* why the reply is malformed */
 };
 
 enum cli_reply_status {
@@ -65,7 +65,7 @@ enum cli_reply_status {
 /* A growing byte string, NUL terminated once anything was added (also
  * used by cli_cmd to build requests). */
 struct cli_text {
-    char  *p;
+    char *p;
     size_t n, cap;
 };
 /* Append n bytes of s (aborts when memory runs out). */

@@ -135,9 +135,8 @@ cmd_parse_flags(const struct request *r, int64_t *values)
         if (key.n == 0 || value.n == 0)
             return "Invalid command flags";
         size_t f = 0;
-        while (spec->flags[f].key != NULL &&
-               !(strlen(spec->flags[f].key) == key.n &&
-                 memcmp(spec->flags[f].key, key.p, key.n) == 0))
+        while (spec->flags[f].key != NULL && !(strlen(spec->flags[f].key) == key.n &&
+                                               memcmp(spec->flags[f].key, key.p, key.n) == 0))
             f++;
         if (spec->flags[f].key == NULL || (seen & (1u << f)))
             return "Invalid command flags";

@@ -15,12 +15,12 @@ struct reply;
  * server figures that inspect shows, and the framing limits. */
 struct cmd_ctx {
     struct core *core;
-    uint64_t     now_ms;
-    uint64_t     started_ms;
-    uint64_t     clients;     /* open connections */
-    bool         readonly;    /* the log cannot be written: refuse changes */
-    size_t       max_line;    /* proto.h's limits */
-    uint64_t     max_payload;
+    uint64_t now_ms;
+    uint64_t started_ms;
+    uint64_t clients; /* open connections */
+    bool readonly;    /* the log cannot be written: refuse changes */
+    size_t max_line;  /* proto.h's limits */
+    uint64_t max_payload;
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its
@@ -34,13 +34,13 @@ typedef void (*cmd_handler_fn)(struct cmd_ctx *ctx, struct reply *out, const str
 struct cmd_flag {
     const char *key;
     const char *error; /* for a bad value */
-    int64_t     min, max;
+    int64_t min, max;
 };
 
 struct cmd_spec {
-    struct proto_syntax    syntax; /* first: proto hands it back */
-    const struct cmd_flag *flags;  /* NULL-key terminated; NULL: takes none */
-    cmd_handler_fn         handler;
+    struct proto_syntax syntax;   /* first: proto hands it back */
+    const struct cmd_flag *flags; /* NULL-key terminated; NULL: takes none */
+    cmd_handler_fn handler;
 };
 
 /* proto_lookup_fn over the command table. */
@@ -68,8 +68,7 @@ void cmd_reply_timeout(struct reply *out);
 void cmd_reply_nomem(struct reply *out);
 /* A reply with a data block: head (ending in CRLF), the bytes of a payload
  * or result (payload.h: large ones are sent by reference), CRLF. */
-void cmd_reply_block(struct reply *out, const char *head, size_t head_len, char *data,
-                     size_t len);
+void cmd_reply_block(struct reply *out, const char *head, size_t head_len, char *data, size_t len);
 /* In read-only mode, answer the server error and return true. */
 bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out);
 

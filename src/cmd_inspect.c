@@ -97,7 +97,7 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
 
 struct queue_list {
     const struct queue **q;
-    size_t               n;
+    size_t n;
 };
 
 static void
@@ -138,7 +138,7 @@ inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t
 
 /* What a walk of a heap of jobs needs to write each block. */
 struct inspect_walk {
-    struct reply      *out;
+    struct reply *out;
     const struct core *core;
 };
 

@@ -50,7 +50,8 @@ cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         return;
     struct job *j;
     struct waiter *w;
-    switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms, cmd_lease_done, out, &j, &w)) {
+    switch (
+        core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms, cmd_lease_done, out, &j, &w)) {
     case CORE_OK:
         cmd_reply_lease(out, ctx->core, j);
         break;

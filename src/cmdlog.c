@@ -38,55 +38,55 @@
 /* Records of the batch bound for one segment. */
 struct chunk {
     uint32_t seg;
-    size_t   off, len;
+    size_t off, len;
     uint64_t lsn; /* sequence number of its last record */
 };
 
 struct cmdlog {
     struct cmdlog_config cfg;
-    char                 dir[4096];
-    int                  dirfd;
-    int                  event_fd;
+    char dir[4096];
+    int dirfd;
+    int event_fd;
 
     /* Event loop only. */
-    uint8_t      *buf; /* the batch: encoded records not yet written */
-    size_t        len, cap;
+    uint8_t *buf; /* the batch: encoded records not yet written */
+    size_t len, cap;
     struct chunk *chunks;
-    size_t        nchunks, chunks_cap;
-    size_t        chunks_done; /* of a batch whose write failed part way */
-    uint32_t      seg;         /* segment new records go to */
-    uint64_t      seg_bytes;   /* its size once the batch is written */
-    uint32_t      replayed_seg; /* the last segment found at start, 0 if none */
-    int           fd;          /* the segment being written, -1 before the first */
-    uint32_t      fd_seg;
-    uint64_t      fd_size;     /* its bytes that are whole records */
-    uint64_t      fd_alloc;    /* its size: fd_size, plus zeros preallocated */
-    bool          fd_torn;     /* a failed write left bytes past fd_size */
-    bool          prealloc;    /* preallocate (always, large segments) */
-    uint64_t      appended, written;
-    bool          write_failed;
-    uint64_t      retry_ms;     /* when a failed write may be tried again */
-    uint64_t      synced_seen;  /* as of the last ack */
-    bool          sync_failed_seen;
+    size_t nchunks, chunks_cap;
+    size_t chunks_done;    /* of a batch whose write failed part way */
+    uint32_t seg;          /* segment new records go to */
+    uint64_t seg_bytes;    /* its size once the batch is written */
+    uint32_t replayed_seg; /* the last segment found at start, 0 if none */
+    int fd;                /* the segment being written, -1 before the first */
+    uint32_t fd_seg;
+    uint64_t fd_size;  /* its bytes that are whole records */
+    uint64_t fd_alloc; /* its size: fd_size, plus zeros preallocated */
+    bool fd_torn;      /* a failed write left bytes past fd_size */
+    bool prealloc;     /* preallocate (always, large segments) */
+    uint64_t appended, written;
+    bool write_failed;
+    uint64_t retry_ms;    /* when a failed write may be tried again */
+    uint64_t synced_seen; /* as of the last ack */
+    bool sync_failed_seen;
 
     /* Shared with the threads, under lock. */
     pthread_mutex_t lock;
-    pthread_cond_t  sync_wake, clean_wake;
-    uint64_t        to_sync;     /* written records, published for the sync thread */
-    int             sync_fd;     /* the segment being written */
-    bool            rotated;     /* a segment was created or closed since the last sync */
-    bool            sync_idle;   /* the sync thread waits for work with no deadline */
-    bool            gathering;   /* ... or for to_sync to reach gather_goal */
-    uint64_t        gather_goal;
-    int             busy_fd;     /* the fd the sync thread is syncing, -1 */
-    int             close_fd;    /* an fd the loop let go of while it was busy, -1 */
-    uint64_t        synced;
-    bool            sync_failed;
-    uint32_t        open_seg;    /* segments below it are closed for good */
-    bool            stop;
+    pthread_cond_t sync_wake, clean_wake;
+    uint64_t to_sync; /* written records, published for the sync thread */
+    int sync_fd;      /* the segment being written */
+    bool rotated;     /* a segment was created or closed since the last sync */
+    bool sync_idle;   /* the sync thread waits for work with no deadline */
+    bool gathering;   /* ... or for to_sync to reach gather_goal */
+    uint64_t gather_goal;
+    int busy_fd;  /* the fd the sync thread is syncing, -1 */
+    int close_fd; /* an fd the loop let go of while it was busy, -1 */
+    uint64_t synced;
+    bool sync_failed;
+    uint32_t open_seg; /* segments below it are closed for good */
+    bool stop;
 
     pthread_t syncer, cleaner;
-    bool      has_syncer, has_cleaner;
+    bool has_syncer, has_cleaner;
 };
 
 int
@@ -482,8 +482,8 @@ cmdlog_sync_main(void *arg)
     struct cmdlog *l = arg;
     bool always = l->cfg.sync == CMDLOG_SYNC_ALWAYS;
     bool failing = false;
-    uint64_t last_ns = 0;      /* when the last sync started */
-    uint64_t gather_until = 0; /* until when a sync waits for gather_goal */
+    uint64_t last_ns = 0;             /* when the last sync started */
+    uint64_t gather_until = 0;        /* until when a sync waits for gather_goal */
     prctl(PR_SET_TIMERSLACK, 1000UL); /* the waits are short: 1 us slack, not 50 */
     pthread_mutex_lock(&l->lock);
     while (!l->stop) {
@@ -494,10 +494,10 @@ cmdlog_sync_main(void *arg)
             continue;
         }
         uint64_t now = cmdlog_mono_ns();
-        uint64_t at = failing                        ? last_ns + CMDLOG_RETRY_MS * 1000000u
-                      : !always                      ? last_ns + l->cfg.sync_int_ms * 1000000u
+        uint64_t at = failing                       ? last_ns + CMDLOG_RETRY_MS * 1000000u
+                      : !always                     ? last_ns + l->cfg.sync_int_ms * 1000000u
                       : l->to_sync < l->gather_goal ? gather_until
-                                                     : now;
+                                                    : now;
         if (now < at) {
             l->gathering = always && !failing;
             cmdlog_wait_until(&l->sync_wake, &l->lock, at);
@@ -606,8 +606,10 @@ cmdlog_close(struct cmdlog *l)
         return;
     l->retry_ms = 0; /* one last try, whenever the last one was */
     if (cmdlog_write(l) != 0)
-        wq_log(LOG_LVL_ERROR, "cmdlog stopping with records unwritten (none of them was "
-                              "acknowledged): %s", strerror(errno));
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog stopping with records unwritten (none of them was "
+               "acknowledged): %s",
+               strerror(errno));
     cmdlog_stop_threads(l);
     cmdlog_trim(l);
     if (l->cfg.sync != CMDLOG_SYNC_OS && (l->written > l->synced || l->rotated) &&

@@ -30,12 +30,12 @@ struct core;
 enum cmdlog_sync { CMDLOG_SYNC_INTERVAL, CMDLOG_SYNC_OS, CMDLOG_SYNC_ALWAYS };
 
 struct cmdlog_config {
-    const char      *dir;
-    uint64_t         seg_size;
+    const char *dir;
+    uint64_t seg_size;
     enum cmdlog_sync sync;
-    uint64_t         sync_int_ms;
-    uint64_t         clean_int_ms;
-    bool             truncate_damage; /* cut the log at damage instead of refusing to start */
+    uint64_t sync_int_ms;
+    uint64_t clean_int_ms;
+    bool truncate_damage; /* cut the log at damage instead of refusing to start */
 };
 
 #define CMDLOG_DEFAULT_SEG_SIZE  (64u << 20)
@@ -52,21 +52,21 @@ struct cmdlog;
 struct cmdlog *cmdlog_open(const struct cmdlog_config *cfg);
 /* Replay every segment into core as of now_ms; cut a torn tail.  0, or -1
  * after logging the damaged segment and offset. */
-int            cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms);
+int cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms);
 /* Start the sync thread (not under os) and the cleaner; 0 or -1. */
-int            cmdlog_start(struct cmdlog *l);
+int cmdlog_start(struct cmdlog *l);
 /* Write and sync everything appended (blocking: only at shutdown), stop the
  * threads, free l. */
-void           cmdlog_close(struct cmdlog *l);
+void cmdlog_close(struct cmdlog *l);
 
 /* Append one record to the pass's batch (a core_record_fn: arg is the
  * cmdlog).  Never touches the disk. */
-void     cmdlog_append(void *arg, const struct cmdlog_rec *r);
+void cmdlog_append(void *arg, const struct cmdlog_rec *r);
 /* Hand the batch to the kernel: one write per segment it spans (a new
  * segment is created, with its header, when the current one is full).
  * 0 when everything appended is written; -1 while writes fail (read-only;
  * until CMDLOG_RETRY_MS after a failure it does not even try). */
-int      cmdlog_write(struct cmdlog *l);
+int cmdlog_write(struct cmdlog *l);
 /* Records appended so far (a sequence number). */
 uint64_t cmdlog_appended(const struct cmdlog *l);
 /* Records whose replies may leave: those written, and under always those
@@ -74,14 +74,14 @@ uint64_t cmdlog_appended(const struct cmdlog *l);
 uint64_t cmdlog_released(const struct cmdlog *l);
 /* Is the log read-only (a write failed, or a sync, as of the last
  * cmdlog_event_ack)? */
-bool     cmdlog_readonly(const struct cmdlog *l);
+bool cmdlog_readonly(const struct cmdlog *l);
 /* Must a reply made now wait for cmdlog_released to reach cmdlog_appended?
  * mark is cmdlog_appended as the command began: while read-only, a reply
  * that appended nothing since (a read, a refusal) goes out at once. */
-bool     cmdlog_holds_replies(const struct cmdlog *l, uint64_t mark);
+bool cmdlog_holds_replies(const struct cmdlog *l, uint64_t mark);
 
 /* Readable when the threads have news; cmdlog_event_ack takes it. */
-int  cmdlog_event_fd(const struct cmdlog *l);
+int cmdlog_event_fd(const struct cmdlog *l);
 void cmdlog_event_ack(struct cmdlog *l);
 
 /* Parse "os", "interval" or "always"; 0 or -1. */

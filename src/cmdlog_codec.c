@@ -269,7 +269,7 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
 /* A cursor over a payload; every get fails once anything is missing. */
 struct reader {
     const uint8_t *p, *end;
-    bool           bad;
+    bool bad;
 };
 
 static uint64_t

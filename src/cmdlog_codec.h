@@ -33,21 +33,21 @@ enum cmdlog_code {
 /* One record, decoded.  Pointers refer into the buffer it was decoded from
  * (or that the caller owns, to encode). */
 struct cmdlog_rec {
-    uint8_t       code;
-    int64_t       at_ms; /* when it was written, Unix ms */
-    uint8_t       id[JOBID_LEN];
+    uint8_t code;
+    int64_t at_ms; /* when it was written, Unix ms */
+    uint8_t id[JOBID_LEN];
     /* CMDLOG_ADD, CMDLOG_SCHEDULE */
     struct wq_str name;
-    uint64_t      ttr;
-    uint64_t      ttl;
-    int64_t       priority;
-    uint64_t      max_attempts;
-    uint64_t      max_fails;
+    uint64_t ttr;
+    uint64_t ttl;
+    int64_t priority;
+    uint64_t max_attempts;
+    uint64_t max_fails;
     struct wq_str payload;
-    bool          timed; /* has a scheduled time */
-    int64_t       time_ms;
-    uint32_t      time_ns; /* the scheduled time below the millisecond */
-    int64_t       created_ms;
+    bool timed; /* has a scheduled time */
+    int64_t time_ms;
+    uint32_t time_ns; /* the scheduled time below the millisecond */
+    int64_t created_ms;
     /* CMDLOG_COMPLETE, CMDLOG_FAIL */
     struct wq_str result;
 };
@@ -59,7 +59,7 @@ uint32_t cmdlog_crc32c(uint32_t crc, const void *data, size_t len);
  * writes Go's zero time. */
 void cmdlog_time_put(uint8_t out[CMDLOG_TIME_LEN], bool has_time, int64_t unix_ms);
 /* Read one; *has_time is false for the zero time.  0, or -1 if malformed. */
-int  cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms);
+int cmdlog_time_get(const uint8_t in[CMDLOG_TIME_LEN], bool *has_time, int64_t *unix_ms);
 
 /* LEB128 varints: put returns the bytes written (<= 10); get returns the
  * bytes read, or 0 if truncated or too long. */
@@ -71,7 +71,7 @@ size_t cmdlog_varint_get(const uint8_t *in, size_t len, int64_t *v);
 /* Bytes the whole framed record will take. */
 size_t cmdlog_rec_size(const struct cmdlog_rec *r);
 /* Frame r into out (cmdlog_rec_size bytes): TIME, SIZE, PAYLOAD, CRC. */
-void   cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out);
+void cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out);
 
 enum cmdlog_decode_result {
     CMDLOG_REC_OK,

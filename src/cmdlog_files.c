@@ -174,8 +174,8 @@ cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t
 }
 
 int
-cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
-                    uint32_t *last, uint64_t *last_size, uint64_t *records)
+cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate, uint32_t *last,
+                    uint64_t *last_size, uint64_t *records)
 {
     uint32_t *nums;
     size_t count;
@@ -255,7 +255,7 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
 
 /* Per job id, the position of its last delete or expire record. */
 struct clean_gone {
-    uint8_t  id[JOBID_LEN];
+    uint8_t id[JOBID_LEN];
     uint64_t pos;
 };
 

@@ -23,10 +23,10 @@ int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
  * core_advance to expire the jobs whose life ended meanwhile).  Zeros after
  * a segment's last record are padding (preallocated blocks) and are cut
  * off.  A torn tail (a partial or garbled end of the last segment after
- * which nothing valid follows) is cut off with a log line.  Other damage stops with -1 after a log line naming
- * segment and offset, unless truncate is set: then the log is cut there
- * (that segment truncated, later ones removed).  On success *last and
- * *last_size give the last segment and its size (0, 0 if none). */
+ * which nothing valid follows) is cut off with a log line.  Other damage stops with -1 after a log
+ * line naming segment and offset, unless truncate is set: then the log is cut there (that segment
+ * truncated, later ones removed).  On success *last and *last_size give the last segment and its
+ * size (0, 0 if none). */
 int cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
                         uint32_t *last, uint64_t *last_size, uint64_t *records);
 

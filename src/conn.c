@@ -43,32 +43,32 @@ enum conn_state {
 
 struct conn_set {
     struct event_base *base;
-    struct conn_hooks  hooks;
-    struct pool        pool;
-    size_t             state_off; /* where a record's protocol state starts */
-    struct list        all;       /* every open connection */
-    struct list        held;      /* those with replies held for the log */
-    size_t             count;
-    struct cmdlog     *cmdlog;
-    uint64_t           now_ms; /* the time of the last batch (hooks.begin) */
+    struct conn_hooks hooks;
+    struct pool pool;
+    size_t state_off; /* where a record's protocol state starts */
+    struct list all;  /* every open connection */
+    struct list held; /* those with replies held for the log */
+    size_t count;
+    struct cmdlog *cmdlog;
+    uint64_t now_ms; /* the time of the last batch (hooks.begin) */
 };
 
 struct conn {
-    struct list                node;      /* in set->all */
-    struct list                held_node; /* in set->held while replies are held */
-    struct conn_set           *set;
+    struct list node;      /* in set->all */
+    struct list held_node; /* in set->held while replies are held */
+    struct conn_set *set;
     const struct conn_service *svc;
-    struct bufferevent        *bev;
-    struct event              *wake_ev;
-    struct reply               reply;
-    enum conn_state            state;
-    bool                       direct;   /* plain TCP: written to straight from the loop */
-    void                      *waiting;  /* CONN_PARKED: what the protocol parked */
-    struct evbuffer           *held;     /* replies waiting for the log */
-    uint64_t                   hold_lsn; /* ... until it releases this record */
-    uint64_t                   mark;     /* records appended when the last request began */
-    size_t                     need;     /* input bytes needed before handling again */
-    uint64_t                   active_ms; /* last input, or the end of the last wait */
+    struct bufferevent *bev;
+    struct event *wake_ev;
+    struct reply reply;
+    enum conn_state state;
+    bool direct;           /* plain TCP: written to straight from the loop */
+    void *waiting;         /* CONN_PARKED: what the protocol parked */
+    struct evbuffer *held; /* replies waiting for the log */
+    uint64_t hold_lsn;     /* ... until it releases this record */
+    uint64_t mark;         /* records appended when the last request began */
+    size_t need;           /* input bytes needed before handling again */
+    uint64_t active_ms;    /* last input, or the end of the last wait */
 };
 
 static void conn_process(struct conn *c);
@@ -159,8 +159,7 @@ static void
 conn_flush(struct conn *c)
 {
     struct evbuffer *out = bufferevent_get_output(c->bev);
-    if (!c->direct || evbuffer_get_length(out) == 0 ||
-        (bufferevent_get_enabled(c->bev) & EV_WRITE))
+    if (!c->direct || evbuffer_get_length(out) == 0 || (bufferevent_get_enabled(c->bev) & EV_WRITE))
         return;
     /* The bufferevent keeps the front of its output frozen so that only it
      * drains it; thaw it for this write as its own write callback does.  An
@@ -225,7 +224,7 @@ conn_reply_wake(void *to)
     if (c->state == CONN_PARKED)
         c->state = CONN_READY;
     c->waiting = NULL;
-    c->active_ms = util_now_ms(); /* idle from the reply on, not the command */
+    c->active_ms = util_now_ms();         /* idle from the reply on, not the command */
     event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
@@ -333,10 +332,9 @@ conn_close_idle(struct conn_set *s, uint64_t before_ms)
         struct conn *c = list_item(n, struct conn, node);
         /* Waiting clients (parked commands, replies held for the log) are
          * never idle, nor are clients still reading replies. */
-        if (c->state == CONN_READY && c->active_ms < before_ms &&
-            !list_linked(&c->held_node) && conn_pending(c) == 0) {
-            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d",
-                   (int)bufferevent_getfd(c->bev));
+        if (c->state == CONN_READY && c->active_ms < before_ms && !list_linked(&c->held_node) &&
+            conn_pending(c) == 0) {
+            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d", (int)bufferevent_getfd(c->bev));
             conn_close_soon(c, false); /* may free c, no other */
         }
     }

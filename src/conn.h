@@ -21,7 +21,7 @@ struct event_base;
  * the connection's own state_size bytes, zeroed before open. */
 struct conn_proto {
     const char *name;
-    size_t      state_size;
+    size_t state_size;
     /* A client connected: set up state; it may greet through out. */
     void (*open)(void *ctx, void *state, struct reply *out);
     /* Handle the first request in in[0..len), answering through out.
@@ -45,12 +45,12 @@ typedef struct bufferevent *(*conn_transport_fn)(struct event_base *base, int fd
 /* A protocol as one listener serves it. */
 struct conn_service {
     const struct conn_proto *proto;
-    void                    *ctx;        /* given to every callback */
-    size_t                   pull_min;    /* bytes handle sees in one piece when buffered (a line) */
-    size_t                   max_request; /* the largest request: input is read this far ahead
-                                             of what is handled (and a fixed slack) */
-    conn_transport_fn        transport;
-    void                    *transport_arg;
+    void *ctx;          /* given to every callback */
+    size_t pull_min;    /* bytes handle sees in one piece when buffered (a line) */
+    size_t max_request; /* the largest request: input is read this far ahead
+                           of what is handled (and a fixed slack) */
+    conn_transport_fn transport;
+    void *transport_arg;
 };
 
 /* What the server does around the connections' work. */
@@ -70,12 +70,12 @@ struct conn_hooks {
 struct conn_set *conn_set_new(struct event_base *base, const struct conn_hooks *hooks,
                               size_t state_max);
 /* Close every connection at once and free the set. */
-void             conn_set_free(struct conn_set *s);
+void conn_set_free(struct conn_set *s);
 /* Hold replies until log releases the records made before them
  * (cmdlog_holds_replies); NULL: never. */
-void             conn_set_cmdlog(struct conn_set *s, struct cmdlog *log);
+void conn_set_cmdlog(struct conn_set *s, struct cmdlog *log);
 /* Open connections. */
-size_t           conn_count(const struct conn_set *s);
+size_t conn_count(const struct conn_set *s);
 
 /* Take over accepted socket fd for service svc (which must outlive it). */
 struct conn *conn_new(struct conn_set *s, const struct conn_service *svc, int fd);

@@ -16,7 +16,7 @@
 /* How far c->now_ms may run ahead of the wheels' time (24 days). */
 #define CORE_MAX_LEAD ((uint64_t)1 << 31)
 
-static void     core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+static void core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
 
 struct core *
@@ -87,12 +87,6 @@ core_job_deadline(const struct core *c, const struct job *j)
     return d;
 }
 
-
-
-
-
-
-
 struct job *
 core_find(const struct core *c, const uint8_t id[JOBID_LEN])
 {
@@ -142,14 +136,6 @@ core_job_timer_deadline(const struct wheel_entry *e, void *arg)
     return core_job_deadline(arg, WQ_CONTAINER_OF(e, const struct job, timer));
 }
 
-
-
-
-
-
-
-
-
 /* ---- the command log ---- */
 
 /* Log a record that carries only the job id. */
@@ -166,7 +152,7 @@ core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 /* Log a result (complete or final fail). */
 static void
 core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
-                size_t len)
+                   size_t len)
 {
     if (c->record == NULL || (j->flags & JOB_F_RUN))
         return;
@@ -439,7 +425,6 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
     return core_add_job(c, s, now_ms, true);
 }
 
-
 enum core_status
 core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
          waiter_done_fn done, void *owner, struct waiter **parked)
@@ -471,9 +456,8 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
 }
 
 enum core_status
-core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
-           uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
-           struct waiter **parked)
+core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
+           waiter_done_fn done, void *owner, struct job **out, struct waiter **parked)
 {
     /* Pick uniformly among the distinct names with a ready job (reservoir
      * sampling); the stamp makes a name listed twice count once. */
@@ -538,8 +522,8 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
 }
 
 enum core_status
-core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data,
-            size_t len, uint64_t now_ms)
+core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data, size_t len,
+            uint64_t now_ms)
 {
     struct job *j = core_find(c, id);
     if (j == NULL)

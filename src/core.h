@@ -16,8 +16,8 @@
 
 enum core_status {
     CORE_OK,
-    CORE_PARKED,     /* the caller's waiter will be called later */
-    CORE_TIMEOUT,    /* a wait of 0 found nothing */
+    CORE_PARKED,  /* the caller's waiter will be called later */
+    CORE_TIMEOUT, /* a wait of 0 found nothing */
     CORE_NOT_FOUND,
     CORE_DUPLICATE,  /* a job with that id exists */
     CORE_DUP_RESULT, /* the job has its result already */
@@ -43,17 +43,17 @@ typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, const struc
  * client of a run job waiting for it to be leased and then done. */
 struct waiter {
     struct wheel_entry timer; /* the wait-timeout */
-    uint64_t           deadline;
-    waiter_done_fn     done;
-    void              *owner; /* the caller's (its connection) */
-    uint8_t            kind;  /* enum waiter_kind */
+    uint64_t deadline;
+    waiter_done_fn done;
+    void *owner;  /* the caller's (its connection) */
+    uint8_t kind; /* enum waiter_kind */
     /* WAITER_LEASE: one node per distinct name */
-    struct park_node  *nodes;
-    uint32_t           nnodes;
-    struct park_node   one; /* storage when there is a single name */
+    struct park_node *nodes;
+    uint32_t nnodes;
+    struct park_node one; /* storage when there is a single name */
     /* WAITER_RESULT, WAITER_RUN: the job's list of waiters */
-    struct job        *job;
-    struct hlist_node  link; /* in the job_ext's waiters */
+    struct job *job;
+    struct hlist_node link; /* in the job_ext's waiters */
 };
 
 /* The waiter whose link (in a job_ext's waiters) is n. */
@@ -74,42 +74,42 @@ struct core_stats {
 typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
 
 struct core {
-    core_record_fn    record;     /* NULL: nothing is logged (and during replay) */
-    void             *record_arg;
-    struct registry  *jobs;   /* id -> job */
-    struct registry  *exts;   /* id -> job_ext, for jobs with JOB_F_EXT */
+    core_record_fn record; /* NULL: nothing is logged (and during replay) */
+    void *record_arg;
+    struct registry *jobs; /* id -> job */
+    struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;
-    struct wheel      wheel;      /* jobs' deadlines */
-    struct wheel      wait_wheel; /* waiters' timeouts */
-    bool              firing;     /* the job wheel is firing: see core_make_ready */
-    struct queue     *dispatch;   /* queues with jobs made ready for parked leasers */
-    struct pool       job_pool;
-    struct pool       ext_pool;
-    struct pool       waiter_pool;
-    uint64_t          next_seq;
-    uint64_t          lease_stamp;
-    uint64_t          rng;
-    uint64_t          now_ms; /* the time of the last core_advance */
-    uint64_t          bytes;     /* held by jobs, as core_job_bytes counts */
-    uint64_t          max_bytes; /* refuse new jobs beyond this; 0: no limit */
+    struct wheel wheel;      /* jobs' deadlines */
+    struct wheel wait_wheel; /* waiters' timeouts */
+    bool firing;             /* the job wheel is firing: see core_make_ready */
+    struct queue *dispatch;  /* queues with jobs made ready for parked leasers */
+    struct pool job_pool;
+    struct pool ext_pool;
+    struct pool waiter_pool;
+    uint64_t next_seq;
+    uint64_t lease_stamp;
+    uint64_t rng;
+    uint64_t now_ms;    /* the time of the last core_advance */
+    uint64_t bytes;     /* held by jobs, as core_job_bytes counts */
+    uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
     struct core_stats stats;
 };
 
 /* What add and schedule ask for; the values are already validated. */
 struct job_spec {
-    uint8_t       id[JOBID_LEN];
+    uint8_t id[JOBID_LEN];
     struct wq_str name;
-    uint32_t      ttr;
-    uint64_t      ttl;
-    int32_t       priority;
-    uint8_t       max_attempts;
-    uint8_t       max_fails;
-    bool          timed;
-    int64_t       time_ms; /* Unix ms, when timed */
-    uint32_t      time_ns; /* and the nanoseconds below that ms */
-    const char   *payload;
-    size_t        payload_len;
-    int64_t       created_ms; /* Unix ms; 0 means now (replay passes the original) */
+    uint32_t ttr;
+    uint64_t ttl;
+    int32_t priority;
+    uint8_t max_attempts;
+    uint8_t max_fails;
+    bool timed;
+    int64_t time_ms;  /* Unix ms, when timed */
+    uint32_t time_ns; /* and the nanoseconds below that ms */
+    const char *payload;
+    size_t payload_len;
+    int64_t created_ms; /* Unix ms; 0 means now (replay passes the original) */
 };
 
 /* What a job with a payload of payload_len bytes holds: the payload, the
@@ -133,7 +133,7 @@ bool core_over_memory(const struct core *c, size_t payload_len, bool with_ext);
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
 struct core *core_new(uint64_t now_ms);
 /* Free every job and queue; every waiter must have been cancelled. */
-void         core_free(struct core *c);
+void core_free(struct core *c);
 
 /* Server ms at which a job with base time base_ms and this ttl expires
  * (saturating: 0 if already in the past, UINT64_MAX at most). */
@@ -154,9 +154,9 @@ core_job_queue(const struct core *c, const struct job *j)
 /* j's struct job_ext, NULL if it has none (see JOB_F_EXT). */
 struct job_ext *core_job_ext(const struct core *c, const struct job *j);
 /* j's result (NULL and 0 when it has none). */
-char   *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
+char *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
 /* When j was created, Unix ms. */
-int64_t     core_job_created(const struct core *c, const struct job *j);
+int64_t core_job_created(const struct core *c, const struct job *j);
 
 /* Create a job: CORE_OK, CORE_DUPLICATE or CORE_NOMEM (nothing changed). */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
@@ -175,9 +175,9 @@ enum core_status core_run(struct core *c, const struct job_spec *s, uint64_t wai
  * random among them): CORE_OK with *out leased.  Otherwise CORE_TIMEOUT if
  * wait_ms is 0, else CORE_PARKED with *parked set up to call done(owner).
  * Names must be valid. */
-enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n,
-                            uint64_t wait_ms, uint64_t now_ms, waiter_done_fn done, void *owner,
-                            struct job **out, struct waiter **parked);
+enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
+                            uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
+                            struct waiter **parked);
 
 /* Store a result: success true for complete, false for fail (which may
  * retry).  CORE_OK, CORE_NOT_FOUND, CORE_DUP_RESULT or CORE_NOMEM. */
@@ -190,8 +190,8 @@ enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);
 /* The result of a job: CORE_OK with *out done, CORE_NOT_FOUND, CORE_TIMEOUT
  * (wait 0), or CORE_PARKED with *parked set up as for core_lease. */
 enum core_status core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms,
-                             uint64_t now_ms, waiter_done_fn done, void *owner,
-                             struct job **out, struct waiter **parked);
+                             uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
+                             struct waiter **parked);
 
 /* Withdraw a waiter whose client left; its done callback is not called.
  * A run job goes with its waiter. */
@@ -207,7 +207,7 @@ struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
 void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 
 /* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits). */
-void     core_advance(struct core *c, uint64_t now_ms);
+void core_advance(struct core *c, uint64_t now_ms);
 /* When core_advance next has work, WHEEL_NEVER if never. */
 uint64_t core_next_event(const struct core *c);
 

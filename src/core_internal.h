@@ -12,44 +12,43 @@
 /* j's job_ext, created empty if it has none. */
 struct job_ext *core_ext_need(struct core *c, struct job *j);
 /* Free j's job_ext x and its result: the reverse of core_ext_need. */
-void            core_ext_drop(struct core *c, struct job *j, struct job_ext *x);
+void core_ext_drop(struct core *c, struct job *j, struct job_ext *x);
 /* Drop j's job_ext if nothing in it is needed any more. */
-void            core_ext_trim(struct core *c, struct job *j);
+void core_ext_trim(struct core *c, struct job *j);
 
 /* core_wait.c */
-struct waiter  *core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline,
-                                waiter_done_fn done, void *owner);
+struct waiter *core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline,
+                               waiter_done_fn done, void *owner);
 /* Take w out of everything and free it (its owner is not told). */
-void            core_waiter_free(struct core *c, struct waiter *w);
+void core_waiter_free(struct core *c, struct waiter *w);
 /* End a wait: take the waiter out of everything, then tell its owner. */
-void            core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how,
-                                   struct job *j);
+void core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, struct job *j);
 /* Link waiter w to job j's list of waiters. */
-void            core_waiter_link(struct core *c, struct waiter *w, struct job *j);
+void core_waiter_link(struct core *c, struct waiter *w, struct job *j);
 /* Answer every result waiter of j (it has its result, or is going away);
  * x is j's job_ext or NULL.  Returns the job_ext j still has, or NULL. */
 struct job_ext *core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
                                          enum waiter_outcome how);
 /* The waiting client of run job j, or NULL. */
-struct waiter  *core_run_waiter(const struct core *c, const struct job *j);
+struct waiter *core_run_waiter(const struct core *c, const struct job *j);
 /* The wait wheel's callbacks. */
-void            core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
-uint64_t        core_waiter_deadline(const struct wheel_entry *e, void *arg);
+void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+uint64_t core_waiter_deadline(const struct wheel_entry *e, void *arg);
 
 /* core.c */
 /* Create (or, in replay, re-create) a job; limited: check -max-memory. */
 enum core_status core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms,
                               bool limited);
 /* Take j out of its heap and its stats bucket. */
-void             core_job_detach(struct core *c, struct job *j);
+void core_job_detach(struct core *c, struct job *j);
 /* Lease detached job j from now_ms. */
-void             core_lease_job(struct core *c, struct job *j, uint64_t now_ms);
+void core_lease_job(struct core *c, struct job *j, uint64_t now_ms);
 /* j's TTR ran out: fail it or put it back. */
-void             core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
+void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
 /* Give j its result and final state, and wake its waiters. */
-void             core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
-                                 uint32_t result_len);
+void core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
+                     uint32_t result_len);
 /* Remove j and everything that refers to it. */
-void             core_job_destroy(struct core *c, struct job *j);
+void core_job_destroy(struct core *c, struct job *j);
 
 #endif /* WQ_CORE_INTERNAL_H */

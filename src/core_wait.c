@@ -74,8 +74,7 @@ core_cancel(struct core *c, struct waiter *w)
 /* Answer every result waiter of j (it has its result, or is going away);
  * x is j's job_ext or NULL.  Returns the job_ext j still has, or NULL. */
 struct job_ext *
-core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x,
-                         enum waiter_outcome how)
+core_wake_result_waiters(struct core *c, struct job *j, struct job_ext *x, enum waiter_outcome how)
 {
     while (x != NULL && x->waiters.first != NULL) {
         core_waiter_finish(c, core_waiter_of(x->waiters.first), how, j);

@@ -136,8 +136,7 @@ daemon_write_pidfile(const char *path)
     /* Never take over the pidfile of a server that still runs: it would
      * lose its pidfile when this one fails (its command log is locked). */
     long other = daemon_read_pidfile(path);
-    if (other != 0 && other != (long)getpid() &&
-        (kill((pid_t)other, 0) == 0 || errno == EPERM)) {
+    if (other != 0 && other != (long)getpid() && (kill((pid_t)other, 0) == 0 || errno == EPERM)) {
         wq_log(LOG_LVL_ERROR, "pidfile names a running process path=%s pid=%ld", path, other);
         return -1;
     }
@@ -222,7 +221,6 @@ daemon_notify(const char *state)
         return;
     if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
                (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-        wq_log(LOG_LVL_WARN, "cannot notify systemd socket=%s error=\"%s\"", path,
-               strerror(errno));
+        wq_log(LOG_LVL_WARN, "cannot notify systemd socket=%s error=\"%s\"", path, strerror(errno));
     close(fd);
 }

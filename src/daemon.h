@@ -11,7 +11,7 @@
  * process stays in the foreground until daemon_ready or daemon_exit and
  * then exits with the daemon's start-up status.  Returns 0 in the daemon,
  * or -1 (in the original process, nothing forked) after logging. */
-int  daemon_detach(void);
+int daemon_detach(void);
 /* The server is up: let the waiting original process exit 0, and point
  * stdin, stdout and stderr at /dev/null.  A no-op without daemon_detach. */
 void daemon_ready(void);
@@ -21,13 +21,13 @@ void daemon_failed(int status);
 
 /* Write our pid to path atomically (a temporary file renamed over it).
  * Returns 0, or -1 after logging. */
-int  daemon_write_pidfile(const char *path);
+int daemon_write_pidfile(const char *path);
 /* Remove the pidfile if it still holds our pid. */
 void daemon_remove_pidfile(const char *path);
 
 /* Become user (its uid, gid and supplementary groups), for good.  Returns 0,
  * or an exit status (EX_NOUSER, EX_NOPERM) after logging. */
-int  daemon_drop_user(const char *user);
+int daemon_drop_user(const char *user);
 
 /* Send state (e.g. "READY=1") to systemd's $NOTIFY_SOCKET, if set. */
 void daemon_notify(const char *state);

@@ -122,8 +122,8 @@ heap_pop(struct heap *h)
 /* The walk's frontier: a binary min-heap of positions in h, in h's order. */
 struct heap_frontier {
     const struct heap *h;
-    uint32_t          *pos;
-    uint32_t           len;
+    uint32_t *pos;
+    uint32_t len;
 };
 
 static bool

@@ -15,7 +15,7 @@
 /* 16 bytes on LP64: the heap's share of the per-job memory budget. */
 struct heap_item {
     uint64_t key;
-    void    *elem;
+    void *elem;
 };
 _Static_assert(sizeof(struct heap_item) == sizeof(uint64_t) + sizeof(void *),
                "struct heap_item must not carry padding");
@@ -29,10 +29,10 @@ typedef bool (*heap_tie_fn)(const void *a, const void *b, void *arg);
 
 struct heap {
     struct heap_item *items;
-    uint32_t          len, cap;
-    heap_index_fn     set_index;
-    heap_tie_fn       tie; /* NULL: equal keys are equal, in any order */
-    void             *arg; /* passed to tie */
+    uint32_t len, cap;
+    heap_index_fn set_index;
+    heap_tie_fn tie; /* NULL: equal keys are equal, in any order */
+    void *arg;       /* passed to tie */
 };
 
 /* An empty heap; allocates nothing until the first push. */
@@ -47,13 +47,13 @@ heap_len(const struct heap *h)
 }
 
 /* Insert elem with key (aborts if memory is exhausted). */
-void  heap_push(struct heap *h, uint64_t key, void *elem);
+void heap_push(struct heap *h, uint64_t key, void *elem);
 /* The least element, or NULL when empty. */
 void *heap_top(const struct heap *h);
 /* Remove and return the least element, or NULL when empty. */
 void *heap_pop(struct heap *h);
 /* Remove the element at position idx (as reported by set_index). */
-void  heap_remove(struct heap *h, uint32_t idx);
+void heap_remove(struct heap *h, uint32_t idx);
 
 /* The item at position idx, for read-only walks (idx < len).  Children of
  * position i are 4i+1 .. 4i+4. */

@@ -40,38 +40,38 @@ struct waiter;
 /* 88 bytes: a queued job costs this, its heap item and its registry slot.
  * What most jobs never have lives in a struct job_ext found by id. */
 struct job {
-    uint8_t            id[JOBID_LEN];
-    char              *payload;
-    struct wheel_entry timer;   /* armed for the next of expiry, TTR end, ready time */
-    int64_t            base_ms; /* Unix ms the TTL counts from: created, or the scheduled time */
-    uint64_t           ttl;
-    uint64_t           seq : JOB_SEQ_BITS; /* arrival order, for FIFO among equals */
-    uint64_t           state : 3;          /* enum job_state */
-    uint64_t           place : 2;          /* enum job_place */
-    uint64_t           flags : 4;          /* JOB_F_* */
-    uint64_t           max_attempts : 8;
-    uint64_t           ttr : 27;           /* ms, at most WQ_MAX_TTR_MS */
-    uint64_t           max_fails : 8;
-    uint64_t           fails : 8;          /* at most max(max_fails, 1) */
-    uint64_t           attempts : 21;      /* at most JOB_ATTEMPTS_MAX */
-    uint32_t           payload_len;
-    int32_t            priority;
+    uint8_t id[JOBID_LEN];
+    char *payload;
+    struct wheel_entry timer; /* armed for the next of expiry, TTR end, ready time */
+    int64_t base_ms;          /* Unix ms the TTL counts from: created, or the scheduled time */
+    uint64_t ttl;
+    uint64_t seq : JOB_SEQ_BITS; /* arrival order, for FIFO among equals */
+    uint64_t state : 3;          /* enum job_state */
+    uint64_t place : 2;          /* enum job_place */
+    uint64_t flags : 4;          /* JOB_F_* */
+    uint64_t max_attempts : 8;
+    uint64_t ttr : 27; /* ms, at most WQ_MAX_TTR_MS */
+    uint64_t max_fails : 8;
+    uint64_t fails : 8;     /* at most max(max_fails, 1) */
+    uint64_t attempts : 21; /* at most JOB_ATTEMPTS_MAX */
+    uint32_t payload_len;
+    int32_t priority;
     union {
         uint32_t heap_index; /* in the ready or scheduled heap */
         uint32_t lease_end;  /* while LEASED: the TTR end, Unix ms mod 2^32 */
     };
-    uint32_t           queue_ix; /* the core's queue table */
+    uint32_t queue_ix; /* the core's queue table */
 };
 
 /* The rarer parts of a job (JOB_F_EXT): a result, waiting clients, and for
  * a scheduled job its creation time and the nanoseconds of its time. */
 struct job_ext {
-    uint8_t        id[JOBID_LEN];
-    char          *result;
-    struct hlist   waiters;    /* result waiters (struct waiter), woken on the result */
-    int64_t        created_ms; /* JOB_F_TIMED: Unix ms (base_ms is the time) */
-    uint32_t       time_ns;    /* JOB_F_TIMED: the time below the millisecond */
-    uint32_t       result_len;
+    uint8_t id[JOBID_LEN];
+    char *result;
+    struct hlist waiters; /* result waiters (struct waiter), woken on the result */
+    int64_t created_ms;   /* JOB_F_TIMED: Unix ms (base_ms is the time) */
+    uint32_t time_ns;     /* JOB_F_TIMED: the time below the millisecond */
+    uint32_t result_len;
 };
 
 extern const char *const job_state_names[JOB_STATE_COUNT];
@@ -91,8 +91,8 @@ job_is_done(const struct job *j)
  * the nanoseconds). */
 uint64_t job_ready_key(const struct job *j);
 uint64_t job_scheduled_key(const struct job *j);
-bool     job_ready_tie(const void *a, const void *b, void *exts);
-bool     job_scheduled_tie(const void *a, const void *b, void *exts);
+bool job_ready_tie(const void *a, const void *b, void *exts);
+bool job_scheduled_tie(const void *a, const void *b, void *exts);
 
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);

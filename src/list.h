@@ -75,7 +75,7 @@ list_unlink(struct list *n)
 /* ---- one-pointer heads ---- */
 
 struct hlist_node {
-    struct hlist_node  *next;
+    struct hlist_node *next;
     struct hlist_node **pprev; /* the link that points at this node; NULL: unlinked */
 };
 

@@ -27,7 +27,7 @@ static _Atomic enum log_target log_target = LOG_TO_STDERR;
 static _Atomic int log_fd = STDERR_FILENO; /* stderr, or the log file */
 static char log_path[4096];
 /* stderr is the journal: prefix lines with <priority>, no time stamp. */
-static int  log_journal = -1; /* -1: not looked at yet */
+static int log_journal = -1; /* -1: not looked at yet */
 
 /* True when fd 2 is the stream systemd named in $JOURNAL_STREAM. */
 static bool
@@ -94,7 +94,7 @@ int
 log_level_parse(const char *s, enum log_level *out)
 {
     static const struct {
-        const char    *name;
+        const char *name;
         enum log_level lvl;
     } aliases[] = {{"err", LOG_LVL_ERROR}, {"warning", LOG_LVL_WARN}};
     for (size_t i = 0; i < WQ_ARRAY_LEN(log_level_names); i++) {

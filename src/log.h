@@ -26,10 +26,10 @@ const char *log_level_name(enum log_level lvl);
 
 /* Send lines to target from now on (path for LOG_TO_FILE, appended to).
  * Returns 0, or -1 with errno set when the file cannot be opened. */
-int  log_open(enum log_target target, const char *path);
+int log_open(enum log_target target, const char *path);
 /* Reopen the log file (after logrotate moved it); a no-op for the other
  * targets.  On failure the old file stays in use and -1 is returned. */
-int  log_reopen(void);
+int log_reopen(void);
 /* Back to stderr, closing a file or syslog. */
 void log_close(void);
 

@@ -45,16 +45,16 @@ enum opt_kind {
 /* One option: every place it shows comes from here (getopt, -help, the
  * config file's keys, the default). */
 struct opt_def {
-    const char   *name;   /* the long option, and the config key */
-    char          letter; /* the short option, 0 if none */
+    const char *name; /* the long option, and the config key */
+    char letter;      /* the short option, 0 if none */
     enum opt_kind kind;
-    size_t        at;     /* offsetof(struct options, ...) */
-    uint64_t      min, max;
-    const char   *def;    /* the default, as it would be given; NULL: none */
-    const char   *expect; /* told with a bad value; RANGE in it stands for min..max */
-    const char   *arg;    /* the value's name in -help; NULL: takes none */
-    const char   *help;   /* the -help text ('\n' between lines) */
-    const char   *group;  /* a heading -help prints before this option */
+    size_t at; /* offsetof(struct options, ...) */
+    uint64_t min, max;
+    const char *def;    /* the default, as it would be given; NULL: none */
+    const char *expect; /* told with a bad value; RANGE in it stands for min..max */
+    const char *arg;    /* the value's name in -help; NULL: takes none */
+    const char *help;   /* the -help text ('\n' between lines) */
+    const char *group;  /* a heading -help prints before this option */
 };
 
 #define AT(field) offsetof(struct options, field)
@@ -65,10 +65,10 @@ static const struct opt_def opt_defs[] = {
      "addresses to listen on; HOST may be a name, an IPv4\naddress or [IPv6]; port 0 picks a "
      "free port\n",
      "Options (one dash or two; -flag value or -flag=value):"},
-    {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536",
-     "(expected RANGE)", "BYTES", "longest command line", NULL},
-    {"max-payload", 0, OPT_SIZE, AT(max_payload), 0, MAX_MAX_PAYLOAD, "1048576",
-     "(expected RANGE)", "BYTES", "largest job payload or result", NULL},
+    {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536", "(expected RANGE)",
+     "BYTES", "longest command line", NULL},
+    {"max-payload", 0, OPT_SIZE, AT(max_payload), 0, MAX_MAX_PAYLOAD, "1048576", "(expected RANGE)",
+     "BYTES", "largest job payload or result", NULL},
     {"max-connections", 0, OPT_NUMBER, AT(max_connections), 0, MAX_CONNECTIONS, NULL,
      "(expected RANGE; 0 means no limit)", "N",
      "refuse clients beyond N open connections\n(default 0: no limit)", NULL},
@@ -96,8 +96,8 @@ static const struct opt_def opt_defs[] = {
      "(expected milliseconds)", "MS", "the interval of the interval policy", NULL},
     {"cmdlog-clean-int", 0, OPT_NUMBER, AT(cmdlog.clean_int_ms), 1, UINT32_MAX, "300000",
      "(expected milliseconds, at least 1)", "MS", "how often old segments are cleaned", NULL},
-    {"cmdlog-truncate", 0, OPT_BOOL, AT(cmdlog.truncate_damage), 0, 0, NULL,
-     "(expected yes or no)", NULL,
+    {"cmdlog-truncate", 0, OPT_BOOL, AT(cmdlog.truncate_damage), 0, 0, NULL, "(expected yes or no)",
+     NULL,
      "at start, cut a damaged log at the damage instead of\nrefusing to start (what follows it "
      "is lost)",
      NULL},
@@ -109,8 +109,7 @@ static const struct opt_def opt_defs[] = {
      "drop to USER (and its groups) after binding", NULL},
     {"log-level", 0, OPT_LEVEL, AT(log_level), 0, 0, "info",
      "(expected error, warn, info or debug)", "LEVEL", "error, warn, info or debug", NULL},
-    {"v", 'v', OPT_VERBOSE, 0, 0, 0, NULL, NULL, NULL, "one level more verbose (repeatable)",
-     NULL},
+    {"v", 'v', OPT_VERBOSE, 0, 0, 0, NULL, NULL, NULL, "one level more verbose (repeatable)", NULL},
     {"log-file", 'L', OPT_LOG_FILE, AT(log_file), 0, 0, NULL, "(expected a file name)", "FILE",
      "log to FILE, reopened on SIGHUP (default stderr;\nsyslog when daemonized)", NULL},
     {"syslog", 0, OPT_SYSLOG, 0, 0, 0, NULL, "(expected yes or no)", NULL,
@@ -127,7 +126,7 @@ _Static_assert(WQ_ARRAY_LEN(opt_defs) <= OPTIONS_MAX_DEFS, "raise OPTIONS_MAX_DE
 
 /* What getopt_long_only is given, built from opt_defs once. */
 static struct option long_options[WQ_ARRAY_LEN(opt_defs) + 1];
-static char          optstring[2 * WQ_ARRAY_LEN(opt_defs) + 2];
+static char optstring[2 * WQ_ARRAY_LEN(opt_defs) + 2];
 
 /* getopt's value for option i: its letter, or 256 + i. */
 static int
@@ -178,8 +177,8 @@ options_usage(FILE *f)
         if (d->kind == OPT_VERBOSE)
             n = snprintf(head, sizeof head, "  -v");
         else if (d->letter)
-            n = snprintf(head, sizeof head, "  -%c, -%s%s%s", d->letter, d->name,
-                         d->arg ? " " : "", d->arg ? d->arg : "");
+            n = snprintf(head, sizeof head, "  -%c, -%s%s%s", d->letter, d->name, d->arg ? " " : "",
+                         d->arg ? d->arg : "");
         else
             n = snprintf(head, sizeof head, "  -%s%s%s", d->name, d->arg ? " " : "",
                          d->arg ? d->arg : "");
@@ -195,8 +194,7 @@ options_usage(FILE *f)
                 fprintf(f, "%24s", "");
         }
         if (d->def != NULL) /* after the text, or on a line the text ended */
-            fprintf(f, "%s(default %s)", d->help[strlen(d->help) - 1] == '\n' ? "" : " ",
-                    d->def);
+            fprintf(f, "%s(default %s)", d->help[strlen(d->help) - 1] == '\n' ? "" : " ", d->def);
         fputc('\n', f);
     }
 }
@@ -327,8 +325,8 @@ options_apply(struct options *o, const struct opt_def *d, const char *v)
     case OPT_LOG_FILE:
         if (v[0] == '\0')
             return -1;
-        *(const char **)at = d->kind == OPT_NAME ? options_keep(o, d, v)
-                                                 : options_keep_path(o, d, v);
+        *(const char **)at =
+            d->kind == OPT_NAME ? options_keep(o, d, v) : options_keep_path(o, d, v);
         if (d->kind == OPT_LOG_FILE)
             o->log_target = LOG_TO_FILE;
         return 0;

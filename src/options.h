@@ -24,21 +24,21 @@ struct listen_addr {
 
 struct options {
     struct listen_addr listen[OPTIONS_MAX_LISTEN];
-    size_t             nlisten;
-    size_t             max_line;
-    uint64_t           max_payload;
+    size_t nlisten;
+    size_t max_line;
+    uint64_t max_payload;
     struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
-    bool               daemonize;
-    const char        *pidfile;      /* NULL: none */
-    const char        *user;         /* NULL: stay who we are */
-    enum log_level     log_level;
-    enum log_target    log_target;
-    const char        *log_file;     /* with LOG_TO_FILE */
-    uint64_t           max_connections; /* 0: no limit */
-    uint64_t           idle_timeout_ms; /* 0: never */
-    uint64_t           max_memory;      /* bytes held by jobs; 0: no limit */
-    const char        *config;          /* the config file read, or NULL */
-    char              *strings[OPTIONS_MAX_DEFS]; /* owned copies of the above */
+    bool daemonize;
+    const char *pidfile; /* NULL: none */
+    const char *user;    /* NULL: stay who we are */
+    enum log_level log_level;
+    enum log_target log_target;
+    const char *log_file;            /* with LOG_TO_FILE */
+    uint64_t max_connections;        /* 0: no limit */
+    uint64_t idle_timeout_ms;        /* 0: never */
+    uint64_t max_memory;             /* bytes held by jobs; 0: no limit */
+    const char *config;              /* the config file read, or NULL */
+    char *strings[OPTIONS_MAX_DEFS]; /* owned copies of the above */
 };
 
 /* Fill opts from the config file named in argv (if any), then from argv.
@@ -46,12 +46,12 @@ struct options {
  * EX_USAGE for a bad flag, EX_NOINPUT for an unreadable config file,
  * EX_CONFIG for a bad line in it, each after printing the problem.
  * Relative paths are made absolute, so -d may change directory. */
-int  options_parse(struct options *opts, int argc, char **argv);
+int options_parse(struct options *opts, int argc, char **argv);
 /* Free what options_parse copied. */
 void options_free(struct options *opts);
 
 /* Parse a comma-separated list of "HOST:PORT", "[V6]:PORT" or ":PORT"
  * into opts->listen; 0, or -1 leaving opts unchanged. */
-int  options_set_listen(struct options *opts, const char *list);
+int options_set_listen(struct options *opts, const char *list);
 
 #endif /* WQ_OPTIONS_H */

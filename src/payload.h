@@ -19,7 +19,7 @@
 /* A copy of data (len > 0), or NULL if memory is exhausted. */
 char *payload_new(const void *data, size_t len);
 /* Drop the owner's reference to p (len bytes); NULL is ignored. */
-void  payload_free(char *p, size_t len);
+void payload_free(char *p, size_t len);
 
 /* Does a payload of len bytes carry a reference count? */
 static inline bool

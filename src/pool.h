@@ -11,22 +11,22 @@
 #include "wq.h"
 
 struct pool {
-    size_t obj_size;   /* rounded up to the alignment */
-    size_t per_block;  /* objects per block: at least as asked, filling its size class */
-    void  *free_list;  /* singly linked through the first word */
-    char  *cur;        /* next uncut object in the newest block */
-    size_t cur_left;   /* objects left to cut from it */
-    void  *blocks;     /* list of blocks, linked through their first word */
-    size_t in_use;     /* objects handed out and not put back */
+    size_t obj_size;  /* rounded up to the alignment */
+    size_t per_block; /* objects per block: at least as asked, filling its size class */
+    void *free_list;  /* singly linked through the first word */
+    char *cur;        /* next uncut object in the newest block */
+    size_t cur_left;  /* objects left to cut from it */
+    void *blocks;     /* list of blocks, linked through their first word */
+    size_t in_use;    /* objects handed out and not put back */
 };
 
 /* Prepare a pool of objects of obj_size bytes, cut per_block at a time. */
-void  pool_init(struct pool *p, size_t obj_size, size_t per_block);
+void pool_init(struct pool *p, size_t obj_size, size_t per_block);
 /* Release every block; objects still in use become invalid. */
-void  pool_clear(struct pool *p);
+void pool_clear(struct pool *p);
 /* An uninitialised object (aborts if memory is exhausted). */
 void *pool_get(struct pool *p);
 /* Give obj (from this pool) back; NULL is ignored. */
-void  pool_put(struct pool *p, void *obj);
+void pool_put(struct pool *p, void *obj);
 
 #endif /* WQ_POOL_H */

@@ -171,8 +171,8 @@ proto_line(struct proto *p, const char *b, size_t n, size_t line_len, struct req
 }
 
 enum proto_result
-proto_parse(struct proto *p, const char *buf, size_t len, struct request *req,
-            const char **error, size_t *consumed, size_t *need)
+proto_parse(struct proto *p, const char *buf, size_t len, struct request *req, const char **error,
+            size_t *consumed, size_t *need)
 {
     size_t off = 0;
     for (;;) {
@@ -227,10 +227,10 @@ proto_parse(struct proto *p, const char *buf, size_t len, struct request *req,
         if (p->scanned < limit)
             lf = memchr(b + p->scanned, '\n', limit - p->scanned);
         size_t line_len = lf != NULL ? (size_t)(lf - b) : 0;
-        bool too_long = lf == NULL ? (n > p->max_line + 1 ||
-                                      (n == p->max_line + 1 && b[p->max_line] != '\r'))
-                                   : (line_len > p->max_line + 1 ||
-                                      (line_len == p->max_line + 1 && b[p->max_line] != '\r'));
+        bool too_long =
+            lf == NULL ? (n > p->max_line + 1 || (n == p->max_line + 1 && b[p->max_line] != '\r'))
+                       : (line_len > p->max_line + 1 ||
+                          (line_len == p->max_line + 1 && b[p->max_line] != '\r'));
         if (too_long) {
             *error = "Line too long";
             return PROTO_FATAL;

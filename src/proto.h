@@ -15,9 +15,9 @@
 /* The shape of a command: what framing needs to know. */
 struct proto_syntax {
     const char *name;
-    uint16_t    min_args, max_args; /* positional tokens after the name */
-    bool        block;              /* the last positional is a data block size */
-    const char *size_error;         /* error for a bad block size */
+    uint16_t min_args, max_args; /* positional tokens after the name */
+    bool block;                  /* the last positional is a data block size */
+    const char *size_error;      /* error for a bad block size */
 };
 
 /* Find the syntax of a command name, or NULL if unknown. */
@@ -25,12 +25,12 @@ typedef const struct proto_syntax *(*proto_lookup_fn)(const char *name, size_t l
 
 struct request {
     const struct proto_syntax *cmd;
-    const struct wq_str       *args; /* positional tokens after the name */
-    size_t                     nargs;
-    const struct wq_str       *flags; /* tokens "-key=value", in order */
-    size_t                     nflags;
-    const char                *block; /* the data block, when cmd->block */
-    size_t                     block_len;
+    const struct wq_str *args; /* positional tokens after the name */
+    size_t nargs;
+    const struct wq_str *flags; /* tokens "-key=value", in order */
+    size_t nflags;
+    const char *block; /* the data block, when cmd->block */
+    size_t block_len;
 };
 
 enum proto_result {
@@ -43,15 +43,15 @@ enum proto_result {
 enum proto_state { PROTO_LINE, PROTO_SKIP_BLOCK, PROTO_SKIP_END, PROTO_SKIP_LINE };
 
 struct proto {
-    proto_lookup_fn  lookup;
-    size_t           max_line;
-    uint64_t         max_payload;
+    proto_lookup_fn lookup;
+    size_t max_line;
+    uint64_t max_payload;
     enum proto_state state;
-    uint64_t         skip_left;  /* PROTO_SKIP_BLOCK: block bytes still to drop */
-    const char      *skip_error; /* the error to send once the skip ends */
-    size_t           scanned;    /* PROTO_LINE: leading bytes known to hold no LF */
-    struct wq_str   *args, *flags;
-    size_t           cap;        /* room in args and in flags */
+    uint64_t skip_left;     /* PROTO_SKIP_BLOCK: block bytes still to drop */
+    const char *skip_error; /* the error to send once the skip ends */
+    size_t scanned;         /* PROTO_LINE: leading bytes known to hold no LF */
+    struct wq_str *args, *flags;
+    size_t cap; /* room in args and in flags */
 };
 
 void proto_init(struct proto *p, proto_lookup_fn lookup, size_t max_line, uint64_t max_payload);

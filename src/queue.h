@@ -18,24 +18,24 @@ struct waiter;
 
 /* A leaser's place in one queue's FIFO of parked leasers. */
 struct park_node {
-    struct list       link; /* in the queue's parked FIFO */
-    struct waiter    *waiter;
-    struct queue     *queue;
+    struct list link; /* in the queue's parked FIFO */
+    struct waiter *waiter;
+    struct queue *queue;
 };
 
 struct queue {
-    struct heap       ready;
-    struct heap       scheduled;
-    struct list       parked_fifo; /* struct park_node, oldest first */
-    uint64_t          refs;   /* jobs of this name + parked nodes */
-    uint64_t          mark;   /* scratch stamp for de-duplicating names in one lease */
-    uint32_t          leased;
-    uint32_t          parked;
-    uint32_t          ix;     /* in the core's queue table (jobs name their queue by it) */
-    bool              dispatch_queued; /* on the core's list of queues to dispatch */
-    struct queue     *dispatch_next;
-    uint8_t           name_len;
-    char              name[]; /* NUL-terminated */
+    struct heap ready;
+    struct heap scheduled;
+    struct list parked_fifo; /* struct park_node, oldest first */
+    uint64_t refs;           /* jobs of this name + parked nodes */
+    uint64_t mark;           /* scratch stamp for de-duplicating names in one lease */
+    uint32_t leased;
+    uint32_t parked;
+    uint32_t ix;          /* in the core's queue table (jobs name their queue by it) */
+    bool dispatch_queued; /* on the core's list of queues to dispatch */
+    struct queue *dispatch_next;
+    uint8_t name_len;
+    char name[]; /* NUL-terminated */
 };
 
 /* A new empty queue named name[0..len) (len <= WQ_MAX_NAME), refs 0;
@@ -51,17 +51,17 @@ queue_is_active(const struct queue *q)
 }
 
 /* Put j in the ready heap / the scheduled heap (sets j->place). */
-void        queue_push_ready(struct queue *q, struct job *j);
-void        queue_push_scheduled(struct queue *q, struct job *j);
+void queue_push_ready(struct queue *q, struct job *j);
+void queue_push_scheduled(struct queue *q, struct job *j);
 /* Take j out of whichever heap holds it (j->place becomes JOB_NOWHERE). */
-void        queue_remove(struct queue *q, struct job *j);
+void queue_remove(struct queue *q, struct job *j);
 /* The first ready job, or NULL; it stays in the heap. */
 struct job *queue_peek_ready(const struct queue *q);
 
 /* Append node (with its waiter set) to the FIFO of parked leasers. */
-void              queue_park(struct queue *q, struct park_node *node);
+void queue_park(struct queue *q, struct park_node *node);
 /* Take node out of the FIFO. */
-void              queue_unpark(struct queue *q, struct park_node *node);
+void queue_unpark(struct queue *q, struct park_node *node);
 static inline struct park_node *
 queue_first_parked(const struct queue *q)
 {
@@ -77,9 +77,9 @@ void queue_name_key(const void *elem, const void **key, size_t *len);
  * parked nodes); then it is freed and its index reused. */
 struct queue_table {
     struct registry *by_name;
-    struct queue   **tab;  /* ix -> queue, NULL when free */
-    uint32_t        *free; /* free indices of tab */
-    uint32_t         cap, used, nfree;
+    struct queue **tab; /* ix -> queue, NULL when free */
+    uint32_t *free;     /* free indices of tab */
+    uint32_t cap, used, nfree;
 };
 
 void queue_table_init(struct queue_table *t);
@@ -90,7 +90,7 @@ void queue_table_clear(struct queue_table *t);
 struct queue *queue_table_ref(struct queue_table *t, const char *name, size_t len,
                               struct registry *exts);
 /* Drop a reference; the last one frees q. */
-void          queue_table_unref(struct queue_table *t, struct queue *q);
+void queue_table_unref(struct queue_table *t, struct queue *q);
 
 static inline struct queue *
 queue_table_at(const struct queue_table *t, uint32_t ix)

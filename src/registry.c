@@ -41,7 +41,7 @@
 /* One open-addressing table. */
 struct table {
     uint64_t *slots; /* tag, distance, pointer (see the top); 0 = empty */
-    size_t    mask;  /* capacity - 1; capacity is a power of two */
+    size_t mask;     /* capacity - 1; capacity is a power of two */
 };
 
 /* Growth is incremental: when the table fills up, a table twice the size
@@ -49,12 +49,12 @@ struct table {
  * old table across, so no single command pays for a whole rehash.  While
  * that lasts, lookups try both tables. */
 struct registry {
-    struct table    cur;
-    struct table    old;    /* being emptied into cur; slots NULL when not */
-    size_t          cursor; /* old's slots below this are empty */
-    size_t          count;
+    struct table cur;
+    struct table old; /* being emptied into cur; slots NULL when not */
+    size_t cursor;    /* old's slots below this are empty */
+    size_t count;
     registry_key_fn key_of;
-    uint8_t         key[16];
+    uint8_t key[16];
 };
 
 #define REGISTRY_MIN_CAP 16

@@ -24,11 +24,11 @@ void registry_free(struct registry *r);
 
 size_t registry_count(const struct registry *r);
 /* The element with this key, or NULL. */
-void  *registry_find(const struct registry *r, const void *key, size_t len);
+void *registry_find(const struct registry *r, const void *key, size_t len);
 /* Add elem, whose key must not be present yet. */
-void   registry_insert(struct registry *r, void *elem);
+void registry_insert(struct registry *r, void *elem);
 /* Remove and return the element with this key, or NULL if absent. */
-void  *registry_remove(struct registry *r, const void *key, size_t len);
+void *registry_remove(struct registry *r, const void *key, size_t len);
 
 /* Call fn on every element, in no particular order; fn must not change the
  * table. */

@@ -27,7 +27,7 @@ struct reply_ops {
 
 struct reply {
     const struct reply_ops *ops;
-    void                   *to;
+    void *to;
 };
 
 static inline void

@@ -404,7 +404,7 @@ server_open_cmdlog(struct server *srv)
         return -1;
     }
     srv->cmdlog_ev = event_new(srv->base, cmdlog_event_fd(srv->cmdlog), EV_READ | EV_PERSIST,
-                            server_cmdlog_cb, srv);
+                               server_cmdlog_cb, srv);
     event_add(srv->cmdlog_ev, NULL);
     srv->cmdlog_retry_ev = evtimer_new(srv->base, server_cmdlog_retry_cb, srv);
     srv->ctx.core->record = cmdlog_append;

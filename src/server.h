@@ -13,43 +13,42 @@ struct cmdlog;
 struct event_base;
 
 struct server {
-    struct event_base     *base;
+    struct event_base *base;
     struct evconnlistener *listeners[OPTIONS_MAX_LISTEN];
-    size_t                 nlisteners;
-    struct event          *timer;
-    struct event          *sig_int, *sig_term, *sig_hup;
-    struct event          *idle_ev;   /* the sweep for idle connections */
-    struct event          *stop_ev;   /* deadline of a graceful stop */
-    struct event          *accept_ev; /* re-enables accepting after EMFILE */
-    bool                   stopping;
-    bool                   full;      /* refusing clients at -max-connections */
-    uint64_t               timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
-    const struct options  *opts;
-    struct cmd_ctx         ctx;      /* the core and the batch time */
-    struct conn_set       *conns;    /* every open connection */
-    struct conn_service    workq;    /* the Workq protocol, as the listeners serve it */
-    struct cmdlog         *cmdlog;   /* NULL without -cmdlog-path */
-    struct event          *cmdlog_ev; /* the command log's threads' news */
-    struct event          *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
-    uint64_t               cmdlog_released; /* cmdlog_released when held replies were last sent */
-    uint64_t               started_ms;
-    char                   bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
+    size_t nlisteners;
+    struct event *timer;
+    struct event *sig_int, *sig_term, *sig_hup;
+    struct event *idle_ev;   /* the sweep for idle connections */
+    struct event *stop_ev;   /* deadline of a graceful stop */
+    struct event *accept_ev; /* re-enables accepting after EMFILE */
+    bool stopping;
+    bool full;         /* refusing clients at -max-connections */
+    uint64_t timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
+    const struct options *opts;
+    struct cmd_ctx ctx;            /* the core and the batch time */
+    struct conn_set *conns;        /* every open connection */
+    struct conn_service workq;     /* the Workq protocol, as the listeners serve it */
+    struct cmdlog *cmdlog;         /* NULL without -cmdlog-path */
+    struct event *cmdlog_ev;       /* the command log's threads' news */
+    struct event *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
+    uint64_t cmdlog_released;      /* cmdlog_released when held replies were last sent */
+    uint64_t started_ms;
+    char bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
 
 /* Set up the loop and the core.  Returns 0, or -1 after logging. */
-int  server_init(struct server *srv, const struct options *opts);
+int server_init(struct server *srv, const struct options *opts);
 /* Open the command log, replay it into the core and start logging.
  * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
-int  server_open_cmdlog(struct server *srv);
+int server_open_cmdlog(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
-int  server_listen(struct server *srv);
+int server_listen(struct server *srv);
 /* Start accepting clients. */
 void server_accept(struct server *srv);
 /* Run until SIGINT or SIGTERM. */
 void server_run(struct server *srv);
 /* Close every connection and free everything. */
 void server_clear(struct server *srv);
-
 
 #endif /* WQ_SERVER_H */

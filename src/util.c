@@ -82,12 +82,11 @@ util_parse_scaled(const char *s, const char *const *units, const uint64_t *facto
 int
 util_parse_size(const char *s, uint64_t max, uint64_t *out)
 {
-    static const char *const units[] = {"", "b", "k", "kb", "kib", "m", "mb", "mib",
-                                        "g", "gb", "gib", "t", "tb", "tib", NULL};
-    static const uint64_t factors[] = {1, 1, 1ull << 10, 1ull << 10, 1ull << 10,
-                                       1ull << 20, 1ull << 20, 1ull << 20, 1ull << 30,
-                                       1ull << 30, 1ull << 30, 1ull << 40, 1ull << 40,
-                                       1ull << 40};
+    static const char *const units[] = {"",  "b",  "k",   "kb", "kib", "m",   "mb", "mib",
+                                        "g", "gb", "gib", "t",  "tb",  "tib", NULL};
+    static const uint64_t factors[] = {1,          1,          1ull << 10, 1ull << 10, 1ull << 10,
+                                       1ull << 20, 1ull << 20, 1ull << 20, 1ull << 30, 1ull << 30,
+                                       1ull << 30, 1ull << 40, 1ull << 40, 1ull << 40};
     return util_parse_scaled(s, units, factors, max, out);
 }
 

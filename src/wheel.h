@@ -29,19 +29,19 @@ typedef void (*wheel_fire_fn)(struct wheel_entry *e, uint64_t now_ms, void *arg)
 typedef uint64_t (*wheel_deadline_fn)(const struct wheel_entry *e, void *arg);
 
 struct wheel {
-    uint64_t            now;
-    struct hlist        due; /* entries whose deadline has come */
-    uint64_t            occupied[WHEEL_LEVELS];
-    struct hlist        slots[WHEEL_LEVELS][WHEEL_SLOTS];
-    size_t              count;
-    wheel_deadline_fn   deadline_of;
-    wheel_fire_fn       fire;
-    void               *arg; /* passed to both callbacks */
+    uint64_t now;
+    struct hlist due; /* entries whose deadline has come */
+    uint64_t occupied[WHEEL_LEVELS];
+    struct hlist slots[WHEEL_LEVELS][WHEEL_SLOTS];
+    size_t count;
+    wheel_deadline_fn deadline_of;
+    wheel_fire_fn fire;
+    void *arg; /* passed to both callbacks */
 };
 
 /* Start an empty wheel at time now_ms. */
-void wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of,
-                wheel_fire_fn fire, void *arg);
+void wheel_init(struct wheel *w, uint64_t now_ms, wheel_deadline_fn deadline_of, wheel_fire_fn fire,
+                void *arg);
 
 /* Prepare an unarmed entry. */
 static inline void

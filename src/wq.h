@@ -33,7 +33,7 @@
 /* A byte string that is not NUL-terminated: a token of a command line. */
 struct wq_str {
     const char *p;
-    size_t      n;
+    size_t n;
 };
 
 /* Log and abort: for broken internal invariants, never for client input. */
