@@ -59,7 +59,7 @@
  * lease (the lease budget, bench_lease_budget), so at the end no lease is
  * left waiting for a job that will never come, and a lease that comes back
  * empty after all producers are done means the server lost jobs.  Jobs
- * whose creation failed leave the budget (jobs_lost), so errors do not turn
+ * whose creation failed leave the budget (wb_jobs_lost), so errors do not turn
  * into hangs; --timeout is the last resort.
  *
  * With a backlog, a lease must never find the queue without a measured job,
@@ -111,18 +111,17 @@ _Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
 /* ------------------------------------------------------------------------ */
 /* Enumerations and their name tables                                       */
 
-enum bench_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
-static const char *const bench_workload_names[] = {"add", "lease-complete", "cycle", "run",
-                                                   "schedule"};
-_Static_assert(BENCH_ARRAY_LEN(bench_workload_names) == WL_COUNT,
-               "bench_workload_names out of sync");
+enum wb_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
+static const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run",
+                                                "schedule"};
+_Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
 
-enum bench_proto { PROTO_WORKQ, PROTO_BEANSTALKD, PROTO_COUNT };
-static const char *const bench_proto_names[] = {"workq", "beanstalkd"};
-_Static_assert(BENCH_ARRAY_LEN(bench_proto_names) == PROTO_COUNT, "bench_proto_names out of sync");
+enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_COUNT };
+static const char *const wb_proto_names[] = {"workq", "beanstalkd"};
+_Static_assert(BENCH_ARRAY_LEN(wb_proto_names) == WB_PROTO_COUNT, "wb_proto_names out of sync");
 
 /* What a request in flight was; it decides how its reply is parsed. */
-enum req_op {
+enum wb_op {
     OP_ADD,
     OP_SCHEDULE,
     OP_RUN,
@@ -137,71 +136,71 @@ enum req_op {
 };
 
 /* Only replies read in PH_MEASURE count towards throughput and latency. */
-enum bench_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE };
+enum wb_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE };
 
 /* Per-job bookkeeping bits. */
-enum job_flag {
-    JOB_SENT = 1,   /* its add/schedule/run/put was written */
-    JOB_ACKED = 2,  /* ... and accepted */
-    JOB_LEASED = 4, /* a lease/reserve returned it (twice is an error) */
-    JOB_DONE = 8,   /* complete/delete/run result confirmed */
-    JOB_LOST = 16   /* creation failed: no longer expected to complete */
+enum wb_job_flag {
+    WB_JOB_SENT = 1,   /* its add/schedule/run/put was written */
+    WB_JOB_ACKED = 2,  /* ... and accepted */
+    WB_JOB_LEASED = 4, /* a lease/reserve returned it (twice is an error) */
+    WB_JOB_DONE = 8,   /* complete/delete/run result confirmed */
+    WB_JOB_LOST = 16   /* creation failed: no longer expected to complete */
 };
 
 /* ------------------------------------------------------------------------ */
 /* Data structures                                                          */
 
 /* A log-linear histogram of microseconds, in the manner of HdrHistogram:
- * values below 2*HIST_SUB are exact, above that every power of two is split
- * into HIST_SUB buckets, so a reported value is within 1/HIST_SUB (0.8%) of
+ * values below 2*WB_HIST_SUB are exact, above that every power of two is split
+ * into WB_HIST_SUB buckets, so a reported value is within 1/WB_HIST_SUB (0.8%) of
  * the truth.  Fixed size (34 KiB); recording never allocates. */
-#define HIST_SUB_BITS 7
-#define HIST_SUB      (1u << HIST_SUB_BITS)
-#define HIST_MAX_BITS 40 /* 2^40 us is 12 days; larger values are clamped */
-#define HIST_BUCKETS  ((HIST_MAX_BITS - HIST_SUB_BITS + 1) * HIST_SUB)
+#define WB_HIST_SUB_BITS 7
+#define WB_HIST_SUB      (1u << WB_HIST_SUB_BITS)
+#define WB_HIST_MAX_BITS 40 /* 2^40 us is 12 days; larger values are clamped */
+#define WB_HIST_BUCKETS  ((WB_HIST_MAX_BITS - WB_HIST_SUB_BITS + 1) * WB_HIST_SUB)
 
-struct hist {
+struct wb_hist {
     uint64_t count;
     uint64_t max;
     uint64_t sum;
-    uint64_t buckets[HIST_BUCKETS];
+    uint64_t buckets[WB_HIST_BUCKETS];
 };
 
 /* One job of the run.  All are generated before the clock starts, so the
  * measured phase only formats and looks them up. */
-struct job {
+struct wb_job {
     uuid_t id;
     int32_t priority; /* 0..1023 with --priorities, else 0; backlog: INT32_MIN */
     uint16_t name;    /* index into bench.names */
-    uint8_t flags;    /* enum job_flag */
+    uint8_t flags;    /* enum wb_job_flag */
 };
 
 /* One request in flight. */
-struct req {
+struct wb_req {
     uint64_t sent_ns;
     /* An index into bench.jobs; for OP_USE and for a lease with a ticket the
      * index of the name asked for (bench.names); else BENCH_JOB_NONE. */
     uint32_t job;
-    uint8_t op; /* enum req_op */
+    uint8_t op; /* enum wb_op */
 };
 
 /* beanstalkd assigns its own ids; this maps them back to our jobs.  When a
  * RESERVED arrives before the INSERTED of the same job (the two come on
  * different connections), the payload is held until the INSERTED names it. */
-struct bid_slot {
+struct wb_bs_slot {
     uint64_t bid;  /* 0: empty (beanstalkd ids start at 1) */
     uint32_t job;  /* BENCH_JOB_NONE while only the reservation is known */
     uint32_t held; /* 1 + index into bench.held, or 0 */
 };
 
-struct held_payload {
+struct wb_bs_held {
     char *data;
     size_t len;
 };
 
 struct bench;
 
-struct conn {
+struct wb_conn {
     struct bench *b;
     unsigned idx;
     struct bufferevent *bev;
@@ -213,7 +212,7 @@ struct conn {
     uint32_t name;        /* name of the next job it produces */
     uint32_t tube;        /* beanstalkd: the tube in `use`, or UINT32_MAX */
     unsigned setup_left;
-    struct req *ring; /* requests in flight, oldest at head */
+    struct wb_req *ring; /* requests in flight, oldest at head */
     uint32_t cap, head, count;
     uint32_t work;   /* measured requests in flight (pipeline slots) */
     uint32_t leases; /* lease/reserve in flight */
@@ -222,11 +221,11 @@ struct conn {
 };
 
 /* The command line, checked. */
-struct bench_opts {
+struct wb_opts {
     const char *host;
     const char *port; /* NULL: the protocol's default */
-    enum bench_workload workload;
-    enum bench_proto proto;
+    enum wb_workload workload;
+    enum wb_proto proto;
     uint32_t conns;
     uint32_t jobs;
     uint32_t payload;
@@ -241,27 +240,27 @@ struct bench_opts {
 
 /* Everything about one run; one instance, passed around (no globals). */
 struct bench {
-    struct bench_opts opt;
+    struct wb_opts opt;
     char addr[300]; /* as shown in reports */
     struct event_base *base;
     struct addrinfo *ai;
     struct event *progress_ev, *timeout_ev, *sigint_ev;
     bool progress;
-    struct conn *conns;
-    struct conn **dirty; /* connections with output to flush */
+    struct wb_conn *conns;
+    struct wb_conn **dirty; /* connections with output to flush */
     size_t ndirty, dirty_cap;
     unsigned nready, nprod;
-    enum bench_phase phase;
+    enum wb_phase phase;
     bool drained; /* a lease found nothing although all jobs were sent */
     bool timed_out, interrupted, fatal;
 
-    struct job *jobs; /* opt.jobs measured jobs, then nbacklog backlog jobs */
+    struct wb_job *jobs; /* opt.jobs measured jobs, then nbacklog backlog jobs */
     uint32_t nbacklog;
     uint32_t *idmap; /* 1 + job index, by id; open addressing */
     size_t idmap_mask;
-    struct bid_slot *bidmap;
+    struct wb_bs_slot *bidmap;
     size_t bidmap_mask, bidmap_used;
-    struct held_payload *held;
+    struct wb_bs_held *held;
     size_t nheld, held_cap, held_open;
     char (*names)[24];
     char *lease_line;
@@ -275,12 +274,12 @@ struct bench {
      * consumers waiting for one are a FIFO ring of opt.conns. */
     uint32_t *tickets;
     uint32_t ticket_head, nticket;
-    struct conn **starved;
+    struct wb_conn **starved;
     uint32_t starved_head, nstarved;
 
     /* Counters.  created: adds/puts accepted; leased: valid lease replies;
      * completes_ok: complete/delete +OK; runs_ok: run results checked.  The
-     * *_inflight counters are kept by conn_push and conn_pop only. */
+     * *_inflight counters are kept by wb_conn_push and wb_conn_pop only. */
     uint32_t next_job;      /* next job a producer takes */
     uint32_t next_backlog;  /* next backlog job, counted from the first */
     uint64_t jobs_expected; /* jobs that should end up done */
@@ -291,12 +290,12 @@ struct bench {
     uint64_t t_end_ns;
     uint64_t last_done, last_ns; /* for the progress rate */
 
-    struct hist all;
-    struct hist hist[OP_COUNT];
+    struct wb_hist all;
+    struct wb_hist hist[OP_COUNT];
 };
 
 /* The parts of one complete reply, found in the input buffer. */
-struct frame {
+struct wb_frame {
     const char *line; /* first line, without CRLF */
     size_t line_len;
     const char *line2; /* workq: the header line of a data block, else NULL */
@@ -307,7 +306,7 @@ struct frame {
 };
 
 /* A token of a reply line: a slice of the input buffer, not a string. */
-struct tok {
+struct wb_tok {
     const char *s;
     size_t len;
 };
@@ -317,7 +316,7 @@ struct tok {
 
 /* calloc that exits on failure: every size here is ours, none a server's. */
 static void *
-xcalloc(size_t n, size_t size)
+wb_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
     if (p == NULL) {
@@ -329,7 +328,7 @@ xcalloc(size_t n, size_t size)
 
 /* Monotonic nanoseconds: send and arrival times of requests. */
 static uint64_t
-now_ns(void)
+wb_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -338,7 +337,7 @@ now_ns(void)
 
 /* splitmix64: priorities and schedule offsets need no better. */
 static uint64_t
-rng_next(struct bench *b)
+wb_rng_next(struct bench *b)
 {
     uint64_t z = (b->rng += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -348,7 +347,7 @@ rng_next(struct bench *b)
 
 /* Does token t spell exactly s? */
 static bool
-tok_is(struct tok t, const char *s)
+wb_tok_is(struct wb_tok t, const char *s)
 {
     return t.len == strlen(s) && memcmp(t.s, s, t.len) == 0;
 }
@@ -356,7 +355,7 @@ tok_is(struct tok t, const char *s)
 /* Split s on single spaces into at most max tokens; returns the count, or
  * max + 1 if there are more.  Empty tokens are kept, so they fail later. */
 static int
-tokenize(const char *s, size_t len, struct tok *t, int max)
+wb_tokenize(const char *s, size_t len, struct wb_tok *t, int max)
 {
     int n = 0;
     size_t start = 0;
@@ -375,7 +374,7 @@ tokenize(const char *s, size_t len, struct tok *t, int max)
 
 /* Decimal digits only, no sign, at most 19 of them. */
 static int
-tok_u64(struct tok t, uint64_t *out)
+wb_tok_u64(struct wb_tok t, uint64_t *out)
 {
     if (t.len == 0 || t.len > 19)
         return -1;
@@ -391,7 +390,7 @@ tok_u64(struct tok t, uint64_t *out)
 
 /* Is the reply the single line s (and no data block)? */
 static bool
-frame_is(const struct frame *f, const char *s)
+wb_frame_is(const struct wb_frame *f, const char *s)
 {
     return f->data == NULL && f->line_len == strlen(s) && memcmp(f->line, s, f->line_len) == 0;
 }
@@ -399,7 +398,7 @@ frame_is(const struct frame *f, const char *s)
 /* Copy up to 100 bytes of s into out (>= 420 bytes) for an error message,
  * with unprintable bytes escaped. */
 static void
-quote(char *out, const char *s, size_t len)
+quote_bytes(char *out, const char *s, size_t len)
 {
     size_t o = 0;
     out[o++] = '"';
@@ -418,7 +417,7 @@ quote(char *out, const char *s, size_t len)
 
 /* A job's payload: its id's text, repeated and cut to len bytes. */
 static void
-payload_fill(char *dst, size_t len, const char *id)
+wb_payload_fill(char *dst, size_t len, const char *id)
 {
     for (size_t off = 0; off < len; off += BENCH_ID_LEN) {
         size_t n = len - off < BENCH_ID_LEN ? len - off : BENCH_ID_LEN;
@@ -426,9 +425,9 @@ payload_fill(char *dst, size_t len, const char *id)
     }
 }
 
-/* The check for payload_fill: is p the payload of the job with this id? */
+/* The check for wb_payload_fill: is p the payload of the job with this id? */
 static bool
-payload_matches(const char *p, size_t len, const char *id)
+wb_payload_matches(const char *p, size_t len, const char *id)
 {
     for (size_t off = 0; off < len; off += BENCH_ID_LEN) {
         size_t n = len - off < BENCH_ID_LEN ? len - off : BENCH_ID_LEN;
@@ -441,35 +440,35 @@ payload_matches(const char *p, size_t len, const char *id)
 /* ------------------------------------------------------------------------ */
 /* Histogram                                                                */
 
-/* Bucket of v: v itself below HIST_SUB; above, the top HIST_SUB_BITS + 1
- * significant bits of v (which start with a 1) offset by one HIST_SUB-sized
+/* Bucket of v: v itself below WB_HIST_SUB; above, the top WB_HIST_SUB_BITS + 1
+ * significant bits of v (which start with a 1) offset by one WB_HIST_SUB-sized
  * block per power of two, so bucket width doubles with each power. */
 static unsigned
 hist_index(uint64_t v)
 {
-    if (v < HIST_SUB)
+    if (v < WB_HIST_SUB)
         return (unsigned)v;
-    unsigned shift = (unsigned)(63 - __builtin_clzll(v)) - HIST_SUB_BITS;
-    return shift * HIST_SUB + (unsigned)(v >> shift);
+    unsigned shift = (unsigned)(63 - __builtin_clzll(v)) - WB_HIST_SUB_BITS;
+    return shift * WB_HIST_SUB + (unsigned)(v >> shift);
 }
 
 /* The largest value that lands in bucket i. */
 static uint64_t
 hist_upper(unsigned i)
 {
-    if (i < 2 * HIST_SUB)
+    if (i < 2 * WB_HIST_SUB)
         return i;
-    unsigned shift = i / HIST_SUB - 1;
-    uint64_t mant = i - shift * HIST_SUB;
+    unsigned shift = i / WB_HIST_SUB - 1;
+    uint64_t mant = i - shift * WB_HIST_SUB;
     return ((mant + 1) << shift) - 1;
 }
 
 /* Count one sample, clamped into the histogram's range. */
 static void
-hist_record(struct hist *h, uint64_t us)
+wb_hist_record(struct wb_hist *h, uint64_t us)
 {
-    if (us >= ((uint64_t)1 << HIST_MAX_BITS))
-        us = ((uint64_t)1 << HIST_MAX_BITS) - 1;
+    if (us >= ((uint64_t)1 << WB_HIST_MAX_BITS))
+        us = ((uint64_t)1 << WB_HIST_MAX_BITS) - 1;
     h->buckets[hist_index(us)]++;
     h->count++;
     h->sum += us;
@@ -480,7 +479,7 @@ hist_record(struct hist *h, uint64_t us)
 /* The smallest bucket bound with at least permyriad/10000 of the samples at
  * or below it (nearest rank), capped at the largest sample; 0 if empty. */
 static uint64_t
-hist_percentile(const struct hist *h, unsigned permyriad)
+wb_hist_percentile(const struct wb_hist *h, unsigned permyriad)
 {
     if (h->count == 0)
         return 0;
@@ -488,7 +487,7 @@ hist_percentile(const struct hist *h, unsigned permyriad)
     if (rank == 0)
         rank = 1;
     uint64_t seen = 0;
-    for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+    for (unsigned i = 0; i < WB_HIST_BUCKETS; i++) {
         seen += h->buckets[i];
         if (seen >= rank) {
             uint64_t v = hist_upper(i);
@@ -504,7 +503,7 @@ hist_percentile(const struct hist *h, unsigned permyriad)
 /* Count an error; print the first few, so a broken server does not drown
  * the terminal. */
 __attribute__((format(printf, 2, 3))) static void
-bench_error(struct bench *b, const char *fmt, ...)
+wb_error(struct bench *b, const char *fmt, ...)
 {
     b->errors++;
     if (b->errors > BENCH_ERRORS_SHOWN)
@@ -521,21 +520,22 @@ bench_error(struct bench *b, const char *fmt, ...)
         fprintf(stderr, "workq-bench: (further errors are counted, not shown)\n");
 }
 
-static const char *const op_names[] = {"add", "schedule", "run",    "lease", "complete",
-                                       "put", "reserve",  "delete", "use",   "watch"};
-_Static_assert(BENCH_ARRAY_LEN(op_names) == OP_COUNT, "op_names out of sync");
+static const char *const wb_op_names[] = {"add", "schedule", "run",    "lease", "complete",
+                                          "put", "reserve",  "delete", "use",   "watch"};
+_Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* An unexpected reply to r, quoted. */
 static void
-bench_error_reply(struct conn *c, const struct req *r, const struct frame *f, const char *what)
+wb_error_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+               const char *what)
 {
     char q[420], q2[420] = "";
-    quote(q, f->line, f->line_len);
+    quote_bytes(q, f->line, f->line_len);
     if (f->line2 != NULL) {
         q2[0] = ' ';
-        quote(q2 + 1, f->line2, f->line2_len);
+        quote_bytes(q2 + 1, f->line2, f->line2_len);
     }
-    bench_error(c->b, "conn %u: %s: %s: %s%s", c->idx, op_names[r->op], what, q, q2);
+    wb_error(c->b, "conn %u: %s: %s: %s%s", c->idx, wb_op_names[r->op], what, q, q2);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -593,16 +593,16 @@ ids_random(uuid_t *ids, size_t n)
  * looks them up.  The ids are random: their first bytes are a fine hash.
  * Backlog jobs come after the measured ones, N per name in name order. */
 static void
-jobs_init(struct bench *b)
+wb_jobs_init(struct bench *b)
 {
     uint32_t total = b->opt.jobs + b->nbacklog;
     size_t cap = 16;
     while (cap < 2 * (size_t)total)
         cap <<= 1;
-    b->jobs = xcalloc(total, sizeof *b->jobs);
-    b->idmap = xcalloc(cap, sizeof *b->idmap);
+    b->jobs = wb_xcalloc(total, sizeof *b->jobs);
+    b->idmap = wb_xcalloc(cap, sizeof *b->idmap);
     b->idmap_mask = cap - 1;
-    uuid_t *batch = xcalloc(BENCH_ID_BATCH, sizeof *batch);
+    uuid_t *batch = wb_xcalloc(BENCH_ID_BATCH, sizeof *batch);
     size_t left = 0;
     for (uint32_t i = 0; i < total; i++) {
         do {
@@ -616,23 +616,23 @@ jobs_init(struct bench *b)
             b->jobs[i].priority = BENCH_BACKLOG_PRIORITY;
             b->jobs[i].name = (uint16_t)((i - b->opt.jobs) / b->opt.backlog);
         } else if (b->opt.priorities) {
-            b->jobs[i].priority = (int32_t)(rng_next(b) % BENCH_PRIORITIES);
+            b->jobs[i].priority = (int32_t)(wb_rng_next(b) % BENCH_PRIORITIES);
         }
     }
     free(batch);
     if (b->nbacklog > 0) {
-        b->tickets = xcalloc(b->opt.jobs, sizeof *b->tickets);
-        b->starved = xcalloc(b->opt.conns, sizeof *b->starved);
+        b->tickets = wb_xcalloc(b->opt.jobs, sizeof *b->tickets);
+        b->starved = wb_xcalloc(b->opt.conns, sizeof *b->starved);
     }
-    if (b->opt.proto == PROTO_BEANSTALKD) {
-        b->bidmap = xcalloc(cap, sizeof *b->bidmap);
+    if (b->opt.proto == WB_PROTO_BEANSTALKD) {
+        b->bidmap = wb_xcalloc(cap, sizeof *b->bidmap);
         b->bidmap_mask = cap - 1;
     }
 }
 
 /* The job whose id is the canonical lowercase text t, or NULL. */
-static struct job *
-jobs_find(struct bench *b, struct tok t)
+static struct wb_job *
+wb_jobs_find(struct bench *b, struct wb_tok t)
 {
     char text[BENCH_ID_LEN + 1], again[BENCH_ID_LEN + 1];
     uuid_t id;
@@ -647,7 +647,7 @@ jobs_find(struct bench *b, struct tok t)
         return NULL;
     for (size_t s = (size_t)load64(id) & b->idmap_mask; b->idmap[s] != 0;
          s = (s + 1) & b->idmap_mask) {
-        struct job *j = &b->jobs[b->idmap[s] - 1];
+        struct wb_job *j = &b->jobs[b->idmap[s] - 1];
         if (uuid_compare(j->id, id) == 0)
             return j;
     }
@@ -656,24 +656,24 @@ jobs_find(struct bench *b, struct tok t)
 
 /* Is j one of the backlog (never expected to complete)? */
 static bool
-job_is_backlog(const struct bench *b, const struct job *j)
+wb_jobs_is_backlog(const struct bench *b, const struct wb_job *j)
 {
     return (size_t)(j - b->jobs) >= b->opt.jobs;
 }
 
 /* A job that will never complete: stop counting on it. */
 static void
-jobs_lost(struct bench *b, struct job *j)
+wb_jobs_lost(struct bench *b, struct wb_job *j)
 {
-    if ((j->flags & (JOB_LEASED | JOB_LOST)) || job_is_backlog(b, j))
+    if ((j->flags & (WB_JOB_LEASED | WB_JOB_LOST)) || wb_jobs_is_backlog(b, j))
         return;
-    j->flags |= JOB_LOST;
+    j->flags |= WB_JOB_LOST;
     if (b->jobs_expected > 0)
         b->jobs_expected--;
 }
 
 /* The slot of beanstalkd id bid: its own, or the empty one it would take. */
-static struct bid_slot *
+static struct wb_bs_slot *
 bidmap_slot(struct bench *b, uint64_t bid)
 {
     size_t s = (size_t)((bid * 0x9E3779B97F4A7C15ull) >> 20) & b->bidmap_mask;
@@ -684,11 +684,11 @@ bidmap_slot(struct bench *b, uint64_t bid)
 
 /* Claim an empty slot for bid; NULL (an error) if the map is full, which
  * only a server inventing ids can cause. */
-static struct bid_slot *
-bidmap_claim(struct bench *b, struct bid_slot *s, uint64_t bid)
+static struct wb_bs_slot *
+bidmap_claim(struct bench *b, struct wb_bs_slot *s, uint64_t bid)
 {
     if (b->bidmap_used >= b->bidmap_mask / 4 * 3) {
-        bench_error(b, "too many distinct beanstalkd job ids");
+        wb_error(b, "too many distinct beanstalkd job ids");
         return NULL;
     }
     b->bidmap_used++;
@@ -705,26 +705,26 @@ bidmap_claim(struct bench *b, struct bid_slot *s, uint64_t bid)
  * into being, lease requests draw on the lease budget, and only measured
  * requests take a pipeline slot and count in latency and requests/s. */
 static bool
-op_is_produce(enum req_op op)
+op_is_produce(enum wb_op op)
 {
     return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT;
 }
 
 static bool
-op_is_lease(enum req_op op)
+op_is_lease(enum wb_op op)
 {
     return op == OP_LEASE || op == OP_RESERVE;
 }
 
 static bool
-op_is_measured(enum req_op op)
+op_is_measured(enum wb_op op)
 {
     return op != OP_USE && op != OP_WATCH;
 }
 
-/* Queue bytes of a request; conn_push marks the connection for flushing. */
+/* Queue bytes of a request; wb_conn_push marks the connection for flushing. */
 static void
-conn_send(struct conn *c, const void *data, size_t len)
+wb_conn_send(struct wb_conn *c, const void *data, size_t len)
 {
     evbuffer_add(c->out, data, len);
 }
@@ -732,13 +732,13 @@ conn_send(struct conn *c, const void *data, size_t len)
 /* Record a request that was just queued on c: the ring holds what c
  * expects back, in order, with the time it was queued. */
 static void
-conn_push(struct conn *c, enum req_op op, uint32_t job)
+wb_conn_push(struct wb_conn *c, enum wb_op op, uint32_t job)
 {
     struct bench *b = c->b;
     if (c->count == c->cap) {
         /* Grow and unwrap the ring. */
         uint32_t ncap = c->cap == 0 ? 16 : c->cap * 2;
-        struct req *r = xcalloc(ncap, sizeof *r);
+        struct wb_req *r = wb_xcalloc(ncap, sizeof *r);
         for (uint32_t i = 0; i < c->count; i++)
             r[i] = c->ring[(c->head + i) & (c->cap - 1)];
         free(c->ring);
@@ -746,7 +746,7 @@ conn_push(struct conn *c, enum req_op op, uint32_t job)
         c->cap = ncap;
         c->head = 0;
     }
-    struct req *r = &c->ring[(c->head + c->count) & (c->cap - 1)];
+    struct wb_req *r = &c->ring[(c->head + c->count) & (c->cap - 1)];
     if (!c->dirty) {
         /* Grows only if a connection fails in bench_flush and others are
          * refilled in the same pass. */
@@ -763,7 +763,7 @@ conn_push(struct conn *c, enum req_op op, uint32_t job)
     }
     r->op = (uint8_t)op;
     r->job = job;
-    r->sent_ns = now_ns();
+    r->sent_ns = wb_now_ns();
     c->count++;
     b->inflight++;
     if (op_is_measured(op))
@@ -777,19 +777,19 @@ conn_push(struct conn *c, enum req_op op, uint32_t job)
 }
 
 /* Remove the oldest request and undo its accounting; returns a copy. */
-static struct req
-conn_pop(struct conn *c)
+static struct wb_req
+wb_conn_pop(struct wb_conn *c)
 {
     struct bench *b = c->b;
-    struct req r = c->ring[c->head];
+    struct wb_req r = c->ring[c->head];
     c->head = (c->head + 1) & (c->cap - 1);
     c->count--;
     b->inflight--;
-    if (op_is_measured((enum req_op)r.op))
+    if (op_is_measured((enum wb_op)r.op))
         c->work--;
-    if (op_is_produce((enum req_op)r.op))
+    if (op_is_produce((enum wb_op)r.op))
         b->prod_inflight--;
-    if (op_is_lease((enum req_op)r.op)) {
+    if (op_is_lease((enum wb_op)r.op)) {
         c->leases--;
         b->leases_inflight--;
     }
@@ -807,10 +807,10 @@ bench_producers_done(const struct bench *b)
 }
 
 /* What producers send in this workload and protocol. */
-static enum req_op
-bench_produce_op(const struct bench *b)
+static enum wb_op
+wb_run_produce_op(const struct bench *b)
 {
-    if (b->opt.proto == PROTO_BEANSTALKD)
+    if (b->opt.proto == WB_PROTO_BEANSTALKD)
         return OP_PUT;
     if (b->opt.workload == WL_RUN)
         return OP_RUN;
@@ -835,31 +835,31 @@ format_time(char *out, size_t cap, int64_t offset_ms)
 
 /* Write header + payload + CRLF (the header is already in b->scratch). */
 static void
-conn_write_block(struct conn *c, int hlen, const char *id)
+wb_conn_write_block(struct wb_conn *c, int hlen, const char *id)
 {
     struct bench *b = c->b;
     char *p = b->scratch + hlen;
-    payload_fill(p, b->opt.payload, id);
+    wb_payload_fill(p, b->opt.payload, id);
     memcpy(p + b->opt.payload, "\r\n", 2);
-    conn_send(c, b->scratch, (size_t)hlen + b->opt.payload + 2);
+    wb_conn_send(c, b->scratch, (size_t)hlen + b->opt.payload + 2);
 }
 
 /* workq: add, schedule or run job ji. */
 static void
-wq_produce(struct conn *c, uint32_t ji, const char *id)
+wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
 {
     struct bench *b = c->b;
-    const struct job *j = &b->jobs[ji];
+    const struct wb_job *j = &b->jobs[ji];
     const char *name = b->names[j->name];
     char prio[32] = "", when[80];
-    if (b->opt.priorities || job_is_backlog(b, j))
+    if (b->opt.priorities || wb_jobs_is_backlog(b, j))
         snprintf(prio, sizeof prio, " -priority=%" PRId32, j->priority);
     /* The backlog and the prefill of lease-complete always add. */
-    enum req_op op = b->phase != PH_MEASURE ? OP_ADD : bench_produce_op(b);
-    uint64_t ttl = job_is_backlog(b, j) ? BENCH_BACKLOG_TTL_MS : b->opt.ttl_ms;
+    enum wb_op op = b->phase != PH_MEASURE ? OP_ADD : wb_run_produce_op(b);
+    uint64_t ttl = wb_jobs_is_backlog(b, j) ? BENCH_BACKLOG_TTL_MS : b->opt.ttl_ms;
     int n;
     if (op == OP_SCHEDULE) {
-        int64_t off = (int64_t)(rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
+        int64_t off = (int64_t)(wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
                       BENCH_SCHED_PAST_MS;
         format_time(when, sizeof when, off);
         n = snprintf(b->scratch, 512, "schedule %s %s %" PRIu32 " %" PRIu64 " %s %" PRIu32 "%s\r\n",
@@ -871,8 +871,8 @@ wq_produce(struct conn *c, uint32_t ji, const char *id)
         n = snprintf(b->scratch, 512, "add %s %s %" PRIu32 " %" PRIu64 " %" PRIu32 "%s\r\n", id,
                      name, b->opt.ttr_ms, ttl, b->opt.payload, prio);
     }
-    conn_write_block(c, n, id);
-    conn_push(c, op, ji);
+    wb_conn_write_block(c, n, id);
+    wb_conn_push(c, op, ji);
 }
 
 /* beanstalkd: put job ji, after a `use` if this connection's tube differs.
@@ -880,30 +880,30 @@ wq_produce(struct conn *c, uint32_t ji, const char *id)
  * "schedule" in the future becomes a delay of one second, the smallest
  * beanstalkd has. */
 static void
-bs_produce(struct conn *c, uint32_t ji, const char *id)
+wb_bs_produce(struct wb_conn *c, uint32_t ji, const char *id)
 {
     struct bench *b = c->b;
-    const struct job *j = &b->jobs[ji];
+    const struct wb_job *j = &b->jobs[ji];
     if (c->tube != j->name) {
         char use[64];
         int n = snprintf(use, sizeof use, "use %s\r\n", b->names[j->name]);
-        conn_send(c, use, (size_t)n);
-        conn_push(c, OP_USE, j->name);
+        wb_conn_send(c, use, (size_t)n);
+        wb_conn_push(c, OP_USE, j->name);
         c->tube = j->name;
     }
     unsigned delay = 0;
     if (b->opt.workload == WL_SCHEDULE && b->phase == PH_MEASURE) {
-        uint64_t r = rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1);
+        uint64_t r = wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1);
         delay = r > BENCH_SCHED_PAST_MS ? 1 : 0;
     }
-    uint32_t pri = job_is_backlog(b, j) ? BENCH_BS_BACKLOG_PRI
-                   : b->opt.priorities  ? BENCH_PRIORITIES - 1 - (uint32_t)j->priority
-                                        : BENCH_PRIORITIES;
+    uint32_t pri = wb_jobs_is_backlog(b, j) ? BENCH_BS_BACKLOG_PRI
+                   : b->opt.priorities      ? BENCH_PRIORITIES - 1 - (uint32_t)j->priority
+                                            : BENCH_PRIORITIES;
     uint32_t ttr_s = (b->opt.ttr_ms + 999) / 1000;
     int n = snprintf(b->scratch, 512, "put %" PRIu32 " %u %" PRIu32 " %" PRIu32 "\r\n", pri, delay,
                      ttr_s, b->opt.payload);
-    conn_write_block(c, n, id);
-    conn_push(c, OP_PUT, ji);
+    wb_conn_write_block(c, n, id);
+    wb_conn_push(c, OP_PUT, ji);
 }
 
 /* Has this phase jobs left for producers to send? */
@@ -920,7 +920,7 @@ bench_produce_left(const struct bench *b)
  * Backlog jobs have their names already, in blocks: producers change names
  * (and beanstalkd tubes) together, once per name. */
 static void
-conn_produce(struct conn *c)
+producer_send(struct wb_conn *c)
 {
     struct bench *b = c->b;
     uint32_t ji;
@@ -933,14 +933,14 @@ conn_produce(struct conn *c)
         if (c->name >= b->opt.names)
             c->name = c->prod_idx % b->opt.names;
     }
-    struct job *j = &b->jobs[ji];
+    struct wb_job *j = &b->jobs[ji];
     char id[BENCH_ID_LEN + 1];
-    j->flags |= JOB_SENT;
+    j->flags |= WB_JOB_SENT;
     uuid_unparse_lower(j->id, id);
-    if (b->opt.proto == PROTO_WORKQ)
-        wq_produce(c, ji, id);
+    if (b->opt.proto == WB_PROTO_WORKQ)
+        wb_wq_produce(c, ji, id);
     else
-        bs_produce(c, ji, id);
+        wb_bs_produce(c, ji, id);
 }
 
 /* Ask for a job.  workq: the precomputed lease line over every name, with a
@@ -948,47 +948,47 @@ conn_produce(struct conn *c)
  * alone, which the request keeps so that the reply can be held to it;
  * beanstalkd: reserve-with-timeout over the watched tubes. */
 static void
-conn_lease(struct conn *c, uint32_t ticket)
+consumer_lease(struct wb_conn *c, uint32_t ticket)
 {
     struct bench *b = c->b;
-    if (b->opt.proto == PROTO_WORKQ && ticket != BENCH_JOB_NONE) {
+    if (b->opt.proto == WB_PROTO_WORKQ && ticket != BENCH_JOB_NONE) {
         uint32_t name = b->jobs[ticket].name;
         char line[64];
         int n = snprintf(line, sizeof line, "lease %s %d\r\n", b->names[name], BENCH_LEASE_WAIT_MS);
-        conn_send(c, line, (size_t)n);
-        conn_push(c, OP_LEASE, name);
-    } else if (b->opt.proto == PROTO_WORKQ) {
-        conn_send(c, b->lease_line, b->lease_len);
-        conn_push(c, OP_LEASE, BENCH_JOB_NONE);
+        wb_conn_send(c, line, (size_t)n);
+        wb_conn_push(c, OP_LEASE, name);
+    } else if (b->opt.proto == WB_PROTO_WORKQ) {
+        wb_conn_send(c, b->lease_line, b->lease_len);
+        wb_conn_push(c, OP_LEASE, BENCH_JOB_NONE);
     } else {
         char line[64];
         int n =
             snprintf(line, sizeof line, "reserve-with-timeout %d\r\n", BENCH_LEASE_WAIT_MS / 1000);
-        conn_send(c, line, (size_t)n);
-        conn_push(c, OP_RESERVE, BENCH_JOB_NONE);
+        wb_conn_send(c, line, (size_t)n);
+        wb_conn_push(c, OP_RESERVE, BENCH_JOB_NONE);
     }
 }
 
 /* workq: complete job j with its id's text as the result. */
 static void
-wq_complete(struct conn *c, struct job *j)
+wb_wq_complete(struct wb_conn *c, struct wb_job *j)
 {
     char id[BENCH_ID_LEN + 1], line[128];
     uuid_unparse_lower(j->id, id);
     int n = snprintf(line, sizeof line, "complete %s %d\r\n%s\r\n", id, BENCH_ID_LEN, id);
-    conn_send(c, line, (size_t)n);
-    conn_push(c, OP_COMPLETE, (uint32_t)(j - c->b->jobs));
+    wb_conn_send(c, line, (size_t)n);
+    wb_conn_push(c, OP_COMPLETE, (uint32_t)(j - c->b->jobs));
 }
 
 /* beanstalkd: delete reserved job bid (job: our index, or BENCH_JOB_NONE
  * while its INSERTED has not been read). */
 static void
-bs_delete(struct conn *c, uint64_t bid, uint32_t job)
+wb_bs_delete(struct wb_conn *c, uint64_t bid, uint32_t job)
 {
     char line[64];
     int n = snprintf(line, sizeof line, "delete %" PRIu64 "\r\n", bid);
-    conn_send(c, line, (size_t)n);
-    conn_push(c, OP_DELETE, job);
+    wb_conn_send(c, line, (size_t)n);
+    wb_conn_push(c, OP_DELETE, job);
 }
 
 /* May a consumer send another lease?  Never more leases than jobs left to
@@ -999,7 +999,7 @@ bench_lease_budget(const struct bench *b)
     return !b->drained && b->leases_inflight + b->leased < b->jobs_expected;
 }
 
-static void conn_starve(struct conn *c);
+static void consumer_starve(struct wb_conn *c);
 
 /* Send what c may send now, up to its pipeline depth.  In `run`, a worker
  * keeps at most one lease in flight: a parked lease holds back every later
@@ -1007,7 +1007,7 @@ static void conn_starve(struct conn *c);
  * its run client (and so the next job) waiting.  With a backlog, each lease
  * takes a ticket, and a consumer finding none waits until bench_ticket. */
 static void
-conn_fill(struct conn *c)
+wb_run_fill(struct wb_conn *c)
 {
     struct bench *b = c->b;
     if (c->closed || !c->ready || b->phase == PH_CONNECT || b->phase == PH_DONE)
@@ -1019,17 +1019,17 @@ conn_fill(struct conn *c)
         if (b->phase == PH_BACKLOG && depth < BENCH_BACKLOG_DEPTH)
             depth = BENCH_BACKLOG_DEPTH;
         while (c->work < depth && bench_produce_left(b))
-            conn_produce(c);
+            producer_send(c);
         return;
     }
     uint32_t lease_max = b->opt.workload == WL_RUN ? 1 : b->opt.pipeline;
     while (c->work < b->opt.pipeline && c->leases < lease_max && bench_lease_budget(b)) {
         if (b->tickets == NULL) {
-            conn_lease(c, BENCH_JOB_NONE);
+            consumer_lease(c, BENCH_JOB_NONE);
         } else if (b->ticket_head < b->nticket) {
-            conn_lease(c, b->tickets[b->ticket_head++]);
+            consumer_lease(c, b->tickets[b->ticket_head++]);
         } else {
-            conn_starve(c);
+            consumer_starve(c);
             break;
         }
     }
@@ -1037,7 +1037,7 @@ conn_fill(struct conn *c)
 
 /* Consumer c could lease but has no ticket: queue it for the next one. */
 static void
-conn_starve(struct conn *c)
+consumer_starve(struct wb_conn *c)
 {
     struct bench *b = c->b;
     if (c->starved)
@@ -1055,20 +1055,20 @@ bench_ticket(struct bench *b, uint32_t ji)
         return;
     b->tickets[b->nticket++] = ji;
     while (b->nstarved > 0 && b->ticket_head < b->nticket) {
-        struct conn *c = b->starved[b->starved_head];
+        struct wb_conn *c = b->starved[b->starved_head];
         b->starved_head = (b->starved_head + 1) % b->opt.conns;
         b->nstarved--;
         c->starved = false;
-        conn_fill(c);
+        wb_run_fill(c);
     }
 }
 
 /* Let every connection send what it may (after a phase change or a failure). */
 static void
-bench_fill_all(struct bench *b)
+wb_run_fill_all(struct bench *b)
 {
     for (unsigned i = 0; i < b->opt.conns; i++)
-        conn_fill(&b->conns[i]);
+        wb_run_fill(&b->conns[i]);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1079,12 +1079,12 @@ bench_fill_all(struct bench *b)
  * ticket, so that is an error; elsewhere it is normal while producers run,
  * and means "nothing left" once they are done. */
 static void
-lease_timed_out(struct conn *c, const struct req *r, const struct frame *f)
+wb_run_lease_timed_out(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     b->lease_timeouts++;
     if (b->opt.workload == WL_LEASE_COMPLETE || b->tickets != NULL) {
-        bench_error_reply(c, r, f, "nothing to lease although jobs are left");
+        wb_error_reply(c, r, f, "nothing to lease although jobs are left");
         b->drained = true;
     } else if (bench_producers_done(b)) {
         b->drained = true;
@@ -1093,11 +1093,11 @@ lease_timed_out(struct conn *c, const struct req *r, const struct frame *f)
 
 /* Job ji was accepted (add, schedule, put). */
 static void
-bench_created(struct bench *b, uint32_t ji)
+wb_run_created(struct bench *b, uint32_t ji)
 {
-    struct job *j = &b->jobs[ji];
-    j->flags |= JOB_ACKED;
-    if (job_is_backlog(b, j)) {
+    struct wb_job *j = &b->jobs[ji];
+    j->flags |= WB_JOB_ACKED;
+    if (wb_jobs_is_backlog(b, j)) {
         b->backlog_created++;
         return;
     }
@@ -1107,36 +1107,36 @@ bench_created(struct bench *b, uint32_t ji)
 
 /* add, schedule (and backlog and prefill adds): +OK */
 static void
-reply_created(struct conn *c, const struct req *r, const struct frame *f)
+wb_wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    struct job *j = &b->jobs[r->job];
-    if (frame_is(f, "+OK")) {
-        bench_created(b, r->job);
+    struct wb_job *j = &b->jobs[r->job];
+    if (wb_frame_is(f, "+OK")) {
+        wb_run_created(b, r->job);
         return;
     }
-    bench_error_reply(c, r, f, "unexpected reply");
-    jobs_lost(b, j);
+    wb_error_reply(c, r, f, "unexpected reply");
+    wb_jobs_lost(b, j);
 }
 
 /* Check a workq lease reply completely; the job, or NULL after an error. */
-static struct job *
-wq_lease_check(struct conn *c, const struct req *r, const struct frame *f)
+static struct wb_job *
+wb_wq_lease_check(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    struct tok t[5];
+    struct wb_tok t[5];
     uint64_t ttr, size;
     const char *what = NULL;
-    struct job *j = NULL;
+    struct wb_job *j = NULL;
     char id[BENCH_ID_LEN + 1];
-    if (tokenize(f->line2, f->line2_len, t, 5) != 4 || tok_u64(t[2], &ttr) < 0 ||
-        tok_u64(t[3], &size) < 0)
+    if (wb_tokenize(f->line2, f->line2_len, t, 5) != 4 || wb_tok_u64(t[2], &ttr) < 0 ||
+        wb_tok_u64(t[3], &size) < 0)
         what = "malformed lease header";
-    else if ((j = jobs_find(b, t[0])) == NULL)
+    else if ((j = wb_jobs_find(b, t[0])) == NULL)
         what = "unknown job id";
-    else if (job_is_backlog(b, j))
+    else if (wb_jobs_is_backlog(b, j))
         what = "backlog job leased before the measured jobs";
-    else if (!tok_is(t[1], b->names[j->name]))
+    else if (!wb_tok_is(t[1], b->names[j->name]))
         what = "wrong queue name";
     else if (r->job != BENCH_JOB_NONE && j->name != r->job)
         what = "job from a queue not asked for";
@@ -1144,117 +1144,118 @@ wq_lease_check(struct conn *c, const struct req *r, const struct frame *f)
         what = "wrong ttr";
     else if (size != b->opt.payload)
         what = "wrong payload size";
-    else if (uuid_unparse_lower(j->id, id), !payload_matches(f->data, f->data_len, id))
+    else if (uuid_unparse_lower(j->id, id), !wb_payload_matches(f->data, f->data_len, id))
         what = "wrong payload";
-    else if (!(j->flags & JOB_SENT))
+    else if (!(j->flags & WB_JOB_SENT))
         what = "job leased before it was sent";
-    else if (j->flags & JOB_LEASED)
+    else if (j->flags & WB_JOB_LEASED)
         what = "job leased twice";
     if (what == NULL)
         return j;
-    bench_error_reply(c, r, f, what);
+    wb_error_reply(c, r, f, what);
     return NULL;
 }
 
 /* lease: a job, checked and completed at once on the same connection, or
  * -TIMEOUT after the wait. */
 static void
-reply_lease(struct conn *c, const struct req *r, const struct frame *f)
+wb_wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     if (f->data == NULL) {
-        if (frame_is(f, "-TIMEOUT"))
-            lease_timed_out(c, r, f);
+        if (wb_frame_is(f, "-TIMEOUT"))
+            wb_run_lease_timed_out(c, r, f);
         else
-            bench_error_reply(c, r, f, "unexpected reply");
+            wb_error_reply(c, r, f, "unexpected reply");
         return;
     }
-    struct job *j = wq_lease_check(c, r, f);
+    struct wb_job *j = wb_wq_lease_check(c, r, f);
     if (j == NULL)
         return;
-    j->flags |= JOB_LEASED;
+    j->flags |= WB_JOB_LEASED;
     b->leased++;
-    wq_complete(c, j);
+    wb_wq_complete(c, j);
 }
 
 /* complete (workq) and delete (beanstalkd). */
 static void
-reply_complete(struct conn *c, const struct req *r, const struct frame *f)
+reply_complete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    if (!frame_is(f, r->op == OP_COMPLETE ? "+OK" : "DELETED")) {
-        bench_error_reply(c, r, f, "unexpected reply");
+    if (!wb_frame_is(f, r->op == OP_COMPLETE ? "+OK" : "DELETED")) {
+        wb_error_reply(c, r, f, "unexpected reply");
         return;
     }
     b->completes_ok++;
     if (r->job != BENCH_JOB_NONE)
-        b->jobs[r->job].flags |= JOB_DONE;
+        b->jobs[r->job].flags |= WB_JOB_DONE;
 }
 
 /* run: the result a worker stored, which must be the job's id. */
 static void
-reply_run(struct conn *c, const struct req *r, const struct frame *f)
+wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    struct job *j = &b->jobs[r->job];
-    struct tok t[4];
+    struct wb_job *j = &b->jobs[r->job];
+    struct wb_tok t[4];
     char id[BENCH_ID_LEN + 1];
     uuid_unparse_lower(j->id, id);
     if (f->data == NULL) {
-        bench_error_reply(c, r, f, "no result");
-        jobs_lost(b, j);
+        wb_error_reply(c, r, f, "no result");
+        wb_jobs_lost(b, j);
         return;
     }
-    if (tokenize(f->line2, f->line2_len, t, 4) != 3 || !tok_is(t[0], id) || !tok_is(t[1], "1") ||
-        f->data_len != BENCH_ID_LEN || memcmp(f->data, id, BENCH_ID_LEN) != 0) {
-        bench_error_reply(c, r, f, "wrong result");
+    if (wb_tokenize(f->line2, f->line2_len, t, 4) != 3 || !wb_tok_is(t[0], id) ||
+        !wb_tok_is(t[1], "1") || f->data_len != BENCH_ID_LEN ||
+        memcmp(f->data, id, BENCH_ID_LEN) != 0) {
+        wb_error_reply(c, r, f, "wrong result");
         return;
     }
-    j->flags |= JOB_DONE;
+    j->flags |= WB_JOB_DONE;
     b->runs_ok++;
 }
 
 /* beanstalkd: check a reserved payload against job ji. */
 static void
-bs_reserve_check(struct conn *c, uint64_t bid, uint32_t ji, const char *data, size_t len)
+wb_bs_reserve_check(struct wb_conn *c, uint64_t bid, uint32_t ji, const char *data, size_t len)
 {
     struct bench *b = c->b;
-    struct job *j = &b->jobs[ji];
+    struct wb_job *j = &b->jobs[ji];
     char id[BENCH_ID_LEN + 1];
     uuid_unparse_lower(j->id, id);
-    if (len != b->opt.payload || !payload_matches(data, len, id))
-        bench_error(b, "conn %u: reserve: wrong payload for job %" PRIu64, c->idx, bid);
-    else if (j->flags & JOB_LEASED)
-        bench_error(b, "conn %u: reserve: job %" PRIu64 " reserved twice", c->idx, bid);
-    j->flags |= JOB_LEASED;
+    if (len != b->opt.payload || !wb_payload_matches(data, len, id))
+        wb_error(b, "conn %u: reserve: wrong payload for job %" PRIu64, c->idx, bid);
+    else if (j->flags & WB_JOB_LEASED)
+        wb_error(b, "conn %u: reserve: job %" PRIu64 " reserved twice", c->idx, bid);
+    j->flags |= WB_JOB_LEASED;
 }
 
 /* put: INSERTED <id>; also settles a reservation that came first. */
 static void
-reply_put(struct conn *c, const struct req *r, const struct frame *f)
+wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    struct job *j = &b->jobs[r->job];
-    struct tok t[3];
+    struct wb_job *j = &b->jobs[r->job];
+    struct wb_tok t[3];
     uint64_t bid;
-    if (tokenize(f->line, f->line_len, t, 3) != 2 || !tok_is(t[0], "INSERTED") ||
-        tok_u64(t[1], &bid) < 0 || bid == 0 || f->data != NULL) {
-        bench_error_reply(c, r, f, "unexpected reply");
-        jobs_lost(b, j);
+    if (wb_tokenize(f->line, f->line_len, t, 3) != 2 || !wb_tok_is(t[0], "INSERTED") ||
+        wb_tok_u64(t[1], &bid) < 0 || bid == 0 || f->data != NULL) {
+        wb_error_reply(c, r, f, "unexpected reply");
+        wb_jobs_lost(b, j);
         return;
     }
-    bench_created(b, r->job);
-    struct bid_slot *s = bidmap_slot(b, bid);
+    wb_run_created(b, r->job);
+    struct wb_bs_slot *s = bidmap_slot(b, bid);
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
     if (s->job != BENCH_JOB_NONE) {
-        bench_error_reply(c, r, f, "id given to two jobs");
+        wb_error_reply(c, r, f, "id given to two jobs");
         return;
     }
     s->job = r->job;
     if (s->held != 0) {
-        struct held_payload *h = &b->held[s->held - 1];
-        bs_reserve_check(c, bid, r->job, h->data, h->len);
+        struct wb_bs_held *h = &b->held[s->held - 1];
+        wb_bs_reserve_check(c, bid, r->job, h->data, h->len);
         free(h->data);
         h->data = NULL;
         s->held = 0;
@@ -1264,7 +1265,7 @@ reply_put(struct conn *c, const struct req *r, const struct frame *f)
 
 /* Keep a reserved payload whose INSERTED has not been read yet. */
 static void
-bs_hold(struct bench *b, struct bid_slot *s, const struct frame *f)
+wb_bs_hold(struct bench *b, struct wb_bs_slot *s, const struct wb_frame *f)
 {
     if (b->nheld == b->held_cap) {
         b->held_cap = b->held_cap == 0 ? 64 : b->held_cap * 2;
@@ -1274,8 +1275,8 @@ bs_hold(struct bench *b, struct bid_slot *s, const struct frame *f)
             exit(1);
         }
     }
-    struct held_payload *h = &b->held[b->nheld++];
-    h->data = xcalloc(1, f->data_len);
+    struct wb_bs_held *h = &b->held[b->nheld++];
+    h->data = wb_xcalloc(1, f->data_len);
     memcpy(h->data, f->data, f->data_len);
     h->len = f->data_len;
     s->held = (uint32_t)b->nheld;
@@ -1284,75 +1285,76 @@ bs_hold(struct bench *b, struct bid_slot *s, const struct frame *f)
 
 /* reserve-with-timeout: RESERVED <id> <bytes> + data, or TIMED_OUT. */
 static void
-reply_reserve(struct conn *c, const struct req *r, const struct frame *f)
+wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
-    struct tok t[4];
+    struct wb_tok t[4];
     uint64_t bid, size;
     if (f->data == NULL) {
-        if (frame_is(f, "TIMED_OUT") || frame_is(f, "DEADLINE_SOON"))
-            lease_timed_out(c, r, f);
+        if (wb_frame_is(f, "TIMED_OUT") || wb_frame_is(f, "DEADLINE_SOON"))
+            wb_run_lease_timed_out(c, r, f);
         else
-            bench_error_reply(c, r, f, "unexpected reply");
+            wb_error_reply(c, r, f, "unexpected reply");
         return;
     }
-    if (tokenize(f->line, f->line_len, t, 4) != 3 || tok_u64(t[1], &bid) < 0 || bid == 0 ||
-        tok_u64(t[2], &size) < 0) {
-        bench_error_reply(c, r, f, "malformed reply");
+    if (wb_tokenize(f->line, f->line_len, t, 4) != 3 || wb_tok_u64(t[1], &bid) < 0 || bid == 0 ||
+        wb_tok_u64(t[2], &size) < 0) {
+        wb_error_reply(c, r, f, "malformed reply");
         return;
     }
     /* The INSERTED naming this id comes on another connection and may not
      * have been read yet: then hold the payload until it is.  The delete
      * needs only the id, so it goes out at once either way. */
-    struct bid_slot *s = bidmap_slot(b, bid);
+    struct wb_bs_slot *s = bidmap_slot(b, bid);
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
     /* Every backlog put was answered before the measured phase, so a
      * backlog job is always known here.  It is left reserved, not deleted,
      * so it comes back when its TTR ends; until then the backlog is one job
      * short, and the run fails. */
-    if (s->job != BENCH_JOB_NONE && job_is_backlog(b, &b->jobs[s->job])) {
-        bench_error_reply(c, r, f, "backlog job reserved before the measured jobs");
+    if (s->job != BENCH_JOB_NONE && wb_jobs_is_backlog(b, &b->jobs[s->job])) {
+        wb_error_reply(c, r, f, "backlog job reserved before the measured jobs");
         return;
     }
     if (s->job != BENCH_JOB_NONE)
-        bs_reserve_check(c, bid, s->job, f->data, f->data_len);
+        wb_bs_reserve_check(c, bid, s->job, f->data, f->data_len);
     else if (s->held != 0)
-        bench_error_reply(c, r, f, "job reserved twice");
+        wb_error_reply(c, r, f, "job reserved twice");
     else
-        bs_hold(b, s, f);
+        wb_bs_hold(b, s, f);
     b->leased++;
-    bs_delete(c, bid, s->job);
+    wb_bs_delete(c, bid, s->job);
 }
 
 /* use: USING <tube> */
 static void
-reply_use(struct conn *c, const struct req *r, const struct frame *f)
+wb_bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    struct tok t[3];
-    if (tokenize(f->line, f->line_len, t, 3) != 2 || !tok_is(t[0], "USING") ||
-        !tok_is(t[1], c->b->names[r->job]))
-        bench_error_reply(c, r, f, "unexpected reply");
+    struct wb_tok t[3];
+    if (wb_tokenize(f->line, f->line_len, t, 3) != 2 || !wb_tok_is(t[0], "USING") ||
+        !wb_tok_is(t[1], c->b->names[r->job]))
+        wb_error_reply(c, r, f, "unexpected reply");
 }
 
 /* watch, ignore: WATCHING <count> */
 static void
-reply_watch(struct conn *c, const struct req *r, const struct frame *f)
+wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    struct tok t[3];
+    struct wb_tok t[3];
     uint64_t n;
-    if (tokenize(f->line, f->line_len, t, 3) != 2 || !tok_is(t[0], "WATCHING") ||
-        tok_u64(t[1], &n) < 0)
-        bench_error_reply(c, r, f, "unexpected reply");
+    if (wb_tokenize(f->line, f->line_len, t, 3) != 2 || !wb_tok_is(t[0], "WATCHING") ||
+        wb_tok_u64(t[1], &n) < 0)
+        wb_error_reply(c, r, f, "unexpected reply");
 }
 
-typedef void (*reply_fn)(struct conn *c, const struct req *r, const struct frame *f);
+typedef void (*wb_reply_fn)(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 
-static const reply_fn reply_table[] = {
-    [OP_ADD] = reply_created,     [OP_SCHEDULE] = reply_created,  [OP_RUN] = reply_run,
-    [OP_LEASE] = reply_lease,     [OP_COMPLETE] = reply_complete, [OP_PUT] = reply_put,
-    [OP_RESERVE] = reply_reserve, [OP_DELETE] = reply_complete,   [OP_USE] = reply_use,
-    [OP_WATCH] = reply_watch,
+static const wb_reply_fn reply_table[] = {
+    [OP_ADD] = wb_wq_reply_created,     [OP_SCHEDULE] = wb_wq_reply_created,
+    [OP_RUN] = wb_wq_reply_run,         [OP_LEASE] = wb_wq_reply_lease,
+    [OP_COMPLETE] = reply_complete,     [OP_PUT] = wb_bs_reply_put,
+    [OP_RESERVE] = wb_bs_reply_reserve, [OP_DELETE] = reply_complete,
+    [OP_USE] = wb_bs_reply_use,         [OP_WATCH] = wb_bs_reply_watch,
 };
 _Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
 
@@ -1367,7 +1369,7 @@ header_size(const char *s, size_t len, size_t *out)
     while (i > 0 && s[i - 1] != ' ')
         i--;
     uint64_t v;
-    if (tok_u64((struct tok){s + i, len - i}, &v) < 0 || v > BENCH_MAX_BLOCK)
+    if (wb_tok_u64((struct wb_tok){s + i, len - i}, &v) < 0 || v > BENCH_MAX_BLOCK)
         return -1;
     *out = (size_t)v;
     return 0;
@@ -1378,8 +1380,8 @@ header_size(const char *s, size_t len, size_t *out)
  * needed, -1 if the stream cannot be a reply (*why says why): then framing
  * is lost and the connection must go. */
 static int
-frame_find(struct evbuffer *in, enum bench_proto proto, enum req_op op, struct frame *f,
-           const char **why)
+wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struct wb_frame *f,
+              const char **why)
 {
     size_t avail = evbuffer_get_length(in), eol, size = 0, l2 = 0;
     struct evbuffer_ptr p = evbuffer_search_eol(in, NULL, &eol, EVBUFFER_EOL_CRLF_STRICT);
@@ -1392,10 +1394,10 @@ frame_find(struct evbuffer *in, enum bench_proto proto, enum req_op op, struct f
     /* A workq lease/run reply with a job is `+OK 1`, a header line ending in
      * the block size, the block and CRLF; beanstalkd's RESERVED line carries
      * the size itself.  Every other reply is one line. */
-    bool wq_block = proto == PROTO_WORKQ && (op == OP_LEASE || op == OP_RUN) && l1 == 5 &&
+    bool wq_block = proto == WB_PROTO_WORKQ && (op == OP_LEASE || op == OP_RUN) && l1 == 5 &&
                     memcmp(s, "+OK 1", 5) == 0;
-    bool bs_block =
-        proto == PROTO_BEANSTALKD && op == OP_RESERVE && l1 > 9 && memcmp(s, "RESERVED ", 9) == 0;
+    bool bs_block = proto == WB_PROTO_BEANSTALKD && op == OP_RESERVE && l1 > 9 &&
+                    memcmp(s, "RESERVED ", 9) == 0;
     if (!wq_block && !bs_block) {
         f->line = s;
         f->line_len = l1;
@@ -1441,7 +1443,7 @@ frame_find(struct evbuffer *in, enum bench_proto proto, enum req_op op, struct f
 /* The jobs a run has done: accepted adds for add, checked run results for
  * run, confirmed completes (deletes) for the others. */
 static uint64_t
-bench_done(const struct bench *b)
+wb_run_done(const struct bench *b)
 {
     if (b->opt.workload == WL_ADD)
         return b->created;
@@ -1452,9 +1454,9 @@ bench_done(const struct bench *b)
 
 /* End the run: stop the clock and leave the event loop. */
 static void
-bench_stop(struct bench *b)
+wb_run_stop(struct bench *b)
 {
-    b->t_end_ns = now_ns();
+    b->t_end_ns = wb_now_ns();
     b->phase = PH_DONE;
     event_base_loopbreak(b->base);
 }
@@ -1463,9 +1465,9 @@ bench_stop(struct bench *b)
  * schedule the first half produce and the rest consume; add only produces,
  * lease-complete only consumes (after a prefill in which everyone adds). */
 static bool
-bench_is_producer(const struct bench *b, unsigned idx)
+wb_run_is_producer(const struct bench *b, unsigned idx)
 {
-    enum bench_workload w = b->opt.workload;
+    enum wb_workload w = b->opt.workload;
     return w == WL_ADD || (w != WL_LEASE_COMPLETE && idx < b->opt.conns / 2);
 }
 
@@ -1476,8 +1478,8 @@ bench_set_roles(struct bench *b, bool prefill)
 {
     b->nprod = 0;
     for (unsigned i = 0; i < b->opt.conns; i++) {
-        struct conn *c = &b->conns[i];
-        c->producer = prefill || bench_is_producer(b, i);
+        struct wb_conn *c = &b->conns[i];
+        c->producer = prefill || wb_run_is_producer(b, i);
         if (c->producer) {
             c->prod_idx = b->nprod++;
             c->name = c->prod_idx % b->opt.names;
@@ -1485,7 +1487,7 @@ bench_set_roles(struct bench *b, bool prefill)
     }
 }
 
-static void bench_check_idle(struct bench *b);
+static void wb_run_check_idle(struct bench *b);
 
 /* Enter the measured phase: roles for the workload, the clock from zero.
  * In lease-complete the jobs to drain are those the prefill created. */
@@ -1496,23 +1498,23 @@ bench_start_measure(struct bench *b)
     b->phase = PH_MEASURE;
     if (b->opt.workload == WL_LEASE_COMPLETE)
         b->jobs_expected = b->created;
-    b->t0_ns = b->last_ns = now_ns();
+    b->t0_ns = b->last_ns = wb_now_ns();
     b->last_done = 0;
-    bench_fill_all(b);
-    bench_check_idle(b);
+    wb_run_fill_all(b);
+    wb_run_check_idle(b);
 }
 
 /* Enter an unmeasured phase in which every connection adds: the backlog
  * or the prefill of lease-complete. */
 static void
-bench_start_fill(struct bench *b, enum bench_phase phase)
+bench_start_fill(struct bench *b, enum wb_phase phase)
 {
     bench_set_roles(b, true);
     b->phase = phase;
-    b->last_ns = now_ns();
+    b->last_ns = wb_now_ns();
     b->last_done = 0;
-    bench_fill_all(b);
-    bench_check_idle(b);
+    wb_run_fill_all(b);
+    wb_run_check_idle(b);
 }
 
 /* The phase after the backlog (or after connecting, without one). */
@@ -1528,7 +1530,7 @@ bench_after_backlog(struct bench *b)
 /* Every connection is up: begin (with the backlog, then the prefill for
  * lease-complete). */
 static void
-bench_start(struct bench *b)
+wb_run_start(struct bench *b)
 {
     struct timeval tv = {BENCH_PROGRESS_MS / 1000, (BENCH_PROGRESS_MS % 1000) * 1000};
     if (b->progress)
@@ -1542,11 +1544,11 @@ bench_start(struct bench *b)
 /* Nothing in flight: maybe someone can send again (budget freed by a
  * failure); if not, this phase is over. */
 static void
-bench_check_idle(struct bench *b)
+wb_run_check_idle(struct bench *b)
 {
     if (b->phase == PH_CONNECT || b->phase == PH_DONE || b->inflight != 0)
         return;
-    bench_fill_all(b);
+    wb_run_fill_all(b);
     if (b->inflight != 0)
         return;
     if (b->phase == PH_BACKLOG)
@@ -1554,46 +1556,46 @@ bench_check_idle(struct bench *b)
     else if (b->phase == PH_PREFILL)
         bench_start_measure(b);
     else
-        bench_stop(b);
+        wb_run_stop(b);
 }
 
 /* c is connected and set up; the run starts when the last one is. */
 static void
-conn_ready(struct conn *c)
+wb_conn_ready(struct wb_conn *c)
 {
     c->ready = true;
     if (++c->b->nready == c->b->opt.conns)
-        bench_start(c->b);
+        wb_run_start(c->b);
 }
 
 /* The connection broke: count what was in flight as lost and go on without
  * it.  Before set-up finished it is fatal: the server is not there. */
 static void
-conn_fail(struct conn *c, const char *why)
+wb_conn_fail(struct wb_conn *c, const char *why)
 {
     struct bench *b = c->b;
     if (!c->ready) {
         fprintf(stderr, "workq-bench: cannot use %s: %s\n", b->addr, why);
         b->fatal = true;
-        bench_stop(b);
+        wb_run_stop(b);
         return;
     }
-    bench_error(b, "conn %u: %s (%u requests lost)", c->idx, why, (unsigned)c->count);
+    wb_error(b, "conn %u: %s (%u requests lost)", c->idx, why, (unsigned)c->count);
     /* A lost add may or may not have created its job; either way this run
-     * will not complete it.  Lost leases return their budget (conn_pop), so
+     * will not complete it.  Lost leases return their budget (wb_conn_pop), so
      * other consumers take over; jobs they had leased stay incomplete. */
     while (c->count > 0) {
-        struct req r = conn_pop(c);
-        if (op_is_produce((enum req_op)r.op))
-            jobs_lost(b, &b->jobs[r.job]);
-        if (op_is_measured((enum req_op)r.op))
+        struct wb_req r = wb_conn_pop(c);
+        if (op_is_produce((enum wb_op)r.op))
+            wb_jobs_lost(b, &b->jobs[r.job]);
+        if (op_is_measured((enum wb_op)r.op))
             b->errors++;
     }
     bufferevent_free(c->bev);
     c->bev = NULL;
     evbuffer_drain(c->out, evbuffer_get_length(c->out));
     c->closed = true;
-    bench_check_idle(b);
+    wb_run_check_idle(b);
 }
 
 /* Requests are written here, at the end of each callback, not by the
@@ -1607,7 +1609,7 @@ static void
 bench_flush(struct bench *b)
 {
     for (size_t i = 0; i < b->ndirty; i++) {
-        struct conn *c = b->dirty[i];
+        struct wb_conn *c = b->dirty[i];
         c->dirty = false;
         if (c->closed || evbuffer_get_length(c->out) == 0)
             continue;
@@ -1617,7 +1619,7 @@ bench_flush(struct bench *b)
         }
         if (evbuffer_write(c->out, bufferevent_getfd(c->bev)) < 0 && errno != EAGAIN &&
             errno != EWOULDBLOCK && errno != EINTR) {
-            conn_fail(c, strerror(errno));
+            wb_conn_fail(c, strerror(errno));
             continue;
         }
         if (evbuffer_get_length(c->out) > 0) {
@@ -1630,7 +1632,7 @@ bench_flush(struct bench *b)
 
 /* The bufferevent wrote what the socket refused before: back to flushing. */
 static void
-conn_write_cb(struct bufferevent *bev, void *arg)
+wb_conn_write_cb(struct bufferevent *bev, void *arg)
 {
     (void)arg;
     bufferevent_disable(bev, EV_WRITE);
@@ -1639,93 +1641,93 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 /* One complete reply to request r: its latency if measured, then the
  * handler for its type; the last set-up reply makes the connection ready. */
 static void
-conn_reply(struct conn *c, const struct req *r, const struct frame *f, uint64_t now)
+wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, uint64_t now)
 {
     struct bench *b = c->b;
-    if (b->phase == PH_MEASURE && op_is_measured((enum req_op)r->op)) {
+    if (b->phase == PH_MEASURE && op_is_measured((enum wb_op)r->op)) {
         uint64_t us = now > r->sent_ns ? (now - r->sent_ns) / 1000 : 0;
-        hist_record(&b->hist[r->op], us);
-        hist_record(&b->all, us);
+        wb_hist_record(&b->hist[r->op], us);
+        wb_hist_record(&b->all, us);
         b->requests++;
     }
     reply_table[r->op](c, r, f);
     if (!c->ready && --c->setup_left == 0)
-        conn_ready(c);
+        wb_conn_ready(c);
 }
 
 /* Parse every complete reply in the input, oldest request first; a partial
  * one stays for the next read.  Then refill the pipeline and flush. */
 static void
-conn_read_cb(struct bufferevent *bev, void *arg)
+wb_conn_read_cb(struct bufferevent *bev, void *arg)
 {
-    struct conn *c = arg;
+    struct wb_conn *c = arg;
     struct bench *b = c->b;
     struct evbuffer *in = bufferevent_get_input(bev);
-    uint64_t now = now_ns(); /* all replies read at once arrived at once */
+    uint64_t now = wb_now_ns(); /* all replies read at once arrived at once */
     while (evbuffer_get_length(in) > 0) {
-        struct frame f;
+        struct wb_frame f;
         const char *why;
         if (c->count == 0) {
-            conn_fail(c, "reply to no request");
+            wb_conn_fail(c, "reply to no request");
             bench_flush(b);
             return;
         }
-        int rc = frame_find(in, b->opt.proto, (enum req_op)c->ring[c->head].op, &f, &why);
+        int rc = wb_frame_find(in, b->opt.proto, (enum wb_op)c->ring[c->head].op, &f, &why);
         if (rc == 0)
             break;
         if (rc < 0) {
-            conn_fail(c, why);
+            wb_conn_fail(c, why);
             bench_flush(b);
             return;
         }
-        struct req r = conn_pop(c);
-        conn_reply(c, &r, &f, now);
+        struct wb_req r = wb_conn_pop(c);
+        wb_conn_reply(c, &r, &f, now);
         evbuffer_drain(in, f.total);
         if (b->phase == PH_DONE)
             return;
     }
-    conn_fill(c);
-    bench_check_idle(b);
+    wb_run_fill(c);
+    wb_run_check_idle(b);
     bench_flush(b);
 }
 
 /* beanstalkd connections select their tube and watch every name first. */
 static void
-conn_setup(struct conn *c)
+wb_conn_setup(struct wb_conn *c)
 {
     struct bench *b = c->b;
     c->setup_left = 0;
-    if (b->opt.proto == PROTO_BEANSTALKD && !bench_is_producer(b, c->idx)) {
+    if (b->opt.proto == WB_PROTO_BEANSTALKD && !wb_run_is_producer(b, c->idx)) {
         char line[64];
         for (uint32_t k = 0; k < b->opt.names; k++) {
             int n = snprintf(line, sizeof line, "watch %s\r\n", b->names[k]);
-            conn_send(c, line, (size_t)n);
-            conn_push(c, OP_WATCH, k);
+            wb_conn_send(c, line, (size_t)n);
+            wb_conn_push(c, OP_WATCH, k);
             c->setup_left++;
         }
-        conn_send(c, "ignore default\r\n", 16);
-        conn_push(c, OP_WATCH, BENCH_JOB_NONE);
+        wb_conn_send(c, "ignore default\r\n", 16);
+        wb_conn_push(c, OP_WATCH, BENCH_JOB_NONE);
         c->setup_left++;
     }
     if (c->setup_left == 0)
-        conn_ready(c);
+        wb_conn_ready(c);
 }
 
 /* Connected (set TCP_NODELAY: requests are small and latency is measured),
  * or the connection broke. */
 static void
-conn_event_cb(struct bufferevent *bev, short what, void *arg)
+wb_conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
-    struct conn *c = arg;
+    struct wb_conn *c = arg;
     if (what & BEV_EVENT_CONNECTED) {
         evutil_socket_t fd = bufferevent_getfd(bev);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        conn_setup(c);
+        wb_conn_setup(c);
     } else if (what & BEV_EVENT_EOF) {
-        conn_fail(c, "server closed the connection");
+        wb_conn_fail(c, "server closed the connection");
     } else {
-        conn_fail(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        wb_conn_fail(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     }
     bench_flush(c->b);
 }
@@ -1733,7 +1735,7 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 /* Start connecting c to the one address given; replies are read in chunks
  * of up to 256 KiB so a pipelined burst needs few callbacks. */
 static void
-conn_open(struct bench *b, struct conn *c)
+wb_conn_open(struct bench *b, struct wb_conn *c)
 {
     c->bev = bufferevent_socket_new(b->base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->out = evbuffer_new();
@@ -1741,7 +1743,7 @@ conn_open(struct bench *b, struct conn *c)
         fprintf(stderr, "workq-bench: cannot create a connection\n");
         exit(1);
     }
-    bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+    bufferevent_setcb(c->bev, wb_conn_read_cb, wb_conn_write_cb, wb_conn_event_cb, c);
     bufferevent_set_max_single_read(c->bev, 256 * 1024);
     bufferevent_enable(c->bev, EV_READ); /* EV_WRITE: see bench_flush */
     if (bufferevent_socket_connect(c->bev, b->ai->ai_addr, (int)b->ai->ai_addrlen) < 0) {
@@ -1756,13 +1758,13 @@ conn_open(struct bench *b, struct conn *c)
 /* The progress line on a terminal: the rate over the last interval, not
  * the average, so stalls show. */
 static void
-bench_progress_cb(evutil_socket_t fd, short what, void *arg)
+wb_report_progress_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct bench *b = arg;
-    const char *label = bench_workload_names[b->opt.workload];
-    uint64_t now = now_ns(), done = bench_done(b);
+    const char *label = wb_workload_names[b->opt.workload];
+    uint64_t now = wb_now_ns(), done = wb_run_done(b);
     uint32_t of = b->opt.jobs;
     if (b->phase == PH_BACKLOG) {
         label = "backlog";
@@ -1790,7 +1792,7 @@ bench_timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->timed_out = true;
-    bench_stop(b);
+    wb_run_stop(b);
 }
 
 /* Ctrl-C: report what was done so far and fail. */
@@ -1801,7 +1803,7 @@ bench_sigint_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->interrupted = true;
-    bench_stop(b);
+    wb_run_stop(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1809,12 +1811,12 @@ bench_sigint_cb(evutil_socket_t fd, short what, void *arg)
 
 /* The request types a workload measures, in report order. */
 static int
-bench_report_ops(const struct bench *b, enum req_op *ops)
+bench_report_ops(const struct bench *b, enum wb_op *ops)
 {
     int n = 0;
-    bool bs = b->opt.proto == PROTO_BEANSTALKD;
+    bool bs = b->opt.proto == WB_PROTO_BEANSTALKD;
     if (b->opt.workload != WL_LEASE_COMPLETE)
-        ops[n++] = bench_produce_op(b);
+        ops[n++] = wb_run_produce_op(b);
     if (b->opt.workload != WL_ADD) {
         ops[n++] = bs ? OP_RESERVE : OP_LEASE;
         ops[n++] = bs ? OP_DELETE : OP_COMPLETE;
@@ -1837,11 +1839,11 @@ bench_seconds(const struct bench *b)
 
 /* One row of the latency table, in milliseconds. */
 static void
-report_hist_line(const char *name, const struct hist *h)
+report_hist_line(const char *name, const struct wb_hist *h)
 {
     printf("  %-10s %10" PRIu64, name, h->count);
     for (unsigned i = 0; i < BENCH_ARRAY_LEN(report_permyriads); i++)
-        printf(" %9.3f", (double)hist_percentile(h, report_permyriads[i]) / 1000.0);
+        printf(" %9.3f", (double)wb_hist_percentile(h, report_permyriads[i]) / 1000.0);
     printf(" %9.3f\n", (double)h->max / 1000.0);
 }
 
@@ -1850,11 +1852,11 @@ static void
 report_human(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    uint64_t done = bench_done(b);
-    enum req_op ops[3];
+    uint64_t done = wb_run_done(b);
+    enum wb_op ops[3];
     int nops = bench_report_ops(b, ops);
-    printf("== %s, %s at %s ==\n", bench_workload_names[b->opt.workload],
-           bench_proto_names[b->opt.proto], b->addr);
+    printf("== %s, %s at %s ==\n", wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto],
+           b->addr);
     printf("connections %" PRIu32 " (%u producing), pipeline %" PRIu32 ", payload %" PRIu32
            " bytes, names %" PRIu32 "%s\n",
            b->opt.conns, b->nprod, b->opt.pipeline, b->opt.payload, b->opt.names,
@@ -1876,7 +1878,7 @@ report_human(const struct bench *b, uint64_t incomplete)
     printf("latency (ms)      count       p50       p90       p99     p99.9       max\n");
     report_hist_line("all", &b->all);
     for (int i = 0; i < nops; i++)
-        report_hist_line(op_names[ops[i]], &b->hist[ops[i]]);
+        report_hist_line(wb_op_names[ops[i]], &b->hist[ops[i]]);
 }
 
 /* -q: one line. */
@@ -1885,9 +1887,9 @@ report_quiet(const struct bench *b)
 {
     double secs = bench_seconds(b);
     printf("%s: %.0f jobs/s, p50 %.3f ms, p99 %.3f ms, errors %" PRIu64 "\n",
-           bench_workload_names[b->opt.workload], secs > 0 ? (double)bench_done(b) / secs : 0,
-           (double)hist_percentile(&b->all, 5000) / 1000.0,
-           (double)hist_percentile(&b->all, 9900) / 1000.0, b->errors);
+           wb_workload_names[b->opt.workload], secs > 0 ? (double)wb_run_done(b) / secs : 0,
+           (double)wb_hist_percentile(&b->all, 5000) / 1000.0,
+           (double)wb_hist_percentile(&b->all, 9900) / 1000.0, b->errors);
 }
 
 /* --csv: a header and one line; latency columns in microseconds for all
@@ -1896,27 +1898,27 @@ static void
 report_csv(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    enum req_op ops[4] = {OP_COUNT};
+    enum wb_op ops[4] = {OP_COUNT};
     int nops = bench_report_ops(b, ops + 1) + 1;
     printf("workload,protocol,address,connections,pipeline,payload,names,priorities,backlog,"
            "backlog_added,jobs,done,errors,incomplete,timed_out,seconds,jobs_per_sec,"
            "requests_per_sec");
     for (int i = 0; i < nops; i++) {
-        const char *p = i == 0 ? "all" : op_names[ops[i]];
+        const char *p = i == 0 ? "all" : wb_op_names[ops[i]];
         printf(",%s_count,%s_p50_us,%s_p90_us,%s_p99_us,%s_p999_us,%s_max_us", p, p, p, p, p, p);
     }
     printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu64
            ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
-           bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
-           b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities,
-           b->opt.backlog, b->backlog_created, b->opt.jobs, bench_done(b), b->errors, incomplete,
-           b->timed_out || b->interrupted, secs, secs > 0 ? (double)bench_done(b) / secs : 0,
+           wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
+           b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities, b->opt.backlog,
+           b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
+           b->timed_out || b->interrupted, secs, secs > 0 ? (double)wb_run_done(b) / secs : 0,
            secs > 0 ? (double)b->requests / secs : 0);
     for (int i = 0; i < nops; i++) {
-        const struct hist *h = i == 0 ? &b->all : &b->hist[ops[i]];
+        const struct wb_hist *h = i == 0 ? &b->all : &b->hist[ops[i]];
         printf(",%" PRIu64, h->count);
         for (unsigned k = 0; k < BENCH_ARRAY_LEN(report_permyriads); k++)
-            printf(",%" PRIu64, hist_percentile(h, report_permyriads[k]));
+            printf(",%" PRIu64, wb_hist_percentile(h, report_permyriads[k]));
         printf(",%" PRIu64, h->max);
     }
     printf("\n");
@@ -1924,12 +1926,13 @@ report_csv(const struct bench *b, uint64_t incomplete)
 
 /* One latency object of the JSON report, in microseconds. */
 static void
-report_json_hist(const char *name, const struct hist *h, bool last)
+report_json_hist(const char *name, const struct wb_hist *h, bool last)
 {
     printf("\"%s\":{\"count\":%" PRIu64 ",\"mean\":%.1f", name, h->count,
            h->count > 0 ? (double)h->sum / (double)h->count : 0.0);
     for (unsigned k = 0; k < BENCH_ARRAY_LEN(report_permyriads); k++)
-        printf(",\"%s\":%" PRIu64, report_pct_names[k], hist_percentile(h, report_permyriads[k]));
+        printf(",\"%s\":%" PRIu64, report_pct_names[k],
+               wb_hist_percentile(h, report_permyriads[k]));
     printf(",\"max\":%" PRIu64 "}%s", h->max, last ? "" : ",");
 }
 
@@ -1938,26 +1941,25 @@ static void
 report_json(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    enum req_op ops[3];
+    enum wb_op ops[3];
     int nops = bench_report_ops(b, ops);
     /* The address is host:port from the command line, with nothing to escape
      * in practice; names are ours. */
-    printf("{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
-           ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
-           ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"backlog_added\":%" PRIu64
-           ",\"jobs\":%" PRIu32 ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64
-           ",\"incomplete\":%" PRIu64
-           ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
-           ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
-           bench_workload_names[b->opt.workload], bench_proto_names[b->opt.proto], b->addr,
-           b->opt.conns, b->opt.pipeline, b->opt.payload, b->opt.names,
-           b->opt.priorities ? "true" : "false", b->opt.backlog, b->backlog_created, b->opt.jobs,
-           bench_done(b), b->errors, incomplete, b->timed_out ? "true" : "false",
-           b->interrupted ? "true" : "false", b->lease_timeouts, secs,
-           secs > 0 ? (double)bench_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
+    printf(
+        "{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
+        ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
+        ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"backlog_added\":%" PRIu64 ",\"jobs\":%" PRIu32
+        ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"incomplete\":%" PRIu64
+        ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
+        ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
+        wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
+        b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities ? "true" : "false",
+        b->opt.backlog, b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
+        b->timed_out ? "true" : "false", b->interrupted ? "true" : "false", b->lease_timeouts, secs,
+        secs > 0 ? (double)wb_run_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
     report_json_hist("all", &b->all, nops == 0);
     for (int i = 0; i < nops; i++)
-        report_json_hist(op_names[ops[i]], &b->hist[ops[i]], i == nops - 1);
+        report_json_hist(wb_op_names[ops[i]], &b->hist[ops[i]], i == nops - 1);
     printf("}}\n");
 }
 
@@ -1966,7 +1968,7 @@ report_json(const struct bench *b, uint64_t incomplete)
 
 /* --help, and the text shown on a usage error. */
 static void
-usage(FILE *out)
+opts_usage(FILE *out)
 {
     fprintf(out,
             "Usage: workq-bench [OPTIONS]\n"
@@ -2014,9 +2016,9 @@ usage(FILE *out)
 static int
 parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-    struct tok t = {s, strlen(s)};
+    struct wb_tok t = {s, strlen(s)};
     uint64_t v;
-    if (tok_u64(t, &v) < 0 || v < min || v > max)
+    if (wb_tok_u64(t, &v) < 0 || v < min || v > max)
         return -1;
     *out = v;
     return 0;
@@ -2037,7 +2039,7 @@ opt_number(const char *name, const char *arg, uint64_t min, uint64_t max)
 
 /* HOST:PORT, [IPV6]:PORT; the strings point into arg, which is modified. */
 static void
-opt_addr(struct bench_opts *o, char *arg)
+opt_addr(struct wb_opts *o, char *arg)
 {
     char *colon = strrchr(arg, ':');
     if (colon == NULL || colon[1] == '\0' || colon == arg) {
@@ -2065,53 +2067,53 @@ opt_lookup(const char *const *names, int n, const char *what, const char *arg)
 }
 
 enum {
-    OPT_ADDR = 256,
-    OPT_NAMES,
-    OPT_PRIORITIES,
-    OPT_CSV,
-    OPT_JSON,
-    OPT_TIMEOUT,
-    OPT_PROTOCOL,
-    OPT_TTR,
-    OPT_TTL,
-    OPT_BACKLOG,
-    OPT_HELP
+    WB_OPT_ADDR = 256,
+    WB_OPT_NAMES,
+    WB_OPT_PRIORITIES,
+    WB_OPT_CSV,
+    WB_OPT_JSON,
+    WB_OPT_TIMEOUT,
+    WB_OPT_PROTOCOL,
+    WB_OPT_TTR,
+    WB_OPT_TTL,
+    WB_OPT_BACKLOG,
+    WB_OPT_HELP
 };
 
-static void opt_finish(struct bench_opts *o);
+static void opt_finish(struct wb_opts *o);
 
 /* Fill o from the command line; exits 2 on anything invalid, 0 after
  * --help. */
 static void
-opt_parse(struct bench_opts *o, int argc, char **argv)
+wb_opts_parse(struct wb_opts *o, int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"addr", required_argument, NULL, OPT_ADDR},
-        {"names", required_argument, NULL, OPT_NAMES},
-        {"priorities", no_argument, NULL, OPT_PRIORITIES},
-        {"csv", no_argument, NULL, OPT_CSV},
-        {"json", no_argument, NULL, OPT_JSON},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"protocol", required_argument, NULL, OPT_PROTOCOL},
-        {"ttr", required_argument, NULL, OPT_TTR},
-        {"ttl", required_argument, NULL, OPT_TTL},
-        {"backlog", required_argument, NULL, OPT_BACKLOG},
-        {"help", no_argument, NULL, OPT_HELP},
+    static const struct option long_options[] = {
+        {"addr", required_argument, NULL, WB_OPT_ADDR},
+        {"names", required_argument, NULL, WB_OPT_NAMES},
+        {"priorities", no_argument, NULL, WB_OPT_PRIORITIES},
+        {"csv", no_argument, NULL, WB_OPT_CSV},
+        {"json", no_argument, NULL, WB_OPT_JSON},
+        {"timeout", required_argument, NULL, WB_OPT_TIMEOUT},
+        {"protocol", required_argument, NULL, WB_OPT_PROTOCOL},
+        {"ttr", required_argument, NULL, WB_OPT_TTR},
+        {"ttl", required_argument, NULL, WB_OPT_TTL},
+        {"backlog", required_argument, NULL, WB_OPT_BACKLOG},
+        {"help", no_argument, NULL, WB_OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    *o = (struct bench_opts){.host = "127.0.0.1",
-                             .workload = WL_CYCLE,
-                             .proto = PROTO_WORKQ,
-                             .conns = 50,
-                             .jobs = 100000,
-                             .payload = 16,
-                             .pipeline = 1,
-                             .names = 1,
-                             .ttr_ms = 60000,
-                             .ttl_ms = 3600000,
-                             .timeout_s = 300};
+    *o = (struct wb_opts){.host = "127.0.0.1",
+                          .workload = WL_CYCLE,
+                          .proto = WB_PROTO_WORKQ,
+                          .conns = 50,
+                          .jobs = 100000,
+                          .payload = 16,
+                          .pipeline = 1,
+                          .names = 1,
+                          .ttr_ms = 60000,
+                          .ttl_ms = 3600000,
+                          .timeout_s = 300};
     int ch;
-    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", long_options, NULL)) != -1) {
         switch (ch) {
         case 'h':
             o->host = optarg;
@@ -2134,47 +2136,47 @@ opt_parse(struct bench_opts *o, int argc, char **argv)
             break;
         case 't':
             o->workload =
-                (enum bench_workload)opt_lookup(bench_workload_names, WL_COUNT, "workload", optarg);
+                (enum wb_workload)opt_lookup(wb_workload_names, WL_COUNT, "workload", optarg);
             break;
         case 'q':
             o->quiet = true;
             break;
-        case OPT_ADDR:
+        case WB_OPT_ADDR:
             opt_addr(o, optarg);
             break;
-        case OPT_NAMES:
+        case WB_OPT_NAMES:
             o->names = (uint32_t)opt_number("--names", optarg, 1, BENCH_MAX_NAMES);
             break;
-        case OPT_PRIORITIES:
+        case WB_OPT_PRIORITIES:
             o->priorities = true;
             break;
-        case OPT_CSV:
+        case WB_OPT_CSV:
             o->csv = true;
             break;
-        case OPT_JSON:
+        case WB_OPT_JSON:
             o->json = true;
             break;
-        case OPT_TIMEOUT:
+        case WB_OPT_TIMEOUT:
             o->timeout_s = (uint32_t)opt_number("--timeout", optarg, 0, 86400 * 365);
             break;
-        case OPT_PROTOCOL:
+        case WB_OPT_PROTOCOL:
             o->proto =
-                (enum bench_proto)opt_lookup(bench_proto_names, PROTO_COUNT, "protocol", optarg);
+                (enum wb_proto)opt_lookup(wb_proto_names, WB_PROTO_COUNT, "protocol", optarg);
             break;
-        case OPT_TTR:
+        case WB_OPT_TTR:
             o->ttr_ms = (uint32_t)opt_number("--ttr", optarg, 1, 86400000);
             break;
-        case OPT_TTL:
+        case WB_OPT_TTL:
             o->ttl_ms = opt_number("--ttl", optarg, 1, UINT64_MAX / 2);
             break;
-        case OPT_BACKLOG:
+        case WB_OPT_BACKLOG:
             o->backlog = (uint32_t)opt_number("--backlog", optarg, 0, BENCH_MAX_ALL_JOBS);
             break;
-        case OPT_HELP:
-            usage(stdout);
+        case WB_OPT_HELP:
+            opts_usage(stdout);
             exit(0);
         default:
-            usage(stderr);
+            opts_usage(stderr);
             exit(2);
         }
     }
@@ -2188,20 +2190,20 @@ opt_parse(struct bench_opts *o, int argc, char **argv)
 /* Defaults that depend on other options, and combinations that make no
  * sense; exits 2 on those. */
 static void
-opt_finish(struct bench_opts *o)
+opt_finish(struct wb_opts *o)
 {
     if (o->port == NULL)
-        o->port = o->proto == PROTO_BEANSTALKD ? "11300" : "9922";
+        o->port = o->proto == WB_PROTO_BEANSTALKD ? "11300" : "9922";
     if (o->csv && o->json) {
         fprintf(stderr, "workq-bench: --csv and --json exclude each other\n");
         exit(2);
     }
     if (o->conns < 2 && o->workload != WL_ADD && o->workload != WL_LEASE_COMPLETE) {
         fprintf(stderr, "workq-bench: %s needs at least 2 connections\n",
-                bench_workload_names[o->workload]);
+                wb_workload_names[o->workload]);
         exit(2);
     }
-    if (o->proto == PROTO_BEANSTALKD && o->workload == WL_RUN) {
+    if (o->proto == WB_PROTO_BEANSTALKD && o->workload == WL_RUN) {
         fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
         exit(2);
     }
@@ -2235,31 +2237,31 @@ bench_init(struct bench *b)
     }
     snprintf(b->addr, sizeof b->addr, strchr(b->opt.host, ':') ? "[%s]:%s" : "%s:%s", b->opt.host,
              b->opt.port);
-    b->rng = now_ns() ^ ((uint64_t)getpid() << 32);
+    b->rng = wb_now_ns() ^ ((uint64_t)getpid() << 32);
     b->jobs_expected = b->opt.jobs;
     b->nbacklog = b->opt.backlog * b->opt.names; /* opt_finish keeps it in range */
     /* Names carry a tag of this run, so jobs left on the server by an earlier
      * run (an `add` run leaves all of them) are never leased by this one. */
-    unsigned tag = (unsigned)(rng_next(b) & 0xffffff);
-    b->names = xcalloc(b->opt.names, sizeof *b->names);
+    unsigned tag = (unsigned)(wb_rng_next(b) & 0xffffff);
+    b->names = wb_xcalloc(b->opt.names, sizeof *b->names);
     size_t cap = 32;
     for (uint32_t k = 0; k < b->opt.names; k++) {
         snprintf(b->names[k], sizeof b->names[k], "bench.%06x.%" PRIu32, tag, k);
         cap += strlen(b->names[k]) + 1;
     }
     /* Consumers lease from every name at once. */
-    b->lease_line = xcalloc(1, cap);
+    b->lease_line = wb_xcalloc(1, cap);
     size_t len = (size_t)sprintf(b->lease_line, "lease");
     for (uint32_t k = 0; k < b->opt.names; k++)
         len += (size_t)sprintf(b->lease_line + len, " %s", b->names[k]);
     len += (size_t)sprintf(b->lease_line + len, " %d\r\n", BENCH_LEASE_WAIT_MS);
     b->lease_len = len;
     b->scratch_len = 512 + (size_t)b->opt.payload + 2;
-    b->scratch = xcalloc(1, b->scratch_len);
-    jobs_init(b);
-    b->conns = xcalloc(b->opt.conns, sizeof *b->conns);
+    b->scratch = wb_xcalloc(1, b->scratch_len);
+    wb_jobs_init(b);
+    b->conns = wb_xcalloc(b->opt.conns, sizeof *b->conns);
     b->dirty_cap = b->opt.conns;
-    b->dirty = xcalloc(b->dirty_cap, sizeof *b->dirty);
+    b->dirty = wb_xcalloc(b->dirty_cap, sizeof *b->dirty);
     for (unsigned i = 0; i < b->opt.conns; i++) {
         b->conns[i].b = b;
         b->conns[i].idx = i;
@@ -2306,20 +2308,20 @@ bench_incomplete(struct bench *b)
 {
     if (b->timed_out || b->interrupted)
         return 0;
-    uint64_t done = bench_done(b),
+    uint64_t done = wb_run_done(b),
              incomplete = b->jobs_expected > done ? b->jobs_expected - done : 0;
     if (b->held_open > 0)
-        bench_error(b, "%zu reserved payloads never matched a put", b->held_open);
+        wb_error(b, "%zu reserved payloads never matched a put", b->held_open);
     if (incomplete > 0)
-        bench_error(b, "%" PRIu64 " jobs were accepted but never completed", incomplete);
+        wb_error(b, "%" PRIu64 " jobs were accepted but never completed", incomplete);
     return incomplete;
 }
 
 int
 main(int argc, char **argv)
 {
-    struct bench *b = xcalloc(1, sizeof *b);
-    opt_parse(&b->opt, argc, argv);
+    struct bench *b = wb_xcalloc(1, sizeof *b);
+    wb_opts_parse(&b->opt, argc, argv);
     signal(SIGPIPE, SIG_IGN);
     b->progress = !b->opt.quiet && isatty(STDERR_FILENO);
     bench_init(b);
@@ -2328,7 +2330,7 @@ main(int argc, char **argv)
         fprintf(stderr, "workq-bench: cannot create an event base\n");
         return 1;
     }
-    b->progress_ev = event_new(b->base, -1, EV_PERSIST, bench_progress_cb, b);
+    b->progress_ev = event_new(b->base, -1, EV_PERSIST, wb_report_progress_cb, b);
     b->timeout_ev = evtimer_new(b->base, bench_timeout_cb, b);
     b->sigint_ev = evsignal_new(b->base, SIGINT, bench_sigint_cb, b);
     event_add(b->sigint_ev, NULL);
@@ -2337,7 +2339,7 @@ main(int argc, char **argv)
         event_add(b->timeout_ev, &tv);
     }
     for (unsigned i = 0; i < b->opt.conns; i++)
-        conn_open(b, &b->conns[i]);
+        wb_conn_open(b, &b->conns[i]);
     event_base_dispatch(b->base);
     if (b->progress)
         fprintf(stderr, "\r%-79s\r", "");
@@ -2346,7 +2348,7 @@ main(int argc, char **argv)
         return 1;
     }
     if (b->timed_out)
-        bench_error(b, "timed out after %" PRIu32 " s", b->opt.timeout_s);
+        wb_error(b, "timed out after %" PRIu32 " s", b->opt.timeout_s);
     uint64_t incomplete = bench_incomplete(b);
     if (b->opt.csv)
         report_csv(b, incomplete);
