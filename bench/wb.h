@@ -326,8 +326,9 @@ void wb_run_lease_timed_out(struct wb_conn *c, const struct wb_req *r, const str
 /* Job ji was accepted (add, schedule, put). */
 void wb_run_created(struct bench *b, uint32_t ji);
 
-/* A complete or delete was confirmed; job may be BENCH_JOB_NONE. */
-void wb_run_completed(struct bench *b, uint32_t job);
+/* A complete or delete was answered: the job is done if the reply is ok. */
+void wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                      const char *ok);
 
 /* The jobs the run has done, as its workload counts them. */
 uint64_t wb_run_done(const struct bench *b);

@@ -220,10 +220,7 @@ wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_f
 void
 wb_bs_reply_delete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    if (wb_frame_is(f, "DELETED"))
-        wb_run_completed(c->b, r->job);
-    else
-        wb_error_reply(c, r, f, "unexpected reply");
+    wb_run_completed(c, r, f, "DELETED");
 }
 
 /* use: USING <tube> */

@@ -214,15 +214,21 @@ wb_run_created(struct bench *b, uint32_t ji)
     bench_ticket(b, ji);
 }
 
-/* A complete (workq) or delete (beanstalkd) was confirmed; job is
- * BENCH_JOB_NONE for a beanstalkd job whose INSERTED was not read before
- * its delete went out. */
+/* The reply f to a complete (workq) or delete (beanstalkd) r: if it is the
+ * line ok, the job is done.  r->job is BENCH_JOB_NONE for a beanstalkd job
+ * whose INSERTED was not read before its delete went out. */
 void
-wb_run_completed(struct bench *b, uint32_t job)
+wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                 const char *ok)
 {
+    struct bench *b = c->b;
+    if (!wb_frame_is(f, ok)) {
+        wb_error_reply(c, r, f, "unexpected reply");
+        return;
+    }
     b->completes_ok++;
-    if (job != BENCH_JOB_NONE)
-        b->jobs[job].flags |= WB_JOB_DONE;
+    if (r->job != BENCH_JOB_NONE)
+        b->jobs[r->job].flags |= WB_JOB_DONE;
 }
 
 /* The jobs a run has done: accepted adds for add, checked run results for

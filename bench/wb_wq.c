@@ -160,10 +160,7 @@ wb_wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_fra
 void
 wb_wq_reply_complete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    if (wb_frame_is(f, "+OK"))
-        wb_run_completed(c->b, r->job);
-    else
-        wb_error_reply(c, r, f, "unexpected reply");
+    wb_run_completed(c, r, f, "+OK");
 }
 
 /* run: the result a worker stored, which must be the job's id. */
