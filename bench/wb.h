@@ -141,7 +141,7 @@ struct wb_conn {
     struct bench *b;
     unsigned idx;
     struct bufferevent *bev;
-    struct evbuffer *out; /* requests not yet written; see bench_flush */
+    struct evbuffer *out; /* requests not yet written; see bench_flush (wb_conn.c) */
     bool ready;           /* connected and set up */
     bool closed;          /* failed; never used again */
     bool producer;        /* in the current phase */
