@@ -1,4 +1,3 @@
-
 /* wb_run.c - a workq-bench run: the roles of the connections, the phases
  * (backlog, prefill, measure), what each connection sends next, the lease
  * budget and the tickets, and the counts of jobs created and done.

@@ -14,7 +14,6 @@
  * (allocation, the clock, random numbers, counting errors). */
 #include "wb.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
