@@ -139,7 +139,7 @@ static void opt_finish(struct wb_opts *o);
 void
 wb_opts_parse(struct wb_opts *o, int argc, char **argv)
 {
-    static const struct option long_options[] = {
+    static const struct option wb_long_options[] = {
         {"addr", required_argument, NULL, WB_OPT_ADDR},
         {"names", required_argument, NULL, WB_OPT_NAMES},
         {"priorities", no_argument, NULL, WB_OPT_PRIORITIES},
@@ -165,7 +165,7 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
                           .ttl_ms = 3600000,
                           .timeout_s = 300};
     int ch;
-    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", long_options, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", wb_long_options, NULL)) != -1) {
         switch (ch) {
         case 'h':
             o->host = optarg;
