@@ -1,0 +1,357 @@
+/* wb.h - what the files of workq-bench share: its limits, the enums of
+ * workloads, protocols, request types and phases, the job, request,
+ * connection and run structures, and the functions of one file that others
+ * call (the protocol clients' are in wb_proto.h, the histogram's in
+ * wb_hist.h).  Every .c of workq-bench includes it first. */
+#ifndef WB_H
+#define WB_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uuid.h>
+
+#include "wb_hist.h"
+
+struct addrinfo;
+struct bufferevent;
+struct evbuffer;
+struct event;
+struct event_base;
+
+#define BENCH_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#define BENCH_ID_LEN         36          /* canonical UUID text */
+#define BENCH_MAX_NAMES      4096        /* every name is on each lease line */
+#define BENCH_MAX_LINE       (70 * 1024) /* longest reply line we wait for */
+#define BENCH_MAX_BLOCK      (1u << 30)  /* largest data block we accept */
+#define BENCH_MAX_PAYLOAD    (64u << 20)
+#define BENCH_MAX_PIPELINE   100000
+#define BENCH_ERRORS_SHOWN   10
+#define BENCH_PREFILL_DEPTH  16    /* lease-complete fills with at least this */
+#define BENCH_LEASE_WAIT_MS  2000  /* lease / reserve-with-timeout wait */
+#define BENCH_RUN_WAIT_MS    30000 /* how long a run waits for a worker */
+#define BENCH_SCHED_PAST_MS  1000  /* schedule times: now - 1000 ms ... */
+#define BENCH_SCHED_AHEAD_MS 100   /* ... up to now + 100 ms */
+#define BENCH_PROGRESS_MS    250
+#define BENCH_JOB_NONE       UINT32_MAX
+#define BENCH_MAX_ALL_JOBS   2000000000u /* -n plus the backlog: indices fit in uint32_t */
+#define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
+#define BENCH_ID_BATCH       4096        /* ids per getrandom call */
+
+/* The TTL of backlog jobs: the largest `add` takes (2^64 - 1 ms).  workq
+ * caps created + TTL at 2^64 - 1, which its clock never reaches, so they
+ * never expire.  With --ttl they could run out mid-run and leave the
+ * measured phase on an emptying queue without an error. */
+#define BENCH_BACKLOG_TTL_MS UINT64_MAX
+
+/* Priorities.  --priorities draws 0 .. BENCH_PRIORITIES - 1, which is also the
+ * default 0 without it; the backlog sits below all of them.  beanstalkd
+ * inverts them (lower is more urgent): 1023 .. 0, 1024 without
+ * --priorities, and the least urgent of all for the backlog. */
+#define BENCH_PRIORITIES       1024
+#define BENCH_BACKLOG_PRIORITY INT32_MIN
+#define BENCH_BS_BACKLOG_PRI   UINT32_MAX
+_Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
+               "the backlog must rank below every measured job");
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations and their name tables                                       */
+
+enum wb_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
+extern const char *const wb_workload_names[]; /* wb_opts.c */
+
+enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_COUNT };
+extern const char *const wb_proto_names[]; /* wb_opts.c */
+
+/* What a request in flight was; it decides how its reply is parsed. */
+enum wb_op {
+    OP_ADD,
+    OP_SCHEDULE,
+    OP_RUN,
+    OP_LEASE,
+    OP_COMPLETE,
+    OP_PUT,
+    OP_RESERVE,
+    OP_DELETE,
+    OP_USE,   /* beanstalkd tube selection: bookkeeping, not measured */
+    OP_WATCH, /* beanstalkd watch / ignore: set-up, not measured */
+    OP_COUNT
+};
+extern const char *const wb_op_names[]; /* wb_conn.c */
+
+/* Only replies read in PH_MEASURE count towards throughput and latency. */
+enum wb_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE };
+
+/* Per-job bookkeeping bits. */
+enum wb_job_flag {
+    WB_JOB_SENT = 1,   /* its add/schedule/run/put was written */
+    WB_JOB_ACKED = 2,  /* ... and accepted */
+    WB_JOB_LEASED = 4, /* a lease/reserve returned it (twice is an error) */
+    WB_JOB_DONE = 8,   /* complete/delete/run result confirmed */
+    WB_JOB_LOST = 16   /* creation failed: no longer expected to complete */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Data structures                                                          */
+
+/* One job of the run.  All are generated before the clock starts, so the
+ * measured phase only formats and looks them up. */
+struct wb_job {
+    uuid_t id;
+    int32_t priority; /* 0..1023 with --priorities, else 0; backlog: INT32_MIN */
+    uint16_t name;    /* index into bench.names */
+    uint8_t flags;    /* enum wb_job_flag */
+};
+
+/* One request in flight. */
+struct wb_req {
+    uint64_t sent_ns;
+    /* An index into bench.jobs; for OP_USE and for a lease with a ticket the
+     * index of the name asked for (bench.names); else BENCH_JOB_NONE. */
+    uint32_t job;
+    uint8_t op; /* enum wb_op */
+};
+
+/* beanstalkd assigns its own ids; this maps them back to our jobs.  When a
+ * RESERVED arrives before the INSERTED of the same job (the two come on
+ * different connections), the payload is held until the INSERTED names it. */
+struct wb_bs_slot {
+    uint64_t bid;  /* 0: empty (beanstalkd ids start at 1) */
+    uint32_t job;  /* BENCH_JOB_NONE while only the reservation is known */
+    uint32_t held; /* 1 + index into bench.held, or 0 */
+};
+
+struct wb_bs_held {
+    char *data;
+    size_t len;
+};
+
+struct bench;
+
+struct wb_conn {
+    struct bench *b;
+    unsigned idx;
+    struct bufferevent *bev;
+    struct evbuffer *out; /* requests not yet written; see bench_flush (wb_conn.c) */
+    bool ready;           /* connected and set up */
+    bool closed;          /* failed; never used again */
+    bool producer;        /* in the current phase */
+    unsigned prod_idx;    /* its index among producers */
+    uint32_t name;        /* name of the next job it produces */
+    uint32_t tube;        /* beanstalkd: the tube in `use`, or UINT32_MAX */
+    unsigned setup_left;
+    struct wb_req *ring; /* requests in flight, oldest at head */
+    uint32_t cap, head, count;
+    uint32_t work;   /* measured requests in flight (pipeline slots) */
+    uint32_t leases; /* lease/reserve in flight */
+    bool dirty;      /* has output not yet written; in bench.dirty */
+    bool starved;    /* waits for a ticket; in bench.starved */
+};
+
+/* The command line, checked. */
+struct wb_opts {
+    const char *host;
+    const char *port; /* NULL: the protocol's default */
+    enum wb_workload workload;
+    enum wb_proto proto;
+    uint32_t conns;
+    uint32_t jobs;
+    uint32_t payload;
+    uint32_t pipeline;
+    uint32_t names;
+    uint32_t ttr_ms;
+    uint64_t ttl_ms;
+    uint32_t timeout_s;
+    uint32_t backlog; /* unmeasured jobs added to every name first */
+    bool priorities, csv, json, quiet;
+};
+
+/* Everything about one run; one instance, passed around (no globals). */
+struct bench {
+    struct wb_opts opt;
+    char addr[300]; /* as shown in reports */
+    struct event_base *base;
+    struct addrinfo *ai;
+    struct event *progress_ev, *timeout_ev, *sigint_ev;
+    bool progress;
+    struct wb_conn *conns;
+    struct wb_conn **dirty; /* connections with output to flush */
+    size_t ndirty, dirty_cap;
+    unsigned nready, nprod;
+    enum wb_phase phase;
+    bool drained; /* a lease found nothing although all jobs were sent */
+    bool timed_out, interrupted, fatal;
+
+    struct wb_job *jobs; /* opt.jobs measured jobs, then nbacklog backlog jobs */
+    uint32_t nbacklog;
+    uint32_t *idmap; /* 1 + job index, by id; open addressing */
+    size_t idmap_mask;
+    struct wb_bs_slot *bidmap;
+    size_t bidmap_mask, bidmap_used;
+    struct wb_bs_held *held;
+    size_t nheld, held_cap, held_open;
+    char (*names)[24];
+    char *lease_line;
+    size_t lease_len;
+    char *scratch;
+    size_t scratch_len;
+    uint64_t rng;
+
+    /* With a backlog: accepted measured jobs not yet leased are tickets[
+     * ticket_head .. nticket) (each job is one ticket once, so no wrap), and
+     * consumers waiting for one are a FIFO ring of opt.conns. */
+    uint32_t *tickets;
+    uint32_t ticket_head, nticket;
+    struct wb_conn **starved;
+    uint32_t starved_head, nstarved;
+
+    /* Counters.  created: adds/puts accepted; leased: valid lease replies;
+     * completes_ok: complete/delete +OK; runs_ok: run results checked.  The
+     * *_inflight counters are kept by wb_conn_push and wb_conn_pop only. */
+    uint32_t next_job;      /* next job a producer takes */
+    uint32_t next_backlog;  /* next backlog job, counted from the first */
+    uint64_t jobs_expected; /* jobs that should end up done */
+    uint64_t created, backlog_created, leased, completes_ok, runs_ok;
+    uint64_t requests, errors, lease_timeouts;
+    uint64_t inflight, prod_inflight, leases_inflight;
+    uint64_t t0_ns; /* start of the measured phase; 0 until it starts */
+    uint64_t t_end_ns;
+    uint64_t last_done, last_ns; /* for the progress rate */
+
+    struct wb_hist all;
+    struct wb_hist hist[OP_COUNT];
+};
+
+/* The parts of one complete reply, found in the input buffer. */
+struct wb_frame {
+    const char *line; /* first line, without CRLF */
+    size_t line_len;
+    const char *line2; /* workq: the header line of a data block, else NULL */
+    size_t line2_len;
+    const char *data; /* data block, without CRLF, or NULL if none */
+    size_t data_len;
+    size_t total; /* bytes the reply occupies */
+};
+
+/* A token of a reply line: a slice of the input buffer, not a string. */
+struct wb_tok {
+    const char *s;
+    size_t len;
+};
+
+/* ------------------------------------------------------------------------ */
+/* workq-bench.c: helpers every file uses                                   */
+
+/* calloc that exits on failure: every size here is ours, none a server's. */
+void *wb_xcalloc(size_t n, size_t size);
+
+/* Monotonic nanoseconds. */
+uint64_t wb_now_ns(void);
+
+/* The run's pseudo-random numbers (splitmix64). */
+uint64_t wb_rng_next(struct bench *b);
+
+/* Count an error; print only the first BENCH_ERRORS_SHOWN. */
+__attribute__((format(printf, 2, 3))) void wb_error(struct bench *b, const char *fmt, ...);
+
+/* ------------------------------------------------------------------------ */
+/* wb_opts.c: the command line                                              */
+
+/* Fill o from the command line; exits 2 on anything invalid, 0 after --help. */
+void wb_opts_parse(struct wb_opts *o, int argc, char **argv);
+
+/* ------------------------------------------------------------------------ */
+/* wb_jobs.c: the jobs of a run, their ids and payloads                     */
+
+/* Generate every job and its random id, and size the maps; exits on OOM. */
+void wb_jobs_init(struct bench *b);
+
+/* The job whose id is the canonical lowercase text t, or NULL. */
+struct wb_job *wb_jobs_find(struct bench *b, struct wb_tok t);
+
+/* Is j one of the backlog (never expected to complete)? */
+bool wb_jobs_is_backlog(const struct bench *b, const struct wb_job *j);
+
+/* A job that will never complete: stop counting on it. */
+void wb_jobs_lost(struct bench *b, struct wb_job *j);
+
+/* Write the payload of the job with this id text into dst (len bytes). */
+void wb_payload_fill(char *dst, size_t len, const char *id);
+
+/* Is p the payload of the job with this id text? */
+bool wb_payload_matches(const char *p, size_t len, const char *id);
+
+/* ------------------------------------------------------------------------ */
+/* wb_conn.c: connections, their request rings and the libevent callbacks   */
+
+/* Queue bytes of a request on c; wb_conn_push must follow. */
+void wb_conn_send(struct wb_conn *c, const void *data, size_t len);
+
+/* Queue header (hlen bytes, already in b->scratch), payload and CRLF. */
+void wb_conn_write_block(struct wb_conn *c, int hlen, const char *id);
+
+/* Record the request just queued on c: its type, job and time. */
+void wb_conn_push(struct wb_conn *c, enum wb_op op, uint32_t job);
+
+/* Start connecting c; exits if the connection cannot be created. */
+void wb_conn_open(struct bench *b, struct wb_conn *c);
+
+/* Free what c holds (the structure itself is the caller's). */
+void wb_conn_clear(struct wb_conn *c);
+
+/* ------------------------------------------------------------------------ */
+/* wb_run.c: roles, phases and what each connection sends next             */
+
+/* What producers send in this workload and protocol. */
+enum wb_op wb_run_produce_op(const struct bench *b);
+
+/* Send what c may send now, up to its pipeline depth. */
+void wb_run_fill(struct wb_conn *c);
+
+/* Let every connection send what it may. */
+void wb_run_fill_all(struct bench *b);
+
+/* A lease or reserve found nothing within its wait. */
+void wb_run_lease_timed_out(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+
+/* Job ji was accepted (add, schedule, put). */
+void wb_run_created(struct bench *b, uint32_t ji);
+
+/* A complete or delete was answered: the job is done if the reply is ok. */
+void wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                      const char *ok);
+
+/* The jobs the run has done, as its workload counts them. */
+uint64_t wb_run_done(const struct bench *b);
+
+/* End the run: stop the clock and leave the event loop. */
+void wb_run_stop(struct bench *b);
+
+/* Does connection idx produce in the measured phase? */
+bool wb_run_is_producer(const struct bench *b, unsigned idx);
+
+/* Every connection is up: begin the first phase. */
+void wb_run_start(struct bench *b);
+
+/* Nothing in flight: refill, or end the phase. */
+void wb_run_check_idle(struct bench *b);
+
+/* ------------------------------------------------------------------------ */
+/* wb_report.c: the progress line and the report                           */
+
+/* Rewrite the progress line on the terminal (every BENCH_PROGRESS_MS). */
+void wb_report_progress(struct bench *b);
+
+/* Print the report in the format the options ask for. */
+void wb_report_print(const struct bench *b, uint64_t incomplete);
+
+#endif /* WB_H */

@@ -1,0 +1,337 @@
+/* wb_conn.c - workq-bench's connections: the ring of requests each has in
+ * flight and their accounting, the libevent callbacks that connect, read
+ * and dispatch replies to the protocol clients (wb_proto.h), and the
+ * flushing of what the connections queued. */
+#include "wb.h"
+#include "wb_proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/util.h>
+
+/* Request types by name, for errors and reports. */
+const char *const wb_op_names[] = {"add", "schedule", "run",    "lease", "complete",
+                                   "put", "reserve",  "delete", "use",   "watch"};
+_Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
+
+/* Classes of requests, for the counters: producing requests bring a job
+ * into being, lease requests draw on the lease budget, and only measured
+ * requests take a pipeline slot and count in latency and requests/s. */
+static bool
+op_is_produce(enum wb_op op)
+{
+    return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT;
+}
+
+static bool
+op_is_lease(enum wb_op op)
+{
+    return op == OP_LEASE || op == OP_RESERVE;
+}
+
+static bool
+op_is_measured(enum wb_op op)
+{
+    return op != OP_USE && op != OP_WATCH;
+}
+
+/* Queue bytes of a request; wb_conn_push marks the connection for flushing. */
+void
+wb_conn_send(struct wb_conn *c, const void *data, size_t len)
+{
+    evbuffer_add(c->out, data, len);
+}
+
+/* Write header + payload + CRLF (the header is already in b->scratch). */
+void
+wb_conn_write_block(struct wb_conn *c, int hlen, const char *id)
+{
+    struct bench *b = c->b;
+    char *p = b->scratch + hlen;
+    wb_payload_fill(p, b->opt.payload, id);
+    memcpy(p + b->opt.payload, "\r\n", 2);
+    wb_conn_send(c, b->scratch, (size_t)hlen + b->opt.payload + 2);
+}
+
+/* Record a request that was just queued on c: the ring holds what c
+ * expects back, in order, with the time it was queued. */
+void
+wb_conn_push(struct wb_conn *c, enum wb_op op, uint32_t job)
+{
+    struct bench *b = c->b;
+    if (c->count == c->cap) {
+        /* Grow and unwrap the ring. */
+        uint32_t ncap = c->cap == 0 ? 16 : c->cap * 2;
+        struct wb_req *r = wb_xcalloc(ncap, sizeof *r);
+        for (uint32_t i = 0; i < c->count; i++)
+            r[i] = c->ring[(c->head + i) & (c->cap - 1)];
+        free(c->ring);
+        c->ring = r;
+        c->cap = ncap;
+        c->head = 0;
+    }
+    struct wb_req *r = &c->ring[(c->head + c->count) & (c->cap - 1)];
+    if (!c->dirty) {
+        /* Grows only if a connection fails in bench_flush and others are
+         * refilled in the same pass. */
+        if (b->ndirty == b->dirty_cap) {
+            b->dirty_cap *= 2;
+            b->dirty = realloc(b->dirty, b->dirty_cap * sizeof *b->dirty);
+            if (b->dirty == NULL) {
+                fprintf(stderr, "workq-bench: out of memory\n");
+                exit(1);
+            }
+        }
+        c->dirty = true;
+        b->dirty[b->ndirty++] = c;
+    }
+    r->op = (uint8_t)op;
+    r->job = job;
+    r->sent_ns = wb_now_ns();
+    c->count++;
+    b->inflight++;
+    if (op_is_measured(op))
+        c->work++;
+    if (op_is_produce(op))
+        b->prod_inflight++;
+    if (op_is_lease(op)) {
+        c->leases++;
+        b->leases_inflight++;
+    }
+}
+
+/* Remove the oldest request and undo its accounting; returns a copy. */
+static struct wb_req
+wb_conn_pop(struct wb_conn *c)
+{
+    struct bench *b = c->b;
+    struct wb_req r = c->ring[c->head];
+    c->head = (c->head + 1) & (c->cap - 1);
+    c->count--;
+    b->inflight--;
+    if (op_is_measured((enum wb_op)r.op))
+        c->work--;
+    if (op_is_produce((enum wb_op)r.op))
+        b->prod_inflight--;
+    if (op_is_lease((enum wb_op)r.op)) {
+        c->leases--;
+        b->leases_inflight--;
+    }
+    return r;
+}
+
+/* c is connected and set up; the run starts when the last one is. */
+static void
+wb_conn_ready(struct wb_conn *c)
+{
+    c->ready = true;
+    if (++c->b->nready == c->b->opt.conns)
+        wb_run_start(c->b);
+}
+
+/* The connection broke: count what was in flight as lost and go on without
+ * it.  Before set-up finished it is fatal: the server is not there. */
+static void
+wb_conn_fail(struct wb_conn *c, const char *why)
+{
+    struct bench *b = c->b;
+    if (!c->ready) {
+        fprintf(stderr, "workq-bench: cannot use %s: %s\n", b->addr, why);
+        b->fatal = true;
+        wb_run_stop(b);
+        return;
+    }
+    wb_error(b, "conn %u: %s (%u requests lost)", c->idx, why, (unsigned)c->count);
+    /* A lost add may or may not have created its job; either way this run
+     * will not complete it.  Lost leases return their budget (wb_conn_pop), so
+     * other consumers take over; jobs they had leased stay incomplete. */
+    while (c->count > 0) {
+        struct wb_req r = wb_conn_pop(c);
+        if (op_is_produce((enum wb_op)r.op))
+            wb_jobs_lost(b, &b->jobs[r.job]);
+        if (op_is_measured((enum wb_op)r.op))
+            b->errors++;
+    }
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    evbuffer_drain(c->out, evbuffer_get_length(c->out));
+    c->closed = true;
+    wb_run_check_idle(b);
+}
+
+/* Requests are written here, at the end of each callback, not by the
+ * bufferevent: left to itself, a socket bufferevent adds its write event when
+ * data is queued and deletes it once the data is gone, two epoll_ctl calls
+ * and an extra loop pass per round trip.  Each connection queues into its own
+ * evbuffer (the bufferevent's output may only be drained by the bufferevent)
+ * and writes it at once; what the socket does not take goes to the
+ * bufferevent, which then writes everything in order until it is drained. */
+static void
+bench_flush(struct bench *b)
+{
+    for (size_t i = 0; i < b->ndirty; i++) {
+        struct wb_conn *c = b->dirty[i];
+        c->dirty = false;
+        if (c->closed || evbuffer_get_length(c->out) == 0)
+            continue;
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+            bufferevent_write_buffer(c->bev, c->out);
+            continue;
+        }
+        if (evbuffer_write(c->out, bufferevent_getfd(c->bev)) < 0 && errno != EAGAIN &&
+            errno != EWOULDBLOCK && errno != EINTR) {
+            wb_conn_fail(c, strerror(errno));
+            continue;
+        }
+        if (evbuffer_get_length(c->out) > 0) {
+            bufferevent_write_buffer(c->bev, c->out);
+            bufferevent_enable(c->bev, EV_WRITE);
+        }
+    }
+    b->ndirty = 0;
+}
+
+/* The bufferevent wrote what the socket refused before: back to flushing. */
+static void
+wb_conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    (void)arg;
+    bufferevent_disable(bev, EV_WRITE);
+}
+
+/* The handler of each request type's reply. */
+typedef void (*wb_reply_fn)(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+
+static const wb_reply_fn reply_table[] = {
+    [OP_ADD] = wb_wq_reply_created,       [OP_SCHEDULE] = wb_wq_reply_created,
+    [OP_RUN] = wb_wq_reply_run,           [OP_LEASE] = wb_wq_reply_lease,
+    [OP_COMPLETE] = wb_wq_reply_complete, [OP_PUT] = wb_bs_reply_put,
+    [OP_RESERVE] = wb_bs_reply_reserve,   [OP_DELETE] = wb_bs_reply_delete,
+    [OP_USE] = wb_bs_reply_use,           [OP_WATCH] = wb_bs_reply_watch,
+};
+_Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
+
+/* One complete reply to request r: its latency if measured, then the
+ * handler for its type; the last set-up reply makes the connection ready. */
+static void
+wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, uint64_t now)
+{
+    struct bench *b = c->b;
+    if (b->phase == PH_MEASURE && op_is_measured((enum wb_op)r->op)) {
+        uint64_t us = now > r->sent_ns ? (now - r->sent_ns) / 1000 : 0;
+        wb_hist_record(&b->hist[r->op], us);
+        wb_hist_record(&b->all, us);
+        b->requests++;
+    }
+    reply_table[r->op](c, r, f);
+    if (!c->ready && --c->setup_left == 0)
+        wb_conn_ready(c);
+}
+
+/* Parse every complete reply in the input, oldest request first; a partial
+ * one stays for the next read.  Then refill the pipeline and flush. */
+static void
+wb_conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct wb_conn *c = arg;
+    struct bench *b = c->b;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    uint64_t now = wb_now_ns(); /* all replies read at once arrived at once */
+    while (evbuffer_get_length(in) > 0) {
+        struct wb_frame f;
+        const char *why;
+        if (c->count == 0) {
+            wb_conn_fail(c, "reply to no request");
+            bench_flush(b);
+            return;
+        }
+        int rc = wb_frame_find(in, b->opt.proto, (enum wb_op)c->ring[c->head].op, &f, &why);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            wb_conn_fail(c, why);
+            bench_flush(b);
+            return;
+        }
+        struct wb_req r = wb_conn_pop(c);
+        wb_conn_reply(c, &r, &f, now);
+        evbuffer_drain(in, f.total);
+        if (b->phase == PH_DONE)
+            return;
+    }
+    wb_run_fill(c);
+    wb_run_check_idle(b);
+    bench_flush(b);
+}
+
+/* beanstalkd consumers watch every name first. */
+static void
+wb_conn_setup(struct wb_conn *c)
+{
+    struct bench *b = c->b;
+    c->setup_left = 0;
+    if (b->opt.proto == WB_PROTO_BEANSTALKD && !wb_run_is_producer(b, c->idx))
+        c->setup_left = wb_bs_watch_all(c);
+    if (c->setup_left == 0)
+        wb_conn_ready(c);
+}
+
+/* Connected (set TCP_NODELAY: requests are small and latency is measured),
+ * or the connection broke. */
+static void
+wb_conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct wb_conn *c = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        evutil_socket_t fd = bufferevent_getfd(bev);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        wb_conn_setup(c);
+    } else if (what & BEV_EVENT_EOF) {
+        wb_conn_fail(c, "server closed the connection");
+    } else {
+        wb_conn_fail(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    }
+    bench_flush(c->b);
+}
+
+/* Start connecting c to the one address given; replies are read in chunks
+ * of up to 256 KiB so a pipelined burst needs few callbacks. */
+void
+wb_conn_open(struct bench *b, struct wb_conn *c)
+{
+    c->bev = bufferevent_socket_new(b->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->out = evbuffer_new();
+    if (c->bev == NULL || c->out == NULL) {
+        fprintf(stderr, "workq-bench: cannot create a connection\n");
+        exit(1);
+    }
+    bufferevent_setcb(c->bev, wb_conn_read_cb, wb_conn_write_cb, wb_conn_event_cb, c);
+    bufferevent_set_max_single_read(c->bev, 256 * 1024);
+    bufferevent_enable(c->bev, EV_READ); /* EV_WRITE: see bench_flush */
+    if (bufferevent_socket_connect(c->bev, b->ai->ai_addr, (int)b->ai->ai_addrlen) < 0) {
+        fprintf(stderr, "workq-bench: cannot connect to %s\n", b->addr);
+        exit(1);
+    }
+}
+
+/* Free what c holds; the structure itself belongs to bench.conns. */
+void
+wb_conn_clear(struct wb_conn *c)
+{
+    if (c->bev != NULL)
+        bufferevent_free(c->bev);
+    if (c->out != NULL)
+        evbuffer_free(c->out);
+    free(c->ring);
+}

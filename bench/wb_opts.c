@@ -1,0 +1,274 @@
+/* wb_opts.c - workq-bench's command line: the usage text, the parsing and
+ * checking of every option, and the names of workloads and protocols that
+ * options and reports share. */
+#include "wb.h"
+#include "wb_proto.h" /* wb_tok_u64 */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run", "schedule"};
+_Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
+
+const char *const wb_proto_names[] = {"workq", "beanstalkd"};
+_Static_assert(BENCH_ARRAY_LEN(wb_proto_names) == WB_PROTO_COUNT, "wb_proto_names out of sync");
+
+/* --help, and the text shown on a usage error. */
+static void
+opts_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: workq-bench [OPTIONS]\n"
+            "Load generator for workq-server (and beanstalkd, for comparison).\n"
+            "\n"
+            "  -h HOST             server host (default 127.0.0.1)\n"
+            "  -p PORT             server port (default 9922; 11300 for beanstalkd)\n"
+            "  --addr HOST:PORT    both at once ([::1]:PORT for IPv6)\n"
+            "  -c N                connections (default 50)\n"
+            "  -n N                jobs (default 100000)\n"
+            "  -d BYTES            payload size (default 16)\n"
+            "  -P N                requests in flight per connection (default 1)\n"
+            "  -t WORKLOAD         add, lease-complete, cycle, run or schedule (default cycle)\n"
+            "  --names K           spread jobs over K queue names (default 1)\n"
+            "  --priorities        give jobs random priorities (0 to 1023)\n"
+            "  --backlog N         first add N jobs to every name at the lowest priority, not\n"
+            "                      measured, so the measured phase runs on a queue that\n"
+            "                      holds them throughout (default 0; lease-complete and\n"
+            "                      cycle only); they never expire: one fresh server per run\n"
+            "  --ttr MS            job TTR (default 60000)\n"
+            "  --ttl MS            TTL of the measured jobs (default 3600000)\n"
+            "  --timeout SECONDS   give up after this long (default 300; 0: never), counted\n"
+            "                      from the start: connecting, the backlog and the prefill\n"
+            "                      count too\n"
+            "  --protocol P        workq (default) or beanstalkd\n"
+            "  --csv               a header line and one line of results\n"
+            "  --json              one JSON object\n"
+            "  -q                  quiet: one summary line, no progress\n"
+            "  --help              this help\n"
+            "\n"
+            "Workloads:\n"
+            "  add             add N jobs; measures adds\n"
+            "  lease-complete  add N jobs (not measured), then drain them with lease + complete\n"
+            "  cycle           half the connections add, half lease + complete; measures\n"
+            "                  completed jobs (the steady state)\n"
+            "  run             half the connections send run and wait for the result, half\n"
+            "                  lease + complete (workq only)\n"
+            "  schedule        like cycle, with schedule at times from 1 s ago to 100 ms ahead\n"
+            "\n"
+            "Exit status: 0 if every reply was as expected and every job done, 1 otherwise,\n"
+            "2 on a usage error.\n");
+}
+
+/* Strict decimal in [min, max]: no sign, no spaces, no trailing junk. */
+static int
+parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    struct wb_tok t = {s, strlen(s)};
+    uint64_t v;
+    if (wb_tok_u64(t, &v) < 0 || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse a numeric option or exit with a usage error. */
+static uint64_t
+opt_number(const char *name, const char *arg, uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    if (parse_u64(arg, min, max, &v) < 0) {
+        fprintf(stderr, "workq-bench: %s must be a number from %" PRIu64 " to %" PRIu64 "\n", name,
+                min, max);
+        exit(2);
+    }
+    return v;
+}
+
+/* HOST:PORT, [IPV6]:PORT; the strings point into arg, which is modified. */
+static void
+opt_addr(struct wb_opts *o, char *arg)
+{
+    char *colon = strrchr(arg, ':');
+    if (colon == NULL || colon[1] == '\0' || colon == arg) {
+        fprintf(stderr, "workq-bench: --addr wants HOST:PORT\n");
+        exit(2);
+    }
+    *colon = '\0';
+    o->port = colon + 1;
+    if (arg[0] == '[' && colon[-1] == ']') {
+        colon[-1] = '\0';
+        arg++;
+    }
+    o->host = arg;
+}
+
+/* Index of arg in a name table, or exit with a usage error. */
+static int
+opt_lookup(const char *const *names, int n, const char *what, const char *arg)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], arg) == 0)
+            return i;
+    fprintf(stderr, "workq-bench: unknown %s: %s\n", what, arg);
+    exit(2);
+}
+
+enum {
+    WB_OPT_ADDR = 256,
+    WB_OPT_NAMES,
+    WB_OPT_PRIORITIES,
+    WB_OPT_CSV,
+    WB_OPT_JSON,
+    WB_OPT_TIMEOUT,
+    WB_OPT_PROTOCOL,
+    WB_OPT_TTR,
+    WB_OPT_TTL,
+    WB_OPT_BACKLOG,
+    WB_OPT_HELP
+};
+
+static void opt_finish(struct wb_opts *o);
+
+static void opt_finish(struct wb_opts *o);
+
+/* Fill o from the command line; exits 2 on anything invalid, 0 after
+ * --help. */
+void
+wb_opts_parse(struct wb_opts *o, int argc, char **argv)
+{
+    static const struct option wb_long_options[] = {
+        {"addr", required_argument, NULL, WB_OPT_ADDR},
+        {"names", required_argument, NULL, WB_OPT_NAMES},
+        {"priorities", no_argument, NULL, WB_OPT_PRIORITIES},
+        {"csv", no_argument, NULL, WB_OPT_CSV},
+        {"json", no_argument, NULL, WB_OPT_JSON},
+        {"timeout", required_argument, NULL, WB_OPT_TIMEOUT},
+        {"protocol", required_argument, NULL, WB_OPT_PROTOCOL},
+        {"ttr", required_argument, NULL, WB_OPT_TTR},
+        {"ttl", required_argument, NULL, WB_OPT_TTL},
+        {"backlog", required_argument, NULL, WB_OPT_BACKLOG},
+        {"help", no_argument, NULL, WB_OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    *o = (struct wb_opts){.host = "127.0.0.1",
+                          .workload = WL_CYCLE,
+                          .proto = WB_PROTO_WORKQ,
+                          .conns = 50,
+                          .jobs = 100000,
+                          .payload = 16,
+                          .pipeline = 1,
+                          .names = 1,
+                          .ttr_ms = 60000,
+                          .ttl_ms = 3600000,
+                          .timeout_s = 300};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", wb_long_options, NULL)) != -1) {
+        switch (ch) {
+        case 'h':
+            o->host = optarg;
+            break;
+        case 'p':
+            opt_number("-p", optarg, 1, 65535);
+            o->port = optarg;
+            break;
+        case 'c':
+            o->conns = (uint32_t)opt_number("-c", optarg, 1, 10000);
+            break;
+        case 'n':
+            o->jobs = (uint32_t)opt_number("-n", optarg, 1, 1000000000);
+            break;
+        case 'd':
+            o->payload = (uint32_t)opt_number("-d", optarg, 0, BENCH_MAX_PAYLOAD);
+            break;
+        case 'P':
+            o->pipeline = (uint32_t)opt_number("-P", optarg, 1, BENCH_MAX_PIPELINE);
+            break;
+        case 't':
+            o->workload =
+                (enum wb_workload)opt_lookup(wb_workload_names, WL_COUNT, "workload", optarg);
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case WB_OPT_ADDR:
+            opt_addr(o, optarg);
+            break;
+        case WB_OPT_NAMES:
+            o->names = (uint32_t)opt_number("--names", optarg, 1, BENCH_MAX_NAMES);
+            break;
+        case WB_OPT_PRIORITIES:
+            o->priorities = true;
+            break;
+        case WB_OPT_CSV:
+            o->csv = true;
+            break;
+        case WB_OPT_JSON:
+            o->json = true;
+            break;
+        case WB_OPT_TIMEOUT:
+            o->timeout_s = (uint32_t)opt_number("--timeout", optarg, 0, 86400 * 365);
+            break;
+        case WB_OPT_PROTOCOL:
+            o->proto =
+                (enum wb_proto)opt_lookup(wb_proto_names, WB_PROTO_COUNT, "protocol", optarg);
+            break;
+        case WB_OPT_TTR:
+            o->ttr_ms = (uint32_t)opt_number("--ttr", optarg, 1, 86400000);
+            break;
+        case WB_OPT_TTL:
+            o->ttl_ms = opt_number("--ttl", optarg, 1, UINT64_MAX / 2);
+            break;
+        case WB_OPT_BACKLOG:
+            o->backlog = (uint32_t)opt_number("--backlog", optarg, 0, BENCH_MAX_ALL_JOBS);
+            break;
+        case WB_OPT_HELP:
+            opts_usage(stdout);
+            exit(0);
+        default:
+            opts_usage(stderr);
+            exit(2);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "workq-bench: unexpected argument: %s\n", argv[optind]);
+        exit(2);
+    }
+    opt_finish(o);
+}
+
+/* Defaults that depend on other options, and combinations that make no
+ * sense; exits 2 on those. */
+static void
+opt_finish(struct wb_opts *o)
+{
+    if (o->port == NULL)
+        o->port = o->proto == WB_PROTO_BEANSTALKD ? "11300" : "9922";
+    if (o->csv && o->json) {
+        fprintf(stderr, "workq-bench: --csv and --json exclude each other\n");
+        exit(2);
+    }
+    if (o->conns < 2 && o->workload != WL_ADD && o->workload != WL_LEASE_COMPLETE) {
+        fprintf(stderr, "workq-bench: %s needs at least 2 connections\n",
+                wb_workload_names[o->workload]);
+        exit(2);
+    }
+    if (o->proto == WB_PROTO_BEANSTALKD && o->workload == WL_RUN) {
+        fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
+        exit(2);
+    }
+    /* add measures no lease, and run and schedule consumers cannot lease
+     * only jobs whose creation was acknowledged: run jobs leave the queue
+     * by themselves, scheduled ones become ready later. */
+    if (o->backlog > 0 && o->workload != WL_LEASE_COMPLETE && o->workload != WL_CYCLE) {
+        fprintf(stderr, "workq-bench: --backlog works only with -t lease-complete or -t cycle\n");
+        exit(2);
+    }
+    if ((uint64_t)o->backlog * o->names + o->jobs > BENCH_MAX_ALL_JOBS) {
+        fprintf(stderr, "workq-bench: -n plus --backlog times --names must be at most %u\n",
+                BENCH_MAX_ALL_JOBS);
+        exit(2);
+    }
+}
