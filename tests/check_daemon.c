@@ -50,8 +50,6 @@
 #define LATER "2999-01-01T00:00:00Z"
 #define OOM   "-SERVER-ERROR Out of memory\r\n"
 #define FULL  "-SERVER-ERROR Too many connections\r\n"
-/* The bound for "eventually", in ms before scaling. */
-#define WAIT_MS 5000
 /* The idle timeout of the idle tests. */
 #define IDLE_MS 500
 
@@ -190,7 +188,7 @@ become_subreaper(void)
 static int
 wait_gone(pid_t pid)
 {
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * 2 * systest_slow();
+    int64_t deadline = systest_now_ms() + 2 * (int64_t)systest_wait_ms();
     for (;;) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
@@ -223,7 +221,7 @@ expect_gone_ok(pid_t pid)
 static int
 reap_orphan(pid_t except)
 {
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     for (;;) {
         int st;
         pid_t r = waitpid(-1, &st, WNOHANG);
@@ -279,7 +277,7 @@ static bool
 wait_file_contains(const char *path, const char *text)
 {
     static char buf[65536];
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     for (;;) {
         if (read_file(path, buf, sizeof buf) >= 0 && strstr(buf, text) != NULL)
             return true;
@@ -330,135 +328,7 @@ expect_ids(const char *line, long want)
 }
 
 /* ------------------------------------------------------------------------ */
-/* A server process with its stdout and stderr captured */
-
-struct proc {
-    struct systest_server s; /* pid, first port, stdout */
-    int err_fd;
-    struct sb out, err; /* everything read so far */
-    bool out_open, err_open;
-};
-
-static void
-proc_spawn(struct proc *p, const char *const *args)
-{
-    memset(p, 0, sizeof *p);
-    int err[2];
-    ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0); /* the child keeps only its stderr */
-    p->s.pid = systest_spawn(args, &p->s.out_fd, err[1]);
-    close(err[1]);
-    p->err_fd = err[0];
-    p->out_open = p->err_open = true;
-    sb_add(&p->out, "");
-    sb_add(&p->err, "");
-}
-
-/* Read what stdout and stderr offer within ms; false if nothing came. */
-static bool
-proc_pump(struct proc *p, int ms)
-{
-    struct pollfd fds[2] = {{p->out_open ? p->s.out_fd : -1, POLLIN, 0},
-                            {p->err_open ? p->err_fd : -1, POLLIN, 0}};
-    if ((!p->out_open && !p->err_open) || poll(fds, 2, ms) <= 0)
-        return false;
-    char tmp[4096];
-    for (int i = 0; i < 2; i++) {
-        if (fds[i].revents == 0)
-            continue;
-        ssize_t r = read(fds[i].fd, tmp, sizeof tmp);
-        if (r > 0)
-            sb_addn(i == 0 ? &p->out : &p->err, tmp, (size_t)r);
-        else if (i == 0)
-            p->out_open = false;
-        else
-            p->err_open = false;
-    }
-    return true;
-}
-
-/* Wait (up to the scaled bound) until what was read of stdout (err false)
- * or stderr (err true) contains text. */
-static bool
-proc_wait(struct proc *p, bool err, const char *text)
-{
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
-    const struct sb *b = err ? &p->err : &p->out;
-    while (strstr(b->p, text) == NULL) {
-        int64_t left = deadline - systest_now_ms();
-        if (left <= 0 || (!p->out_open && !p->err_open))
-            return false;
-        proc_pump(p, (int)left);
-    }
-    return true;
-}
-
-/* Wait for the process to exit, with what it wrote to stdout and stderr,
- * and return its exit status.  Not waiting for the pipes' end: with -d the
- * daemon holds them until it is ready, and behind a wrapper such as
- * valgrind for good (a copy of stderr for its own messages).  What the
- * process wrote before it exited is in the pipes by then. */
-static int
-proc_finish(struct proc *p)
-{
-    int64_t deadline = systest_now_ms() + 30000LL * systest_slow();
-    int st;
-    pid_t r;
-    while ((r = waitpid(p->s.pid, &st, WNOHANG)) == 0) {
-        ck_assert_msg(systest_now_ms() < deadline, "the server did not exit (stderr: %s)",
-                      p->err.p);
-        if (!proc_pump(p, 20) && !p->out_open && !p->err_open)
-            systest_sleep_ms(20);
-    }
-    ck_assert_int_eq(r, p->s.pid);
-    while (proc_pump(p, 50))
-        ;
-    close(p->s.out_fd);
-    close(p->err_fd);
-    p->out_open = p->err_open = false;
-    ck_assert_msg(WIFEXITED(st), "server killed by signal %d (stderr: %s)",
-                  WIFSIGNALED(st) ? WTERMSIG(st) : 0, p->err.p);
-    return WEXITSTATUS(st);
-}
-
-static void
-proc_free(struct proc *p)
-{
-    free(p->out.p);
-    free(p->err.p);
-    p->out.p = p->err.p = NULL;
-}
-
-/* Run the server with args to its end; its output stays in p. */
-static int
-proc_run(struct proc *p, const char *const *args)
-{
-    proc_spawn(p, args);
-    return proc_finish(p);
-}
-
-/* Start the server with args and wait for its first listening line. */
-static void
-proc_start(struct proc *p, const char *const *args)
-{
-    proc_spawn(p, args);
-    ck_assert_msg(proc_wait(p, false, "\n"), "server did not report its port (stderr: %s)",
-                  p->err.p);
-    char line[256];
-    size_t n = strcspn(p->out.p, "\n");
-    ck_assert_uint_lt(n, sizeof line);
-    memcpy(line, p->out.p, n);
-    line[n] = '\0';
-    systest_parse_port(&p->s, line);
-}
-
-/* SIGTERM it, wait for it with its output and expect exit status 0. */
-static void
-proc_stop(struct proc *p)
-{
-    ck_assert_int_eq(kill(p->s.pid, SIGTERM), 0);
-    int status = proc_finish(p);
-    ck_assert_msg(status == 0, "server exited with %d (stderr: %s)", status, p->err.p);
-}
+/* What a server wrote to stdout */
 
 /* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line. */
 static int
@@ -487,64 +357,17 @@ count_lines(const char *s)
 /* ------------------------------------------------------------------------ */
 /* Talking to the server */
 
-/* Read one reply line into buf, without its CR LF. */
-static void
-read_line(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    for (;;) {
-        ck_assert_msg(n + 2 < cap, "reply line too long");
-        systest_read_n(fd, buf + n, 1);
-        if (buf[n] == '\n')
-            break;
-        n++;
-    }
-    buf[n] = '\0';
-    if (n > 0 && buf[n - 1] == '\r')
-        buf[n - 1] = '\0';
-}
-
-/* The value of key in the reply to "inspect server". */
-static uint64_t
-server_stat(int fd, const char *key)
-{
-    char line[256];
-    unsigned k;
-    systest_sends(fd, "inspect server\r\n");
-    read_line(fd, line, sizeof line);
-    ck_assert_str_eq(line, "+OK 1");
-    read_line(fd, line, sizeof line);
-    ck_assert_msg(sscanf(line, "server %u", &k) == 1, "inspect server header: %s", line);
-    uint64_t value = UINT64_MAX;
-    size_t klen = strlen(key);
-    for (unsigned i = 0; i < k; i++) {
-        read_line(fd, line, sizeof line);
-        if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-            value = strtoull(line + klen + 1, NULL, 10);
-    }
-    ck_assert_msg(value != UINT64_MAX, "inspect server has no %s", key);
-    return value;
-}
-
 /* Wait (up to the scaled bound) until "inspect server" shows key = want. */
 static void
 wait_stat(int fd, const char *key, uint64_t want)
 {
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     uint64_t v;
-    while ((v = server_stat(fd, key)) != want) {
+    while ((v = systest_server_stat(fd, key)) != want) {
         ck_assert_msg(systest_now_ms() < deadline, "%s is %llu, want %llu", key,
                       (unsigned long long)v, (unsigned long long)want);
         systest_sleep_ms(10);
     }
-}
-
-/* A connection to port. */
-static int
-connect_port(int port)
-{
-    struct systest_server s = {.port = port};
-    return systest_connect(&s);
 }
 
 /* Send a command that answers -NOT-FOUND on an accepted connection: true
@@ -558,7 +381,7 @@ try_sync(int fd)
     size_t n = 0;
     while (n < strlen(FULL)) {
         struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, WAIT_MS * systest_slow()) > 0, "no reply");
+        ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0, "no reply");
         ssize_t r = recv(fd, buf + n, strlen(FULL) - n, 0);
         if (r <= 0)
             break;
@@ -591,11 +414,11 @@ START_TEST(test_daemon_pidfile)
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     const char *const args[] = {"-d", "-listen", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
-    struct proc p;
+    struct systest_proc p;
 
     /* The foreground process returns 0 once the daemon listens; the
      * daemon printed its line on the inherited stdout first. */
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     ck_assert_int_eq(count_lines(p.out.p), 1);
     int port = listening_port(p.out.p, 0);
     ck_assert_str_eq(p.err.p, "");
@@ -613,7 +436,7 @@ START_TEST(test_daemon_pidfile)
     cwd[n] = '\0';
     ck_assert_str_eq(cwd, "/");
 
-    int fd = connect_port(port);
+    int fd = systest_connect_port(port);
     systest_add(fd, id4(1), "q", "x");
     systest_lease_now(fd, "q", id4(1), "x");
     close(fd);
@@ -624,7 +447,7 @@ START_TEST(test_daemon_pidfile)
     expect_gone_ok(pid);
     ck_assert_msg(!file_exists(pidfile), "pidfile left behind");
     ck_assert(wait_file_contains(logfile, " info workq-server stopped\n"));
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -639,8 +462,8 @@ START_TEST(test_daemon_relative_paths)
     ck_assert_int_eq(chdir(dir), 0);
     const char *const args[] = {
         "-daemonize", "-listen=127.0.0.1:0", "--pidfile", "rel.pid", "--log-file", "rel.log", NULL};
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     int port = listening_port(p.out.p, 0);
     ck_assert_int_eq(chdir("/"), 0);
 
@@ -654,7 +477,7 @@ START_TEST(test_daemon_relative_paths)
     ck_assert_int_eq(kill(pid, SIGHUP), 0);
     ck_assert_msg(wait_file_contains(path, " info log reopened\n"), "no new log file at %s", path);
 
-    int fd = connect_port(port);
+    int fd = systest_connect_port(port);
     systest_sync(fd);
     close(fd);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
@@ -666,7 +489,7 @@ START_TEST(test_daemon_relative_paths)
     ck_assert_ptr_null(strstr(buf, "stopped"));
     snprintf(path, sizeof path, "%s/rel.pid", dir);
     ck_assert(!file_exists(path));
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -682,44 +505,44 @@ START_TEST(test_daemon_failure)
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     snprintf(badlog, sizeof badlog, "%s/no/such/dir.log", dir);
     snprintf(badpid, sizeof badpid, "%s/no/such/dir.pid", dir);
-    struct proc busy, p;
-    proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    struct systest_proc busy, p;
+    systest_proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     char addr[32];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", busy.s.port);
 
     /* the port is taken: 69 (EX_UNAVAILABLE) */
     const char *const taken[] = {"-d", "-listen", addr, "-P", pidfile, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, taken), 69);
+    ck_assert_int_eq(systest_proc_run(&p, taken), 69);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_int_eq(reap_orphan(busy.s.pid), 69);
     ck_assert(!file_exists(pidfile));
     ck_assert(wait_file_contains(logfile, f(" error cannot listen address=%s ", addr)));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the log file cannot be opened: 73 (EX_CANTCREAT), said on stderr */
     const char *const nolog[] = {"-d", "-listen", "127.0.0.1:0", "-P", pidfile, "-L", badlog, NULL};
-    ck_assert_int_eq(proc_run(&p, nolog), 73);
+    ck_assert_int_eq(systest_proc_run(&p, nolog), 73);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_msg(strstr(p.err.p, f(" error cannot open log file path=%s ", badlog)) != NULL,
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(reap_orphan(busy.s.pid), 73);
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the pidfile cannot be written: 73 */
     const char *const nopid[] = {"-d", "-listen", "127.0.0.1:0", "-P", badpid, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, nopid), 73);
+    ck_assert_int_eq(systest_proc_run(&p, nopid), 73);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_int_eq(reap_orphan(busy.s.pid), 73);
     ck_assert(wait_file_contains(logfile, f(" error cannot write pidfile path=%s ", badpid)));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the first server never noticed */
     int fd = systest_connect(&busy.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&busy);
-    proc_free(&busy);
+    systest_proc_stop(&busy);
+    systest_proc_free(&busy);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -730,29 +553,29 @@ START_TEST(test_daemon_pidfile_in_use)
     char dir[32], pidfile[64];
     tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
-    struct proc first, p;
-    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    struct systest_proc first, p;
+    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
 
     const char *const again[] = {"-listen", "127.0.0.1:0", "-P", pidfile, NULL};
-    ck_assert_int_eq(proc_run(&p, again), 73);
+    ck_assert_int_eq(systest_proc_run(&p, again), 73);
     ck_assert_msg(strstr(p.err.p, f(" error pidfile names a running process path=%s pid=%ld\n",
                                     pidfile, (long)first.s.pid)) != NULL,
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* A stale pidfile (its process gone) is replaced. */
-    proc_stop(&first);
-    proc_free(&first);
+    systest_proc_stop(&first);
+    systest_proc_free(&first);
     FILE *fp = fopen(pidfile, "w");
     ck_assert_ptr_nonnull(fp);
     fprintf(fp, "%d\n", 999999999);
     fclose(fp);
-    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
-    proc_stop(&first);
-    proc_free(&first);
+    systest_proc_stop(&first);
+    systest_proc_free(&first);
     ck_assert(!file_exists(pidfile));
     tmpdir_remove(dir);
 }
@@ -785,7 +608,7 @@ notify_recv(int fd)
 {
     static char buf[512];
     struct pollfd p = {fd, POLLIN, 0};
-    ck_assert_msg(poll(&p, 1, WAIT_MS * systest_slow()) > 0, "no notification");
+    ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0, "no notification");
     ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
     ck_assert_int_gt(n, 0);
     buf[n] = '\0';
@@ -852,9 +675,9 @@ START_TEST(test_notify_daemon)
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     int ns = notify_socket(name);
     ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
-    struct proc p;
+    struct systest_proc p;
     const char *const args[] = {"-d", "-l", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
     track_pid(pid);
     notify_check_ready(notify_recv(ns), listening_port(p.out.p, 0), pid);
@@ -863,7 +686,7 @@ START_TEST(test_notify_daemon)
     expect_gone_ok(pid);
     unsetenv("NOTIFY_SOCKET");
     close(ns);
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -944,12 +767,12 @@ START_TEST(test_log_format)
     unsetenv("JOURNAL_STREAM"); /* no journal: lines carry their time */
     char dir[32];
     tmpdir_new(dir);
-    struct proc p;
+    struct systest_proc p;
 
     /* defaults */
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
-    ck_assert(proc_wait(&p, true, "started"));
-    ck_assert(proc_wait(&p, true, "\n"));
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    ck_assert(systest_proc_wait(&p, true, "started"));
+    ck_assert(systest_proc_wait(&p, true, "\n"));
     char pid[32], listen[64];
     snprintf(pid, sizeof pid, "pid=%ld", (long)p.s.pid);
     snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", p.s.port);
@@ -967,11 +790,11 @@ START_TEST(test_log_format)
                                     "sync_int_ms=1000",
                                     NULL};
     check_started_line(p.err.p, defaults);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_int_eq(check_log_lines(p.err.p), 3); /* started, stopping, stopped */
     ck_assert_ptr_nonnull(strstr(p.err.p, " info stopping signal=15 clients=0\n"));
     ck_assert_ptr_nonnull(strstr(p.err.p, " info workq-server stopped\n"));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* every value shows what the flags set */
     char cmdlog[64];
@@ -992,10 +815,10 @@ START_TEST(test_log_format)
                                 "-cmdlog-sync",
                                 "always",
                                 NULL};
-    proc_start(&p, args);
-    ck_assert(proc_wait(&p, true, "started"));
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
-    ck_assert(proc_wait(&p, true, "sync_int_ms=1000\n"));
+    systest_proc_start(&p, args);
+    ck_assert(systest_proc_wait(&p, true, "started"));
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms=1000\n"));
     snprintf(pid, sizeof pid, "pid=%ld", (long)p.s.pid);
     snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", p.s.port);
     const char *const set[] = {"version=" PACKAGE_VERSION,
@@ -1012,9 +835,9 @@ START_TEST(test_log_format)
                                "sync_int_ms=1000",
                                NULL};
     check_started_line(p.err.p, set);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     check_log_lines(p.err.p);
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1031,8 +854,8 @@ log_with_warning(const char *const *args)
     all[n++] = "-max-connections";
     all[n++] = "1";
     all[n] = NULL;
-    struct proc p;
-    proc_start(&p, all);
+    struct systest_proc p;
+    systest_proc_start(&p, all);
     int a = systest_connect(&p.s);
     systest_sync(a);
     int b = systest_connect(&p.s);
@@ -1040,7 +863,7 @@ log_with_warning(const char *const *args)
     systest_expect_closed(b);
     close(b);
     close(a);
-    proc_stop(&p); /* the warning was written before the refusal was sent */
+    systest_proc_stop(&p); /* the warning was written before the refusal was sent */
     check_log_lines(p.err.p);
     free(p.out.p);
     return p.err.p;
@@ -1094,17 +917,17 @@ START_TEST(test_log_verbose)
     for (size_t i = 0; i < WQ_ARRAY_LEN(levels); i++) {
         const char *args[7] = {0};
         memcpy(args, levels[i], sizeof levels[i]);
-        struct proc p;
-        proc_start(&p, args);
+        struct systest_proc p;
+        systest_proc_start(&p, args);
         int fd = systest_connect(&p.s);
         systest_expect_closed(fd); /* logged before the close */
         close(fd);
-        proc_stop(&p);
+        systest_proc_stop(&p);
         check_log_lines(p.err.p);
         bool debug = strstr(p.err.p, " debug closing idle connection fd=") != NULL;
         ck_assert_msg(debug == (i > 0), "%s: stderr: %s", args[4] ? args[4] : "(default)", p.err.p);
         ck_assert_ptr_nonnull(strstr(p.err.p, " info workq-server started "));
-        proc_free(&p);
+        systest_proc_free(&p);
     }
 }
 END_TEST
@@ -1117,8 +940,8 @@ START_TEST(test_log_sighup)
     tmpdir_new(dir);
     snprintf(log, sizeof log, "%s/wq.log", dir);
     snprintf(moved, sizeof moved, "%s/wq.log.1", dir);
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
     ck_assert(wait_file_contains(log, " info workq-server started "));
 
     ck_assert_int_eq(rename(log, moved), 0);
@@ -1131,7 +954,7 @@ START_TEST(test_log_sighup)
     ck_assert_int_eq(unlink(log), 0);
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
     ck_assert(wait_file_contains(log, " info log reopened\n"));
-    proc_stop(&p);
+    systest_proc_stop(&p);
 
     char buf[8192];
     ck_assert_int_gt(read_file(log, buf, sizeof buf), 0);
@@ -1141,17 +964,17 @@ START_TEST(test_log_sighup)
     ck_assert_int_gt(read_file(moved, buf, sizeof buf), 0);
     ck_assert_int_eq(check_log_lines(buf), 1); /* started */
     ck_assert_str_eq(p.err.p, "");             /* nothing on stderr with -L */
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* without -L, SIGHUP is harmless */
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
-    ck_assert(proc_wait(&p, true, " info log reopened\n"));
+    ck_assert(systest_proc_wait(&p, true, " info log reopened\n"));
     fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&p);
-    proc_free(&p);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1167,8 +990,8 @@ START_TEST(test_log_sighup_failure)
     snprintf(moved, sizeof moved, "%s/gone", dir);
     snprintf(movedlog, sizeof movedlog, "%s/wq.log", moved);
     ck_assert_int_eq(mkdir(sub, 0700), 0);
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
     ck_assert(wait_file_contains(log, " info workq-server started "));
     ck_assert_int_eq(rename(sub, moved), 0);
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
@@ -1177,10 +1000,10 @@ START_TEST(test_log_sighup_failure)
     int fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert(wait_file_contains(movedlog, " info workq-server stopped\n"));
     ck_assert(!file_exists(sub));
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1262,8 +1085,8 @@ START_TEST(test_user_drop)
     ck_assert_ptr_nonnull(pw);
     uid_t uid = pw->pw_uid;
     gid_t gid = pw->pw_gid;
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", NULL});
     char line[512];
     proc_status_field(p.s.pid, "Uid:", line, sizeof line);
     expect_ids(line, (long)uid);
@@ -1288,11 +1111,11 @@ START_TEST(test_user_drop)
     systest_add(fd, id4(1), "q", "x");
     systest_lease_now(fd, "q", id4(1), "x");
     close(fd);
-    ck_assert(proc_wait(
+    ck_assert(systest_proc_wait(
         &p, true,
         f(" info dropped privileges user=nobody uid=%ld gid=%ld\n", (long)uid, (long)gid)));
-    proc_stop(&p);
-    proc_free(&p);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
@@ -1305,14 +1128,14 @@ START_TEST(test_user_not_root)
     ck_assert_ptr_nonnull(nobody);
     if (geteuid() != 0) {
         const char *target = geteuid() == nobody->pw_uid ? "root" : "nobody";
-        struct proc p;
+        struct systest_proc p;
         int rc =
-            proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
+            systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
         ck_assert_int_eq(rc, 77);
         ck_assert_ptr_nonnull(strstr(
             p.err.p, f(" error cannot drop privileges to user=%s: not running as root\n", target)));
         ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
+        systest_proc_free(&p);
         return;
     }
     static const char *const targets[] = {"root", "daemon"};
@@ -1336,15 +1159,15 @@ START_TEST(test_user_unknown)
     char dir[32], pidfile[64];
     tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
-    struct proc p;
+    struct systest_proc p;
     const char *const args[] = {"-listen", "127.0.0.1:0", "-user", "wq-no-such-user",
                                 "-P",      pidfile,       NULL};
-    ck_assert_int_eq(proc_run(&p, args), 67);
+    ck_assert_int_eq(systest_proc_run(&p, args), 67);
     ck_assert_ptr_nonnull(
         strstr(p.err.p, " error cannot drop privileges: no such user user=wq-no-such-user\n"));
     ck_assert_str_eq(p.out.p, "");
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1365,17 +1188,17 @@ START_TEST(test_user_daemon_pidfile)
     ck_assert_int_eq(chmod(dir, 0755), 0);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
-    struct proc p;
-    proc_start(
+    struct systest_proc p;
+    systest_proc_start(
         &p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), p.s.pid);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_msg(!file_exists(pidfile), "pidfile left behind (foreground)");
-    proc_free(&p);
+    systest_proc_free(&p);
 
     const char *const args[] = {"-d", "-listen", "127.0.0.1:0", "-u",    "nobody",
                                 "-P", pidfile,   "-L",          logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
     track_pid(pid);
     char line[512];
@@ -1389,7 +1212,7 @@ START_TEST(test_user_daemon_pidfile)
         ck_abort_msg(
             "pidfile left behind by -d in a directory owned by nobody (mode %o, owner %ld)",
             (unsigned)(sb.st_mode & 07777), (long)sb.st_uid);
-    proc_free(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1404,7 +1227,7 @@ START_TEST(test_maxconn_refuse)
     int a = systest_connect(&s), b = systest_connect(&s);
     systest_sync(a);
     systest_sync(b);
-    ck_assert_uint_eq(server_stat(a, "active-clients"), 2);
+    ck_assert_uint_eq(systest_server_stat(a, "active-clients"), 2);
     /* the third and fourth get the reply, then EOF, whatever they send */
     int c = systest_connect(&s);
     systest_expect(c, FULL);
@@ -1417,7 +1240,7 @@ START_TEST(test_maxconn_refuse)
     /* the first two are unaffected */
     systest_sync(a);
     systest_sync(b);
-    ck_assert_uint_eq(server_stat(b, "active-clients"), 2);
+    ck_assert_uint_eq(systest_server_stat(b, "active-clients"), 2);
     close(a);
     close(b);
     systest_stop(&s);
@@ -1435,7 +1258,7 @@ START_TEST(test_maxconn_accept_again)
     close(b);
     close(a);
     /* Once the server has seen the close, a new client is accepted. */
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     int c;
     for (;;) {
         c = systest_connect(&s);
@@ -1493,7 +1316,7 @@ START_TEST(test_idle_silent_closed)
             systest_sleep_ms(100);
             systest_sync(busy);
         }
-        ck_assert_uint_eq(server_stat(busy, "active-clients"), 1);
+        ck_assert_uint_eq(systest_server_stat(busy, "active-clients"), 1);
     }
     close(quiet);
     close(partial);
@@ -1561,8 +1384,8 @@ START_TEST(test_idle_waiting_not_idle)
      * holds however slow the server is, so it needs no exact timing. */
     systest_sleep_ms(IDLE_MS * 3);
     ctl = systest_connect(&s);
-    ck_assert_uint_eq(server_stat(ctl, "active-clients"), 4);
-    ck_assert_uint_eq(server_stat(ctl, "parked-clients"), 3);
+    ck_assert_uint_eq(systest_server_stat(ctl, "active-clients"), 4);
+    ck_assert_uint_eq(systest_server_stat(ctl, "parked-clients"), 3);
     systest_add(ctl, id4(3), "q", "z");
     systest_expect_lease(leaser, id4(3), "q", "z");
     int64_t t0 = systest_now_ms();
@@ -1642,13 +1465,13 @@ START_TEST(test_memory_refusals)
                       OOM);
     systest_roundtrip(fd, f("run %s q %u 1000 6\r\n%s\r\n", id4(2), TTR, six), OOM);
     systest_roundtrip(fd, f("add %s q %u %s 6 -priority=5\r\n%s\r\n", id4(2), TTR, TTL, six), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
-    ck_assert_uint_eq(server_stat(fd, "ready-jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "ready-jobs"), 1);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
     /* what is refused is not a duplicate afterwards: exactly 5 bytes fit */
     systest_add(fd, id4(2), "q", "01234");
     systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(3), TTR, TTL), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     /* other commands go on */
     systest_lease_now(fd, "q", id4(1), "0123456789");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(1)), OK);
@@ -1662,7 +1485,7 @@ START_TEST(test_memory_refusals)
     systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OOM);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OK);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 1);
     close(fd);
     systest_stop(&s);
 }
@@ -1678,7 +1501,7 @@ START_TEST(test_memory_extension)
     systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
                       OOM);
     systest_roundtrip(fd, f("run %s q %u 1000 5\r\n01234\r\n", id4(1), TTR), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 0);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 0);
     systest_add(fd, id4(1), "q", "01234");
     close(fd);
     systest_stop(&s);
@@ -1703,7 +1526,7 @@ START_TEST(test_memory_results_and_expiry)
     systest_roundtrip(fd, f("complete %s 4\r\nabcd\r\n", id4(1)), OK);
     systest_roundtrip(fd, f("add %s q %u %s 7\r\n0123456\r\n", id4(2), TTR, TTL), OOM);
     systest_add(fd, id4(2), "q", "012345");
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(3), TTR, TTL), OOM);
     /* the completed job expires: payload and result are freed */
     wait_stat(fd, "jobs", 1);
@@ -1749,7 +1572,7 @@ START_TEST(test_memory_replay)
 
     systest_start(&s, "-cmdlog-path", dir, "-max-memory", u64s(core_job_bytes(10)), NULL);
     fd = systest_connect(&s);
-    uint64_t jobs = server_stat(fd, "jobs");
+    uint64_t jobs = systest_server_stat(fd, "jobs");
     ck_assert_msg(jobs == 3, "%llu of 3 logged jobs replayed under -max-memory",
                   (unsigned long long)jobs);
     systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(4), TTR, TTL), OOM);
@@ -1758,7 +1581,7 @@ START_TEST(test_memory_replay)
     systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(4), TTR, TTL), OOM);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_add(fd, id4(4), "q", "0123456789");
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 1);
     close(fd);
     systest_stop(&s);
     tmpdir_remove(dir);
@@ -1801,23 +1624,23 @@ START_TEST(test_config_honoured)
                      "daemonize no\n"
                      "syslog = off\n"
                      "#listen 127.0.0.1:1\n");
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-c", conf, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-c", conf, NULL});
     expect_max_line(&p.s, 100);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_str_eq(p.err.p, ""); /* warn: no info lines */
     ck_assert_int_eq(count_lines(p.out.p), 1);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* one -v on top of the file's warn: info, and the start-up line shows
      * every value */
-    proc_start(&p, (const char *const[]){"--config", conf, "-v", NULL});
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
-    ck_assert(proc_wait(&p, true,
+    systest_proc_start(&p, (const char *const[]){"--config", conf, "-v", NULL});
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
+    ck_assert(systest_proc_wait(&p, true,
                         " max_line=100 max_payload=1048576 max_connections=5 "
                         "idle_timeout_ms=3600000 max_memory=1048576 cmdlog=none "));
-    proc_stop(&p);
-    proc_free(&p);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1829,18 +1652,18 @@ START_TEST(test_config_flags_override)
     tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     snprintf(eq, sizeof eq, "--config=%s", conf);
-    struct proc busy, p;
-    proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    struct systest_proc busy, p;
+    systest_proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     snprintf(text, sizeof text, "listen 127.0.0.1:%d\nmax-line 100\nlog-level error\n",
              busy.s.port);
     write_file(conf, text);
 
     /* the file alone: its (taken) address, its level */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", conf, NULL}), 69);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", conf, NULL}), 69);
     ck_assert_msg(strstr(p.err.p, f(" error cannot listen address=127.0.0.1:%d ", busy.s.port)),
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(check_log_lines(p.err.p), 1);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     const char *const before[] = {
         "-listen", "127.0.0.1:0", "--max-line=200", "-log-level", "info", "-c", conf, NULL};
@@ -1848,15 +1671,15 @@ START_TEST(test_config_flags_override)
                                  "--log-level=info", NULL};
     const char *const *forms[] = {before, after};
     for (size_t i = 0; i < 2; i++) {
-        proc_start(&p, forms[i]);
+        systest_proc_start(&p, forms[i]);
         ck_assert_int_ne(p.s.port, busy.s.port);
         expect_max_line(&p.s, 200);
-        ck_assert(proc_wait(&p, true, " max_line=200 "));
-        proc_stop(&p);
-        proc_free(&p);
+        ck_assert(systest_proc_wait(&p, true, " max_line=200 "));
+        systest_proc_stop(&p);
+        systest_proc_free(&p);
     }
-    proc_stop(&busy);
-    proc_free(&busy);
+    systest_proc_stop(&busy);
+    systest_proc_free(&busy);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1906,12 +1729,12 @@ START_TEST(test_config_errors)
     };
     for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
         write_file(conf, cases[i].text);
-        struct proc p;
-        int rc = proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
+        struct systest_proc p;
+        int rc = systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
         ck_assert_msg(rc == 78, "case %zu: exit %d (stderr: %s)", i, rc, p.err.p);
         ck_assert_str_eq(p.err.p, f("workq-server: %s:%s", conf, cases[i].tail));
         ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
+        systest_proc_free(&p);
     }
     tmpdir_remove(dir);
 }
@@ -1924,27 +1747,27 @@ START_TEST(test_config_unreadable)
     char dir[32], missing[64];
     tmpdir_new(dir);
     snprintf(missing, sizeof missing, "%s/none.conf", dir);
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", missing, NULL}), 66);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, NULL}), 66);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: No such file or "
                                 "directory\n",
                                 missing));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a directory opens but cannot be read */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-config", dir, NULL}), 66);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-config", dir, NULL}), 66);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: Is a directory\n", dir));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a relative name is named absolute */
     ck_assert_int_eq(chdir(dir), 0);
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}), 66);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}), 66);
     ck_assert_int_eq(chdir("/"), 0);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: No such file or "
                                 "directory\n",
                                 missing));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a bad flag is found before the file is read */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
-    proc_free(&p);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1962,27 +1785,27 @@ START_TEST(test_config_booleans)
              "listen 127.0.0.1:0\ndaemonize\npidfile %s\nlog-file = %s\ncmdlog-truncate = YES\n",
              pidfile, logfile);
     write_file(conf, text);
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", conf, NULL}), 0);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", conf, NULL}), 0);
     pid_t pid = read_pidfile(pidfile);
     track_pid(pid);
     ck_assert_int_ne(pid, p.s.pid);
-    int fd = connect_port(listening_port(p.out.p, 0));
+    int fd = systest_connect_port(listening_port(p.out.p, 0));
     systest_sync(fd);
     close(fd);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     expect_gone_ok(pid);
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* "daemonize off": the foreground process is the server */
     snprintf(text, sizeof text, "listen 127.0.0.1:0\ndaemonize off\nsyslog false\n");
     write_file(conf, text);
-    proc_start(&p, (const char *const[]){"-c", conf, NULL});
-    ck_assert(proc_wait(&p, true, " info workq-server started "));
-    ck_assert(proc_wait(&p, true, f(" pid=%ld ", (long)p.s.pid)));
-    proc_stop(&p);
-    proc_free(&p);
+    systest_proc_start(&p, (const char *const[]){"-c", conf, NULL});
+    ck_assert(systest_proc_wait(&p, true, " info workq-server started "));
+    ck_assert(systest_proc_wait(&p, true, f(" pid=%ld ", (long)p.s.pid)));
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
     tmpdir_remove(dir);
 }
 END_TEST
@@ -1992,24 +1815,24 @@ END_TEST
 
 START_TEST(test_listen_two)
 {
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0,127.0.0.1:0", NULL});
-    ck_assert(proc_wait(&p, false, "\nworkq-server listening on 127.0.0.1:"));
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0,127.0.0.1:0", NULL});
+    ck_assert(systest_proc_wait(&p, false, "\nworkq-server listening on 127.0.0.1:"));
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
     while (count_lines(p.out.p) < 2)
-        ck_assert(proc_pump(&p, WAIT_MS * systest_slow()));
+        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
     int p1 = listening_port(p.out.p, 0), p2 = listening_port(p.out.p, 1);
     ck_assert_int_ne(p1, p2);
-    ck_assert(proc_wait(&p, true, f(" listen=127.0.0.1:%d,127.0.0.1:%d ", p1, p2)));
+    ck_assert(systest_proc_wait(&p, true, f(" listen=127.0.0.1:%d,127.0.0.1:%d ", p1, p2)));
     /* one server behind both */
-    int a = connect_port(p1), b = connect_port(p2);
+    int a = systest_connect_port(p1), b = systest_connect_port(p2);
     systest_add(a, id4(1), "q", "x");
     systest_lease_now(b, "q", id4(1), "x");
     close(a);
     close(b);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_int_eq(count_lines(p.out.p), 2);
-    proc_free(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
@@ -2019,40 +1842,40 @@ START_TEST(test_listen_eight)
     char list[256] = "127.0.0.1:0";
     for (int i = 1; i < 8; i++)
         strcat(list, ",127.0.0.1:0");
-    struct proc p;
-    proc_start(&p, (const char *const[]){"--listen", list, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"--listen", list, NULL});
     while (count_lines(p.out.p) < 8)
-        ck_assert(proc_pump(&p, WAIT_MS * systest_slow()));
+        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
     for (int i = 0; i < 8; i++) {
-        int fd = connect_port(listening_port(p.out.p, i));
+        int fd = systest_connect_port(listening_port(p.out.p, i));
         systest_sync(fd);
         close(fd);
     }
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_int_eq(count_lines(p.out.p), 8);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     strcat(list, ",127.0.0.1:0");
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"--listen", list, NULL}), 64);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"--listen", list, NULL}), 64);
     ck_assert_str_eq(p.err.p, f("workq-server: invalid -listen '%s' (expected "
                                 "HOST:PORT[,HOST:PORT...])\n",
                                 list));
-    proc_free(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
 /* A later -listen replaces an earlier one, list and all. */
 START_TEST(test_listen_replaced)
 {
-    struct proc p;
-    proc_start(&p,
+    struct systest_proc p;
+    systest_proc_start(&p,
                (const char *const[]){"-l", "127.0.0.1:0,127.0.0.1:0", "-l", "127.0.0.1:0", NULL});
     int fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_int_eq(count_lines(p.out.p), 1);
-    proc_free(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
@@ -2095,13 +1918,13 @@ START_TEST(test_cli_help)
     };
     static const char *const forms[] = {"-h", "-help", "--help"};
     for (size_t i = 0; i < WQ_ARRAY_LEN(forms); i++) {
-        struct proc p;
-        ck_assert_int_eq(proc_run(&p, (const char *const[]){forms[i], NULL}), 0);
+        struct systest_proc p;
+        ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){forms[i], NULL}), 0);
         ck_assert_str_eq(p.err.p, "");
         ck_assert_msg(strncmp(p.out.p, "Usage: workq-server ", 20) == 0, "%s", p.out.p);
         for (size_t n = 0; n < WQ_ARRAY_LEN(names); n++)
             ck_assert_msg(strstr(p.out.p, names[n]) != NULL, "%s is not in -help", names[n]);
-        proc_free(&p);
+        systest_proc_free(&p);
     }
 }
 END_TEST
@@ -2132,12 +1955,12 @@ START_TEST(test_cli_flag_errors)
         {{"stray"}, "unexpected argument 'stray' (see -help)"},
     };
     for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        struct proc p;
-        int rc = proc_run(&p, cases[i].args);
+        struct systest_proc p;
+        int rc = systest_proc_run(&p, cases[i].args);
         ck_assert_msg(rc == 64, "%s: exit %d", cases[i].args[0], rc);
         ck_assert_str_eq(p.err.p, f("workq-server: %s\n", cases[i].err));
         ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
+        systest_proc_free(&p);
     }
 }
 END_TEST

@@ -1873,116 +1873,41 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* command line */
 
-/* Fork and exec the server (behind WQ_SERVER_WRAPPER) with exactly these
- * arguments. Its stdout goes to *out_fd; its stderr to *err_fd when err_fd is
- * not NULL, else it is inherited. */
-static pid_t
-spawn(const char *const *args, int *out_fd, int *err_fd)
-{
-    int err[2] = {-1, -1};
-    if (err_fd != NULL)
-        ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0); /* the child keeps only its stderr */
-    pid_t pid = systest_spawn(args, out_fd, err[1]);
-    if (err_fd != NULL) {
-        close(err[1]);
-        *err_fd = err[0];
-    }
-    return pid;
-}
-
-/* Run the server to its end; its stdout and stderr into the buffers.
- * Returns the exit status. */
-static int
-run_server(const char *const *args, char *out, size_t outcap, char *err, size_t errcap)
-{
-    int ofd, efd;
-    pid_t pid = spawn(args, &ofd, &efd);
-    size_t on = 0, en = 0;
-    bool oopen = true, eopen = true;
-    while (oopen || eopen) {
-        struct pollfd p[2] = {{oopen ? ofd : -1, POLLIN, 0}, {eopen ? efd : -1, POLLIN, 0}};
-        int pr = poll(p, 2, 30000 * systest_slow());
-        ck_assert_msg(pr > 0, "server did not exit");
-        char tmp[4096];
-        if (p[0].revents) {
-            ssize_t r = read(ofd, tmp, sizeof tmp);
-            if (r <= 0) {
-                oopen = false;
-            } else {
-                size_t take = (size_t)r < outcap - 1 - on ? (size_t)r : outcap - 1 - on;
-                memcpy(out + on, tmp, take);
-                on += take;
-            }
-        }
-        if (p[1].revents) {
-            ssize_t r = read(efd, tmp, sizeof tmp);
-            if (r <= 0) {
-                eopen = false;
-            } else {
-                size_t take = (size_t)r < errcap - 1 - en ? (size_t)r : errcap - 1 - en;
-                memcpy(err + en, tmp, take);
-                en += take;
-            }
-        }
-    }
-    out[on] = '\0';
-    err[en] = '\0';
-    close(ofd);
-    close(efd);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status), "server killed by signal %d", WTERMSIG(status));
-    return WEXITSTATUS(status);
-}
-
 /* Start a server with exactly these arguments and read its port. */
 static void
-spawn_listening(struct systest_server *s, const char *const *args)
+start_listening(const char *const *args)
 {
-    int ofd;
-    s->pid = spawn(args, &ofd, NULL);
-    s->out_fd = ofd;
-    char line[256];
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        struct pollfd p = {ofd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, 20000 * systest_slow()) > 0, "server did not report its port");
-        ssize_t r = read(ofd, line + n, 1);
-        ck_assert_msg(r == 1, "server ended before reporting its port");
-        if (line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    systest_parse_port(s, line);
-    ck_assert_int_ne(s->port, 9922); /* the flag was not ignored */
+    systest_start_argv(&systest_srv, args, NULL);
+    ck_assert_int_ne(systest_srv.port, 9922); /* the flag was not ignored */
 }
 
 START_TEST(test_cli_version_help)
 {
-    char out[8192], err[8192];
+    struct systest_proc p;
     const char *expected = "workq-server " PACKAGE_VERSION "\n";
     static const char *const v1[] = {"-V", NULL}, *const v2[] = {"--version", NULL},
                              *const v3[] = {"-version", NULL};
     const char *const *versions[] = {v1, v2, v3};
     for (size_t i = 0; i < 3; i++) {
-        ck_assert_int_eq(run_server(versions[i], out, sizeof out, err, sizeof err), 0);
-        ck_assert_str_eq(out, expected);
+        ck_assert_int_eq(systest_proc_run(&p, versions[i]), 0);
+        ck_assert_str_eq(p.out.p, expected);
+        systest_proc_free(&p);
     }
     static const char *const h1[] = {"-h", NULL}, *const h2[] = {"--help", NULL},
                              *const h3[] = {"-help", NULL};
     const char *const *helps[] = {h1, h2, h3};
     for (size_t i = 0; i < 3; i++) {
-        ck_assert_int_eq(run_server(helps[i], out, sizeof out, err, sizeof err), 0);
-        ck_assert_msg(strstr(out, "Usage") != NULL && strstr(out, "listen") != NULL,
-                      "no usage text: %s", out);
+        ck_assert_int_eq(systest_proc_run(&p, helps[i]), 0);
+        ck_assert_msg(strstr(p.out.p, "Usage") != NULL && strstr(p.out.p, "listen") != NULL,
+                      "no usage text: %s", p.out.p);
+        systest_proc_free(&p);
     }
 }
 END_TEST
 
 START_TEST(test_cli_bad_options)
 {
-    char out[8192], err[8192];
+    struct systest_proc p;
     static const char *const bad[][4] = {
         {"--bogus", NULL},
         {"-x", NULL},
@@ -1996,17 +1921,18 @@ START_TEST(test_cli_bad_options)
         {"--max-payload", "-1", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = run_server(bad[i], out, sizeof out, err, sizeof err);
+        int rc = systest_proc_run(&p, bad[i]);
         ck_assert_msg(rc == 64, "%s %s: exit %d, want 64", bad[i][0], bad[i][1] ? bad[i][1] : "",
                       rc);
-        ck_assert_msg(err[0] != '\0', "%s: no message on stderr", bad[i][0]);
+        ck_assert_msg(p.err.p[0] != '\0', "%s: no message on stderr", bad[i][0]);
+        systest_proc_free(&p);
     }
 }
 END_TEST
 
 START_TEST(test_cli_cmdlog)
 {
-    char out[8192], err[8192], dir[] = "/tmp/wq-cli-XXXXXX", eq[64], rm[64];
+    char dir[] = "/tmp/wq-cli-XXXXXX", eq[64], rm[64];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(eq, sizeof eq, "--cmdlog-path=%s", dir);
     /* Workq's flags in every spelling start a server that logs to dir. */
@@ -2019,7 +1945,7 @@ START_TEST(test_cli_cmdlog)
          "--cmdlog-sync-int=0", NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        spawn_listening(&systest_srv, forms[i]);
+        start_listening(forms[i]);
         int fd = systest_conn();
         systest_add(fd, id4((unsigned)i + 1), "q", "x");
         systest_lease_now(fd, "q", id4((unsigned)i + 1), "x");
@@ -2033,7 +1959,7 @@ START_TEST(test_cli_cmdlog)
         {"-cmdlog-clean-int", "-5", NULL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int rc = run_server(bad[i], out, sizeof out, err, sizeof err);
+        int rc = systest_run_argv(bad[i], NULL);
         ck_assert_msg(rc == 64, "%s %s: exit %d, want 64", bad[i][0], bad[i][1], rc);
     }
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
@@ -2052,7 +1978,7 @@ START_TEST(test_cli_listen_forms)
         {"--max-payload", "10", "--listen=127.0.0.1:0", NULL},
     };
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        spawn_listening(&systest_srv, forms[i]);
+        start_listening(forms[i]);
         int fd = systest_conn();
         systest_add(fd, id4((unsigned)i + 1), "q", "x");
         systest_lease_now(fd, "q", id4((unsigned)i + 1), "x");
@@ -2074,10 +2000,9 @@ END_TEST
 START_TEST(test_cli_cannot_bind)
 {
     systest_start_srv();
-    char out[8192], err[8192];
     const char *addr = f("127.0.0.1:%d", systest_srv.port);
     const char *const args[] = {"-listen", addr, NULL};
-    ck_assert_int_eq(run_server(args, out, sizeof out, err, sizeof err), 69);
+    ck_assert_int_eq(systest_run_argv(args, NULL), 69);
     /* the first server is unaffected */
     int fd = systest_conn();
     systest_sync(fd);
