@@ -11,7 +11,7 @@
  * would not take it.  The daemon tests make the test process a child
  * subreaper: the daemon is re-parented to it, so its exit status can be
  * read; and a daemon whose pid a test learnt is killed after the suite
- * should the test fail.  Temporary directories /tmp/wq-daemon-XXXXXX are
+ * should the test fail.  Temporary directories /tmp/wq-test-XXXXXX are
  * removed after the suite too.
  *
  * The -user tests need root for the real thing: as root they drop to
@@ -49,132 +49,8 @@
 #define PARK  "60000" /* wait of a lease/result/run that must be woken */
 #define LATER "2999-01-01T00:00:00Z"
 #define OOM   "-SERVER-ERROR Out of memory\r\n"
-#define FULL  "-SERVER-ERROR Too many connections\r\n"
 /* The idle timeout of the idle tests. */
 #define IDLE_MS 500
-
-/* ------------------------------------------------------------------------ */
-/* Clean-up of daemons and directories, also after a failed check */
-
-/* A failed check ends the test's process with _exit and a timeout kills
- * it, so what a test must clean up is noted in memory shared with the
- * runner, which cleans up after the suite. */
-#define MAX_TRACKED 16
-
-struct tracked {
-    pid_t pids[MAX_TRACKED];
-    char dirs[MAX_TRACKED][32];
-};
-
-static struct tracked *tracked;
-
-/* The command line of pid (NULs made spaces) into buf; false if gone. */
-static bool
-read_cmdline(pid_t pid, char *buf, size_t cap)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, cap - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    for (ssize_t i = 0; i < n; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    buf[n] = '\0';
-    return true;
-}
-
-static void
-tracked_init(void)
-{
-    tracked =
-        mmap(NULL, sizeof *tracked, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (tracked == MAP_FAILED) {
-        perror("mmap");
-        exit(EXIT_FAILURE);
-    }
-    memset(tracked, 0, sizeof *tracked);
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void
-rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Kill the daemons and remove the directories that tests left behind. */
-static void
-tracked_cleanup(void)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        char cmd[256];
-        pid_t pid = tracked->pids[i];
-        /* only if the pid is still a server's, not a recycled one */
-        if (pid > 0 && read_cmdline(pid, cmd, sizeof cmd) && strstr(cmd, "workq-server") != NULL)
-            kill(pid, SIGKILL);
-        if (tracked->dirs[i][0] != '\0')
-            rm_tree(tracked->dirs[i]);
-    }
-    memset(tracked, 0, sizeof *tracked);
-}
-
-/* Kill pid after the suite unless untracked first. */
-static void
-track_pid(pid_t pid)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        if (tracked->pids[i] <= 0) {
-            tracked->pids[i] = pid;
-            return;
-        }
-    }
-    ck_abort_msg("too many tracked pids");
-}
-
-static void
-untrack_pid(pid_t pid)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++)
-        if (tracked->pids[i] == pid)
-            tracked->pids[i] = 0;
-}
-
-/* A new directory /tmp/wq-daemon-XXXXXX into dir (>= 32 bytes), removed
- * after the suite unless tmpdir_remove does it first. */
-static void
-tmpdir_new(char *dir)
-{
-    strcpy(dir, "/tmp/wq-daemon-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        if (tracked->dirs[i][0] == '\0') {
-            snprintf(tracked->dirs[i], sizeof tracked->dirs[i], "%s", dir);
-            return;
-        }
-    }
-    ck_abort_msg("too many temporary directories");
-}
-
-static void
-tmpdir_remove(const char *dir)
-{
-    rm_tree(dir);
-    for (size_t i = 0; i < MAX_TRACKED; i++)
-        if (strcmp(tracked->dirs[i], dir) == 0)
-            tracked->dirs[i][0] = '\0';
-}
 
 /* Re-parent orphans (the daemon of -d) to this process. */
 static void
@@ -193,11 +69,11 @@ wait_gone(pid_t pid)
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid) {
-            untrack_pid(pid);
+            systest_untrack_pid(pid);
             return st;
         }
         if (r < 0 && errno == ECHILD && kill(pid, 0) != 0 && errno == ESRCH) {
-            untrack_pid(pid);
+            systest_untrack_pid(pid);
             return -1;
         }
         ck_assert_msg(systest_now_ms() < deadline, "process %ld did not exit", (long)pid);
@@ -328,33 +204,6 @@ expect_ids(const char *line, long want)
 }
 
 /* ------------------------------------------------------------------------ */
-/* What a server wrote to stdout */
-
-/* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line. */
-static int
-listening_port(const char *out, int n)
-{
-    const char *prefix = "workq-server listening on 127.0.0.1:";
-    const char *p = out;
-    for (int i = 0; i < n; i++) {
-        p = strchr(p, '\n');
-        ck_assert_ptr_nonnull(p);
-        p++;
-    }
-    ck_assert_msg(strncmp(p, prefix, strlen(prefix)) == 0, "line %d of stdout: %s", n, p);
-    return atoi(p + strlen(prefix));
-}
-
-static int
-count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s != '\0'; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Talking to the server */
 
 /* Wait (up to the scaled bound) until "inspect server" shows key = want. */
@@ -394,15 +243,6 @@ try_sync(int fd)
     return false;
 }
 
-/* A line of exactly len bytes: spaces, then a delete that finds nothing. */
-static const char *
-padded_delete(size_t len)
-{
-    const char *del = "delete 00000000-0000-4000-8000-000000000001";
-    ck_assert_uint_ge(len, strlen(del));
-    return f("%*s%s", (int)(len - strlen(del)), "", del);
-}
-
 /* ------------------------------------------------------------------------ */
 /* -d, -pidfile */
 
@@ -410,7 +250,7 @@ START_TEST(test_daemon_pidfile)
 {
     become_subreaper();
     char dir[32], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     const char *const args[] = {"-d", "-listen", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
@@ -419,12 +259,12 @@ START_TEST(test_daemon_pidfile)
     /* The foreground process returns 0 once the daemon listens; the
      * daemon printed its line on the inherited stdout first. */
     ck_assert_int_eq(systest_proc_run(&p, args), 0);
-    ck_assert_int_eq(count_lines(p.out.p), 1);
-    int port = listening_port(p.out.p, 0);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 1);
+    int port = systest_listening_port(p.out.p, 0);
     ck_assert_str_eq(p.err.p, "");
 
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     ck_assert_int_ne(pid, p.s.pid);
     ck_assert_int_eq(kill(pid, 0), 0);
     /* Detached: a session of its own that it does not lead, cwd "/". */
@@ -448,7 +288,7 @@ START_TEST(test_daemon_pidfile)
     ck_assert_msg(!file_exists(pidfile), "pidfile left behind");
     ck_assert(wait_file_contains(logfile, " info workq-server stopped\n"));
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -458,18 +298,18 @@ START_TEST(test_daemon_relative_paths)
 {
     become_subreaper();
     char dir[32], path[64], moved[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chdir(dir), 0);
     const char *const args[] = {
         "-daemonize", "-listen=127.0.0.1:0", "--pidfile", "rel.pid", "--log-file", "rel.log", NULL};
     struct systest_proc p;
     ck_assert_int_eq(systest_proc_run(&p, args), 0);
-    int port = listening_port(p.out.p, 0);
+    int port = systest_listening_port(p.out.p, 0);
     ck_assert_int_eq(chdir("/"), 0);
 
     snprintf(path, sizeof path, "%s/rel.pid", dir);
     pid_t pid = read_pidfile(path);
-    track_pid(pid);
+    systest_track_pid(pid);
     snprintf(path, sizeof path, "%s/rel.log", dir);
     snprintf(moved, sizeof moved, "%s/rel.log.1", dir);
     ck_assert(wait_file_contains(path, " info workq-server started "));
@@ -490,7 +330,7 @@ START_TEST(test_daemon_relative_paths)
     snprintf(path, sizeof path, "%s/rel.pid", dir);
     ck_assert(!file_exists(path));
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -500,7 +340,7 @@ START_TEST(test_daemon_failure)
 {
     become_subreaper();
     char dir[32], pidfile[64], logfile[64], badlog[80], badpid[80];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     snprintf(badlog, sizeof badlog, "%s/no/such/dir.log", dir);
@@ -543,7 +383,7 @@ START_TEST(test_daemon_failure)
     close(fd);
     systest_proc_stop(&busy);
     systest_proc_free(&busy);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -551,7 +391,7 @@ END_TEST
 START_TEST(test_daemon_pidfile_in_use)
 {
     char dir[32], pidfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     struct systest_proc first, p;
     systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
@@ -577,7 +417,7 @@ START_TEST(test_daemon_pidfile_in_use)
     systest_proc_stop(&first);
     systest_proc_free(&first);
     ck_assert(!file_exists(pidfile));
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -647,10 +487,10 @@ notify_round(const char *name)
 START_TEST(test_notify_path)
 {
     char dir[32], name[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(name, sizeof name, "%s/notify", dir);
     notify_round(name);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -669,7 +509,7 @@ START_TEST(test_notify_daemon)
 {
     become_subreaper();
     char dir[32], name[64], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(name, sizeof name, "%s/notify", dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
@@ -679,15 +519,15 @@ START_TEST(test_notify_daemon)
     const char *const args[] = {"-d", "-l", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
     ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
-    notify_check_ready(notify_recv(ns), listening_port(p.out.p, 0), pid);
+    systest_track_pid(pid);
+    notify_check_ready(notify_recv(ns), systest_listening_port(p.out.p, 0), pid);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     ck_assert_str_eq(notify_recv(ns), "STOPPING=1");
     expect_gone_ok(pid);
     unsetenv("NOTIFY_SOCKET");
     close(ns);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -766,7 +606,7 @@ START_TEST(test_log_format)
 {
     unsetenv("JOURNAL_STREAM"); /* no journal: lines carry their time */
     char dir[32];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     struct systest_proc p;
 
     /* defaults */
@@ -838,7 +678,7 @@ START_TEST(test_log_format)
     systest_proc_stop(&p);
     check_log_lines(p.err.p);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -937,7 +777,7 @@ END_TEST
 START_TEST(test_log_sighup)
 {
     char dir[32], log[64], moved[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(log, sizeof log, "%s/wq.log", dir);
     snprintf(moved, sizeof moved, "%s/wq.log.1", dir);
     struct systest_proc p;
@@ -975,7 +815,7 @@ START_TEST(test_log_sighup)
     close(fd);
     systest_proc_stop(&p);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -984,7 +824,7 @@ END_TEST
 START_TEST(test_log_sighup_failure)
 {
     char dir[32], sub[64], log[80], moved[64], movedlog[96];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(sub, sizeof sub, "%s/logs", dir);
     snprintf(log, sizeof log, "%s/wq.log", sub);
     snprintf(moved, sizeof moved, "%s/gone", dir);
@@ -1004,7 +844,7 @@ START_TEST(test_log_sighup_failure)
     ck_assert(wait_file_contains(movedlog, " info workq-server stopped\n"));
     ck_assert(!file_exists(sub));
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1017,7 +857,7 @@ END_TEST
 static void
 server_copy_for_all(char dir[32], char path[64])
 {
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chmod(dir, 0755), 0);
     snprintf(path, 64, "%s/workq-server", dir);
     const char *src = getenv("WQ_SERVER");
@@ -1070,7 +910,7 @@ run_as(const struct passwd *pw, const char *const *args, char *err, size_t cap)
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st));
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
     return WEXITSTATUS(st);
 }
 
@@ -1157,7 +997,7 @@ END_TEST
 START_TEST(test_user_unknown)
 {
     char dir[32], pidfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     struct systest_proc p;
     const char *const args[] = {"-listen", "127.0.0.1:0", "-user", "wq-no-such-user",
@@ -1168,7 +1008,7 @@ START_TEST(test_user_unknown)
     ck_assert_str_eq(p.out.p, "");
     ck_assert(!file_exists(pidfile));
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1183,7 +1023,7 @@ START_TEST(test_user_daemon_pidfile)
     struct passwd *pw = getpwnam("nobody");
     ck_assert_ptr_nonnull(pw);
     char dir[32], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chown(dir, pw->pw_uid, pw->pw_gid), 0);
     ck_assert_int_eq(chmod(dir, 0755), 0);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
@@ -1200,7 +1040,7 @@ START_TEST(test_user_daemon_pidfile)
                                 "-P", pidfile,   "-L",          logfile, NULL};
     ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     char line[512];
     proc_status_field(pid, "Uid:", line, sizeof line);
     expect_ids(line, (long)pw->pw_uid);
@@ -1213,7 +1053,7 @@ START_TEST(test_user_daemon_pidfile)
             "pidfile left behind by -d in a directory owned by nobody (mode %o, owner %ld)",
             (unsigned)(sb.st_mode & 07777), (long)sb.st_uid);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1561,7 +1401,7 @@ END_TEST
 START_TEST(test_memory_replay)
 {
     char dir[32];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     struct systest_server s;
     systest_start(&s, "-cmdlog-path", dir, NULL);
     int fd = systest_connect(&s);
@@ -1584,7 +1424,7 @@ START_TEST(test_memory_replay)
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 1);
     close(fd);
     systest_stop(&s);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1596,8 +1436,8 @@ static void
 expect_max_line(const struct systest_server *s, size_t max_line)
 {
     int fd = systest_connect(s);
-    systest_roundtrip(fd, f("%s\r\n", padded_delete(max_line)), NF);
-    systest_sends(fd, f("%s\r\n", padded_delete(max_line + 1)));
+    systest_roundtrip(fd, f("%s\r\n", systest_padded_line(max_line, "delete 00000000-0000-4000-8000-000000000001")), NF);
+    systest_sends(fd, f("%s\r\n", systest_padded_line(max_line + 1, "delete 00000000-0000-4000-8000-000000000001")));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
@@ -1608,7 +1448,7 @@ expect_max_line(const struct systest_server *s, size_t max_line)
 START_TEST(test_config_honoured)
 {
     char dir[32], conf[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     write_file(conf, "# workq-server settings\n"
                      "\n"
@@ -1629,7 +1469,7 @@ START_TEST(test_config_honoured)
     expect_max_line(&p.s, 100);
     systest_proc_stop(&p);
     ck_assert_str_eq(p.err.p, ""); /* warn: no info lines */
-    ck_assert_int_eq(count_lines(p.out.p), 1);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 1);
     systest_proc_free(&p);
 
     /* one -v on top of the file's warn: info, and the start-up line shows
@@ -1641,7 +1481,7 @@ START_TEST(test_config_honoured)
                         "idle_timeout_ms=3600000 max_memory=1048576 cmdlog=none "));
     systest_proc_stop(&p);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1649,7 +1489,7 @@ END_TEST
 START_TEST(test_config_flags_override)
 {
     char dir[32], conf[64], eq[80], text[256];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     snprintf(eq, sizeof eq, "--config=%s", conf);
     struct systest_proc busy, p;
@@ -1680,14 +1520,14 @@ START_TEST(test_config_flags_override)
     }
     systest_proc_stop(&busy);
     systest_proc_free(&busy);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_config_errors)
 {
     char dir[32], conf[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     static char long_line[5000 + 16];
     memset(long_line, 'x', 5000);
@@ -1736,7 +1576,7 @@ START_TEST(test_config_errors)
         ck_assert_str_eq(p.out.p, "");
         systest_proc_free(&p);
     }
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1745,7 +1585,7 @@ END_TEST
 START_TEST(test_config_unreadable)
 {
     char dir[32], missing[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(missing, sizeof missing, "%s/none.conf", dir);
     struct systest_proc p;
     ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, NULL}), 66);
@@ -1768,7 +1608,7 @@ START_TEST(test_config_unreadable)
     /* a bad flag is found before the file is read */
     ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1777,7 +1617,7 @@ START_TEST(test_config_booleans)
 {
     become_subreaper();
     char dir[32], conf[64], pidfile[64], logfile[64], text[512];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
@@ -1788,9 +1628,9 @@ START_TEST(test_config_booleans)
     struct systest_proc p;
     ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", conf, NULL}), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     ck_assert_int_ne(pid, p.s.pid);
-    int fd = systest_connect_port(listening_port(p.out.p, 0));
+    int fd = systest_connect_port(systest_listening_port(p.out.p, 0));
     systest_sync(fd);
     close(fd);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
@@ -1806,7 +1646,7 @@ START_TEST(test_config_booleans)
     ck_assert(systest_proc_wait(&p, true, f(" pid=%ld ", (long)p.s.pid)));
     systest_proc_stop(&p);
     systest_proc_free(&p);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1819,9 +1659,9 @@ START_TEST(test_listen_two)
     systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0,127.0.0.1:0", NULL});
     ck_assert(systest_proc_wait(&p, false, "\nworkq-server listening on 127.0.0.1:"));
     ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
-    while (count_lines(p.out.p) < 2)
+    while (systest_count_lines(p.out.p) < 2)
         ck_assert(systest_proc_pump(&p, systest_wait_ms()));
-    int p1 = listening_port(p.out.p, 0), p2 = listening_port(p.out.p, 1);
+    int p1 = systest_listening_port(p.out.p, 0), p2 = systest_listening_port(p.out.p, 1);
     ck_assert_int_ne(p1, p2);
     ck_assert(systest_proc_wait(&p, true, f(" listen=127.0.0.1:%d,127.0.0.1:%d ", p1, p2)));
     /* one server behind both */
@@ -1831,7 +1671,7 @@ START_TEST(test_listen_two)
     close(a);
     close(b);
     systest_proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 2);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 2);
     systest_proc_free(&p);
 }
 END_TEST
@@ -1844,15 +1684,15 @@ START_TEST(test_listen_eight)
         strcat(list, ",127.0.0.1:0");
     struct systest_proc p;
     systest_proc_start(&p, (const char *const[]){"--listen", list, NULL});
-    while (count_lines(p.out.p) < 8)
+    while (systest_count_lines(p.out.p) < 8)
         ck_assert(systest_proc_pump(&p, systest_wait_ms()));
     for (int i = 0; i < 8; i++) {
-        int fd = systest_connect_port(listening_port(p.out.p, i));
+        int fd = systest_connect_port(systest_listening_port(p.out.p, i));
         systest_sync(fd);
         close(fd);
     }
     systest_proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 8);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 8);
     systest_proc_free(&p);
 
     strcat(list, ",127.0.0.1:0");
@@ -1874,7 +1714,7 @@ START_TEST(test_listen_replaced)
     systest_sync(fd);
     close(fd);
     systest_proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 1);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 1);
     systest_proc_free(&p);
 }
 END_TEST
@@ -1997,8 +1837,5 @@ daemon_suite(void)
 int
 main(void)
 {
-    tracked_init();
-    int status = systest_main(daemon_suite());
-    tracked_cleanup();
-    return status;
+    return systest_main(daemon_suite());
 }

@@ -45,7 +45,7 @@
 #define TTL              "3600000" /* nor does this */
 #define EX_CONFIG_STATUS 78
 
-enum { NEW = 0, COMPLETED = 1, FAILED = 2, PENDING = 3, LEASED = 4, GONE = -1 };
+enum { GONE = -1 }; /* the state of a job inspect does not find */
 
 /* ------------------------------------------------------------------------ */
 /* Helpers: text */

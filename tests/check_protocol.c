@@ -36,92 +36,6 @@
 #define TTRS  "60000"                                /* TTR */
 #define LATER "2999-01-01T00:00:00Z"
 
-/* ------------------------------------------------------------------------ */
-/* Helpers */
-
-static int
-slow(void)
-{
-    return systest_slow();
-}
-
-/* Sleep until the wall clock reaches ms. */
-static void
-sleep_until(int64_t ms)
-{
-    int64_t d = ms - systest_now_ms();
-    if (d > 0)
-        systest_sleep_ms((int)d);
-}
-
-/* A time `ms` milliseconds ahead, scaled. */
-static int64_t
-ahead(int ms)
-{
-    return systest_now_ms() + (int64_t)ms * slow();
-}
-
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ" (frac) or "YYYY-MM-DDTHH:MM:SSZ" (seconds,
- * rounded down, as inspect shows it). */
-static const char *
-fmt_time(int64_t ms, bool frac)
-{
-    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
-    time_t t = (time_t)secs;
-    struct tm tm;
-    ck_assert_ptr_nonnull(gmtime_r(&t, &tm));
-    char day[32];
-    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (frac)
-        return f("%s.%03dZ", day, (int)(ms - secs * 1000));
-    return f("%sZ", day);
-}
-
-static const char *
-tm_ms(int64_t ms)
-{
-    return fmt_time(ms, true);
-}
-
-static const char *
-tm_s(int64_t ms)
-{
-    return fmt_time(ms, false);
-}
-
-/* Check "YYYY-MM-DDTHH:MM:SSZ" and return it as Unix seconds. */
-static int64_t
-parse_time_s(const char *t)
-{
-    ck_assert_msg(strlen(t) == 20, "bad time \"%s\"", t);
-    for (int i = 0; i < 20; i++) {
-        char want = i == 4 || i == 7 ? '-' : i == 10 ? 'T' : i == 13 || i == 16 ? ':'
-                  : i == 19 ? 'Z' : '0';
-        if (want == '0')
-            ck_assert_msg(t[i] >= '0' && t[i] <= '9', "bad time \"%s\"", t);
-        else
-            ck_assert_msg(t[i] == want, "bad time \"%s\"", t);
-    }
-    struct tm tm = {0};
-    tm.tm_year = atoi(t) - 1900;
-    tm.tm_mon = atoi(t + 5) - 1;
-    tm.tm_mday = atoi(t + 8);
-    tm.tm_hour = atoi(t + 11);
-    tm.tm_min = atoi(t + 14);
-    tm.tm_sec = atoi(t + 17);
-    return (int64_t)timegm(&tm);
-}
-
-/* A server "now" (created, started): UTC, within seconds of our clock. */
-static void
-check_recent(const char *t)
-{
-    int64_t s = parse_time_s(t);
-    int64_t now = systest_now_ms() / 1000;
-    ck_assert_msg(s <= now + 2 && s >= now - 10 - 10 * slow(),
-                  "time \"%s\" is not now (%s)", t, tm_s(now * 1000));
-}
-
 static bool
 all_digits(const char *s)
 {
@@ -131,24 +45,6 @@ all_digits(const char *s)
         if (*s < '0' || *s > '9')
             return false;
     return true;
-}
-
-/* schedule with the given time text and flags (may be NULL), expect +OK. */
-static void
-sched_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
-           const char *time, const char *payload, const char *flags)
-{
-    systest_roundtrip(fd,
-                      f("schedule %s %s %u %s %s %zu%s%s\r\n%s\r\n", id, name, ttr, ttl, time,
-                        strlen(payload), flags != NULL ? " " : "", flags != NULL ? flags : "",
-                        payload),
-                      OK);
-}
-
-static void
-sched(int fd, const char *id, const char *name, int64_t time_ms, const char *payload)
-{
-    sched_full(fd, id, name, TTR, TTL, tm_ms(time_ms), payload, NULL);
 }
 
 /* One schedule with a 3-byte payload: exactly one reply, the given one. */
@@ -173,116 +69,6 @@ run_error(int fd, const char *args, const char *reply)
     systest_roundtrip(fd, f("run %s\r\nabc\r\n", args), reply);
 }
 
-/* ---- job blocks ---- */
-
-/* What one job block of inspect must say. The strings are copied in, so
- * arrays of them outlive f()'s ring of buffers. */
-struct jx {
-    char     id[48], name[256], ttl[24], time[24]; /* time "": not scheduled */
-    char     payload[256];
-    size_t   plen;
-    unsigned ttr, max_attempts, attempts, max_fails, fails, state;
-    int      priority;
-};
-
-#define SET(field, value) snprintf((field), sizeof(field), "%s", (value))
-
-enum { NEW = 0, COMPLETED = 1, FAILED = 2, PENDING = 3, LEASED = 4 };
-
-/* A job as `add` leaves it with the defaults of these tests; payload may
- * hold any bytes (len). */
-static struct jx
-jx_bin(const char *id, const char *name, const void *payload, size_t len)
-{
-    struct jx j;
-    memset(&j, 0, sizeof j);
-    SET(j.id, id);
-    SET(j.name, name);
-    SET(j.ttl, TTL);
-    ck_assert_uint_lt(len, sizeof j.payload);
-    memcpy(j.payload, payload, len);
-    j.plen = len;
-    j.ttr = TTR;
-    return j;
-}
-
-static struct jx
-jx(const char *id, const char *name, const char *payload)
-{
-    return jx_bin(id, name, payload, strlen(payload));
-}
-
-/* The same for `run`: ttl 0, max-attempts 1, max-fails 0. */
-static struct jx
-jx_run(const char *id, const char *name, const char *payload)
-{
-    struct jx j = jx(id, name, payload);
-    SET(j.ttl, "0");
-    j.max_attempts = 1;
-    return j;
-}
-
-/* Expect one job block, byte for byte; created must be "now". */
-static void
-expect_job_block(int fd, const struct jx *j)
-{
-    struct sb e = {0};
-    sb_add(&e, f("%s %d\r\nname %s\r\nttr %u\r\nttl %s\r\npayload-size %zu\r\npayload ", j->id,
-                 j->time[0] != '\0' ? 13 : 12, j->name, j->ttr, j->ttl, j->plen));
-    sb_addn(&e, j->payload, j->plen);
-    sb_add(&e, f("\r\nmax-attempts %u\r\nattempts %u\r\nmax-fails %u\r\nfails %u\r\npriority "
-                 "%d\r\nstate %u\r\ncreated ",
-                 j->max_attempts, j->attempts, j->max_fails, j->fails, j->priority, j->state));
-    systest_expect_bytes(fd, e.p, e.n);
-    free(e.p);
-    char created[21];
-    systest_read_n(fd, created, 20);
-    check_recent(created);
-    systest_expect(fd, "\r\n");
-    if (j->time[0] != '\0')
-        systest_expect(fd, f("time %s\r\n", j->time));
-}
-
-static void
-expect_inspect_job(int fd, const struct jx *j)
-{
-    systest_roundtrip(fd, f("inspect job %s\r\n", j->id), "+OK 1\r\n");
-    expect_job_block(fd, j);
-}
-
-/* inspect jobs / scheduled-jobs: expect exactly these blocks. */
-static void
-expect_inspect_list(int fd, const char *what, const char *name, const char *range,
-                    const struct jx *jobs, size_t n)
-{
-    systest_roundtrip(fd, f("inspect %s %s %s\r\n", what, name, range), f("+OK %zu\r\n", n));
-    for (size_t i = 0; i < n; i++)
-        expect_job_block(fd, &jobs[i]);
-}
-
-/* Read a job block without checking it; returns its id. */
-static const char *
-skip_job_block(int fd)
-{
-    static char id[64];
-    const char *head = systest_read_line(fd);
-    int k = 0;
-    ck_assert_int_eq(sscanf(head, "%63s %d", id, &k), 2);
-    ck_assert_msg(k == 12 || k == 13, "job block of %d keys", k);
-    for (int i = 0; i < 3; i++)
-        systest_read_line(fd); /* name ttr ttl */
-    size_t plen = 0;
-    ck_assert_int_eq(sscanf(systest_read_line(fd), "payload-size %zu", &plen), 1);
-    char *p = malloc(plen + 11);
-    systest_read_n(fd, p, plen + 10);
-    ck_assert_msg(memcmp(p, "payload ", 8) == 0 && memcmp(p + 8 + plen, "\r\n", 2) == 0,
-                  "bad payload line");
-    free(p);
-    for (int i = 5; i < k; i++)
-        systest_read_line(fd);
-    return id;
-}
-
 /* Wait until `inspect job id` finds the job (e.g. a run from another
  * connection has been queued). */
 static void
@@ -292,45 +78,20 @@ wait_job(int fd, const char *id)
         systest_sends(fd, f("inspect job %s\r\n", id));
         const char *l = systest_read_line(fd);
         if (strcmp(l, "+OK 1") == 0) {
-            skip_job_block(fd);
+            systest_skip_job_block(fd);
             return;
         }
         ck_assert_str_eq(l, "-NOT-FOUND");
-        ck_assert_msg(tries < 500 * slow(), "job %s never appeared", id);
+        ck_assert_msg(tries < 500 * systest_slow(), "job %s never appeared", id);
         systest_sleep_ms(10);
     }
-}
-
-/* Wait until `inspect queue name` finds the queue (e.g. a leaser from
- * another connection has parked on it). */
-static void
-wait_queue(int fd, const char *name)
-{
-    for (int tries = 0;; tries++) {
-        systest_sends(fd, f("inspect queue %s\r\n", name));
-        const char *l = systest_read_line(fd);
-        if (strcmp(l, "+OK 1") == 0) {
-            for (int i = 0; i < 3; i++)
-                systest_read_line(fd);
-            return;
-        }
-        ck_assert_str_eq(l, "-NOT-FOUND");
-        ck_assert_msg(tries < 500 * slow(), "queue %s never appeared", name);
-        systest_sleep_ms(10);
-    }
-}
-
-static const char *
-queue_block(const char *name, unsigned ready, unsigned scheduled)
-{
-    return f("%s 2\r\nready-len %u\r\nscheduled-len %u\r\n", name, ready, scheduled);
 }
 
 static void
 expect_queue(int fd, const char *name, unsigned ready, unsigned scheduled)
 {
     systest_roundtrip(fd, f("inspect queue %s\r\n", name),
-                      f("+OK 1\r\n%s", queue_block(name, ready, scheduled)));
+                      f("+OK 1\r\n%s", systest_queue_block(name, ready, scheduled)));
 }
 
 /* ---- inspect server ---- */
@@ -356,7 +117,7 @@ expect_server_format(int fd)
                       server_keys[i]);
         const char *v = l + kl + 1;
         if (strcmp(server_keys[i], "started") == 0)
-            check_recent(v);
+            systest_check_recent(v);
         else if (strcmp(server_keys[i], "version") == 0)
             ck_assert_str_eq(v, PACKAGE_VERSION);
         else if (strcmp(server_keys[i], "allocator") == 0)
@@ -366,22 +127,6 @@ expect_server_format(int fd)
     }
 }
 
-/* Check counters: pairs of key and value, ended by NULL. */
-static void
-expect_stats(int fd, ...)
-{
-    va_list ap;
-    va_start(ap, fd);
-    for (const char *key; (key = va_arg(ap, const char *)) != NULL;) {
-        unsigned long long want = va_arg(ap, unsigned long long);
-        unsigned long long got = systest_server_stat(fd, key);
-        ck_assert_msg(got == want, "%s is %llu, want %llu", key, got, want);
-    }
-    va_end(ap);
-}
-
-#define U(x) ((unsigned long long)(x))
-
 /* ------------------------------------------------------------------------ */
 /* schedule */
 
@@ -389,15 +134,15 @@ START_TEST(test_schedule_becomes_ready)
 {
     systest_start_srv();
     int fd = systest_conn(), w = systest_conn();
-    int64_t t = ahead(800);
-    sched(fd, id4(1), "q", t, "later");
+    int64_t t = systest_ahead(800);
+    systest_schedule(fd, id4(1), "q", t, "later");
     if (systest_exact_timing()) {
         /* not before its time */
         systest_roundtrip(fd, "lease q 0\r\n", TO);
         expect_queue(fd, "q", 0, 1);
     }
     /* a parked leaser is woken by the time arriving */
-    systest_sends(w, f("lease q %d\r\n", 5000 * slow()));
+    systest_sends(w, f("lease q %d\r\n", 5000 * systest_slow()));
     if (systest_exact_timing())
         systest_expect_silence(w, 300);
     systest_expect_lease(w, id4(1), "q", "later");
@@ -407,18 +152,18 @@ START_TEST(test_schedule_becomes_ready)
     systest_expect_silence(w, 0);
 
     /* without a parked leaser: ready once the time has come */
-    t = ahead(600);
-    sched(fd, id4(2), "q", t, "two");
+    t = systest_ahead(600);
+    systest_schedule(fd, id4(2), "q", t, "two");
     if (systest_exact_timing())
         systest_roundtrip(fd, "lease q 0\r\n", TO);
-    sleep_until(t + 300 * slow());
+    systest_sleep_until(t + 300 * systest_slow());
     expect_queue(fd, "q", 1, 0);
     systest_lease_now(fd, "q", id4(2), "two");
 
     /* a leaser parked on several names, woken by the time on one of them */
-    t = ahead(700);
-    sched(fd, id4(3), "r", t, "three");
-    systest_sends(w, f("lease a r b %d\r\n", 5000 * slow()));
+    t = systest_ahead(700);
+    systest_schedule(fd, id4(3), "r", t, "three");
+    systest_sends(w, f("lease a r b %d\r\n", 5000 * systest_slow()));
     if (systest_exact_timing())
         systest_expect_silence(w, 300);
     systest_expect_lease(w, id4(3), "r", "three");
@@ -426,19 +171,19 @@ START_TEST(test_schedule_becomes_ready)
 
     /* deleted, completed and failed before their time: their time passes
      * without effect (under valgrind: no stale timer) */
-    t = ahead(600);
-    sched(fd, id4(4), "d", t, "del");
-    sched(fd, id4(5), "d", t + 10, "done");
-    sched(fd, id4(6), "d", t + 20, "failed");
-    sched(fd, id4(7), "d", t + 30, "stays");
-    expect_stats(fd, "jobs", U(7), "scheduled-jobs", U(4), "ready-jobs", U(0), NULL);
+    t = systest_ahead(600);
+    systest_schedule(fd, id4(4), "d", t, "del");
+    systest_schedule(fd, id4(5), "d", t + 10, "done");
+    systest_schedule(fd, id4(6), "d", t + 20, "failed");
+    systest_schedule(fd, id4(7), "d", t + 30, "stays");
+    systest_expect_stats(fd, "jobs", U(7), "scheduled-jobs", U(4), "ready-jobs", U(0), NULL);
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(5)), OK);
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(6)), OK);
-    expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(1), "completed-jobs", U(1),
+    systest_expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(1), "completed-jobs", U(1),
                  "failed-jobs", U(1), NULL);
-    sleep_until(t + 30 + 300 * slow());
-    expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(0), "ready-jobs", U(1), NULL);
+    systest_sleep_until(t + 30 + 300 * systest_slow());
+    systest_expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(0), "ready-jobs", U(1), NULL);
     systest_lease_now(fd, "d", id4(7), "stays");
     systest_roundtrip(fd, "lease d 0\r\n", TO);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(5)), systest_result_reply(id4(5), 1, "c"));
@@ -454,13 +199,13 @@ START_TEST(test_schedule_past_time)
     systest_start_srv();
     int fd = systest_conn();
     /* a past time with time + ttl in the future: ready at once */
-    sched(fd, id4(1), "q", systest_now_ms() - 10000, "past");
+    systest_schedule(fd, id4(1), "q", systest_now_ms() - 10000, "past");
     systest_lease_now(fd, "q", id4(1), "past");
-    sched_full(fd, id4(2), "q", TTR, "20000", tm_ms(systest_now_ms() - 10000), "barely", NULL);
+    systest_schedule_full(fd, id4(2), "q", TTR, "20000", systest_time_ms(systest_now_ms() - 10000), "barely", NULL);
     systest_lease_now(fd, "q", id4(2), "barely");
 
     /* time + ttl in the past, or now: Invalid Time, and no job */
-    sched_error(fd, f("%s q %u 5000 %s 3", id4(3), TTR, tm_ms(systest_now_ms() - 10000)),
+    sched_error(fd, f("%s q %u 5000 %s 3", id4(3), TTR, systest_time_ms(systest_now_ms() - 10000)),
                 ERR("Invalid Time"));
     sched_error(fd, f("%s q %u 1 2000-01-01T00:00:00Z 3", id4(3), TTR), ERR("Invalid Time"));
     sched_error(fd, f("%s q %u 1 0001-01-01T00:00:00Z 3", id4(3), TTR), ERR("Invalid Time"));
@@ -486,22 +231,22 @@ START_TEST(test_schedule_past_time)
     };
     static const unsigned order[] = {5, 3, 9, 7, 6, 1, 4, 8, 2}; /* by time */
     for (unsigned i = 0; i < 9; i++) {
-        sched_full(fd, id4(10 + i), "p", TTR, TTL_MAX, good[i].in, f("g%u", i + 1), NULL);
-        struct jx j = jx(id4(10 + i), "p", f("g%u", i + 1));
+        systest_schedule_full(fd, id4(10 + i), "p", TTR, TTL_MAX, good[i].in, f("g%u", i + 1), NULL);
+        struct systest_job j = systest_job(id4(10 + i), "p", f("g%u", i + 1));
         SET(j.ttl, TTL_MAX);
         SET(j.time, good[i].shown);
-        expect_inspect_job(fd, &j);
+        systest_expect_inspect_job(fd, &j);
     }
     for (unsigned i = 0; i < 9; i++)
         systest_lease_now(fd, "p", id4(9 + order[i]), f("g%u", order[i]));
     systest_roundtrip(fd, "lease p 0\r\n", TO);
 
     /* the latest time there is, with ttl 1: accepted, not ready */
-    sched_full(fd, id4(30), "z", TTR, "1", "9999-12-31T23:59:59.999999999Z", "end", NULL);
-    struct jx j = jx(id4(30), "z", "end");
+    systest_schedule_full(fd, id4(30), "z", TTR, "1", "9999-12-31T23:59:59.999999999Z", "end", NULL);
+    struct systest_job j = systest_job(id4(30), "z", "end");
     SET(j.ttl, "1");
     SET(j.time, "9999-12-31T23:59:59Z");
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     systest_roundtrip(fd, "lease z 0\r\n", TO);
     expect_queue(fd, "z", 0, 1);
     close(fd);
@@ -570,7 +315,7 @@ START_TEST(test_schedule_invalid_time)
     /* and "time + ttl in the past" before Duplicate job */
     systest_add(fd, id4(2), "q", "dup");
     sched_error(fd, f("%s q %u 1 2000-01-01T00:00:00Z 3", id4(2), TTR), ERR("Invalid Time"));
-    sched_error(fd, f("%s q %u %s %s 3", id4(2), TTR, TTL, tm_ms(ahead(HOUR_MS))),
+    sched_error(fd, f("%s q %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(systest_ahead(HOUR_MS))),
                 ERR("Duplicate job"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     systest_lease_now(fd, "q", id4(2), "dup");
@@ -626,27 +371,27 @@ START_TEST(test_schedule_args)
     int64_t t = systest_now_ms() + HOUR_MS;
     systest_roundtrip(fd, f("schedule -priority=-4 %s q 1000 %s %s -max-attempts=7 -max-fails=9 "
                             "5\r\nflags\r\n",
-                            id4(2), TTL, tm_ms(t)),
+                            id4(2), TTL, systest_time_ms(t)),
                       OK);
-    struct jx j = jx(id4(2), "q", "flags");
+    struct systest_job j = systest_job(id4(2), "q", "flags");
     j.ttr = 1000;
     j.priority = -4;
     j.max_attempts = 7;
     j.max_fails = 9;
-    SET(j.time, tm_s(t));
-    expect_inspect_job(fd, &j);
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_job(fd, &j);
     /* an uppercase id, a binary payload, an empty payload */
     systest_sends(fd, f("schedule 0000000A-58CC-4372-A567-0E02B2C3D479 q %u %s %s 4\r\n", TTR, TTL,
-                        tm_ms(t)));
+                        systest_time_ms(t)));
     systest_send(fd, "a\r\n\0", 4);
     systest_roundtrip(fd, "\r\n", OK);
-    sched_full(fd, id4(11), "q", TTR, TTL, tm_ms(t), "", NULL);
-    j = jx_bin(id4(10), "q", "a\r\n\0", 4);
-    SET(j.time, tm_s(t));
-    expect_inspect_job(fd, &j);
-    j = jx(id4(11), "q", "");
-    SET(j.time, tm_s(t));
-    expect_inspect_job(fd, &j);
+    systest_schedule_full(fd, id4(11), "q", TTR, TTL, systest_time_ms(t), "", NULL);
+    j = systest_job_bin(id4(10), "q", "a\r\n\0", 4);
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_job(fd, &j);
+    j = systest_job(id4(11), "q", "");
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_job(fd, &j);
     close(fd);
     systest_stop_srv();
 }
@@ -659,17 +404,17 @@ START_TEST(test_schedule_order)
     int64_t now = systest_now_ms();
     /* equal priority: unscheduled (FIFO), then scheduled by time, then FIFO */
     systest_add(fd, id4(1), "q", "a1");
-    sched(fd, id4(2), "q", now - 20000, "s1");
+    systest_schedule(fd, id4(2), "q", now - 20000, "s1");
     systest_add(fd, id4(3), "q", "a2");
-    sched(fd, id4(4), "q", now - 30000, "s2");
-    sched(fd, id4(5), "q", now - 30000, "s3");
-    sched(fd, id4(6), "q", now - 20001, "s4");
+    systest_schedule(fd, id4(4), "q", now - 30000, "s2");
+    systest_schedule(fd, id4(5), "q", now - 30000, "s3");
+    systest_schedule(fd, id4(6), "q", now - 20001, "s4");
     /* a higher priority wins over everything of a lower one */
-    sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(now - 1000), "hs", "-priority=5");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs", "-priority=5");
     systest_add_full(fd, id4(8), "q", TTR, TTL, "h1", "-priority=5");
-    sched_full(fd, id4(9), "q", TTR, TTL, tm_ms(now - 50000), "hs2", "-priority=5");
+    systest_schedule_full(fd, id4(9), "q", TTR, TTL, systest_time_ms(now - 50000), "hs2", "-priority=5");
     systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
-    sched_full(fd, id4(11), "q", TTR, TTL, tm_ms(now - 90000), "ls", "-priority=-1");
+    systest_schedule_full(fd, id4(11), "q", TTR, TTL, systest_time_ms(now - 90000), "ls", "-priority=-1");
     static const unsigned order[] = {8, 9, 7, 1, 3, 4, 5, 6, 2, 10, 11};
     static const char *const pay[] = {"",   "a1", "s1", "a2", "s2",  "s3",
                                       "s4", "hs", "h1", "hs2", "l1", "ls"};
@@ -679,11 +424,11 @@ START_TEST(test_schedule_order)
 
     /* scheduled jobs that become ready later still rank after unscheduled
      * ones that came after them, and among themselves by time, not arrival */
-    int64_t t = ahead(700);
-    sched(fd, id4(20), "r", t + 100, "x1");
-    sched(fd, id4(21), "r", t, "x2");
-    sched_full(fd, id4(22), "r", TTR, TTL, tm_ms(t + 200), "xp", "-priority=1");
-    sleep_until(t + 200 + 300 * slow());
+    int64_t t = systest_ahead(700);
+    systest_schedule(fd, id4(20), "r", t + 100, "x1");
+    systest_schedule(fd, id4(21), "r", t, "x2");
+    systest_schedule_full(fd, id4(22), "r", TTR, TTL, systest_time_ms(t + 200), "xp", "-priority=1");
+    systest_sleep_until(t + 200 + 300 * systest_slow());
     systest_add(fd, id4(23), "r", "late");
     systest_lease_now(fd, "r", id4(22), "xp");
     systest_lease_now(fd, "r", id4(23), "late");
@@ -702,21 +447,21 @@ START_TEST(test_schedule_order_fraction)
     /* scheduled time, to the last of its 9 fraction digits: both jobs are
      * ready, same priority; the earlier time goes first, not the earlier
      * arrival */
-    sched_full(fd, id4(1), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0009Z", "later", NULL);
-    sched_full(fd, id4(2), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0001Z", "sooner", NULL);
-    sched_full(fd, id4(3), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000002Z", "n2", NULL);
-    sched_full(fd, id4(4), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000001Z", "n1", NULL);
+    systest_schedule_full(fd, id4(1), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0009Z", "later", NULL);
+    systest_schedule_full(fd, id4(2), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0001Z", "sooner", NULL);
+    systest_schedule_full(fd, id4(3), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000002Z", "n2", NULL);
+    systest_schedule_full(fd, id4(4), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000001Z", "n1", NULL);
     systest_lease_now(fd, "q", id4(4), "n1");
     systest_lease_now(fd, "q", id4(3), "n2");
     systest_lease_now(fd, "q", id4(2), "sooner");
     systest_lease_now(fd, "q", id4(1), "later");
     /* the same for jobs not due yet: soonest first */
-    sched_full(fd, id4(5), "s", TTR, TTL, "2999-01-01T00:00:00.0009Z", "later", NULL);
-    sched_full(fd, id4(6), "s", TTR, TTL, "2999-01-01T00:00:00.0001Z", "sooner", NULL);
+    systest_schedule_full(fd, id4(5), "s", TTR, TTL, "2999-01-01T00:00:00.0009Z", "later", NULL);
+    systest_schedule_full(fd, id4(6), "s", TTR, TTL, "2999-01-01T00:00:00.0001Z", "sooner", NULL);
     systest_roundtrip(fd, "inspect scheduled-jobs s 0 1\r\n", "+OK 1\r\n");
-    struct jx j = jx(id4(6), "s", "sooner");
+    struct systest_job j = systest_job(id4(6), "s", "sooner");
     SET(j.time, "2999-01-01T00:00:00Z");
-    expect_job_block(fd, &j);
+    systest_expect_job_block(fd, &j);
     close(fd);
     systest_stop_srv();
 }
@@ -728,44 +473,44 @@ START_TEST(test_schedule_ttl)
     int fd = systest_conn(), w = systest_conn();
     /* expires at time + ttl, not at accept + ttl */
     int64_t t0 = systest_now_ms();
-    int64_t t = t0 + 600 * slow();
-    int ttl = 700 * slow();
-    sched_full(fd, id4(1), "q", TTR, f("%d", ttl), tm_ms(t), "ttl", NULL);
-    systest_sends(w, f("lease q %d\r\n", 5000 * slow()));
+    int64_t t = t0 + 600 * systest_slow();
+    int ttl = 700 * systest_slow();
+    systest_schedule_full(fd, id4(1), "q", TTR, f("%d", ttl), systest_time_ms(t), "ttl", NULL);
+    systest_sends(w, f("lease q %d\r\n", 5000 * systest_slow()));
     systest_expect_lease(w, id4(1), "q", "ttl");
     if (systest_exact_timing()) {
         /* past accept + ttl, before time + ttl: still there */
-        sleep_until(t0 + 1000);
-        struct jx j = jx(id4(1), "q", "ttl");
+        systest_sleep_until(t0 + 1000);
+        struct systest_job j = systest_job(id4(1), "q", "ttl");
         SET(j.ttl, f("%d", ttl));
         j.attempts = 1;
         j.state = LEASED;
-        SET(j.time, tm_s(t));
-        expect_inspect_job(fd, &j);
+        SET(j.time, systest_time_s(t));
+        systest_expect_inspect_job(fd, &j);
     }
-    sleep_until(t + ttl + 300 * slow());
+    systest_sleep_until(t + ttl + 300 * systest_slow());
     systest_roundtrip(w, f("complete %s 2\r\nok\r\n", id4(1)), NF);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
-    expect_stats(fd, "evicted-jobs", U(1), "jobs", U(0), NULL);
+    systest_expect_stats(fd, "evicted-jobs", U(1), "jobs", U(0), NULL);
 
     /* a past time: the TTL still counts from it; never leased */
     t0 = systest_now_ms();
-    sched_full(fd, id4(2), "q", TTR, f("%d", 10000 + 600 * slow()), tm_ms(t0 - 10000), "old",
+    systest_schedule_full(fd, id4(2), "q", TTR, f("%d", 10000 + 600 * systest_slow()), systest_time_ms(t0 - 10000), "old",
                NULL);
     expect_queue(fd, "q", 1, 0);
-    sleep_until(t0 + 900 * slow());
+    systest_sleep_until(t0 + 900 * systest_slow());
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), NF);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
 
     /* one that expires before its time ever comes */
-    t = ahead(1500);
-    sched_full(fd, id4(3), "s", TTR, "1", tm_ms(t), "never", NULL);
+    t = systest_ahead(1500);
+    systest_schedule_full(fd, id4(3), "s", TTR, "1", systest_time_ms(t), "never", NULL);
     expect_queue(fd, "s", 0, 1);
-    sleep_until(t + 300 * slow());
+    systest_sleep_until(t + 300 * systest_slow());
     systest_roundtrip(fd, "lease s 0\r\n", TO);
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
-    expect_stats(fd, "evicted-jobs", U(3), "jobs", U(0), "scheduled-jobs", U(0), NULL);
+    systest_expect_stats(fd, "evicted-jobs", U(3), "jobs", U(0), "scheduled-jobs", U(0), NULL);
     close(w);
     close(fd);
     systest_stop_srv();
@@ -778,60 +523,60 @@ START_TEST(test_schedule_duplicate_and_states)
     int fd = systest_conn();
     int64_t t = systest_now_ms() + HOUR_MS;
     /* Duplicate job between schedule, add and run, in every direction */
-    sched(fd, id4(1), "s", t, "one");
-    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
-    sched_error(fd, f("%s other %u %s %s 3", id4(1), TTR, TTL, tm_ms(t - 5000)),
+    systest_schedule(fd, id4(1), "s", t, "one");
+    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s other %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t - 5000)),
                 ERR("Duplicate job"));
     sched_error(fd, f("%s s %u %s %s 3", "00000001-58CC-4372-A567-0E02B2C3D479", TTR, TTL,
-                      tm_ms(t)),
+                      systest_time_ms(t)),
                 ERR("Duplicate job"));
     systest_roundtrip(fd, f("add %s s %u %s 3\r\nabc\r\n", id4(1), TTR, TTL),
                       ERR("Duplicate job"));
     run_error(fd, f("%s s %u 1000 3", id4(1), TTR), ERR("Duplicate job"));
     run_error(fd, f("%s s %u 0 3", id4(1), TTR), ERR("Duplicate job"));
     systest_add(fd, id4(2), "s", "two");
-    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
     /* argument errors come first */
-    sched_error(fd, f("%s s 0 %s %s 3", id4(1), TTL, tm_ms(t)), ERR("Invalid TTR"));
+    sched_error(fd, f("%s s 0 %s %s 3", id4(1), TTL, systest_time_ms(t)), ERR("Invalid TTR"));
     /* the original is untouched */
-    struct jx j = jx(id4(1), "s", "one");
-    SET(j.time, tm_s(t));
-    expect_inspect_job(fd, &j);
+    struct systest_job j = systest_job(id4(1), "s", "one");
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_job(fd, &j);
     systest_lease_now(fd, "s", id4(2), "two");
     /* completed and failed jobs keep their ids */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(2)), OK);
-    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
 
     /* a job that is not due yet can be completed: it never becomes ready */
     systest_roundtrip(fd, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
     j.state = COMPLETED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     systest_roundtrip(fd, "inspect queue s\r\n", NF);
     systest_roundtrip(fd, "inspect scheduled-jobs s 0 10\r\n", NF);
-    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, tm_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
 
     /* a fail with retries left before the time: back to the scheduled jobs */
-    sched_full(fd, id4(3), "s", TTR, TTL, tm_ms(t), "retry", "-max-fails=3");
+    systest_schedule_full(fd, id4(3), "s", TTR, TTL, systest_time_ms(t), "retry", "-max-fails=3");
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(3)), OK);
-    j = jx(id4(3), "s", "retry");
+    j = systest_job(id4(3), "s", "retry");
     j.max_fails = 3;
     j.fails = 1;
     j.state = PENDING;
-    SET(j.time, tm_s(t));
-    expect_inspect_list(fd, "scheduled-jobs", "s", "0 10", &j, 1);
-    expect_inspect_list(fd, "jobs", "s", "0 10", NULL, 0);
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_list(fd, "scheduled-jobs", "s", "0 10", &j, 1);
+    systest_expect_inspect_list(fd, "jobs", "s", "0 10", NULL, 0);
     systest_roundtrip(fd, "lease s 0\r\n", TO);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), TO);
     /* and a final fail */
-    sched_full(fd, id4(4), "s", TTR, TTL, tm_ms(t), "final", NULL);
+    systest_schedule_full(fd, id4(4), "s", TTR, TTL, systest_time_ms(t), "final", NULL);
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), systest_result_reply(id4(4), 0, "bad"));
     expect_queue(fd, "s", 0, 1);
     /* a scheduled job can be deleted; its id is free again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_roundtrip(fd, "inspect queue s\r\n", NF);
-    sched(fd, id4(3), "s", systest_now_ms() - 1000, "again");
+    systest_schedule(fd, id4(3), "s", systest_now_ms() - 1000, "again");
     systest_lease_now(fd, "s", id4(3), "again");
     close(fd);
     systest_stop_srv();
@@ -846,12 +591,12 @@ START_TEST(test_run_complete)
     systest_start_srv();
     int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", TTR, PARK, "a b\r\nc", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()), systest_lease_reply(id4(1), "q", TTR,
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()), systest_lease_reply(id4(1), "q", TTR,
                                                                             "a b\r\nc"));
-    struct jx j = jx_run(id4(1), "q", "a b\r\nc");
+    struct systest_job j = systest_job_run(id4(1), "q", "a b\r\nc");
     j.attempts = 1;
     j.state = LEASED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     if (systest_exact_timing())
         systest_expect_silence(r, 50);
     systest_roundtrip(w, f("complete %s 6\r\nok\r\n!!\r\n", id4(1)), OK);
@@ -864,7 +609,7 @@ START_TEST(test_run_complete)
 
     /* a leaser already parked gets it at once; an empty result */
     systest_sends(w, "lease q " PARK "\r\n");
-    wait_queue(fd, "q");
+    systest_wait_queue(fd, "q");
     run_send(r, id4(2), "q", 1234, PARK, "", NULL);
     systest_expect(w, f("+OK 1\r\n%s q 1234 0\r\n\r\n", id4(2)));
     systest_roundtrip(w, f("complete %s 0\r\n\r\n", id4(2)), OK);
@@ -873,7 +618,7 @@ START_TEST(test_run_complete)
     /* its pipeline is held until the reply */
     systest_sends(r, f("run %s q %u %s 1\r\nx\r\ninspect job %s\r\ndelete %s\r\n", id4(3), TTR,
                        PARK, id4(3), id4(3)));
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(3), "q", TTR, "x"));
     if (systest_exact_timing())
         systest_expect_silence(r, 50);
@@ -885,8 +630,8 @@ START_TEST(test_run_complete)
     systest_lease_now(fd, "q", id4(3), "reuse");
 
     /* a wait-timeout that ends after the lease does not matter any more */
-    run_send(r, id4(4), "q", TTR, f("%d", 300 * slow()), "w", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    run_send(r, id4(4), "q", TTR, f("%d", 300 * systest_slow()), "w", NULL);
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(4), "q", TTR, "w"));
     systest_sleep_past(300);
     systest_roundtrip(w, f("complete %s 4\r\nlate\r\n", id4(4)), OK);
@@ -904,7 +649,7 @@ START_TEST(test_run_fail)
     int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     /* a fail is final at once (max-fails 0), result flag 0 */
     run_send(r, id4(1), "q", TTR, PARK, "job", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(1), "q", TTR, "job"));
     systest_roundtrip(w, f("fail %s 5\r\nno\r\nx\r\n", id4(1)), OK);
     systest_expect(r, systest_result_reply(id4(1), 0, "no\r\nx"));
@@ -912,7 +657,7 @@ START_TEST(test_run_fail)
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* an empty fail */
     run_send(r, id4(2), "q", TTR, PARK, "job2", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(2), "q", TTR, "job2"));
     systest_roundtrip(w, f("fail %s 0\r\n\r\n", id4(2)), OK);
     systest_expect(r, systest_result_reply(id4(2), 0, ""));
@@ -948,7 +693,7 @@ START_TEST(test_run_timeout_unleased)
     systest_lease_now(fd, "q", id4(1), "reuse");
     /* a result waiter learns that the job is gone */
     int res = systest_conn();
-    run_send(r, id4(2), "q", TTR, f("%d", 500 * slow()), "z", NULL);
+    run_send(r, id4(2), "q", TTR, f("%d", 500 * systest_slow()), "z", NULL);
     wait_job(fd, id4(2));
     systest_roundtrip(res, f("result %s 0\r\n", id4(2)), TO);
     systest_sends(res, f("result %s " PARK "\r\n", id4(2)));
@@ -967,7 +712,7 @@ START_TEST(test_run_timeout_leased)
     systest_start_srv();
     int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", 300, PARK, "x", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(1), "q", 300, "x"));
     if (systest_exact_timing())
         systest_expect_silence(r, 150);
@@ -979,20 +724,20 @@ START_TEST(test_run_timeout_leased)
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
     /* nor does a late worker find anything after a fail */
     run_send(r, id4(2), "q", 200, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(2), "q", 200, "y"));
     systest_expect(r, TO);
     systest_roundtrip(w, f("fail %s 0\r\n\r\n", id4(2)), NF);
     /* a result waiter learns that the job is gone */
     int res = systest_conn();
     run_send(r, id4(3), "q", 300, PARK, "z", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(3), "q", 300, "z"));
     systest_sends(res, f("result %s " PARK "\r\n", id4(3)));
     systest_expect(r, TO);
     systest_expect(res, NF);
     close(res);
-    expect_stats(fd, "jobs", U(0), "leased-jobs", U(0), NULL);
+    systest_expect_stats(fd, "jobs", U(0), "leased-jobs", U(0), NULL);
     close(r);
     close(w);
     close(fd);
@@ -1009,11 +754,11 @@ START_TEST(test_run_disconnect)
     run_send(r, id4(1), "q", TTR, PARK, "x", NULL);
     wait_job(fd, id4(1));
     close(r);
-    for (int i = 0; i < 100 * slow(); i++) {
+    for (int i = 0; i < 100 * systest_slow(); i++) {
         systest_sends(fd, f("inspect job %s\r\n", id4(1)));
         if (strcmp(systest_read_line(fd), "-NOT-FOUND") == 0)
             break;
-        skip_job_block(fd);
+        systest_skip_job_block(fd);
         systest_sleep_ms(20);
     }
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
@@ -1023,10 +768,10 @@ START_TEST(test_run_disconnect)
     /* leased: the worker's complete finds nothing */
     r = systest_conn();
     run_send(r, id4(2), "q", TTR, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(2), "q", TTR, "y"));
     close(r);
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     systest_roundtrip(w, f("complete %s 2\r\nok\r\n", id4(2)), NF);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
 
@@ -1046,12 +791,12 @@ START_TEST(test_run_disconnect)
     run_send(r, id4(4), "q", TTR, PARK, "r", NULL);
     wait_job(fd, id4(4));
     systest_sends(res, f("result %s " PARK "\r\n", id4(4)));
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     close(r);
     systest_expect(res, NF);
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(4)), NF);
     close(res);
-    expect_stats(fd, "jobs", U(0), "ready-jobs", U(0), "leased-jobs", U(0), NULL);
+    systest_expect_stats(fd, "jobs", U(0), "ready-jobs", U(0), "leased-jobs", U(0), NULL);
     close(w);
     close(fd);
     systest_stop_srv();
@@ -1070,7 +815,7 @@ START_TEST(test_run_delete)
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* deleted while leased */
     run_send(r, id4(2), "q", TTR, PARK, "y", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * slow()),
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(2), "q", TTR, "y"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
     systest_expect(r, NF);
@@ -1081,7 +826,7 @@ START_TEST(test_run_delete)
     run_send(r, id4(3), "q", TTR, PARK, "z", NULL);
     wait_job(fd, id4(3));
     systest_sends(res, f("result %s " PARK "\r\n", id4(3)));
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
     systest_expect(r, NF);
     systest_expect(res, NF);
@@ -1103,7 +848,7 @@ START_TEST(test_run_two_waiters)
     wait_job(fd, id4(1));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
     systest_sends(res, f("result %s " PARK "\r\n", id4(1)));
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(1), "q", TTR, "x"));
     if (systest_exact_timing()) {
         systest_expect_silence(r, 50);
@@ -1120,7 +865,7 @@ START_TEST(test_run_two_waiters)
     wait_job(fd, id4(2));
     systest_sends(res, f("result %s " PARK "\r\n", id4(2)));
     systest_sends(res2, f("result %s " PARK "\r\n", id4(2)));
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(2), "q", TTR, "y"));
     systest_roundtrip(w, f("fail %s 3\r\nbad\r\n", id4(2)), OK);
     systest_expect(r, systest_result_reply(id4(2), 0, "bad"));
@@ -1131,9 +876,9 @@ START_TEST(test_run_two_waiters)
     run_send(r, id4(3), "q", TTR, PARK, "z", NULL);
     wait_job(fd, id4(3));
     systest_sends(res2, f("result %s " PARK "\r\n", id4(3)));
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     close(res2);
-    systest_sleep_ms(50 * slow());
+    systest_sleep_ms(50 * systest_slow());
     systest_roundtrip(w, "lease q 0\r\n", systest_lease_reply(id4(3), "q", TTR, "z"));
     systest_roundtrip(w, f("complete %s 1\r\nZ\r\n", id4(3)), OK);
     systest_expect(r, systest_result_reply(id4(3), 1, "Z"));
@@ -1156,7 +901,7 @@ START_TEST(test_run_wait_zero)
     systest_roundtrip(fd, "inspect queue q\r\n", NF);
     /* a leaser parked on another name does not count, and gets nothing */
     systest_sends(w, "lease other " PARK "\r\n");
-    wait_queue(fd, "other");
+    systest_wait_queue(fd, "other");
     systest_roundtrip(r, f("run %s q %u 00 3\r\nabc\r\n", id4(1), TTR), TO);
     systest_roundtrip(r, f("run %s Other %u 0 3\r\nabc\r\n", id4(1), TTR), TO);
     systest_expect_silence(w, 50);
@@ -1169,15 +914,15 @@ START_TEST(test_run_wait_zero)
     systest_add(fd, id4(3), "other", "wake");
     systest_expect_lease(w, id4(3), "other", "wake");
     systest_sends(w, "lease x q y " PARK "\r\n");
-    wait_queue(fd, "x");
+    systest_wait_queue(fd, "x");
     run_send(r, id4(1), "q", TTR, "0", "abc", NULL);
     systest_expect_lease(w, id4(1), "q", "abc");
     if (systest_exact_timing())
         systest_expect_silence(r, 50);
-    struct jx j = jx_run(id4(1), "q", "abc");
+    struct systest_job j = systest_job_run(id4(1), "q", "abc");
     j.attempts = 1;
     j.state = LEASED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     systest_roundtrip(w, f("complete %s 2\r\nok\r\n", id4(1)), OK);
     systest_expect(r, systest_result_reply(id4(1), 1, "ok"));
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(1)), NF);
@@ -1185,9 +930,9 @@ START_TEST(test_run_wait_zero)
     /* a leaser that has left does not count */
     int g = systest_conn();
     systest_sends(g, "lease ghost " PARK "\r\n");
-    wait_queue(fd, "ghost");
+    systest_wait_queue(fd, "ghost");
     close(g);
-    for (int i = 0; i < 100 * slow(); i++) {
+    for (int i = 0; i < 100 * systest_slow(); i++) {
         systest_sends(fd, "inspect queue ghost\r\n");
         if (strcmp(systest_read_line(fd), "-NOT-FOUND") == 0)
             break;
@@ -1200,10 +945,10 @@ START_TEST(test_run_wait_zero)
     /* two parked leasers: the first one gets it */
     int w2 = systest_conn();
     systest_sends(w, "lease two " PARK "\r\n");
-    wait_queue(fd, "two");
-    systest_sleep_ms(50 * slow());
+    systest_wait_queue(fd, "two");
+    systest_sleep_ms(50 * systest_slow());
     systest_sends(w2, "lease two " PARK "\r\n");
-    systest_sleep_ms(100 * slow());
+    systest_sleep_ms(100 * systest_slow());
     run_send(r, id4(6), "two", TTR, "0", "fcfs", NULL);
     systest_expect_lease(w, id4(6), "two", "fcfs");
     systest_expect_silence(w2, 50);
@@ -1231,14 +976,14 @@ START_TEST(test_run_order)
     run_send(r3, id4(5), "q", TTR, PARK, "r3", "-priority=-2147483648");
     wait_job(fd, id4(5));
     int64_t ts = systest_now_ms() - 1000;
-    sched(fd, id4(6), "q", ts, "s1");
-    struct jx jobs[6] = {jx_run(id4(2), "q", "r1"), jx(id4(1), "q", "a1"),
-                         jx_run(id4(3), "q", "r2"), jx(id4(4), "q", "a2"),
-                         jx(id4(6), "q", "s1"),     jx_run(id4(5), "q", "r3")};
+    systest_schedule(fd, id4(6), "q", ts, "s1");
+    struct systest_job jobs[6] = {systest_job_run(id4(2), "q", "r1"), systest_job(id4(1), "q", "a1"),
+                         systest_job_run(id4(3), "q", "r2"), systest_job(id4(4), "q", "a2"),
+                         systest_job(id4(6), "q", "s1"),     systest_job_run(id4(5), "q", "r3")};
     jobs[0].priority = 5;
-    SET(jobs[4].time, tm_s(ts));
+    SET(jobs[4].time, systest_time_s(ts));
     jobs[5].priority = INT32_MIN;
-    expect_inspect_list(fd, "jobs", "q", "0 10", jobs, 6);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 10", jobs, 6);
     systest_lease_now(fd, "q", id4(2), "r1");
     systest_lease_now(fd, "q", id4(1), "a1");
     systest_lease_now(fd, "q", id4(3), "r2");
@@ -1322,7 +1067,7 @@ START_TEST(test_run_errors)
     run_error(fd, f("%s q %u 0 3", id4(3), TTR), ERR("Duplicate job"));
     systest_roundtrip(fd, f("add %s q %u %s 3\r\nabc\r\n", id4(3), TTR, TTL),
                       ERR("Duplicate job"));
-    sched_error(fd, f("%s q %u %s %s 3", id4(3), TTR, TTL, tm_ms(ahead(HOUR_MS))),
+    sched_error(fd, f("%s q %u %s %s 3", id4(3), TTR, TTL, systest_time_ms(systest_ahead(HOUR_MS))),
                 ERR("Duplicate job"));
     /* neither original was touched; the limits are accepted */
     systest_lease_now(fd, "q", id4(2), "dup");
@@ -1331,7 +1076,7 @@ START_TEST(test_run_errors)
     systest_expect(r, systest_result_reply(id4(3), 1, ""));
     run_send(r, id4(4), systest_name_of(255, 'n'), 86400000, "86400000", "lim",
              "-priority=2147483647");
-    systest_roundtrip(fd, f("lease %s %d\r\n", systest_name_of(255, 'n'), 5000 * slow()),
+    systest_roundtrip(fd, f("lease %s %d\r\n", systest_name_of(255, 'n'), 5000 * systest_slow()),
                       systest_lease_reply(id4(4), systest_name_of(255, 'n'), 86400000, "lim"));
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(4)), OK);
     systest_expect(r, systest_result_reply(id4(4), 0, ""));
@@ -1362,15 +1107,15 @@ START_TEST(test_inspect_server_format)
     int a = systest_conn(), b = systest_conn();
     systest_sync(a);
     systest_sync(b);
-    expect_stats(fd, "active-clients", U(3), NULL);
+    systest_expect_stats(fd, "active-clients", U(3), NULL);
     close(a);
     close(b);
-    for (int i = 0; i < 100 * slow(); i++) {
+    for (int i = 0; i < 100 * systest_slow(); i++) {
         if (systest_server_stat(fd, "active-clients") == 1)
             break;
         systest_sleep_ms(20);
     }
-    expect_stats(fd, "active-clients", U(1), NULL);
+    systest_expect_stats(fd, "active-clients", U(1), NULL);
     /* pipelined twice, with a blank line and a bare LF */
     systest_sends(fd, "inspect server\r\n\r\n  inspect   server  \n");
     expect_server_format(fd);
@@ -1393,7 +1138,7 @@ START_TEST(test_inspect_server_counters)
     int fd = systest_conn(), w = systest_conn();
     systest_add(fd, id4(1), "q", "r1");
     systest_add(fd, id4(2), "q", "r2");
-    sched(fd, id4(3), "q", systest_now_ms() + HOUR_MS, "s1");
+    systest_schedule(fd, id4(3), "q", systest_now_ms() + HOUR_MS, "s1");
     systest_add(fd, id4(4), "l", "l1");
     systest_lease_now(fd, "l", id4(4), "l1");
     systest_add(fd, id4(5), "c", "c1");
@@ -1401,21 +1146,21 @@ START_TEST(test_inspect_server_counters)
     systest_add(fd, id4(6), "f", "f1");
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(6)), OK);
     systest_sends(w, "lease none " PARK "\r\n");
-    wait_queue(fd, "none");
-    expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(0), "jobs", U(6),
+    systest_wait_queue(fd, "none");
+    systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(0), "jobs", U(6),
                  "ready-jobs", U(2), "scheduled-jobs", U(1), "leased-jobs", U(1),
                  "completed-jobs", U(1), "failed-jobs", U(1), "parked-clients", U(1), NULL);
     /* the parked leaser takes a job: one leased more, no one parked */
     systest_add(fd, id4(7), "none", "n");
     systest_expect_lease(w, id4(7), "none", "n");
-    expect_stats(fd, "jobs", U(7), "ready-jobs", U(2), "leased-jobs", U(2),
+    systest_expect_stats(fd, "jobs", U(7), "ready-jobs", U(2), "leased-jobs", U(2),
                  "parked-clients", U(0), NULL);
     /* a retried fail and a TTR expiry: ready again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(7)), OK);
     systest_add_full(fd, id4(8), "t", 100, TTL, "t", NULL);
     systest_roundtrip(fd, "lease t 0\r\n", systest_lease_reply(id4(8), "t", 100, "t"));
     systest_sleep_past(100);
-    expect_stats(fd, "jobs", U(7), "ready-jobs", U(3), "leased-jobs", U(1), NULL);
+    systest_expect_stats(fd, "jobs", U(7), "ready-jobs", U(3), "leased-jobs", U(1), NULL);
     /* TTL: an unfinished job is evicted, a finished one is not */
     systest_add_full(fd, id4(9), "e", TTR, "200", "e1", NULL);
     systest_add_full(fd, id4(10), "e", TTR, "200", "e2", NULL);
@@ -1424,16 +1169,16 @@ START_TEST(test_inspect_server_counters)
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(11)), OK);
     systest_add_full(fd, id4(12), "e", TTR, "200", "e4", NULL);
     systest_lease_now(fd, "e", id4(9), "e1");
-    expect_stats(fd, "jobs", U(11), "completed-jobs", U(2), "failed-jobs", U(2), NULL);
+    systest_expect_stats(fd, "jobs", U(11), "completed-jobs", U(2), "failed-jobs", U(2), NULL);
     systest_sleep_past(200);
-    expect_stats(fd, "evicted-jobs", U(2), "jobs", U(7), "ready-jobs", U(3),
+    systest_expect_stats(fd, "evicted-jobs", U(2), "jobs", U(7), "ready-jobs", U(3),
                  "scheduled-jobs", U(1), "leased-jobs", U(1), "completed-jobs", U(1),
                  "failed-jobs", U(1), NULL);
     /* delete takes from every counter */
     for (unsigned i = 1; i <= 8; i++)
         if (i != 7)
             systest_roundtrip(fd, f("delete %s\r\n", id4(i)), OK);
-    expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(2), "jobs", U(0),
+    systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(2), "jobs", U(0),
                  "ready-jobs", U(0), "scheduled-jobs", U(0), "leased-jobs", U(0),
                  "completed-jobs", U(0), "failed-jobs", U(0), "parked-clients", U(0), NULL);
     close(w);
@@ -1455,8 +1200,8 @@ START_TEST(test_inspect_queues)
     systest_add(fd, id4(1), "b.x", "1");
     systest_add(fd, id4(2), "a", "2");
     systest_add(fd, id4(3), "a", "3");
-    sched(fd, id4(4), "a", later, "4");
-    sched(fd, id4(5), "b", later, "5");
+    systest_schedule(fd, id4(4), "a", later, "4");
+    systest_schedule(fd, id4(5), "b", later, "5");
     systest_add(fd, id4(6), "B", "6");
     systest_add(fd, id4(7), "c", "7"); /* completed: the queue is gone */
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(7)), OK);
@@ -1465,8 +1210,8 @@ START_TEST(test_inspect_queues)
     systest_add(fd, id4(9), "gone", "9"); /* deleted */
     systest_roundtrip(fd, f("delete %s\r\n", id4(9)), OK);
     systest_sends(w, "lease e " PARK "\r\n"); /* a parked leaser only */
-    wait_queue(fd, "e");
-    sched(fd, id4(10), "a-", systest_now_ms() - 1000, "10"); /* past: ready */
+    systest_wait_queue(fd, "e");
+    systest_schedule(fd, id4(10), "a-", systest_now_ms() - 1000, "10"); /* past: ready */
 
     enum { NQ = 7 };
     static const struct {
@@ -1476,7 +1221,7 @@ START_TEST(test_inspect_queues)
                   {"b.x", 1, 0}, {"d", 0, 0}, {"e", 0, 0}};
     char blocks[NQ][64];
     for (int i = 0; i < NQ; i++)
-        SET(blocks[i], queue_block(want[i].name, want[i].ready, want[i].scheduled));
+        SET(blocks[i], systest_queue_block(want[i].name, want[i].ready, want[i].scheduled));
     struct sb all = {0};
     for (int i = 0; i < NQ; i++)
         sb_add(&all, blocks[i]);
@@ -1509,7 +1254,7 @@ START_TEST(test_inspect_queues)
     /* the leased job completes, the leaser leaves: both queues go */
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(8)), OK);
     close(w);
-    for (int i = 0; i < 100 * slow(); i++) {
+    for (int i = 0; i < 100 * systest_slow(); i++) {
         systest_sends(fd, "inspect queue e\r\n");
         if (strcmp(systest_read_line(fd), "-NOT-FOUND") == 0)
             break;
@@ -1524,8 +1269,8 @@ START_TEST(test_inspect_queues)
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(10)), OK);
     systest_roundtrip(fd, "inspect queues 0 10\r\n",
-                      f("+OK 4\r\n%s%s%s%s", queue_block("B", 1, 0), queue_block("a", 1, 0),
-                        queue_block("b", 0, 1), queue_block("b.x", 1, 0)));
+                      f("+OK 4\r\n%s%s%s%s", systest_queue_block("B", 1, 0), systest_queue_block("a", 1, 0),
+                        systest_queue_block("b", 0, 1), systest_queue_block("b.x", 1, 0)));
     close(fd);
     systest_stop_srv();
 }
@@ -1568,7 +1313,7 @@ START_TEST(test_inspect_queues_errors)
                       ERR("Invalid Name"));
     systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(255, 'n')), NF);
     systest_roundtrip(fd, "inspect queues 4294967295 1000\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK 1\r\n%s", queue_block("q", 1, 0)));
+    systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK 1\r\n%s", systest_queue_block("q", 1, 0)));
     close(fd);
     systest_stop_srv();
 }
@@ -1585,74 +1330,74 @@ START_TEST(test_inspect_job)
     const char *pay = " a b\r\nc  d \r\n";
     systest_add_full(fd, id4(1), "q", 1000, "7000000", pay,
                      "-priority=-7 -max-attempts=3 -max-fails=2");
-    struct jx j = jx(id4(1), "q", pay);
+    struct systest_job j = systest_job(id4(1), "q", pay);
     j.ttr = 1000;
     SET(j.ttl, "7000000");
     j.priority = -7;
     j.max_attempts = 3;
     j.max_fails = 2;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* uppercase id: found, echoed in lowercase */
     systest_roundtrip(fd, "inspect job 00000001-58CC-4372-A567-0E02B2C3D479\r\n", "+OK 1\r\n");
-    expect_job_block(fd, &j);
+    systest_expect_job_block(fd, &j);
     /* LEASED, attempts 1 */
     systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 1000, pay));
     j.attempts = 1;
     j.state = LEASED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* a retried fail: PENDING, fails 1 */
     systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(1)), OK);
     j.fails = 1;
     j.state = PENDING;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* COMPLETED */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
     j.state = COMPLETED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* FAILED */
     systest_add(fd, id4(2), "q", "f");
     systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(2)), OK);
-    j = jx(id4(2), "q", "f");
+    j = systest_job(id4(2), "q", "f");
     j.fails = 1;
     j.state = FAILED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* empty payload; limits */
     systest_add_full(fd, id4(3), systest_name_of(255, 'n'), 86400000, TTL_MAX, "",
                      "-priority=2147483647 -max-attempts=255 -max-fails=255");
-    j = jx(id4(3), systest_name_of(255, 'n'), "");
+    j = systest_job(id4(3), systest_name_of(255, 'n'), "");
     j.ttr = 86400000;
     SET(j.ttl, TTL_MAX);
     j.priority = 2147483647;
     j.max_attempts = 255;
     j.max_fails = 255;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* binary payload */
     static const char bin[] = "\0\r\n\xff payload \n\r";
     systest_sends(fd, f("add %s b %u %s %zu\r\n", id4(4), TTR, TTL, sizeof bin - 1));
     systest_send(fd, bin, sizeof bin - 1);
     systest_roundtrip(fd, "\r\n", OK);
-    j = jx_bin(id4(4), "b", bin, sizeof bin - 1);
-    expect_inspect_job(fd, &j);
+    j = systest_job_bin(id4(4), "b", bin, sizeof bin - 1);
+    systest_expect_inspect_job(fd, &j);
     /* a scheduled job: 13 keys, in every state */
-    int64_t t = ahead(600);
-    sched_full(fd, id4(5), "s", 500, TTL, tm_ms(t), "sch", "-priority=3");
-    j = jx(id4(5), "s", "sch");
+    int64_t t = systest_ahead(600);
+    systest_schedule_full(fd, id4(5), "s", 500, TTL, systest_time_ms(t), "sch", "-priority=3");
+    j = systest_job(id4(5), "s", "sch");
     j.ttr = 500;
     j.priority = 3;
-    SET(j.time, tm_s(t));
-    expect_inspect_job(fd, &j);
-    systest_roundtrip(fd, f("lease s %d\r\n", 5000 * slow()),
+    SET(j.time, systest_time_s(t));
+    systest_expect_inspect_job(fd, &j);
+    systest_roundtrip(fd, f("lease s %d\r\n", 5000 * systest_slow()),
                       systest_lease_reply(id4(5), "s", 500, "sch"));
     j.attempts = 1;
     j.state = LEASED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     systest_sleep_past(500); /* TTR expiry: PENDING, ready */
     j.state = PENDING;
-    expect_inspect_job(fd, &j);
-    expect_inspect_list(fd, "jobs", "s", "0 10", &j, 1);
+    systest_expect_inspect_job(fd, &j);
+    systest_expect_inspect_list(fd, "jobs", "s", "0 10", &j, 1);
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(5)), OK);
     j.state = COMPLETED;
-    expect_inspect_job(fd, &j);
+    systest_expect_inspect_job(fd, &j);
     /* unknown ids */
     systest_roundtrip(fd, f("inspect job %s\r\n", id4(99)), NF);
     systest_roundtrip(fd, "inspect job ffffffff-ffff-ffff-ffff-ffffffffffff\r\n", NF);
@@ -1670,61 +1415,61 @@ START_TEST(test_inspect_jobs_order)
     int64_t now = systest_now_ms();
     /* the mix of test_schedule_order */
     systest_add(fd, id4(1), "q", "a1");
-    sched(fd, id4(2), "q", now - 20000, "s1");
+    systest_schedule(fd, id4(2), "q", now - 20000, "s1");
     systest_add(fd, id4(3), "q", "a2");
-    sched(fd, id4(4), "q", now - 30000, "s2");
-    sched(fd, id4(5), "q", now - 30000, "s3");
-    sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(now - 1000), "hs", "-priority=5");
+    systest_schedule(fd, id4(4), "q", now - 30000, "s2");
+    systest_schedule(fd, id4(5), "q", now - 30000, "s3");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs", "-priority=5");
     systest_add_full(fd, id4(8), "q", 200, TTL, "h1", "-priority=5");
     systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
-    sched(fd, id4(20), "q", now + HOUR_MS, "future"); /* not ready: not listed */
+    systest_schedule(fd, id4(20), "q", now + HOUR_MS, "future"); /* not ready: not listed */
     enum { N = 8 };
     static const unsigned order[N] = {8, 7, 1, 3, 4, 5, 2, 10};
-    struct jx jobs[N];
+    struct systest_job jobs[N];
     for (unsigned i = 0; i < N; i++) {
         unsigned k = order[i];
         static const char *const pay[] = {"",   "a1", "s1", "a2", "s2", "s3",
                                           "",   "hs", "h1", "",   "l1"};
-        jobs[i] = jx(id4(k), "q", pay[k]);
+        jobs[i] = systest_job(id4(k), "q", pay[k]);
     }
     jobs[0].ttr = 200;
     jobs[0].priority = 5;
     jobs[1].priority = 5;
-    SET(jobs[1].time, tm_s(now - 1000));
-    SET(jobs[4].time, tm_s(now - 30000));
-    SET(jobs[5].time, tm_s(now - 30000));
-    SET(jobs[6].time, tm_s(now - 20000));
+    SET(jobs[1].time, systest_time_s(now - 1000));
+    SET(jobs[4].time, systest_time_s(now - 30000));
+    SET(jobs[5].time, systest_time_s(now - 30000));
+    SET(jobs[6].time, systest_time_s(now - 20000));
     jobs[7].priority = -1;
 
     /* twice: inspecting changes nothing */
-    expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
     /* every window */
     for (unsigned off = 0; off <= N + 1; off++)
         for (unsigned lim = 1; lim <= N + 1; lim += 2) {
             size_t n = off >= N ? 0 : (N - off < lim ? N - off : lim);
-            expect_inspect_list(fd, "jobs", "q", f("%u %u", off, lim), jobs + (off < N ? off : 0),
+            systest_expect_inspect_list(fd, "jobs", "q", f("%u %u", off, lim), jobs + (off < N ? off : 0),
                                 n);
         }
-    expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
-    expect_inspect_list(fd, "jobs", "q", "000 001", jobs, 1);
-    expect_inspect_list(fd, "jobs", "q", "0004294967295 01000", NULL, 0);
+    systest_expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
+    systest_expect_inspect_list(fd, "jobs", "q", "000 001", jobs, 1);
+    systest_expect_inspect_list(fd, "jobs", "q", "0004294967295 01000", NULL, 0);
 
     /* a leased job is not listed; back after its TTR, at its old place */
     systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
-    expect_inspect_list(fd, "jobs", "q", "0 1000", jobs + 1, N - 1);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs + 1, N - 1);
     systest_sleep_past(200);
     jobs[0].attempts = 1;
     jobs[0].state = PENDING;
-    expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
     /* and lease gives exactly that order */
     systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
     for (unsigned i = 1; i < N; i++)
         systest_lease_now(fd, "q", jobs[i].id, jobs[i].payload);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     /* the queue still exists (leased and scheduled jobs): empty list */
-    expect_inspect_list(fd, "jobs", "q", "0 10", NULL, 0);
+    systest_expect_inspect_list(fd, "jobs", "q", "0 10", NULL, 0);
     systest_roundtrip(fd, "inspect jobs nope 0 10\r\n", NF);
     systest_roundtrip(fd, "inspect jobs Q 0 10\r\n", NF);
     close(fd);
@@ -1758,18 +1503,18 @@ START_TEST(test_inspect_jobs_many)
     ck_assert_uint_eq(n, N);
     systest_roundtrip(fd, "inspect jobs q 0 1000\r\n", "+OK 1000\r\n");
     for (unsigned i = 0; i < 1000; i++)
-        ck_assert_str_eq(skip_job_block(fd), id4(order[i] + 1));
+        ck_assert_str_eq(systest_skip_job_block(fd), id4(order[i] + 1));
     systest_roundtrip(fd, "inspect jobs q 1000 1000\r\n", "+OK 3\r\n");
     for (unsigned i = 1000; i < N; i++)
-        ck_assert_str_eq(skip_job_block(fd), id4(order[i] + 1));
+        ck_assert_str_eq(systest_skip_job_block(fd), id4(order[i] + 1));
     systest_roundtrip(fd, "inspect jobs q 500 2\r\n", "+OK 2\r\n");
     for (unsigned i = 500; i < 502; i++) {
-        struct jx j = jx(id4(order[i] + 1), "q", f("%04u", order[i]));
+        struct systest_job j = systest_job(id4(order[i] + 1), "q", f("%04u", order[i]));
         j.priority = order[i] % 3 == 0 ? 1 : 0;
-        expect_job_block(fd, &j);
+        systest_expect_job_block(fd, &j);
     }
     systest_roundtrip(fd, "inspect jobs q 0 1001\r\n", ERR("Invalid limit"));
-    systest_roundtrip(fd, "inspect queue q\r\n", f("+OK 1\r\n%s", queue_block("q", N, 0)));
+    systest_roundtrip(fd, "inspect queue q\r\n", f("+OK 1\r\n%s", systest_queue_block("q", N, 0)));
     for (unsigned i = 0; i < N; i++)
         systest_lease_now(fd, "q", id4(order[i] + 1), f("%04u", order[i]));
     close(fd);
@@ -1783,56 +1528,56 @@ START_TEST(test_inspect_scheduled_jobs)
     int fd = systest_conn();
     int64_t base = systest_now_ms() + HOUR_MS;
     /* soonest first, then priority descending, then FIFO */
-    sched(fd, id4(1), "q", base + HOUR_MS, "f1");
-    sched(fd, id4(2), "q", base, "f2");
-    sched_full(fd, id4(3), "q", TTR, TTL, tm_ms(base), "f3", "-priority=9");
-    sched_full(fd, id4(4), "q", TTR, TTL, tm_ms(base), "f4", "-priority=9");
-    sched_full(fd, id4(5), "q", TTR, TTL, tm_ms(base + 500), "f5", "-priority=100");
-    sched_full(fd, id4(6), "q", TTR, TTL, tm_ms(base), "f6", "-priority=-3");
-    sched_full(fd, id4(7), "q", TTR, TTL, tm_ms(base - 1), "f7", "-priority=-9");
+    systest_schedule(fd, id4(1), "q", base + HOUR_MS, "f1");
+    systest_schedule(fd, id4(2), "q", base, "f2");
+    systest_schedule_full(fd, id4(3), "q", TTR, TTL, systest_time_ms(base), "f3", "-priority=9");
+    systest_schedule_full(fd, id4(4), "q", TTR, TTL, systest_time_ms(base), "f4", "-priority=9");
+    systest_schedule_full(fd, id4(5), "q", TTR, TTL, systest_time_ms(base + 500), "f5", "-priority=100");
+    systest_schedule_full(fd, id4(6), "q", TTR, TTL, systest_time_ms(base), "f6", "-priority=-3");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(base - 1), "f7", "-priority=-9");
     systest_add(fd, id4(8), "q", "ready"); /* not listed */
     enum { N = 7 };
     static const unsigned order[N] = {7, 3, 4, 2, 6, 5, 1};
     static const int prio[] = {0, 0, 0, 9, 9, 100, -3, -9};
     static const int64_t off[] = {0, HOUR_MS, 0, 0, 0, 500, 0, -1};
-    struct jx jobs[N];
+    struct systest_job jobs[N];
     for (unsigned i = 0; i < N; i++) {
         unsigned k = order[i];
-        jobs[i] = jx(id4(k), "q", f("f%u", k));
+        jobs[i] = systest_job(id4(k), "q", f("f%u", k));
         jobs[i].priority = prio[k];
-        SET(jobs[i].time, tm_s(base + off[k]));
+        SET(jobs[i].time, systest_time_s(base + off[k]));
     }
-    expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
-    expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
     for (unsigned o = 0; o <= N + 1; o++)
         for (unsigned lim = 1; lim <= N + 1; lim += 3) {
             size_t n = o >= N ? 0 : (N - o < lim ? N - o : lim);
-            expect_inspect_list(fd, "scheduled-jobs", "q", f("%u %u", o, lim),
+            systest_expect_inspect_list(fd, "scheduled-jobs", "q", f("%u %u", o, lim),
                                 jobs + (o < N ? o : 0), n);
         }
-    expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1", NULL, 0);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1", NULL, 0);
     /* the ready job is in the other list */
-    struct jx r = jx(id4(8), "q", "ready");
-    expect_inspect_list(fd, "jobs", "q", "0 10", &r, 1);
+    struct systest_job r = systest_job(id4(8), "q", "ready");
+    systest_expect_inspect_list(fd, "jobs", "q", "0 10", &r, 1);
     systest_lease_now(fd, "q", id4(8), "ready");
-    expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
     /* a deleted one leaves the list */
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
-    struct jx less[N - 1] = {jobs[0], jobs[1], jobs[3], jobs[4], jobs[5], jobs[6]};
-    expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", less, N - 1);
+    struct systest_job less[N - 1] = {jobs[0], jobs[1], jobs[3], jobs[4], jobs[5], jobs[6]};
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", less, N - 1);
 
     /* a job moves from scheduled-jobs to jobs when its time comes */
-    int64_t t = ahead(600);
-    sched(fd, id4(20), "m", t, "moves");
-    struct jx m = jx(id4(20), "m", "moves");
-    SET(m.time, tm_s(t));
+    int64_t t = systest_ahead(600);
+    systest_schedule(fd, id4(20), "m", t, "moves");
+    struct systest_job m = systest_job(id4(20), "m", "moves");
+    SET(m.time, systest_time_s(t));
     if (systest_exact_timing()) {
-        expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", &m, 1);
-        expect_inspect_list(fd, "jobs", "m", "0 10", NULL, 0);
+        systest_expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", &m, 1);
+        systest_expect_inspect_list(fd, "jobs", "m", "0 10", NULL, 0);
     }
-    sleep_until(t + 300 * slow());
-    expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", NULL, 0);
-    expect_inspect_list(fd, "jobs", "m", "0 10", &m, 1);
+    systest_sleep_until(t + 300 * systest_slow());
+    systest_expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", NULL, 0);
+    systest_expect_inspect_list(fd, "jobs", "m", "0 10", &m, 1);
     systest_roundtrip(fd, "inspect scheduled-jobs nope 0 10\r\n", NF);
     close(fd);
     systest_stop_srv();
@@ -1897,12 +1642,12 @@ START_TEST(test_inspect_errors)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         systest_roundtrip(fd, f("%s\r\n", bad[i].cmd), f("-CLIENT-ERROR %s\r\n", bad[i].error));
     /* the edges that are fine */
-    struct jx j = jx(id4(1), "q", "x");
-    expect_inspect_list(fd, "jobs", "q", "0 1000", &j, 1);
-    expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
-    expect_inspect_list(fd, "jobs", "q", "1 1", NULL, 0);
-    expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", NULL, 0);
-    expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1000", NULL, 0);
+    struct systest_job j = systest_job(id4(1), "q", "x");
+    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", &j, 1);
+    systest_expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
+    systest_expect_inspect_list(fd, "jobs", "q", "1 1", NULL, 0);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", NULL, 0);
+    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1000", NULL, 0);
     systest_roundtrip(fd, "inspect jobs nope 0 1000\r\n", NF);
     systest_roundtrip(fd, "inspect scheduled-jobs nope 4294967295 1\r\n", NF);
     systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", systest_name_of(256, 'n')),

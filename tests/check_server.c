@@ -137,13 +137,6 @@ START_TEST(test_add_success)
 }
 END_TEST
 
-/* One add with a 3-byte payload: exactly one reply, the given error. */
-static void
-add_error(int fd, const char *args, const char *reply)
-{
-    systest_roundtrip(fd, f("add %s\r\nabc\r\n", args), reply);
-}
-
 START_TEST(test_add_invalid_id)
 {
     systest_start_srv();
@@ -161,9 +154,9 @@ START_TEST(test_add_invalid_id)
         "6ba7b810+9dad-11d1-80b4-00c04fd430c8",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        add_error(fd, f("%s q %u %s 3", bad[i], TTR, TTL), ERR("Invalid ID"));
+        systest_add_error(fd, f("%s q %u %s 3", bad[i], TTR, TTL), ERR("Invalid ID"));
     /* the id is checked first, whatever else is wrong */
-    add_error(fd, "bad a*b 0 0 3 -priority=x", ERR("Invalid ID"));
+    systest_add_error(fd, "bad a*b 0 0 3 -priority=x", ERR("Invalid ID"));
     systest_roundtrip(fd, "add bad q 1 1 0 -prioirty=5\r\n\r\n", ERR("Invalid ID"));
     systest_sync(fd);
     close(fd);
@@ -175,13 +168,13 @@ START_TEST(test_add_invalid_name)
 {
     systest_start_srv();
     int fd = systest_conn();
-    add_error(fd, f("%s %s %u %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL),
+    systest_add_error(fd, f("%s %s %u %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL),
               ERR("Invalid Name"));
     static const char *const bad[] = {"a*b", "*", "q/r", "q:1", "q,r", "\xc3\xa9", "a\"b", "x\x01"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        add_error(fd, f("%s %s %u %s 3", id4(1), bad[i], TTR, TTL), ERR("Invalid Name"));
+        systest_add_error(fd, f("%s %s %u %s 3", id4(1), bad[i], TTR, TTL), ERR("Invalid Name"));
     /* the name is checked before ttr, ttl and flags */
-    add_error(fd, f("%s a*b 0 0 3 -priority=x", id4(1)), ERR("Invalid Name"));
+    systest_add_error(fd, f("%s a*b 0 0 3 -priority=x", id4(1)), ERR("Invalid Name"));
     /* a name cannot be empty: with only flags around, the count is wrong */
     systest_roundtrip(fd, f("add %s -a=1 %u %s 3\r\n", id4(1), TTR, TTL),
                       ERR("Invalid command args"));
@@ -199,16 +192,16 @@ START_TEST(test_add_invalid_ttr_ttl)
     static const char *const bad_ttr[] = {"0", "86400001", "+1", "abc", "-1", "1.5", "000",
                                           "18446744073709551616", "1e3"};
     for (size_t i = 0; i < sizeof bad_ttr / sizeof bad_ttr[0]; i++)
-        add_error(fd, f("%s q %s %s 3", id4(1), bad_ttr[i], TTL), ERR("Invalid TTR"));
+        systest_add_error(fd, f("%s q %s %s 3", id4(1), bad_ttr[i], TTL), ERR("Invalid TTR"));
     /* ttr before ttl and flags */
-    add_error(fd, f("%s q 0 0 3 -priority=x", id4(1)), ERR("Invalid TTR"));
+    systest_add_error(fd, f("%s q 0 0 3 -priority=x", id4(1)), ERR("Invalid TTR"));
 
     static const char *const bad_ttl[] = {"0", "18446744073709551616", "+1", "abc", "-5",
                                           "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad_ttl / sizeof bad_ttl[0]; i++)
-        add_error(fd, f("%s q %u %s 3", id4(1), TTR, bad_ttl[i]), ERR("Invalid TTL"));
+        systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, bad_ttl[i]), ERR("Invalid TTL"));
     /* ttl before flags */
-    add_error(fd, f("%s q %u 0 3 -prioirty=5", id4(1), TTR), ERR("Invalid TTL"));
+    systest_add_error(fd, f("%s q %u 0 3 -prioirty=5", id4(1), TTR), ERR("Invalid TTL"));
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
     /* the largest values are accepted */
     systest_add_full(fd, id4(2), "q", 86400000, "18446744073709551615", "abc", NULL);
@@ -318,26 +311,26 @@ START_TEST(test_add_duplicate)
     int fd = systest_conn();
     /* NEW */
     systest_add(fd, id4(1), "q", "one");
-    add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
-    add_error(fd, f("%s other %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s other %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     /* argument errors come before the duplicate check */
-    add_error(fd, f("%s q 0 %s 3", id4(1), TTL), ERR("Invalid TTR"));
-    add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL), ERR("Invalid command flags"));
+    systest_add_error(fd, f("%s q 0 %s 3", id4(1), TTL), ERR("Invalid TTR"));
+    systest_add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL), ERR("Invalid command flags"));
     /* the original is untouched */
     systest_lease_now(fd, "q", id4(1), "one");
     /* LEASED */
-    add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     /* COMPLETED */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
-    add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "ok"));
     /* FAILED */
     systest_add(fd, id4(2), "q", "two");
     systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(2)), OK);
-    add_error(fd, f("%s q %u %s 3", id4(2), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s q %u %s 3", id4(2), TTR, TTL), ERR("Duplicate job"));
     /* the same id in another case is the same job */
-    add_error(fd, f("%s q %u %s 3", "0000000A-58CC-4372-A567-0E02B2C3D479", TTR, TTL), OK);
-    add_error(fd, f("%s q %u %s 3", "0000000a-58cc-4372-a567-0e02b2c3d479", TTR, TTL),
+    systest_add_error(fd, f("%s q %u %s 3", "0000000A-58CC-4372-A567-0E02B2C3D479", TTR, TTL), OK);
+    systest_add_error(fd, f("%s q %u %s 3", "0000000a-58cc-4372-a567-0e02b2c3d479", TTR, TTL),
               ERR("Duplicate job"));
     /* after a delete the id is free again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
@@ -734,20 +727,12 @@ START_TEST(test_framing_flags_on_plain_commands)
 }
 END_TEST
 
-static const char *
-padded_line(size_t len, const char *cmd)
-{
-    size_t n = strlen(cmd);
-    ck_assert_uint_le(n, len);
-    return f("%*s%s", (int)(len - n), "", cmd);
-}
-
 START_TEST(test_framing_line_too_long)
 {
     systest_start(&systest_srv, "--max-line", "64", NULL);
     const char *del = f("delete %s", id4(1)); /* 43 bytes */
-    const char *l64 = padded_line(64, del);
-    const char *l65 = padded_line(65, del);
+    const char *l64 = systest_padded_line(64, del);
+    const char *l65 = systest_padded_line(65, del);
     ck_assert_uint_eq(strlen(l64), 64);
     ck_assert_uint_eq(strlen(l65), 65);
 
@@ -1208,7 +1193,7 @@ START_TEST(test_ttr_max_attempts)
                       f("+OK 1\r\n%s 0 0\r\n\r\n", id4(1)));
     systest_roundtrip(fd, "lease q 0\r\n", TO);
     systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(1)), ERR("Duplicate result"));
-    add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
 
     /* max-attempts 1: the first expiry is final */
     systest_add_full(fd, id4(2), "q", 100, TTL, "one", "-max-attempts=1");
@@ -1989,7 +1974,7 @@ START_TEST(test_cli_listen_forms)
     systest_start(&systest_srv, "-listen", "127.0.0.1:0", "--max-line=64", NULL);
     int fd = systest_conn();
     systest_sync(fd);
-    systest_sends(fd, padded_line(65, "x"));
+    systest_sends(fd, systest_padded_line(65, "x"));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);

@@ -387,6 +387,20 @@ systest_sync(int fd)
     systest_roundtrip(fd, f("delete %s\r\n", id4(0xdeadbeef)), NF);
 }
 
+void
+systest_add_error(int fd, const char *args, const char *reply)
+{
+    systest_roundtrip(fd, f("add %s\r\nabc\r\n", args), reply);
+}
+
+const char *
+systest_padded_line(size_t len, const char *cmd)
+{
+    size_t n = strlen(cmd);
+    ck_assert_uint_le(n, len);
+    return f("%*s%s", (int)(len - n), "", cmd);
+}
+
 const char *
 systest_name_of(size_t n, char c)
 {
@@ -421,9 +435,11 @@ systest_main(Suite *s)
 {
     /* A test writing to a connection the server has closed must fail, not die. */
     signal(SIGPIPE, SIG_IGN);
+    systest_cleanup_init();
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    systest_cleanup_run();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -87,6 +87,25 @@ int  systest_proc_run(struct systest_proc *p, const char *const *args);
 void systest_proc_stop(struct systest_proc *p);
 /* Free what was read (the process must have ended). */
 void systest_proc_free(struct systest_proc *p);
+/* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line of out. */
+int  systest_listening_port(const char *out, int n);
+/* The number of lines of s. */
+int  systest_count_lines(const char *s);
+
+/* What a test leaves if a check fails (check ends the test's process) is
+ * noted in memory shared with the runner, and systest_main cleans it up
+ * after the suite: a daemon that left the process group, a directory. */
+
+/* Kill pid (if still a workq-server) after the suite unless untracked. */
+void systest_track_pid(pid_t pid);
+void systest_untrack_pid(pid_t pid);
+/* A new directory /tmp/wq-test-XXXXXX into dir (>= 32 bytes), removed after
+ * the suite unless systest_tmpdir_remove removes it first. */
+void systest_tmpdir_new(char *dir);
+void systest_tmpdir_remove(const char *dir);
+/* Set up and run the clean-up (systest_main calls them). */
+void systest_cleanup_init(void);
+void systest_cleanup_run(void);
 
 /* ------------------------------------------------------------------------ */
 /* Talking to the server (systest.c) */
@@ -147,6 +166,7 @@ int  systest_wait_ms(void);
 #define NF        "-NOT-FOUND\r\n"
 #define TO        "-TIMEOUT\r\n"
 #define ERR(text) "-CLIENT-ERROR " text "\r\n"
+#define FULL      "-SERVER-ERROR Too many connections\r\n"
 
 /* printf into one of a ring of buffers: up to 16 results live at once. */
 const char *f(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -190,8 +210,78 @@ void systest_lease_now(int fd, const char *name, const char *id, const char *pay
 /* A command that always answers -NOT-FOUND: proves that everything sent
  * before it got exactly the replies already checked. */
 void systest_sync(int fd);
+/* One add with a 3-byte payload and these arguments: exactly one reply,
+ * the given one (an error). */
+void systest_add_error(int fd, const char *args, const char *reply);
+/* A line of exactly len bytes: spaces, then cmd. */
+const char *systest_padded_line(size_t len, const char *cmd);
 /* A name of n copies of c (two results live at once). */
 const char *systest_name_of(size_t n, char c);
+
+/* ------------------------------------------------------------------------ */
+/* Jobs, times, queues and counters (systest_job.c) */
+
+/* What one job block of inspect must say. The strings are copied in, so
+ * arrays of them outlive f()'s ring of buffers. */
+struct systest_job {
+    char     id[48], name[256], ttl[24], time[24]; /* time "": not scheduled */
+    char     payload[256];
+    size_t   plen;
+    unsigned ttr, max_attempts, attempts, max_fails, fails, state;
+    int      priority;
+};
+
+/* Copy text into a char array field of struct systest_job. */
+#define SET(field, value) snprintf((field), sizeof(field), "%s", (value))
+
+/* The job states of inspect. */
+enum { NEW = 0, COMPLETED = 1, FAILED = 2, PENDING = 3, LEASED = 4 };
+
+/* For systest_expect_stats' values. */
+#define U(x) ((unsigned long long)(x))
+
+/* Sleep until the wall clock reaches ms (Unix milliseconds). */
+void systest_sleep_until(int64_t ms);
+/* A time ms milliseconds ahead, scaled. */
+int64_t systest_ahead(int ms);
+/* ms as "YYYY-MM-DDTHH:MM:SS.mmmZ", and as "YYYY-MM-DDTHH:MM:SSZ" (rounded
+ * down, as inspect shows it). */
+const char *systest_time_ms(int64_t ms);
+const char *systest_time_s(int64_t ms);
+/* Check that a server "now" (created, started) is UTC within seconds of
+ * our clock. */
+void systest_check_recent(const char *t);
+/* schedule with the given time text and flags (may be NULL), expect +OK. */
+void systest_schedule_full(int fd, const char *id, const char *name, unsigned ttr,
+                           const char *ttl, const char *time, const char *payload,
+                           const char *flags);
+/* schedule at time_ms with SYSTEST_TTR and SYSTEST_TTL, expect +OK. */
+void systest_schedule(int fd, const char *id, const char *name, int64_t time_ms,
+                      const char *payload);
+/* A job as `add` leaves it with SYSTEST_TTR and SYSTEST_TTL; payload may hold
+ * any bytes (len). */
+struct systest_job systest_job_bin(const char *id, const char *name, const void *payload,
+                                   size_t len);
+struct systest_job systest_job(const char *id, const char *name, const char *payload);
+/* The same for `run`: ttl 0, max-attempts 1, max-fails 0. */
+struct systest_job systest_job_run(const char *id, const char *name, const char *payload);
+/* Expect one job block, byte for byte; created must be "now". */
+void systest_expect_job_block(int fd, const struct systest_job *j);
+/* inspect job j->id, expect exactly j. */
+void systest_expect_inspect_job(int fd, const struct systest_job *j);
+/* inspect jobs / scheduled-jobs: expect exactly these blocks. */
+void systest_expect_inspect_list(int fd, const char *what, const char *name, const char *range,
+                                 const struct systest_job *jobs, size_t n);
+/* Read a job block without checking it; returns its id. */
+const char *systest_skip_job_block(int fd);
+/* Wait until `inspect queue name` finds the queue (e.g. a leaser from
+ * another connection has parked on it). */
+void systest_wait_queue(int fd, const char *name);
+/* The block of one queue in `inspect queue(s)`. */
+const char *systest_queue_block(const char *name, unsigned ready, unsigned scheduled);
+/* Check counters of `inspect server`: pairs of key and unsigned long long
+ * value (see U), ended by NULL. */
+void systest_expect_stats(int fd, ...) __attribute__((sentinel));
 
 /* ------------------------------------------------------------------------ */
 /* Suites */

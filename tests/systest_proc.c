@@ -192,6 +192,33 @@ systest_run_argv(const char *const *args, const char *err_path)
 }
 
 /* ------------------------------------------------------------------------ */
+/* What a server wrote to stdout */
+
+/* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line. */
+int
+systest_listening_port(const char *out, int n)
+{
+    const char *prefix = "workq-server listening on 127.0.0.1:";
+    const char *p = out;
+    for (int i = 0; i < n; i++) {
+        p = strchr(p, '\n');
+        ck_assert_ptr_nonnull(p);
+        p++;
+    }
+    ck_assert_msg(strncmp(p, prefix, strlen(prefix)) == 0, "line %d of stdout: %s", n, p);
+    return atoi(p + strlen(prefix));
+}
+
+int
+systest_count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s != '\0'; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
 /* A server with its stdout and stderr captured */
 
 void
