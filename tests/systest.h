@@ -177,8 +177,7 @@ const char *id4(unsigned n);
 const char *id1(unsigned n);
 
 /* ------------------------------------------------------------------------ */
-/* One server at a time, and jobs with the default TTR/TTL (check_server.c,
- * check_protocol.c). */
+/* One server at a time, and jobs with the default TTR/TTL. */
 
 #define SYSTEST_TTR 60000u   /* long enough never to expire during a test */
 #define SYSTEST_TTL "600000"

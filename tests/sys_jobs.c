@@ -1,27 +1,34 @@
-/* check_protocol.c - system tests: the real workq-server over TCP, byte-exact
- * against doc protocol-notes sections 1-4 for schedule, run and inspect (the
- * other commands are in check_server.c).
+/* sys_jobs.c - system tests of a job's life from the client's side: add,
+ * schedule, run, result and delete, and a job's TTL; the real workq-server
+ * over TCP, byte-exact against doc protocol-notes sections 1-4.  Scheduled
+ * times lie 600-1500 ms ahead (scaled); times on the wire are UTC, and the
+ * server's "now" is compared with the test's clock within seconds.
  *
  * Every test starts its own server on 127.0.0.1:0 and stops it at the end, so
  * every test also checks a clean shutdown (exit status 0; under valgrind with
  * --error-exitcode that is where memory errors and leaks show up).
  *
- * Tests check behaviour, never speed. Scheduled times lie 600-1500 ms ahead
- * (scaled by WQ_TEST_SLOW), every wait for a server-side deadline is generous
- * and scaled, and checks that something has NOT happened yet run only when
- * WQ_TEST_SLOW is 1. Times on the wire are UTC; the test compares the
- * server's "now" (created, started) with its own clock within seconds. */
+ * Tests check behaviour, never speed: TTR/TTL/wait values are short, and
+ * every wait for a server-side deadline is generous and scaled by
+ * WQ_TEST_SLOW. Checks that something has NOT happened yet run only when
+ * WQ_TEST_SLOW is 1. If a check fails, check kills the test's process group,
+ * which takes the server with it. */
 #include "config.h"
 #include "systest.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,16 +43,436 @@
 #define TTRS  "60000"                                /* TTR */
 #define LATER "2999-01-01T00:00:00Z"
 
-static bool
-all_digits(const char *s)
+/* ------------------------------------------------------------------------ */
+/* add */
+
+START_TEST(test_add_success)
 {
-    if (*s == '\0')
-        return false;
-    for (; *s != '\0'; s++)
-        if (*s < '0' || *s > '9')
-            return false;
-    return true;
+    systest_start_srv();
+    int fd = systest_conn();
+    /* version-1 and version-4 ids */
+    systest_add(fd, id1(1), "q", "hello");
+    systest_add(fd, id4(2), "q", "world");
+    systest_lease_now(fd, "q", id1(1), "hello");
+    systest_lease_now(fd, "q", id4(2), "world");
+
+    /* an uppercase id is echoed in lowercase, and found in either case */
+    systest_roundtrip(fd, f("add 6BA7B810-9DAD-11D1-80B4-00C04FD430C8 up %u %s 2\r\nUP\r\n", TTR,
+                            TTL),
+                      OK);
+    systest_lease_now(fd, "up", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "UP");
+    systest_roundtrip(fd, "complete 6ba7b810-9DAD-11d1-80b4-00C04FD430C8 1\r\nx\r\n", OK);
+    systest_roundtrip(fd, "result 6ba7b810-9dad-11d1-80b4-00c04fd430c8 0\r\n",
+                      systest_result_reply("6ba7b810-9dad-11d1-80b4-00c04fd430c8", 1, "x"));
+
+    /* any version but nil; the all-ones uuid too */
+    systest_add(fd, "00000000-0000-0000-0000-000000000001", "v", "a");
+    systest_add(fd, "ffffffff-ffff-ffff-ffff-ffffffffffff", "v", "b");
+    systest_add(fd, "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "v", "c"); /* version 7 */
+    systest_lease_now(fd, "v", "00000000-0000-0000-0000-000000000001", "a");
+    systest_lease_now(fd, "v", "ffffffff-ffff-ffff-ffff-ffffffffffff", "b");
+    systest_lease_now(fd, "v", "017f22e2-79b0-7cc3-98c4-dc0c0c07398f", "c");
+
+    /* empty payload */
+    systest_roundtrip(fd, f("add %s e %u %s 0\r\n\r\n", id4(3), TTR, TTL), OK);
+    systest_roundtrip(fd, "lease e 0\r\n", f("+OK 1\r\n%s e %u 0\r\n\r\n", id4(3), TTR));
+
+    /* binary payload with CR, LF, NUL and 0xff inside */
+    static const char bin[] = "a\r\nb\0c\n\r\xff";
+    size_t binlen = sizeof bin - 1;
+    systest_sends(fd, f("add %s bin %u %s %zu\r\n", id4(4), TTR, TTL, binlen));
+    systest_send(fd, bin, binlen);
+    systest_roundtrip(fd, "\r\n", OK);
+    systest_roundtrip(fd, "lease bin 0\r\n", f("+OK 1\r\n%s bin %u %zu\r\n", id4(4), TTR, binlen));
+    systest_expect_bytes(fd, bin, binlen);
+    systest_expect(fd, "\r\n");
+
+    /* a 200 KB payload in one send */
+    size_t big = 200000;
+    char *data = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (char)('a' + i % 26);
+    struct sb req = {0};
+    sb_add(&req, f("add %s big %u %s %zu\r\n", id4(5), TTR, TTL, big));
+    sb_addn(&req, data, big);
+    sb_add(&req, "\r\n");
+    systest_send(fd, req.p, req.n);
+    systest_expect(fd, OK);
+    systest_roundtrip(fd, "lease big 0\r\n", f("+OK 1\r\n%s big %u %zu\r\n", id4(5), TTR, big));
+    systest_expect_bytes(fd, data, big);
+    systest_expect(fd, "\r\n");
+    free(req.p);
+    free(data);
+
+    /* limits and leading zeros: ttr 86400000, ttl 2^64-1, name of 255 */
+    systest_roundtrip(fd, f("add %s lim 86400000 18446744073709551615 1\r\nL\r\n", id4(6)), OK);
+    systest_roundtrip(fd, "lease lim 0\r\n", systest_lease_reply(id4(6), "lim", 86400000, "L"));
+    systest_roundtrip(fd, f("add %s lz 000100 0001000 003\r\nabc\r\n", id4(7)), OK);
+    systest_roundtrip(fd, "lease lz 0\r\n", systest_lease_reply(id4(7), "lz", 100, "abc"));
+    const char *n255 = systest_name_of(255, 'n');
+    systest_add(fd, id4(8), n255, "long");
+    systest_lease_now(fd, n255, id4(8), "long");
+    /* every allowed name character; a name may start with '-' */
+    systest_add(fd, id4(9), "Az09_.-", "chars");
+    systest_lease_now(fd, "Az09_.-", id4(9), "chars");
+    systest_add(fd, id4(10), "-", "dash");
+    systest_add(fd, id4(11), "-q", "dashq");
+    systest_lease_now(fd, "-", id4(10), "dash");
+    systest_lease_now(fd, "-q", id4(11), "dashq");
+    /* names are case-sensitive */
+    systest_add(fd, id4(12), "Case", "C");
+    systest_roundtrip(fd, "lease case 0\r\n", TO);
+    systest_lease_now(fd, "Case", id4(12), "C");
+    close(fd);
+    systest_stop_srv();
 }
+END_TEST
+
+START_TEST(test_add_invalid_id)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    static const char *const bad[] = {
+        "bad",
+        "00000000-0000-0000-0000-000000000000",   /* nil */
+        "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}", /* braces */
+        "6ba7b8109dad11d180b400c04fd430c8",       /* no dashes */
+        "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8",
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8x",  /* trailing garbage */
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c",    /* one digit short */
+        "6ba7b810-9dad-11d1-80b4-00c04fd430g8",   /* not hex */
+        "6ba7b810-9dad11d1-80b4-00c04fd430c8a",   /* dash misplaced */
+        "6ba7b810+9dad-11d1-80b4-00c04fd430c8",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        systest_add_error(fd, f("%s q %u %s 3", bad[i], TTR, TTL), ERR("Invalid ID"));
+    /* the id is checked first, whatever else is wrong */
+    systest_add_error(fd, "bad a*b 0 0 3 -priority=x", ERR("Invalid ID"));
+    systest_roundtrip(fd, "add bad q 1 1 0 -prioirty=5\r\n\r\n", ERR("Invalid ID"));
+    systest_sync(fd);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_invalid_name)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_error(fd, f("%s %s %u %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL),
+              ERR("Invalid Name"));
+    static const char *const bad[] = {"a*b", "*", "q/r", "q:1", "q,r", "\xc3\xa9", "a\"b", "x\x01"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        systest_add_error(fd, f("%s %s %u %s 3", id4(1), bad[i], TTR, TTL), ERR("Invalid Name"));
+    /* the name is checked before ttr, ttl and flags */
+    systest_add_error(fd, f("%s a*b 0 0 3 -priority=x", id4(1)), ERR("Invalid Name"));
+    /* a name cannot be empty: with only flags around, the count is wrong */
+    systest_roundtrip(fd, f("add %s -a=1 %u %s 3\r\n", id4(1), TTR, TTL),
+                      ERR("Invalid command args"));
+    /* none of these jobs exists */
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_invalid_ttr_ttl)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    static const char *const bad_ttr[] = {"0", "86400001", "+1", "abc", "-1", "1.5", "000",
+                                          "18446744073709551616", "1e3"};
+    for (size_t i = 0; i < sizeof bad_ttr / sizeof bad_ttr[0]; i++)
+        systest_add_error(fd, f("%s q %s %s 3", id4(1), bad_ttr[i], TTL), ERR("Invalid TTR"));
+    /* ttr before ttl and flags */
+    systest_add_error(fd, f("%s q 0 0 3 -priority=x", id4(1)), ERR("Invalid TTR"));
+
+    static const char *const bad_ttl[] = {"0", "18446744073709551616", "+1", "abc", "-5",
+                                          "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_ttl / sizeof bad_ttl[0]; i++)
+        systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, bad_ttl[i]), ERR("Invalid TTL"));
+    /* ttl before flags */
+    systest_add_error(fd, f("%s q %u 0 3 -prioirty=5", id4(1), TTR), ERR("Invalid TTL"));
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    /* the largest values are accepted */
+    systest_add_full(fd, id4(2), "q", 86400000, "18446744073709551615", "abc", NULL);
+    systest_add_full(fd, id4(3), "q", 1, "1000000", "abc", NULL);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_flag_values)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    unsigned n = 1;
+    /* accepted values */
+    static const char *const good[] = {
+        "-priority=-2147483648", "-priority=2147483647", "-priority=+5",  "-priority=0",
+        "-priority=-0",          "-priority=007",        "-max-attempts=0", "-max-attempts=255",
+        "-max-fails=0",          "-max-fails=255",       "-max-attempts=0255",
+        "-priority=1 -max-attempts=2 -max-fails=3",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        systest_add_full(fd, id4(n++), "q", TTR, TTL, "abc", good[i]);
+
+    struct {
+        const char *flags, *error;
+    } bad[] = {
+        {"-priority=2147483648", "Invalid Priority"},
+        {"-priority=-2147483649", "Invalid Priority"},
+        {"-priority=99999999999999999999", "Invalid Priority"},
+        {"-priority=abc", "Invalid Priority"},
+        {"-priority=1=2", "Invalid Priority"},
+        {"-priority=1.5", "Invalid Priority"},
+        {"-priority=+", "Invalid Priority"},
+        {"-priority=-", "Invalid Priority"},
+        {"-priority=++1", "Invalid Priority"},
+        {"-max-attempts=256", "Invalid Max Attempts"},
+        {"-max-attempts=+1", "Invalid Max Attempts"},
+        {"-max-attempts=-1", "Invalid Max Attempts"},
+        {"-max-attempts=x", "Invalid Max Attempts"},
+        {"-max-fails=256", "Invalid Max Fails"},
+        {"-max-fails=+1", "Invalid Max Fails"},
+        {"-max-fails=-1", "Invalid Max Fails"},
+        {"-max-fails=18446744073709551616", "Invalid Max Fails"},
+        /* the first bad flag, in line order, decides */
+        {"-max-fails=256 -priority=x", "Invalid Max Fails"},
+        {"-priority=x -max-fails=256", "Invalid Priority"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        systest_roundtrip(fd, f("add %s q %u %s 3 %s\r\nabc\r\n", id4(n), TTR, TTL, bad[i].flags),
+                          f("-CLIENT-ERROR %s\r\n", bad[i].error));
+    /* nothing was added under that id */
+    systest_roundtrip(fd, f("delete %s\r\n", id4(n)), NF);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_flag_keys)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    struct {
+        const char *flags, *error;
+    } bad[] = {
+        {"-prioirty=5", "Invalid command flags"},
+        {"-=5", "Invalid command flags"},
+        {"-=", "Invalid command flags"},
+        {"-priority=", "Invalid command flags"},
+        {"-priority=1 -priority=2", "Invalid command flags"},
+        {"-priority=1 -priority=1", "Invalid command flags"},
+        {"-max-fails=1 -max-fails=1", "Invalid command flags"},
+        {"--priority=1", "Invalid command flags"},
+        {"-Priority=1", "Invalid command flags"},
+        {"-ttl=5", "Invalid command flags"},
+        /* flags in line order: the first problem decides */
+        {"-prioirty=5 -priority=x", "Invalid command flags"},
+        {"-priority=x -prioirty=5", "Invalid Priority"},
+        {"-priority=1 -max-attempts=256 -priority=2", "Invalid Max Attempts"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        systest_roundtrip(fd, f("add %s q %u %s 3 %s\r\nabc\r\n", id4(1), TTR, TTL, bad[i].flags),
+                          f("-CLIENT-ERROR %s\r\n", bad[i].error));
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    /* positional arguments are validated before any flag */
+    systest_roundtrip(fd, "add bad q 1 1 0 -prioirty=5\r\n\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, f("add %s q 0 1 0 -prioirty=5\r\n\r\n", id4(1)), ERR("Invalid TTR"));
+
+    /* flags may stand anywhere: before the size token, before the id */
+    systest_roundtrip(fd, f("add %s fl %u %s -priority=3 3\r\nabc\r\n", id4(2), TTR, TTL), OK);
+    systest_roundtrip(fd, f("add -priority=5 %s fl %u %s 3\r\ndef\r\n", id4(3), TTR, TTL), OK);
+    systest_roundtrip(fd, f("add %s -priority=4 fl -max-fails=1 %u %s 3\r\nghi\r\n", id4(4), TTR,
+                            TTL),
+                      OK);
+    /* and they take effect: priority 5, 4, 3 */
+    systest_lease_now(fd, "fl", id4(3), "def");
+    systest_lease_now(fd, "fl", id4(4), "ghi");
+    systest_lease_now(fd, "fl", id4(2), "abc");
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_duplicate)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    /* NEW */
+    systest_add(fd, id4(1), "q", "one");
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_add_error(fd, f("%s other %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    /* argument errors come before the duplicate check */
+    systest_add_error(fd, f("%s q 0 %s 3", id4(1), TTL), ERR("Invalid TTR"));
+    systest_add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL), ERR("Invalid command flags"));
+    /* the original is untouched */
+    systest_lease_now(fd, "q", id4(1), "one");
+    /* LEASED */
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    /* COMPLETED */
+    systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
+    systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "ok"));
+    /* FAILED */
+    systest_add(fd, id4(2), "q", "two");
+    systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id4(2)), OK);
+    systest_add_error(fd, f("%s q %u %s 3", id4(2), TTR, TTL), ERR("Duplicate job"));
+    /* the same id in another case is the same job */
+    systest_add_error(fd, f("%s q %u %s 3", "0000000A-58CC-4372-A567-0E02B2C3D479", TTR, TTL), OK);
+    systest_add_error(fd, f("%s q %u %s 3", "0000000a-58cc-4372-a567-0e02b2c3d479", TTR, TTL),
+              ERR("Duplicate job"));
+    /* after a delete the id is free again */
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
+    systest_add(fd, id4(1), "q", "again");
+    systest_lease_now(fd, "q", "0000000a-58cc-4372-a567-0e02b2c3d479", "abc");
+    systest_lease_now(fd, "q", id4(1), "again");
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_arg_count)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    /* too few: no data block is read, the data line is the next command */
+    systest_roundtrip(fd, f("add %s q %u 3\r\nabc\r\n", id4(1), TTR),
+                      ERR("Invalid command args") ERR("Unknown command"));
+    /* too many */
+    systest_roundtrip(fd, f("add %s q %u %s 9 3\r\nabc\r\n", id4(1), TTR, TTL),
+                      ERR("Invalid command args") ERR("Unknown command"));
+    systest_roundtrip(fd, "add\r\n", ERR("Invalid command args"));
+    systest_roundtrip(fd, f("add %s\r\n", id4(1)), ERR("Invalid command args"));
+    /* the data line may itself be a command: it runs */
+    systest_roundtrip(fd, f("add %s q 3\r\ndelete %s\r\n", id4(1), id4(1)),
+                      ERR("Invalid command args") NF);
+    /* a bad flag does not make a wrong count any better */
+    systest_roundtrip(fd, f("add %s q %u -priority=1 3\r\nabc\r\n", id4(1), TTR),
+                      ERR("Invalid command args") ERR("Unknown command"));
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_bad_size)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    static const char *const bad[] = {"+1", "-1", "abc", "18446744073709551616", "1.0", "0x3",
+                                      "99999999999999999999999", "3a"};
+    /* no data block is read: "abc" comes back as an unknown command */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        systest_roundtrip(fd, f("add %s q %u %s %s\r\nabc\r\n", id4(1), TTR, TTL, bad[i]),
+                          ERR("Invalid payload size") ERR("Unknown command"));
+    /* the size is checked before the other arguments */
+    systest_roundtrip(fd, "add bad q 0 0 +3\r\nabc\r\n",
+                      ERR("Invalid payload size") ERR("Unknown command"));
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_size_over_max)
+{
+    systest_start(&systest_srv, "--max-payload", "16", NULL);
+    int fd = systest_conn();
+    /* 17 bytes that look like commands are skipped, then one error */
+    const char *skip = "x\r\nlease q 0\r\nabc"; /* 17 bytes */
+    ck_assert_uint_eq(strlen(skip), 17);
+    systest_roundtrip(fd, f("add %s q %u %s 17\r\n%s\r\n", id4(1), TTR, TTL, skip),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    /* with a bare LF terminator too */
+    systest_roundtrip(fd, f("add %s q %u %s 17\n%s\n", id4(1), TTR, TTL, skip),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    /* the other arguments do not matter */
+    systest_roundtrip(fd, f("add bad q 0 0 17\r\n%s\r\n", skip), ERR("Invalid payload size"));
+    systest_sync(fd);
+    /* skipped bytes not followed by a terminator: still one error, and the
+     * rest is discarded through the next LF */
+    systest_roundtrip(fd, f("add %s q %u %s 17\r\n%sXY delete %s\r\n", id4(1), TTR, TTL, skip,
+                            id4(9)),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    /* 16 bytes are fine */
+    systest_add(fd, id4(2), "q", "0123456789abcdef");
+    systest_lease_now(fd, "q", id4(2), "0123456789abcdef");
+    /* results are limited the same way */
+    systest_roundtrip(fd, f("complete %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
+    systest_roundtrip(fd, f("fail %s 17\r\n%s\r\n", id4(2), skip), ERR("Invalid result size"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
+    systest_roundtrip(fd, f("complete %s 16\r\n0123456789ABCDEF\r\n", id4(2)), OK);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)),
+                      systest_result_reply(id4(2), 1, "0123456789ABCDEF"));
+
+    /* a large block, in pieces, is skipped without trouble */
+    size_t big = 300000;
+    char *junk = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        junk[i] = (i % 50 == 49) ? '\n' : 'z';
+    systest_sends(fd, f("add %s q %u %s %zu\r\n", id4(3), TTR, TTL, big));
+    for (size_t off = 0; off < big; off += 70000)
+        systest_send(fd, junk + off, big - off < 70000 ? big - off : 70000);
+    systest_roundtrip(fd, "\r\n", ERR("Invalid payload size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
+
+    /* a client that leaves while its oversized block is being skipped */
+    int gone = systest_conn();
+    systest_sends(gone, f("add %s q %u %s %zu\r\n", id4(4), TTR, TTL, big));
+    systest_send(gone, junk, 1000);
+    close(gone);
+    free(junk);
+    systest_sync(fd);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_add_block_terminator)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    /* size 2, then "abcd\r\n": error, "cd\r\n" discarded, nothing stored */
+    systest_roundtrip(fd, f("add %s q %u %s 2\r\nabcd\r\n", id4(1), TTR, TTL),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    /* a CR not followed by LF is no terminator: discard from the CR */
+    systest_roundtrip(fd, f("add %s q %u %s 2\r\nab\rx\r\n", id4(1), TTR, TTL),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    /* the discarded rest may look like a command: it is not run */
+    systest_roundtrip(fd, f("add %s q %u %s 2\r\nabXdelete %s\r\n", id4(1), TTR, TTL, id4(9)),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    /* size 0 and bytes where the terminator should be */
+    systest_roundtrip(fd, f("add %s q %u %s 0\r\nxyz\r\n", id4(1), TTR, TTL),
+                      ERR("Invalid payload size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+
+    /* complete <id> 2\r\nabc\n: stores nothing and discards "c\n" */
+    systest_add(fd, id4(2), "q", "job");
+    systest_roundtrip(fd, f("complete %s 2\r\nabc\n", id4(2)), ERR("Invalid result size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("fail %s 2\r\nabc\r\n", id4(2)), ERR("Invalid result size"));
+    systest_sync(fd);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), TO);
+    systest_lease_now(fd, "q", id4(2), "job");
+    /* a bare LF terminator is fine */
+    systest_roundtrip(fd, f("complete %s 2\r\nab\n", id4(2)), OK);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), systest_result_reply(id4(2), 1, "ab"));
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
 
 /* One schedule with a 3-byte payload: exactly one reply, the given one. */
 static void
@@ -92,39 +519,6 @@ expect_queue(int fd, const char *name, unsigned ready, unsigned scheduled)
 {
     systest_roundtrip(fd, f("inspect queue %s\r\n", name),
                       f("+OK 1\r\n%s", systest_queue_block(name, ready, scheduled)));
-}
-
-/* ---- inspect server ---- */
-
-static const char *const server_keys[] = {
-    "active-clients", "evicted-jobs", "started",        "version",      "uptime",
-    "jobs",           "ready-jobs",   "scheduled-jobs", "leased-jobs",  "completed-jobs",
-    "failed-jobs",    "parked-clients", "memory-used",  "allocator",
-};
-#define NKEYS (sizeof server_keys / sizeof server_keys[0])
-
-/* Read one inspect server reply and check the format of every line. */
-static void
-expect_server_format(int fd)
-{
-    systest_expect(fd, "+OK 1\r\n");
-    ck_assert_str_eq(systest_read_line(fd), f("server %zu", NKEYS));
-    for (size_t i = 0; i < NKEYS; i++) {
-        const char *l = systest_read_line(fd);
-        size_t kl = strlen(server_keys[i]);
-        ck_assert_msg(strncmp(l, server_keys[i], kl) == 0 && l[kl] == ' ',
-                      "line %zu of inspect server is \"%s\", want key %s", i + 1, l,
-                      server_keys[i]);
-        const char *v = l + kl + 1;
-        if (strcmp(server_keys[i], "started") == 0)
-            systest_check_recent(v);
-        else if (strcmp(server_keys[i], "version") == 0)
-            ck_assert_str_eq(v, PACKAGE_VERSION);
-        else if (strcmp(server_keys[i], "allocator") == 0)
-            ck_assert_msg(*v != '\0' && *v != ' ', "allocator \"%s\"", v);
-        else
-            ck_assert_msg(all_digits(v), "%s is \"%s\", not a number", server_keys[i], v);
-    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1087,576 +1481,280 @@ START_TEST(test_run_errors)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
-/* inspect server */
+/* TTL */
 
-START_TEST(test_inspect_server_format)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    systest_sends(fd, "inspect server\r\n");
-    expect_server_format(fd);
-    static const char *const zero[] = {"evicted-jobs", "jobs",           "ready-jobs",
-                                       "scheduled-jobs", "leased-jobs", "completed-jobs",
-                                       "failed-jobs",  "parked-clients"};
-    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
-        ck_assert_msg(systest_server_stat(fd, zero[i]) == 0, "%s is not 0 on a new server",
-                      zero[i]);
-    ck_assert_uint_eq(systest_server_stat(fd, "active-clients"), 1);
-    ck_assert_uint_gt(systest_server_stat(fd, "memory-used"), 0);
-    /* active-clients counts open connections */
-    int a = systest_conn(), b = systest_conn();
-    systest_sync(a);
-    systest_sync(b);
-    systest_expect_stats(fd, "active-clients", U(3), NULL);
-    close(a);
-    close(b);
-    for (int i = 0; i < 100 * systest_slow(); i++) {
-        if (systest_server_stat(fd, "active-clients") == 1)
-            break;
-        systest_sleep_ms(20);
-    }
-    systest_expect_stats(fd, "active-clients", U(1), NULL);
-    /* pipelined twice, with a blank line and a bare LF */
-    systest_sends(fd, "inspect server\r\n\r\n  inspect   server  \n");
-    expect_server_format(fd);
-    expect_server_format(fd);
-    systest_sync(fd);
-    /* flags and arguments are errors */
-    systest_roundtrip(fd, "inspect server -a=b\r\n", ERR("Invalid command args"));
-    systest_roundtrip(fd, "inspect -a=b server\r\n", ERR("Invalid command args"));
-    systest_roundtrip(fd, "inspect server x\r\n", ERR("Invalid command args"));
-    systest_roundtrip(fd, "inspect server 0 10\r\n", ERR("Invalid command args"));
-    systest_sync(fd);
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-START_TEST(test_inspect_server_counters)
+START_TEST(test_ttl_expires)
 {
     systest_start_srv();
     int fd = systest_conn(), w = systest_conn();
-    systest_add(fd, id4(1), "q", "r1");
-    systest_add(fd, id4(2), "q", "r2");
-    systest_schedule(fd, id4(3), "q", systest_now_ms() + HOUR_MS, "s1");
-    systest_add(fd, id4(4), "l", "l1");
-    systest_lease_now(fd, "l", id4(4), "l1");
-    systest_add(fd, id4(5), "c", "c1");
-    systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(5)), OK);
-    systest_add(fd, id4(6), "f", "f1");
-    systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(6)), OK);
-    systest_sends(w, "lease none " PARK "\r\n");
-    systest_wait_queue(fd, "none");
-    systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(0), "jobs", U(6),
-                 "ready-jobs", U(2), "scheduled-jobs", U(1), "leased-jobs", U(1),
-                 "completed-jobs", U(1), "failed-jobs", U(1), "parked-clients", U(1), NULL);
-    /* the parked leaser takes a job: one leased more, no one parked */
-    systest_add(fd, id4(7), "none", "n");
-    systest_expect_lease(w, id4(7), "none", "n");
-    systest_expect_stats(fd, "jobs", U(7), "ready-jobs", U(2), "leased-jobs", U(2),
-                 "parked-clients", U(0), NULL);
-    /* a retried fail and a TTR expiry: ready again */
-    systest_roundtrip(fd, f("delete %s\r\n", id4(7)), OK);
-    systest_add_full(fd, id4(8), "t", 100, TTL, "t", NULL);
-    systest_roundtrip(fd, "lease t 0\r\n", systest_lease_reply(id4(8), "t", 100, "t"));
-    systest_sleep_past(100);
-    systest_expect_stats(fd, "jobs", U(7), "ready-jobs", U(3), "leased-jobs", U(1), NULL);
-    /* TTL: an unfinished job is evicted, a finished one is not */
-    systest_add_full(fd, id4(9), "e", TTR, "200", "e1", NULL);
-    systest_add_full(fd, id4(10), "e", TTR, "200", "e2", NULL);
-    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(10)), OK);
-    systest_add_full(fd, id4(11), "e", TTR, "200", "e3", NULL);
-    systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(11)), OK);
-    systest_add_full(fd, id4(12), "e", TTR, "200", "e4", NULL);
-    systest_lease_now(fd, "e", id4(9), "e1");
-    systest_expect_stats(fd, "jobs", U(11), "completed-jobs", U(2), "failed-jobs", U(2), NULL);
+    systest_add_full(fd, id4(1), "q", TTR, "200", "new", NULL);     /* NEW */
+    systest_add_full(fd, id4(2), "l", TTR, "200", "leased", NULL);  /* LEASED */
+    systest_add_full(fd, id4(3), "c", TTR, "200", "done", NULL);    /* COMPLETED */
+    systest_add_full(fd, id4(4), "f", TTR, "200", "failed", NULL);  /* FAILED */
+    systest_lease_now(fd, "l", id4(2), "leased");
+    systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(3)), OK);
+    systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(4)), OK);
+    /* a waiting result learns of the expiry */
+    systest_roundtrip(w, f("result %s " PARK "\r\n", id4(1)), NF);
     systest_sleep_past(200);
-    systest_expect_stats(fd, "evicted-jobs", U(2), "jobs", U(7), "ready-jobs", U(3),
-                 "scheduled-jobs", U(1), "leased-jobs", U(1), "completed-jobs", U(1),
-                 "failed-jobs", U(1), NULL);
-    /* delete takes from every counter */
-    for (unsigned i = 1; i <= 8; i++)
-        if (i != 7)
-            systest_roundtrip(fd, f("delete %s\r\n", id4(i)), OK);
-    systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(2), "jobs", U(0),
-                 "ready-jobs", U(0), "scheduled-jobs", U(0), "leased-jobs", U(0),
-                 "completed-jobs", U(0), "failed-jobs", U(0), "parked-clients", U(0), NULL);
-    close(w);
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* inspect queues / queue */
-
-START_TEST(test_inspect_queues)
-{
-    systest_start_srv();
-    int fd = systest_conn(), w = systest_conn();
-    systest_roundtrip(fd, "inspect queues 0 10\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queue q\r\n", NF);
-    int64_t later = systest_now_ms() + HOUR_MS;
-    systest_add(fd, id4(1), "b.x", "1");
-    systest_add(fd, id4(2), "a", "2");
-    systest_add(fd, id4(3), "a", "3");
-    systest_schedule(fd, id4(4), "a", later, "4");
-    systest_schedule(fd, id4(5), "b", later, "5");
-    systest_add(fd, id4(6), "B", "6");
-    systest_add(fd, id4(7), "c", "7"); /* completed: the queue is gone */
-    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(7)), OK);
-    systest_add(fd, id4(8), "d", "8"); /* leased only: the queue stays */
-    systest_lease_now(fd, "d", id4(8), "8");
-    systest_add(fd, id4(9), "gone", "9"); /* deleted */
-    systest_roundtrip(fd, f("delete %s\r\n", id4(9)), OK);
-    systest_sends(w, "lease e " PARK "\r\n"); /* a parked leaser only */
-    systest_wait_queue(fd, "e");
-    systest_schedule(fd, id4(10), "a-", systest_now_ms() - 1000, "10"); /* past: ready */
-
-    enum { NQ = 7 };
-    static const struct {
-        const char *name;
-        unsigned    ready, scheduled;
-    } want[NQ] = {{"B", 1, 0}, {"a", 2, 1}, {"a-", 1, 0}, {"b", 0, 1},
-                  {"b.x", 1, 0}, {"d", 0, 0}, {"e", 0, 0}};
-    char blocks[NQ][64];
-    for (int i = 0; i < NQ; i++)
-        SET(blocks[i], systest_queue_block(want[i].name, want[i].ready, want[i].scheduled));
-    struct sb all = {0};
-    for (int i = 0; i < NQ; i++)
-        sb_add(&all, blocks[i]);
-    systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK %d\r\n%s", NQ, all.p));
-    systest_roundtrip(fd, "inspect queues 0 7\r\n", f("+OK %d\r\n%s", NQ, all.p));
-    systest_roundtrip(fd, "inspect queues 00 0010\r\n", f("+OK %d\r\n%s", NQ, all.p));
-    free(all.p);
-    /* every window */
-    for (int off = 0; off <= NQ + 1; off++)
-        for (int lim = 1; lim <= NQ + 1; lim++) {
-            struct sb e = {0};
-            int n = 0;
-            for (int i = off; i < NQ && i < off + lim; i++, n++)
-                sb_add(&e, blocks[i]);
-            systest_roundtrip(fd, f("inspect queues %d %d\r\n", off, lim),
-                              f("+OK %d\r\n%s", n, e.p != NULL ? e.p : ""));
-            free(e.p);
-        }
-    systest_roundtrip(fd, "inspect queues 4294967295 1000\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 1000 1\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 0004294967295 0001000\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 06 01\r\n", f("+OK 1\r\n%s", blocks[6]));
-    /* one queue */
-    for (int i = 0; i < NQ; i++)
-        systest_roundtrip(fd, f("inspect queue %s\r\n", want[i].name),
-                          f("+OK 1\r\n%s", blocks[i]));
-    static const char *const absent[] = {"c", "gone", "A", "b.", "zzz", "a.", "e.x"};
-    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
-        systest_roundtrip(fd, f("inspect queue %s\r\n", absent[i]), NF);
-    /* the leased job completes, the leaser leaves: both queues go */
-    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(8)), OK);
-    close(w);
-    for (int i = 0; i < 100 * systest_slow(); i++) {
-        systest_sends(fd, "inspect queue e\r\n");
-        if (strcmp(systest_read_line(fd), "-NOT-FOUND") == 0)
-            break;
-        for (int k = 0; k < 3; k++)
-            systest_read_line(fd);
-        systest_sleep_ms(20);
-    }
-    systest_roundtrip(fd, "inspect queue d\r\n", NF);
-    systest_roundtrip(fd, "inspect queue e\r\n", NF);
-    /* leasing and deleting change the lengths */
-    systest_lease_now(fd, "a", id4(2), "2");
-    systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(10)), OK);
-    systest_roundtrip(fd, "inspect queues 0 10\r\n",
-                      f("+OK 4\r\n%s%s%s%s", systest_queue_block("B", 1, 0), systest_queue_block("a", 1, 0),
-                        systest_queue_block("b", 0, 1), systest_queue_block("b.x", 1, 0)));
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-START_TEST(test_inspect_queues_errors)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    systest_add(fd, id4(1), "q", "x");
-    struct {
-        const char *cmd, *error;
-    } bad[] = {
-        {"inspect queues", "Invalid command args"},
-        {"inspect queues 0", "Invalid command args"},
-        {"inspect queues 0 1 2", "Invalid command args"},
-        {"inspect queues 0 1 -a=b", "Invalid command args"},
-        {"inspect queues -a=b 0 1", "Invalid command args"},
-        {"inspect queues 4294967296 1", "Invalid cursor offset"},
-        {"inspect queues 18446744073709551616 1", "Invalid cursor offset"},
-        {"inspect queues -1 1", "Invalid cursor offset"},
-        {"inspect queues +1 1", "Invalid cursor offset"},
-        {"inspect queues x 1", "Invalid cursor offset"},
-        {"inspect queues x 0", "Invalid cursor offset"},
-        {"inspect queues 0 0", "Invalid limit"},
-        {"inspect queues 0 1001", "Invalid limit"},
-        {"inspect queues 0 -1", "Invalid limit"},
-        {"inspect queues 0 +1", "Invalid limit"},
-        {"inspect queues 0 x", "Invalid limit"},
-        {"inspect queues 0 18446744073709551617", "Invalid limit"},
-        {"inspect queue", "Invalid command args"},
-        {"inspect queue q r", "Invalid command args"},
-        {"inspect queue q -a=b", "Invalid command args"},
-        {"inspect queue a*b", "Invalid Name"},
-        {"inspect queue q\tr", "Invalid Name"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        systest_roundtrip(fd, f("%s\r\n", bad[i].cmd), f("-CLIENT-ERROR %s\r\n", bad[i].error));
-    systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(256, 'n')),
-                      ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(255, 'n')), NF);
-    systest_roundtrip(fd, "inspect queues 4294967295 1000\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK 1\r\n%s", systest_queue_block("q", 1, 0)));
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* inspect job / jobs / scheduled-jobs */
-
-START_TEST(test_inspect_job)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    /* a payload with CR LF and spaces; every flag */
-    const char *pay = " a b\r\nc  d \r\n";
-    systest_add_full(fd, id4(1), "q", 1000, "7000000", pay,
-                     "-priority=-7 -max-attempts=3 -max-fails=2");
-    struct systest_job j = systest_job(id4(1), "q", pay);
-    j.ttr = 1000;
-    SET(j.ttl, "7000000");
-    j.priority = -7;
-    j.max_attempts = 3;
-    j.max_fails = 2;
-    systest_expect_inspect_job(fd, &j);
-    /* uppercase id: found, echoed in lowercase */
-    systest_roundtrip(fd, "inspect job 00000001-58CC-4372-A567-0E02B2C3D479\r\n", "+OK 1\r\n");
-    systest_expect_job_block(fd, &j);
-    /* LEASED, attempts 1 */
-    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(1), "q", 1000, pay));
-    j.attempts = 1;
-    j.state = LEASED;
-    systest_expect_inspect_job(fd, &j);
-    /* a retried fail: PENDING, fails 1 */
-    systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(1)), OK);
-    j.fails = 1;
-    j.state = PENDING;
-    systest_expect_inspect_job(fd, &j);
-    /* COMPLETED */
-    systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
-    j.state = COMPLETED;
-    systest_expect_inspect_job(fd, &j);
-    /* FAILED */
-    systest_add(fd, id4(2), "q", "f");
-    systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(2)), OK);
-    j = systest_job(id4(2), "q", "f");
-    j.fails = 1;
-    j.state = FAILED;
-    systest_expect_inspect_job(fd, &j);
-    /* empty payload; limits */
-    systest_add_full(fd, id4(3), systest_name_of(255, 'n'), 86400000, TTL_MAX, "",
-                     "-priority=2147483647 -max-attempts=255 -max-fails=255");
-    j = systest_job(id4(3), systest_name_of(255, 'n'), "");
-    j.ttr = 86400000;
-    SET(j.ttl, TTL_MAX);
-    j.priority = 2147483647;
-    j.max_attempts = 255;
-    j.max_fails = 255;
-    systest_expect_inspect_job(fd, &j);
-    /* binary payload */
-    static const char bin[] = "\0\r\n\xff payload \n\r";
-    systest_sends(fd, f("add %s b %u %s %zu\r\n", id4(4), TTR, TTL, sizeof bin - 1));
-    systest_send(fd, bin, sizeof bin - 1);
-    systest_roundtrip(fd, "\r\n", OK);
-    j = systest_job_bin(id4(4), "b", bin, sizeof bin - 1);
-    systest_expect_inspect_job(fd, &j);
-    /* a scheduled job: 13 keys, in every state */
-    int64_t t = systest_ahead(600);
-    systest_schedule_full(fd, id4(5), "s", 500, TTL, systest_time_ms(t), "sch", "-priority=3");
-    j = systest_job(id4(5), "s", "sch");
-    j.ttr = 500;
-    j.priority = 3;
-    SET(j.time, systest_time_s(t));
-    systest_expect_inspect_job(fd, &j);
-    systest_roundtrip(fd, f("lease s %d\r\n", 5000 * systest_slow()),
-                      systest_lease_reply(id4(5), "s", 500, "sch"));
-    j.attempts = 1;
-    j.state = LEASED;
-    systest_expect_inspect_job(fd, &j);
-    systest_sleep_past(500); /* TTR expiry: PENDING, ready */
-    j.state = PENDING;
-    systest_expect_inspect_job(fd, &j);
-    systest_expect_inspect_list(fd, "jobs", "s", "0 10", &j, 1);
-    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(5)), OK);
-    j.state = COMPLETED;
-    systest_expect_inspect_job(fd, &j);
-    /* unknown ids */
-    systest_roundtrip(fd, f("inspect job %s\r\n", id4(99)), NF);
-    systest_roundtrip(fd, "inspect job ffffffff-ffff-ffff-ffff-ffffffffffff\r\n", NF);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
-    systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-START_TEST(test_inspect_jobs_order)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    int64_t now = systest_now_ms();
-    /* the mix of test_schedule_order */
-    systest_add(fd, id4(1), "q", "a1");
-    systest_schedule(fd, id4(2), "q", now - 20000, "s1");
-    systest_add(fd, id4(3), "q", "a2");
-    systest_schedule(fd, id4(4), "q", now - 30000, "s2");
-    systest_schedule(fd, id4(5), "q", now - 30000, "s3");
-    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs", "-priority=5");
-    systest_add_full(fd, id4(8), "q", 200, TTL, "h1", "-priority=5");
-    systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
-    systest_schedule(fd, id4(20), "q", now + HOUR_MS, "future"); /* not ready: not listed */
-    enum { N = 8 };
-    static const unsigned order[N] = {8, 7, 1, 3, 4, 5, 2, 10};
-    struct systest_job jobs[N];
-    for (unsigned i = 0; i < N; i++) {
-        unsigned k = order[i];
-        static const char *const pay[] = {"",   "a1", "s1", "a2", "s2", "s3",
-                                          "",   "hs", "h1", "",   "l1"};
-        jobs[i] = systest_job(id4(k), "q", pay[k]);
-    }
-    jobs[0].ttr = 200;
-    jobs[0].priority = 5;
-    jobs[1].priority = 5;
-    SET(jobs[1].time, systest_time_s(now - 1000));
-    SET(jobs[4].time, systest_time_s(now - 30000));
-    SET(jobs[5].time, systest_time_s(now - 30000));
-    SET(jobs[6].time, systest_time_s(now - 20000));
-    jobs[7].priority = -1;
-
-    /* twice: inspecting changes nothing */
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    /* every window */
-    for (unsigned off = 0; off <= N + 1; off++)
-        for (unsigned lim = 1; lim <= N + 1; lim += 2) {
-            size_t n = off >= N ? 0 : (N - off < lim ? N - off : lim);
-            systest_expect_inspect_list(fd, "jobs", "q", f("%u %u", off, lim), jobs + (off < N ? off : 0),
-                                n);
-        }
-    systest_expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
-    systest_expect_inspect_list(fd, "jobs", "q", "000 001", jobs, 1);
-    systest_expect_inspect_list(fd, "jobs", "q", "0004294967295 01000", NULL, 0);
-
-    /* a leased job is not listed; back after its TTR, at its old place */
-    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs + 1, N - 1);
-    systest_sleep_past(200);
-    jobs[0].attempts = 1;
-    jobs[0].state = PENDING;
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", jobs, N);
-    /* and lease gives exactly that order */
-    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(8), "q", 200, "h1"));
-    for (unsigned i = 1; i < N; i++)
-        systest_lease_now(fd, "q", jobs[i].id, jobs[i].payload);
     systest_roundtrip(fd, "lease q 0\r\n", TO);
-    /* the queue still exists (leased and scheduled jobs): empty list */
-    systest_expect_inspect_list(fd, "jobs", "q", "0 10", NULL, 0);
-    systest_roundtrip(fd, "inspect jobs nope 0 10\r\n", NF);
-    systest_roundtrip(fd, "inspect jobs Q 0 10\r\n", NF);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(2)), NF);
+    systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(2)), NF);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), NF);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(4)), NF);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(4)), NF);
+    /* the ids are free again */
+    for (unsigned i = 1; i <= 4; i++)
+        systest_add(fd, id4(i), "q", "new");
+    close(w);
     close(fd);
     systest_stop_srv();
 }
 END_TEST
 
-START_TEST(test_inspect_jobs_many)
+START_TEST(test_ttl_leased_expiring)
 {
     systest_start_srv();
     int fd = systest_conn();
-    /* 1000 ready jobs and a few more: limit 1000 is the most in one reply */
-    enum { N = 1003 };
-    struct sb req = {0}, exp = {0};
-    for (unsigned i = 0; i < N; i++) {
-        sb_add(&req, f("add %s q %u %s 4%s\r\n%04u\r\n", id4(i + 1), TTR, TTL,
-                       i % 3 == 0 ? " -priority=1" : "", i));
-        sb_add(&exp, OK);
-    }
-    systest_send(fd, req.p, req.n);
-    systest_expect_bytes(fd, exp.p, exp.n);
-    free(req.p);
-    free(exp.p);
-    /* priority 1 first (i = 0, 3, ...), then the rest; FIFO in each */
-    unsigned order[N], n = 0;
-    for (unsigned i = 0; i < N; i += 3)
-        order[n++] = i;
-    for (unsigned i = 0; i < N; i++)
-        if (i % 3 != 0)
-            order[n++] = i;
-    ck_assert_uint_eq(n, N);
-    systest_roundtrip(fd, "inspect jobs q 0 1000\r\n", "+OK 1000\r\n");
-    for (unsigned i = 0; i < 1000; i++)
-        ck_assert_str_eq(systest_skip_job_block(fd), id4(order[i] + 1));
-    systest_roundtrip(fd, "inspect jobs q 1000 1000\r\n", "+OK 3\r\n");
-    for (unsigned i = 1000; i < N; i++)
-        ck_assert_str_eq(systest_skip_job_block(fd), id4(order[i] + 1));
-    systest_roundtrip(fd, "inspect jobs q 500 2\r\n", "+OK 2\r\n");
-    for (unsigned i = 500; i < 502; i++) {
-        struct systest_job j = systest_job(id4(order[i] + 1), "q", f("%04u", order[i]));
-        j.priority = order[i] % 3 == 0 ? 1 : 0;
-        systest_expect_job_block(fd, &j);
-    }
-    systest_roundtrip(fd, "inspect jobs q 0 1001\r\n", ERR("Invalid limit"));
-    systest_roundtrip(fd, "inspect queue q\r\n", f("+OK 1\r\n%s", systest_queue_block("q", N, 0)));
-    for (unsigned i = 0; i < N; i++)
-        systest_lease_now(fd, "q", id4(order[i] + 1), f("%04u", order[i]));
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-START_TEST(test_inspect_scheduled_jobs)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    int64_t base = systest_now_ms() + HOUR_MS;
-    /* soonest first, then priority descending, then FIFO */
-    systest_schedule(fd, id4(1), "q", base + HOUR_MS, "f1");
-    systest_schedule(fd, id4(2), "q", base, "f2");
-    systest_schedule_full(fd, id4(3), "q", TTR, TTL, systest_time_ms(base), "f3", "-priority=9");
-    systest_schedule_full(fd, id4(4), "q", TTR, TTL, systest_time_ms(base), "f4", "-priority=9");
-    systest_schedule_full(fd, id4(5), "q", TTR, TTL, systest_time_ms(base + 500), "f5", "-priority=100");
-    systest_schedule_full(fd, id4(6), "q", TTR, TTL, systest_time_ms(base), "f6", "-priority=-3");
-    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(base - 1), "f7", "-priority=-9");
-    systest_add(fd, id4(8), "q", "ready"); /* not listed */
-    enum { N = 7 };
-    static const unsigned order[N] = {7, 3, 4, 2, 6, 5, 1};
-    static const int prio[] = {0, 0, 0, 9, 9, 100, -3, -9};
-    static const int64_t off[] = {0, HOUR_MS, 0, 0, 0, 500, 0, -1};
-    struct systest_job jobs[N];
-    for (unsigned i = 0; i < N; i++) {
-        unsigned k = order[i];
-        jobs[i] = systest_job(id4(k), "q", f("f%u", k));
-        jobs[i].priority = prio[k];
-        SET(jobs[i].time, systest_time_s(base + off[k]));
-    }
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
-    for (unsigned o = 0; o <= N + 1; o++)
-        for (unsigned lim = 1; lim <= N + 1; lim += 3) {
-            size_t n = o >= N ? 0 : (N - o < lim ? N - o : lim);
-            systest_expect_inspect_list(fd, "scheduled-jobs", "q", f("%u %u", o, lim),
-                                jobs + (o < N ? o : 0), n);
-        }
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1", NULL, 0);
-    /* the ready job is in the other list */
-    struct systest_job r = systest_job(id4(8), "q", "ready");
-    systest_expect_inspect_list(fd, "jobs", "q", "0 10", &r, 1);
-    systest_lease_now(fd, "q", id4(8), "ready");
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", jobs, N);
-    /* a deleted one leaves the list */
-    systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
-    struct systest_job less[N - 1] = {jobs[0], jobs[1], jobs[3], jobs[4], jobs[5], jobs[6]};
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", less, N - 1);
-
-    /* a job moves from scheduled-jobs to jobs when its time comes */
-    int64_t t = systest_ahead(600);
-    systest_schedule(fd, id4(20), "m", t, "moves");
-    struct systest_job m = systest_job(id4(20), "m", "moves");
-    SET(m.time, systest_time_s(t));
-    if (systest_exact_timing()) {
-        systest_expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", &m, 1);
-        systest_expect_inspect_list(fd, "jobs", "m", "0 10", NULL, 0);
-    }
-    systest_sleep_until(t + 300 * systest_slow());
-    systest_expect_inspect_list(fd, "scheduled-jobs", "m", "0 10", NULL, 0);
-    systest_expect_inspect_list(fd, "jobs", "m", "0 10", &m, 1);
-    systest_roundtrip(fd, "inspect scheduled-jobs nope 0 10\r\n", NF);
-    close(fd);
-    systest_stop_srv();
-}
-END_TEST
-
-START_TEST(test_inspect_errors)
-{
-    systest_start_srv();
-    int fd = systest_conn();
-    systest_add(fd, id4(1), "q", "x");
-    struct {
-        const char *cmd, *error;
-    } bad[] = {
-        {"inspect", "Invalid command args"},
-        {"inspect foo", "Unknown command"},
-        {"inspect foo 0 10", "Unknown command"},
-        {"inspect Server", "Unknown command"},
-        {"inspect servers", "Unknown command"},
-        {"inspect JOB x", "Unknown command"},
-        {"inspect server -a=b", "Invalid command args"},
-        {"inspect -a=b", "Invalid command args"},
-        /* arity */
-        {"inspect server 1", "Invalid command args"},
-        {"inspect job", "Invalid command args"},
-        {"inspect job " ID1 " 1", "Invalid command args"},
-        {"inspect job " ID1 " -a=b", "Invalid command args"},
-        {"inspect jobs", "Invalid command args"},
-        {"inspect jobs q", "Invalid command args"},
-        {"inspect jobs q 0", "Invalid command args"},
-        {"inspect jobs q 0 1 2", "Invalid command args"},
-        {"inspect jobs q 0 1 -a=b", "Invalid command args"},
-        {"inspect scheduled-jobs", "Invalid command args"},
-        {"inspect scheduled-jobs q 0", "Invalid command args"},
-        {"inspect scheduled-jobs q 0 1 2", "Invalid command args"},
-        /* ids */
-        {"inspect job bad", "Invalid ID"},
-        {"inspect job 00000000-0000-0000-0000-000000000000", "Invalid ID"},
-        {"inspect job {00000001-58cc-4372-a567-0e02b2c3d479}", "Invalid ID"},
-        {"inspect job 0000000158cc4372a5670e02b2c3d479", "Invalid ID"},
-        {"inspect job 00000001-58cc-4372-a567-0e02b2c3d47", "Invalid ID"},
-        /* names, before the range */
-        {"inspect jobs a*b 0 1", "Invalid Name"},
-        {"inspect jobs a*b x 0", "Invalid Name"},
-        {"inspect scheduled-jobs a*b 0 1", "Invalid Name"},
-        {"inspect scheduled-jobs q/r x 0", "Invalid Name"},
-        /* ranges, before the lookup */
-        {"inspect jobs q 4294967296 1", "Invalid cursor offset"},
-        {"inspect jobs q -1 1", "Invalid cursor offset"},
-        {"inspect jobs q x 0", "Invalid cursor offset"},
-        {"inspect jobs nope 4294967296 1", "Invalid cursor offset"},
-        {"inspect jobs q 0 0", "Invalid limit"},
-        {"inspect jobs q 0 1001", "Invalid limit"},
-        {"inspect jobs nope 0 0", "Invalid limit"},
-        {"inspect jobs q 0 +1", "Invalid limit"},
-        {"inspect scheduled-jobs q 4294967296 1", "Invalid cursor offset"},
-        {"inspect scheduled-jobs q 1.5 1", "Invalid cursor offset"},
-        {"inspect scheduled-jobs q 0 0", "Invalid limit"},
-        {"inspect scheduled-jobs q 0 1001", "Invalid limit"},
-        {"inspect scheduled-jobs nope 0 1001", "Invalid limit"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        systest_roundtrip(fd, f("%s\r\n", bad[i].cmd), f("-CLIENT-ERROR %s\r\n", bad[i].error));
-    /* the edges that are fine */
-    struct systest_job j = systest_job(id4(1), "q", "x");
-    systest_expect_inspect_list(fd, "jobs", "q", "0 1000", &j, 1);
-    systest_expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
-    systest_expect_inspect_list(fd, "jobs", "q", "1 1", NULL, 0);
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "0 1000", NULL, 0);
-    systest_expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1000", NULL, 0);
-    systest_roundtrip(fd, "inspect jobs nope 0 1000\r\n", NF);
-    systest_roundtrip(fd, "inspect scheduled-jobs nope 4294967295 1\r\n", NF);
-    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", systest_name_of(256, 'n')),
-                      ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect scheduled-jobs %s 0 1\r\n", systest_name_of(256, 'n')),
-                      ERR("Invalid Name"));
-    systest_roundtrip(fd, f("inspect jobs %s 0 1\r\n", systest_name_of(255, 'n')), NF);
-    /* nothing was changed: the job is still first in line */
+    systest_add_full(fd, id4(1), "q", TTR, "300", "x", NULL);
     systest_lease_now(fd, "q", id4(1), "x");
+    if (systest_exact_timing())
+        systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
+    systest_sleep_past(300);
+    systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), NF);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    /* a job whose TTR outlives its TTL: the TTL wins */
+    systest_add_full(fd, id4(2), "q", 100, "300", "y", NULL);
+    systest_roundtrip(fd, "lease q 0\r\n", systest_lease_reply(id4(2), "q", 100, "y"));
+    systest_sleep_past(300);
+    systest_roundtrip(fd, "lease q 0\r\n", TO);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(2)), NF);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_ttl_not_before)
+{
+    if (!systest_exact_timing())
+        return;
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add_full(fd, id4(1), "q", TTR, "3000", "x", NULL);
+    systest_sleep_ms(100);
+    systest_lease_now(fd, "q", id4(1), "x");
+    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(1)), OK);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* result */
+
+START_TEST(test_result_basic)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), NF);
+    systest_roundtrip(fd, f("result %s 1000\r\n", id4(1)), NF);
+    systest_add(fd, id4(1), "q", "a");
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
+    systest_lease_now(fd, "q", id4(1), "a");
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), TO);
+    systest_roundtrip(fd, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
+    /* a done job answers at once, with any wait, any number of times */
+    systest_roundtrip(fd, f("result %s 86400000\r\n", id4(1)),
+                      systest_result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
+    systest_roundtrip(fd, f("result %s 5\r\n", id4(1)), systest_result_reply(id4(1), 1, "done"));
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_woken)
+{
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
+    systest_add(fd, id1(1), "q", "a");
+    systest_sends(w, f("result %s " PARK "\r\n", id1(1)));
+    systest_expect_silence(w, 100);
+    systest_lease_now(fd, "q", id1(1), "a");
+    systest_expect_silence(w, 50);
+    systest_roundtrip(fd, f("complete %s 3\r\nres\r\n", id1(1)), OK);
+    systest_expect(w, systest_result_reply(id1(1), 1, "res"));
+    /* woken by a final fail too */
+    systest_add(fd, id1(2), "q", "b");
+    systest_sends(w, f("result %s " PARK "\r\n", id1(2)));
+    systest_expect_silence(w, 100);
+    systest_roundtrip(fd, f("fail %s 3\r\nbad\r\n", id1(2)), OK);
+    systest_expect(w, systest_result_reply(id1(2), 0, "bad"));
+    close(w);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_two_waiters)
+{
+    systest_start_srv();
+    int w1 = systest_conn(), w2 = systest_conn(), w3 = systest_conn(), fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
+    systest_sends(w1, f("result %s " PARK "\r\n", id4(1)));
+    systest_sends(w2, f("result %s " PARK "\r\n", id4(1)));
+    systest_sends(w3, f("result %s 300\r\n", id4(1)));
+    systest_expect(w3, TO); /* the short one times out; the others keep waiting */
+    systest_expect_silence(w1, 50);
+    systest_expect_silence(w2, 0);
+    systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
+    systest_expect(w1, systest_result_reply(id4(1), 1, "ok"));
+    systest_expect(w2, systest_result_reply(id4(1), 1, "ok"));
+    systest_expect_silence(w3, 30);
+    close(w1);
+    close(w2);
+    close(w3);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_job_vanishes)
+{
+    systest_start_srv();
+    int w1 = systest_conn(), w2 = systest_conn(), fd = systest_conn();
+    /* deleted while waited on */
+    systest_add(fd, id4(1), "q", "a");
+    systest_sends(w1, f("result %s " PARK "\r\n", id4(1)));
+    systest_sends(w2, f("result %s " PARK "\r\n", id4(1)));
+    systest_expect_silence(w1, 100);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
+    systest_expect(w1, NF);
+    systest_expect(w2, NF);
+    /* its TTL ends while waited on */
+    systest_add_full(fd, id4(2), "q", TTR, "300", "b", NULL);
+    systest_roundtrip(w1, f("result %s " PARK "\r\n", id4(2)), NF);
+    /* a leased one */
+    systest_add_full(fd, id4(3), "q", TTR, "300", "c", NULL);
+    systest_lease_now(fd, "q", id4(3), "c");
+    systest_roundtrip(w2, f("result %s " PARK "\r\n", id4(3)), NF);
+    close(w1);
+    close(w2);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_timeout)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
+    if (systest_exact_timing()) {
+        systest_sends(fd, f("result %s 1000\r\n", id4(1)));
+        systest_expect_silence(fd, 100);
+        systest_expect(fd, TO);
+    }
+    systest_roundtrip(fd, f("result %s 200\r\n", id4(1)), TO);
+    /* the job is still there */
+    systest_lease_now(fd, "q", id4(1), "a");
+    /* a timed-out waiter is not answered later */
+    systest_roundtrip(fd, f("result %s 100\r\n", id4(1)), TO);
+    systest_roundtrip(fd, f("complete %s 1\r\nx\r\n", id4(1)), OK);
+    systest_expect_silence(fd, 50);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_errors)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
+    systest_roundtrip(fd, "result bad 0\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, "result bad 86400001\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, "result 00000000-0000-0000-0000-000000000000 0\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, f("result %s 86400001\r\n", id4(1)), ERR("Invalid wait timeout"));
+    systest_roundtrip(fd, f("result %s abc\r\n", id4(1)), ERR("Invalid wait timeout"));
+    systest_roundtrip(fd, f("result %s +1\r\n", id4(1)), ERR("Invalid wait timeout"));
+    systest_roundtrip(fd, f("result %s -1\r\n", id4(1)), ERR("Invalid wait timeout"));
+    systest_roundtrip(fd, f("result %s 86400001\r\n", id4(9)), ERR("Invalid wait timeout"));
+    systest_roundtrip(fd, f("result %s\r\n", id4(1)), ERR("Invalid command args"));
+    systest_roundtrip(fd, f("result %s 0 0\r\n", id4(1)), ERR("Invalid command args"));
+    systest_roundtrip(fd, "result\r\n", ERR("Invalid command args"));
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_result_pipeline_held)
+{
+    systest_start_srv();
+    int w = systest_conn(), fd = systest_conn();
+    systest_add(fd, id4(1), "q", "a");
+    systest_sends(w, f("result %s " PARK "\r\ndelete %s\r\n", id4(1), id4(1)));
+    systest_expect_silence(w, 100);
+    /* the delete has not run yet */
+    systest_lease_now(fd, "q", id4(1), "a");
+    systest_roundtrip(fd, f("complete %s 1\r\nr\r\n", id4(1)), OK);
+    systest_expect(w, systest_result_reply(id4(1), 1, "r"));
+    systest_expect(w, OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    close(w);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* delete */
+
+START_TEST(test_delete_states)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    /* NEW */
+    systest_add(fd, id4(1), "q", "a");
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), NF);
+    systest_roundtrip(fd, "lease q 0\r\n", TO);
+    /* LEASED */
+    systest_add(fd, id4(2), "q", "b");
+    systest_lease_now(fd, "q", id4(2), "b");
+    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), NF);
+    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(2)), NF);
+    /* COMPLETED */
+    systest_add(fd, id4(3), "q", "c");
+    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(3)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), NF);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), NF);
+    /* FAILED */
+    systest_add(fd, id4(4), "q", "d");
+    systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(4)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(4)), NF);
+    /* PENDING after a retried fail */
+    systest_add_full(fd, id4(5), "q", TTR, TTL, "e", "-max-fails=2");
+    systest_lease_now(fd, "q", id4(5), "e");
+    systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(5)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(5)), OK);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(5)), NF);
+    systest_roundtrip(fd, "lease q 0\r\n", TO);
+    /* in any case */
+    systest_add(fd, id4(6), "q", "f");
+    systest_roundtrip(fd, "delete 00000006-58CC-4372-A567-0E02B2C3D479\r\n", OK);
+    /* errors */
+    systest_roundtrip(fd, "delete bad\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, "delete 00000000-0000-0000-0000-000000000000\r\n", ERR("Invalid ID"));
+    systest_roundtrip(fd, "delete\r\n", ERR("Invalid command args"));
+    systest_roundtrip(fd, f("delete %s %s\r\n", id4(1), id4(2)), ERR("Invalid command args"));
+    /* the queue works afterwards */
+    systest_add(fd, id4(7), "q", "g");
+    systest_lease_now(fd, "q", id4(7), "g");
     close(fd);
     systest_stop_srv();
 }
@@ -1665,28 +1763,27 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 
 static Suite *
-protocol_suite(void)
+jobs_suite(void)
 {
     const struct systest_group groups[] = {
+        {"add",
+         {test_add_success, test_add_invalid_id, test_add_invalid_name, test_add_invalid_ttr_ttl, test_add_flag_values, test_add_flag_keys, test_add_duplicate, test_add_arg_count, test_add_bad_size, test_add_size_over_max, test_add_block_terminator, NULL}},
         {"schedule",
-         {test_schedule_becomes_ready, test_schedule_past_time, test_schedule_invalid_time,
-          test_schedule_args, test_schedule_order, test_schedule_order_fraction, test_schedule_ttl,
-          test_schedule_duplicate_and_states, NULL}},
+         {test_schedule_becomes_ready, test_schedule_past_time, test_schedule_invalid_time, test_schedule_args, test_schedule_order, test_schedule_order_fraction, test_schedule_ttl, test_schedule_duplicate_and_states, NULL}},
         {"run",
-         {test_run_complete, test_run_fail, test_run_timeout_unleased, test_run_timeout_leased,
-          test_run_disconnect, test_run_delete, test_run_two_waiters, test_run_wait_zero,
-          test_run_order, test_run_errors, NULL}},
-        {"inspect_server", {test_inspect_server_format, test_inspect_server_counters, NULL}},
-        {"inspect_queues", {test_inspect_queues, test_inspect_queues_errors, NULL}},
-        {"inspect_jobs",
-         {test_inspect_job, test_inspect_jobs_order, test_inspect_jobs_many,
-          test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
+         {test_run_complete, test_run_fail, test_run_timeout_unleased, test_run_timeout_leased, test_run_disconnect, test_run_delete, test_run_two_waiters, test_run_wait_zero, test_run_order, test_run_errors, NULL}},
+        {"result",
+         {test_result_basic, test_result_woken, test_result_two_waiters, test_result_job_vanishes, test_result_timeout, test_result_errors, test_result_pipeline_held, NULL}},
+        {"delete",
+         {test_delete_states, NULL}},
+        {"ttl",
+         {test_ttl_expires, test_ttl_leased_expiring, test_ttl_not_before, NULL}},
     };
-    return systest_suite("protocol", groups, sizeof groups / sizeof groups[0]);
+    return systest_suite("jobs", groups, sizeof groups / sizeof groups[0]);
 }
 
 int
 main(void)
 {
-    return systest_main(protocol_suite());
+    return systest_main(jobs_suite());
 }

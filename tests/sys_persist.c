@@ -1,4 +1,4 @@
-/* check_persist.c - system tests of the command log (protocol-notes.md
+/* sys_persist.c - system tests of the command log (protocol-notes.md
  * section 6): the real workq-server logging to a directory, stopped with
  * SIGTERM or killed with SIGKILL, and started again on the same directory.
  * The files it writes are read back with the reference reader of

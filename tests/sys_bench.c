@@ -1,4 +1,4 @@
-/* check_bench.c - system test of the load generator: workq-bench runs
+/* sys_bench.c - system test of the load generator: workq-bench runs
  * briefly against the real server, and its counts must add up with what the
  * server reports; against a fake server that breaks one rule, it must fail.
  * Behaviour only: its speed is never checked here. */
@@ -283,7 +283,7 @@ fake_serve(int lfd)
  * is an error even when it is a valid job of this run. */
 START_TEST(test_bench_lease_other_queue)
 {
-    char out[8192], err[4096], err_path[] = "/tmp/check_bench.XXXXXX";
+    char out[8192], err[4096], err_path[] = "/tmp/sys_bench.XXXXXX";
     int port;
     int lfd = systest_listen(&port);
     pid_t pid = fork();
