@@ -8,6 +8,7 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include "rng.h"
 #include "unit.h"
 
 #define RESULT_MAX 64
@@ -1500,23 +1501,6 @@ END_TEST
 
 /* ---- a random workload, checked after every step ---- */
 
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static uint64_t
-rng_below(uint64_t n)
-{
-    return rng_next() % n;
-}
-
 START_TEST(test_random_workload)
 {
     static const char *const lists[] = {"a", "b", "c", "a b", "b c a", "a a", "zz", "c zz"};
@@ -1526,7 +1510,7 @@ START_TEST(test_random_workload)
     struct owner owners[OWNERS];
     for (int i = 0; i < OWNERS; i++)
         owner_init(&owners[i], c, i);
-    rng_state = 0x12345678;
+    rng_seed(0x12345678);
     uint64_t now = 0;
     uint64_t gone_before = 0;
     for (int step = 0; step < STEPS; step++) {

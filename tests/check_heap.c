@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
 #include "unit.h"
 
 struct el {
@@ -43,30 +44,6 @@ el_tie(const void *a, const void *b, void *arg)
         st->unequal += x->key != y->key;
     }
     return x->seq < y->seq;
-}
-
-/* Deterministic xorshift64*: the same sequence on every run and platform. */
-static uint64_t rng_state;
-
-static void
-rng_seed(uint64_t seed)
-{
-    rng_state = seed ? seed : 1;
-}
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
-static uint64_t
-rng_below(uint64_t n)
-{
-    return rng_next() % n;
 }
 
 /* The full order: key, then seq. */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util.h"
+#include "rng.h"
 #include "unit.h"
 
 #define ID "0f0e0d0c-0b0a-4908-8706-050403020100"
@@ -920,17 +921,6 @@ run_cuts(const char *in, size_t n, const size_t *cuts, size_t ncuts, bool eager,
     return out;
 }
 
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
 /* Every way of cutting must give the same events as the reference. */
 static void
 check_splits(const char *in, size_t n, const char *want, size_t want_left)
@@ -968,7 +958,7 @@ check_splits(const char *in, size_t n, const char *want, size_t want_left)
 
     /* (d) random chunkings */
     for (uint64_t seed = 1; seed <= 300; seed++) {
-        rng_state = seed * 0x9E3779B97F4A7C15ULL;
+        rng_seed(seed * 0x9E3779B97F4A7C15ULL);
         size_t ncuts = 0, at = 0;
         uint64_t maxchunk = seed % 3 == 0 ? 4 : seed % 3 == 1 ? 40 : 300;
         while (at < n) {
@@ -1031,7 +1021,7 @@ START_TEST(test_split_stream_fatal)
     ck_assert_str_eq(got, want.p);
     free(got);
     for (uint64_t seed = 1; seed <= 100; seed++) {
-        rng_state = seed * 0x9E3779B97F4A7C15ULL;
+        rng_seed(seed * 0x9E3779B97F4A7C15ULL);
         size_t ncuts = 0, at = 0;
         while (at < n) {
             at += 1 + rng_next() % 50;

@@ -16,6 +16,7 @@
 
 #include "job.h"
 #include "registry.h"
+#include "rng.h"
 #include "unit.h"
 
 /* 2023-11-14T22:13:20Z, a whole second: a time inside the range whose
@@ -591,17 +592,6 @@ END_TEST
 
 /* ---- randomized runs against a sorted reference ---- */
 
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
 /* Times and nanoseconds drawn from small sets, so that equal keys, equal
  * milliseconds and equal nanoseconds are all common; the times straddle a
  * second, the ends of the key's range and the ends of int64. */
@@ -629,7 +619,7 @@ START_TEST(test_random_against_reference)
     struct job **jobs = calloc(N, sizeof *jobs);
     bool *in = calloc(N, sizeof *in);
     REQUIRE(jobs != NULL && in != NULL);
-    rng_state = 42;
+    rng_seed(42);
     struct registry *x;
     struct queue *q = queue_named("q", &x);
     for (size_t i = 0; i < N; i++) {
@@ -726,7 +716,7 @@ START_TEST(test_equal_priority_sorted)
     struct job **jobs = calloc(N, sizeof *jobs);
     struct job **want = calloc(N, sizeof *want);
     REQUIRE(jobs != NULL && want != NULL);
-    rng_state = 7;
+    rng_seed(7);
     struct registry *x;
     struct queue *q = queue_named("q", &x);
     for (size_t i = 0; i < N; i++) {

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "rng.h"
 #include "unit.h"
 #if defined(__SANITIZE_ADDRESS__)
 #define TEST_ASAN 1
@@ -118,18 +119,6 @@ named_key(const void *elem, const void **key, size_t *len)
     const struct named *n = elem;
     *key = n->name;
     *len = strlen(n->name);
-}
-
-/* Deterministic xorshift64*: the same sequence on every run and platform. */
-static uint64_t rng_state = 88172645463325252ULL;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
 }
 
 static void
@@ -830,5 +819,6 @@ registry_suite(void)
 int
 main(void)
 {
+    rng_seed(88172645463325252ULL); /* every test, forked, starts here */
     return unit_run(registry_suite(), NULL);
 }

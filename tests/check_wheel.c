@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
 #include "unit.h"
 
 struct ctx;
@@ -451,18 +452,6 @@ START_TEST(test_level_boundaries)
 }
 END_TEST
 
-/* Deterministic xorshift64*: the same sequence on every run and platform. */
-static uint64_t rng_state;
-
-static uint64_t
-rng_next(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-
 /* A random value of random magnitude: up to `bits` bits, bits itself random. */
 static uint64_t
 rng_magnitude(void)
@@ -489,7 +478,7 @@ random_run(uint64_t seed, size_t n)
 {
     struct tmr *ts = calloc(n, sizeof *ts);
     uint64_t *sorted = calloc(n, sizeof *sorted);
-    rng_state = seed;
+    rng_seed(seed);
     uint64_t start = rng_magnitude();
     if (start > UINT64_MAX - 10)
         start = UINT64_MAX - 10;

@@ -1,4 +1,5 @@
-/* systest.c - start the real server and talk to it over TCP. */
+/* systest.c - talk to the server over TCP, wait and sleep scaled by
+ * WQ_TEST_SLOW, and the text, job and suite helpers of the system tests. */
 #include "config.h"
 #include "systest.h"
 
@@ -13,12 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
-#define SYSTEST_MAX_ARGS 64
 #define SYSTEST_WAIT_MS  5000
 
 int
@@ -35,112 +34,6 @@ systest_sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
-}
-
-/* Read one line of the server's stdout (up to LF) within the wait. */
-static int
-systest_read_line(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    while (n + 1 < cap) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, SYSTEST_WAIT_MS * systest_slow() * 4) <= 0)
-            return -1;
-        ssize_t r = read(fd, buf + n, 1);
-        if (r <= 0)
-            return -1;
-        if (buf[n] == '\n')
-            break;
-        n++;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
-pid_t
-systest_spawn(const char *const *args, int *out_fd, int err_fd)
-{
-    const char *server = getenv("WQ_SERVER");
-    ck_assert_msg(server != NULL, "WQ_SERVER is not set");
-    char *argv[80];
-    int argc = 0;
-    char *wrapper = getenv("WQ_SERVER_WRAPPER") ? strdup(getenv("WQ_SERVER_WRAPPER")) : NULL;
-    if (wrapper != NULL) {
-        for (char *w = strtok(wrapper, " "); w != NULL && argc < 32; w = strtok(NULL, " "))
-            argv[argc++] = w;
-    }
-    argv[argc++] = (char *)server;
-    for (size_t i = 0; args[i] != NULL && argc < 79; i++)
-        argv[argc++] = (char *)args[i];
-    argv[argc] = NULL;
-
-    int out[2];
-    ck_assert_int_eq(pipe(out), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(out[1], STDOUT_FILENO);
-        close(out[0]);
-        close(out[1]);
-        if (err_fd >= 0) {
-            dup2(err_fd, STDERR_FILENO);
-            close(err_fd);
-        }
-        execvp(argv[0], argv); /* the wrapper may be a bare "valgrind" */
-        _exit(127);
-    }
-    free(wrapper);
-    close(out[1]);
-    *out_fd = out[0];
-    return pid;
-}
-
-void
-systest_start(struct systest_server *s, ...)
-{
-    const char *server = getenv("WQ_SERVER");
-    ck_assert_msg(server != NULL, "WQ_SERVER is not set (run through make check)");
-    const char *args[SYSTEST_MAX_ARGS];
-    int argc = 0;
-    args[argc++] = "-listen";
-    args[argc++] = "127.0.0.1:0";
-    va_list ap;
-    va_start(ap, s);
-    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < SYSTEST_MAX_ARGS - 1;)
-        args[argc++] = a;
-    va_end(ap);
-    args[argc] = NULL;
-    s->pid = systest_spawn(args, &s->out_fd, -1);
-
-    char line[256];
-    ck_assert_msg(systest_read_line(s->out_fd, line, sizeof line) == 0,
-                  "server did not report its port");
-    char *colon = strrchr(line, ':');
-    ck_assert_msg(colon != NULL && strstr(line, "listening on") != NULL,
-                  "unexpected first line: %s", line);
-    s->port = atoi(colon + 1);
-    ck_assert_int_gt(s->port, 0);
-}
-
-void
-systest_parse_port(struct systest_server *s, const char *line)
-{
-    const char *prefix = "workq-server listening on 127.0.0.1:";
-    ck_assert_msg(strncmp(line, prefix, strlen(prefix)) == 0, "unexpected first line: %s", line);
-    s->port = atoi(line + strlen(prefix));
-    ck_assert_int_gt(s->port, 0);
-}
-
-void
-systest_stop(struct systest_server *s)
-{
-    int status = 0;
-    ck_assert_int_eq(kill(s->pid, SIGTERM), 0);
-    ck_assert_int_eq(waitpid(s->pid, &status, 0), s->pid);
-    close(s->out_fd);
-    ck_assert_msg(WIFEXITED(status), "server did not exit normally (signal %d)",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    ck_assert_msg(WEXITSTATUS(status) == 0, "server exited with status %d", WEXITSTATUS(status));
 }
 
 int
@@ -160,18 +53,24 @@ systest_listen(int *port)
 }
 
 int
-systest_connect(const struct systest_server *s)
+systest_connect_port(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     ck_assert_int_ge(fd, 0);
     struct sockaddr_in sin = {0};
     sin.sin_family = AF_INET;
-    sin.sin_port = htons((uint16_t)s->port);
+    sin.sin_port = htons((uint16_t)port);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
+}
+
+int
+systest_connect(const struct systest_server *s)
+{
+    return systest_connect_port(s->port);
 }
 
 void
@@ -218,7 +117,7 @@ systest_expect_bytes(int fd, const void *expected, size_t len)
 {
     char *got = malloc(len + 1);
     size_t n = 0;
-    int wait = SYSTEST_WAIT_MS * systest_slow();
+    int wait = systest_wait_ms();
     while (n < len) {
         struct pollfd p = {fd, POLLIN, 0};
         int pr = poll(&p, 1, wait);
@@ -271,9 +170,15 @@ systest_expect_closed(int fd)
 {
     char buf[256];
     struct pollfd p = {fd, POLLIN, 0};
-    ck_assert_msg(poll(&p, 1, SYSTEST_WAIT_MS * systest_slow()) > 0, "connection not closed");
+    ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0, "connection not closed");
     ssize_t r = recv(fd, buf, sizeof buf, 0);
     ck_assert_msg(r == 0 || (r < 0 && errno == ECONNRESET), "expected close, got %zd bytes", r);
+}
+
+int
+systest_wait_ms(void)
+{
+    return SYSTEST_WAIT_MS * systest_slow();
 }
 
 bool
@@ -302,13 +207,65 @@ systest_read_n(int fd, char *buf, size_t n)
     size_t got = 0;
     while (got < n) {
         struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, SYSTEST_WAIT_MS * systest_slow()) > 0,
+        ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0,
                       "no reply (got %zu of %zu)", got, n);
         ssize_t r = recv(fd, buf + got, n - got, 0);
         ck_assert_msg(r > 0, "connection closed (got %zu of %zu)", got, n);
         got += (size_t)r;
     }
     buf[n] = '\0';
+}
+
+const char *
+systest_read_line_within(int fd, int ms)
+{
+    static char ring[4][70000];
+    static unsigned next;
+    char *b = ring[next++ % 4];
+    size_t n = 0;
+    for (;;) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, ms) <= 0)
+            return NULL;
+        if (recv(fd, b + n, 1, 0) != 1)
+            return NULL;
+        if (b[n] == '\n')
+            break;
+        ck_assert_msg(++n < sizeof ring[0] - 1, "reply line too long");
+    }
+    ck_assert_msg(n > 0 && b[n - 1] == '\r', "bare LF in reply: %.*s", (int)n, b);
+    b[n - 1] = '\0';
+    return b;
+}
+
+const char *
+systest_read_line(int fd)
+{
+    const char *l = systest_read_line_within(fd, systest_wait_ms());
+    ck_assert_msg(l != NULL, "no reply line");
+    return l;
+}
+
+uint64_t
+systest_server_stat(int fd, const char *key)
+{
+    systest_sends(fd, "inspect server\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    unsigned k = 0;
+    const char *head = systest_read_line(fd);
+    ck_assert_msg(sscanf(head, "server %u", &k) == 1, "inspect server head \"%s\"", head);
+    uint64_t value = 0;
+    bool seen = false;
+    size_t kl = strlen(key);
+    for (unsigned i = 0; i < k; i++) {
+        const char *l = systest_read_line(fd);
+        if (strncmp(l, key, kl) == 0 && l[kl] == ' ') {
+            value = strtoull(l + kl + 1, NULL, 10);
+            seen = true;
+        }
+    }
+    ck_assert_msg(seen, "inspect server has no %s", key);
+    return value;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -430,6 +387,20 @@ systest_sync(int fd)
     systest_roundtrip(fd, f("delete %s\r\n", id4(0xdeadbeef)), NF);
 }
 
+void
+systest_add_error(int fd, const char *args, const char *reply)
+{
+    systest_roundtrip(fd, f("add %s\r\nabc\r\n", args), reply);
+}
+
+const char *
+systest_padded_line(size_t len, const char *cmd)
+{
+    size_t n = strlen(cmd);
+    ck_assert_uint_le(n, len);
+    return f("%*s%s", (int)(len - n), "", cmd);
+}
+
 const char *
 systest_name_of(size_t n, char c)
 {
@@ -464,9 +435,11 @@ systest_main(Suite *s)
 {
     /* A test writing to a connection the server has closed must fail, not die. */
     signal(SIGPIPE, SIG_IGN);
+    systest_cleanup_init();
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
+    systest_cleanup_run();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,7 +1,6 @@
-/* check_daemon.c - system tests of what makes workq-server a daemon: -d with
+/* sys_daemon.c - system tests of what makes workq-server a daemon: -d with
  * its pidfile and start-up status, sd_notify, the log (format, levels,
- * SIGHUP), -user, -max-connections, -idle-timeout, -max-memory, the config
- * file, several listen addresses and -help (doc/workq-server.8).
+ * SIGHUP), -user and the config file (doc/workq-server.8).
  *
  * Tests check behaviour, never speed: every wait for something that must
  * happen is generous and scaled by WQ_TEST_SLOW, and checks that something
@@ -11,14 +10,15 @@
  * would not take it.  The daemon tests make the test process a child
  * subreaper: the daemon is re-parented to it, so its exit status can be
  * read; and a daemon whose pid a test learnt is killed after the suite
- * should the test fail.  Temporary directories /tmp/wq-daemon-XXXXXX are
- * removed after the suite too.
+ * should the test fail (systest_track_pid), as temporary directories are
+ * removed (systest_tmpdir_new).
  *
  * The -user tests need root for the real thing: as root they drop to
  * nobody, and check the refusal (77) by running the server as nobody; as
  * another user they check only the refusal. */
 #include "config.h"
 #include "systest.h"
+#include "core.h" /* core_job_bytes: what -max-memory counts per job */
 
 #include <check.h>
 #include <errno.h>
@@ -42,142 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h" /* core_job_bytes: what -max-memory counts per job */
-
-#define TTR   SYSTEST_TTR
-#define TTL   SYSTEST_TTL
-#define PARK  "60000" /* wait of a lease/result/run that must be woken */
-#define LATER "2999-01-01T00:00:00Z"
-#define OOM   "-SERVER-ERROR Out of memory\r\n"
-#define FULL  "-SERVER-ERROR Too many connections\r\n"
-/* The bound for "eventually", in ms before scaling. */
-#define WAIT_MS 5000
-/* The idle timeout of the idle tests. */
-#define IDLE_MS 500
-
-/* ------------------------------------------------------------------------ */
-/* Clean-up of daemons and directories, also after a failed check */
-
-/* A failed check ends the test's process with _exit and a timeout kills
- * it, so what a test must clean up is noted in memory shared with the
- * runner, which cleans up after the suite. */
-#define MAX_TRACKED 16
-
-struct tracked {
-    pid_t pids[MAX_TRACKED];
-    char dirs[MAX_TRACKED][32];
-};
-
-static struct tracked *tracked;
-
-/* The command line of pid (NULs made spaces) into buf; false if gone. */
-static bool
-read_cmdline(pid_t pid, char *buf, size_t cap)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, cap - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    for (ssize_t i = 0; i < n; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    buf[n] = '\0';
-    return true;
-}
-
-static void
-tracked_init(void)
-{
-    tracked =
-        mmap(NULL, sizeof *tracked, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (tracked == MAP_FAILED) {
-        perror("mmap");
-        exit(EXIT_FAILURE);
-    }
-    memset(tracked, 0, sizeof *tracked);
-}
-
-static int
-rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void
-rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Kill the daemons and remove the directories that tests left behind. */
-static void
-tracked_cleanup(void)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        char cmd[256];
-        pid_t pid = tracked->pids[i];
-        /* only if the pid is still a server's, not a recycled one */
-        if (pid > 0 && read_cmdline(pid, cmd, sizeof cmd) && strstr(cmd, "workq-server") != NULL)
-            kill(pid, SIGKILL);
-        if (tracked->dirs[i][0] != '\0')
-            rm_tree(tracked->dirs[i]);
-    }
-    memset(tracked, 0, sizeof *tracked);
-}
-
-/* Kill pid after the suite unless untracked first. */
-static void
-track_pid(pid_t pid)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        if (tracked->pids[i] <= 0) {
-            tracked->pids[i] = pid;
-            return;
-        }
-    }
-    ck_abort_msg("too many tracked pids");
-}
-
-static void
-untrack_pid(pid_t pid)
-{
-    for (size_t i = 0; i < MAX_TRACKED; i++)
-        if (tracked->pids[i] == pid)
-            tracked->pids[i] = 0;
-}
-
-/* A new directory /tmp/wq-daemon-XXXXXX into dir (>= 32 bytes), removed
- * after the suite unless tmpdir_remove does it first. */
-static void
-tmpdir_new(char *dir)
-{
-    strcpy(dir, "/tmp/wq-daemon-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    for (size_t i = 0; i < MAX_TRACKED; i++) {
-        if (tracked->dirs[i][0] == '\0') {
-            snprintf(tracked->dirs[i], sizeof tracked->dirs[i], "%s", dir);
-            return;
-        }
-    }
-    ck_abort_msg("too many temporary directories");
-}
-
-static void
-tmpdir_remove(const char *dir)
-{
-    rm_tree(dir);
-    for (size_t i = 0; i < MAX_TRACKED; i++)
-        if (strcmp(tracked->dirs[i], dir) == 0)
-            tracked->dirs[i][0] = '\0';
-}
-
 /* Re-parent orphans (the daemon of -d) to this process. */
 static void
 become_subreaper(void)
@@ -190,16 +54,16 @@ become_subreaper(void)
 static int
 wait_gone(pid_t pid)
 {
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * 2 * systest_slow();
+    int64_t deadline = systest_now_ms() + 2 * (int64_t)systest_wait_ms();
     for (;;) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid) {
-            untrack_pid(pid);
+            systest_untrack_pid(pid);
             return st;
         }
         if (r < 0 && errno == ECHILD && kill(pid, 0) != 0 && errno == ESRCH) {
-            untrack_pid(pid);
+            systest_untrack_pid(pid);
             return -1;
         }
         ck_assert_msg(systest_now_ms() < deadline, "process %ld did not exit", (long)pid);
@@ -223,7 +87,7 @@ expect_gone_ok(pid_t pid)
 static int
 reap_orphan(pid_t except)
 {
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     for (;;) {
         int st;
         pid_t r = waitpid(-1, &st, WNOHANG);
@@ -279,7 +143,7 @@ static bool
 wait_file_contains(const char *path, const char *text)
 {
     static char buf[65536];
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
     for (;;) {
         if (read_file(path, buf, sizeof buf) >= 0 && strstr(buf, text) != NULL)
             return true;
@@ -330,278 +194,27 @@ expect_ids(const char *line, long want)
 }
 
 /* ------------------------------------------------------------------------ */
-/* A server process with its stdout and stderr captured */
-
-struct proc {
-    struct systest_server s; /* pid, first port, stdout */
-    int err_fd;
-    struct sb out, err; /* everything read so far */
-    bool out_open, err_open;
-};
-
-static void
-proc_spawn(struct proc *p, const char *const *args)
-{
-    memset(p, 0, sizeof *p);
-    int err[2];
-    ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0); /* the child keeps only its stderr */
-    p->s.pid = systest_spawn(args, &p->s.out_fd, err[1]);
-    close(err[1]);
-    p->err_fd = err[0];
-    p->out_open = p->err_open = true;
-    sb_add(&p->out, "");
-    sb_add(&p->err, "");
-}
-
-/* Read what stdout and stderr offer within ms; false if nothing came. */
-static bool
-proc_pump(struct proc *p, int ms)
-{
-    struct pollfd fds[2] = {{p->out_open ? p->s.out_fd : -1, POLLIN, 0},
-                            {p->err_open ? p->err_fd : -1, POLLIN, 0}};
-    if ((!p->out_open && !p->err_open) || poll(fds, 2, ms) <= 0)
-        return false;
-    char tmp[4096];
-    for (int i = 0; i < 2; i++) {
-        if (fds[i].revents == 0)
-            continue;
-        ssize_t r = read(fds[i].fd, tmp, sizeof tmp);
-        if (r > 0)
-            sb_addn(i == 0 ? &p->out : &p->err, tmp, (size_t)r);
-        else if (i == 0)
-            p->out_open = false;
-        else
-            p->err_open = false;
-    }
-    return true;
-}
-
-/* Wait (up to the scaled bound) until what was read of stdout (err false)
- * or stderr (err true) contains text. */
-static bool
-proc_wait(struct proc *p, bool err, const char *text)
-{
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
-    const struct sb *b = err ? &p->err : &p->out;
-    while (strstr(b->p, text) == NULL) {
-        int64_t left = deadline - systest_now_ms();
-        if (left <= 0 || (!p->out_open && !p->err_open))
-            return false;
-        proc_pump(p, (int)left);
-    }
-    return true;
-}
-
-/* Wait for the process to exit, with what it wrote to stdout and stderr,
- * and return its exit status.  Not waiting for the pipes' end: with -d the
- * daemon holds them until it is ready, and behind a wrapper such as
- * valgrind for good (a copy of stderr for its own messages).  What the
- * process wrote before it exited is in the pipes by then. */
-static int
-proc_finish(struct proc *p)
-{
-    int64_t deadline = systest_now_ms() + 30000LL * systest_slow();
-    int st;
-    pid_t r;
-    while ((r = waitpid(p->s.pid, &st, WNOHANG)) == 0) {
-        ck_assert_msg(systest_now_ms() < deadline, "the server did not exit (stderr: %s)",
-                      p->err.p);
-        if (!proc_pump(p, 20) && !p->out_open && !p->err_open)
-            systest_sleep_ms(20);
-    }
-    ck_assert_int_eq(r, p->s.pid);
-    while (proc_pump(p, 50))
-        ;
-    close(p->s.out_fd);
-    close(p->err_fd);
-    p->out_open = p->err_open = false;
-    ck_assert_msg(WIFEXITED(st), "server killed by signal %d (stderr: %s)",
-                  WIFSIGNALED(st) ? WTERMSIG(st) : 0, p->err.p);
-    return WEXITSTATUS(st);
-}
-
-static void
-proc_free(struct proc *p)
-{
-    free(p->out.p);
-    free(p->err.p);
-    p->out.p = p->err.p = NULL;
-}
-
-/* Run the server with args to its end; its output stays in p. */
-static int
-proc_run(struct proc *p, const char *const *args)
-{
-    proc_spawn(p, args);
-    return proc_finish(p);
-}
-
-/* Start the server with args and wait for its first listening line. */
-static void
-proc_start(struct proc *p, const char *const *args)
-{
-    proc_spawn(p, args);
-    ck_assert_msg(proc_wait(p, false, "\n"), "server did not report its port (stderr: %s)",
-                  p->err.p);
-    char line[256];
-    size_t n = strcspn(p->out.p, "\n");
-    ck_assert_uint_lt(n, sizeof line);
-    memcpy(line, p->out.p, n);
-    line[n] = '\0';
-    systest_parse_port(&p->s, line);
-}
-
-/* SIGTERM it, wait for it with its output and expect exit status 0. */
-static void
-proc_stop(struct proc *p)
-{
-    ck_assert_int_eq(kill(p->s.pid, SIGTERM), 0);
-    int status = proc_finish(p);
-    ck_assert_msg(status == 0, "server exited with %d (stderr: %s)", status, p->err.p);
-}
-
-/* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line. */
-static int
-listening_port(const char *out, int n)
-{
-    const char *prefix = "workq-server listening on 127.0.0.1:";
-    const char *p = out;
-    for (int i = 0; i < n; i++) {
-        p = strchr(p, '\n');
-        ck_assert_ptr_nonnull(p);
-        p++;
-    }
-    ck_assert_msg(strncmp(p, prefix, strlen(prefix)) == 0, "line %d of stdout: %s", n, p);
-    return atoi(p + strlen(prefix));
-}
-
-static int
-count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s != '\0'; s++)
-        n += *s == '\n';
-    return n;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Talking to the server */
-
-/* Read one reply line into buf, without its CR LF. */
-static void
-read_line(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    for (;;) {
-        ck_assert_msg(n + 2 < cap, "reply line too long");
-        systest_read_n(fd, buf + n, 1);
-        if (buf[n] == '\n')
-            break;
-        n++;
-    }
-    buf[n] = '\0';
-    if (n > 0 && buf[n - 1] == '\r')
-        buf[n - 1] = '\0';
-}
-
-/* The value of key in the reply to "inspect server". */
-static uint64_t
-server_stat(int fd, const char *key)
-{
-    char line[256];
-    unsigned k;
-    systest_sends(fd, "inspect server\r\n");
-    read_line(fd, line, sizeof line);
-    ck_assert_str_eq(line, "+OK 1");
-    read_line(fd, line, sizeof line);
-    ck_assert_msg(sscanf(line, "server %u", &k) == 1, "inspect server header: %s", line);
-    uint64_t value = UINT64_MAX;
-    size_t klen = strlen(key);
-    for (unsigned i = 0; i < k; i++) {
-        read_line(fd, line, sizeof line);
-        if (strncmp(line, key, klen) == 0 && line[klen] == ' ')
-            value = strtoull(line + klen + 1, NULL, 10);
-    }
-    ck_assert_msg(value != UINT64_MAX, "inspect server has no %s", key);
-    return value;
-}
-
-/* Wait (up to the scaled bound) until "inspect server" shows key = want. */
-static void
-wait_stat(int fd, const char *key, uint64_t want)
-{
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
-    uint64_t v;
-    while ((v = server_stat(fd, key)) != want) {
-        ck_assert_msg(systest_now_ms() < deadline, "%s is %llu, want %llu", key,
-                      (unsigned long long)v, (unsigned long long)want);
-        systest_sleep_ms(10);
-    }
-}
-
-/* A connection to port. */
-static int
-connect_port(int port)
-{
-    struct systest_server s = {.port = port};
-    return systest_connect(&s);
-}
-
-/* Send a command that answers -NOT-FOUND on an accepted connection: true
- * if it did, false if the server refused the connection with FULL. */
-static bool
-try_sync(int fd)
-{
-    const char *cmd = "delete 00000000-0000-4000-8000-000000000001\r\n";
-    (void)!send(fd, cmd, strlen(cmd), MSG_NOSIGNAL); /* a refused one may reset */
-    char buf[64];
-    size_t n = 0;
-    while (n < strlen(FULL)) {
-        struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, WAIT_MS * systest_slow()) > 0, "no reply");
-        ssize_t r = recv(fd, buf + n, strlen(FULL) - n, 0);
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-        if (n == strlen(NF) && memcmp(buf, NF, n) == 0)
-            return true;
-    }
-    ck_assert_msg(n == strlen(FULL) && memcmp(buf, FULL, n) == 0,
-                  "neither accepted nor refused (%zu bytes)", n);
-    return false;
-}
-
-/* A line of exactly len bytes: spaces, then a delete that finds nothing. */
-static const char *
-padded_delete(size_t len)
-{
-    const char *del = "delete 00000000-0000-4000-8000-000000000001";
-    ck_assert_uint_ge(len, strlen(del));
-    return f("%*s%s", (int)(len - strlen(del)), "", del);
-}
-
-/* ------------------------------------------------------------------------ */
 /* -d, -pidfile */
 
 START_TEST(test_daemon_pidfile)
 {
     become_subreaper();
     char dir[32], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     const char *const args[] = {"-d", "-listen", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
-    struct proc p;
+    struct systest_proc p;
 
     /* The foreground process returns 0 once the daemon listens; the
      * daemon printed its line on the inherited stdout first. */
-    ck_assert_int_eq(proc_run(&p, args), 0);
-    ck_assert_int_eq(count_lines(p.out.p), 1);
-    int port = listening_port(p.out.p, 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 1);
+    int port = systest_listening_port(p.out.p, 0);
     ck_assert_str_eq(p.err.p, "");
 
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     ck_assert_int_ne(pid, p.s.pid);
     ck_assert_int_eq(kill(pid, 0), 0);
     /* Detached: a session of its own that it does not lead, cwd "/". */
@@ -613,7 +226,7 @@ START_TEST(test_daemon_pidfile)
     cwd[n] = '\0';
     ck_assert_str_eq(cwd, "/");
 
-    int fd = connect_port(port);
+    int fd = systest_connect_port(port);
     systest_add(fd, id4(1), "q", "x");
     systest_lease_now(fd, "q", id4(1), "x");
     close(fd);
@@ -624,8 +237,8 @@ START_TEST(test_daemon_pidfile)
     expect_gone_ok(pid);
     ck_assert_msg(!file_exists(pidfile), "pidfile left behind");
     ck_assert(wait_file_contains(logfile, " info workq-server stopped\n"));
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -635,18 +248,18 @@ START_TEST(test_daemon_relative_paths)
 {
     become_subreaper();
     char dir[32], path[64], moved[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chdir(dir), 0);
     const char *const args[] = {
         "-daemonize", "-listen=127.0.0.1:0", "--pidfile", "rel.pid", "--log-file", "rel.log", NULL};
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, args), 0);
-    int port = listening_port(p.out.p, 0);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
+    int port = systest_listening_port(p.out.p, 0);
     ck_assert_int_eq(chdir("/"), 0);
 
     snprintf(path, sizeof path, "%s/rel.pid", dir);
     pid_t pid = read_pidfile(path);
-    track_pid(pid);
+    systest_track_pid(pid);
     snprintf(path, sizeof path, "%s/rel.log", dir);
     snprintf(moved, sizeof moved, "%s/rel.log.1", dir);
     ck_assert(wait_file_contains(path, " info workq-server started "));
@@ -654,7 +267,7 @@ START_TEST(test_daemon_relative_paths)
     ck_assert_int_eq(kill(pid, SIGHUP), 0);
     ck_assert_msg(wait_file_contains(path, " info log reopened\n"), "no new log file at %s", path);
 
-    int fd = connect_port(port);
+    int fd = systest_connect_port(port);
     systest_sync(fd);
     close(fd);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
@@ -666,8 +279,8 @@ START_TEST(test_daemon_relative_paths)
     ck_assert_ptr_null(strstr(buf, "stopped"));
     snprintf(path, sizeof path, "%s/rel.pid", dir);
     ck_assert(!file_exists(path));
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -677,50 +290,50 @@ START_TEST(test_daemon_failure)
 {
     become_subreaper();
     char dir[32], pidfile[64], logfile[64], badlog[80], badpid[80];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     snprintf(badlog, sizeof badlog, "%s/no/such/dir.log", dir);
     snprintf(badpid, sizeof badpid, "%s/no/such/dir.pid", dir);
-    struct proc busy, p;
-    proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    struct systest_proc busy, p;
+    systest_proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     char addr[32];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", busy.s.port);
 
     /* the port is taken: 69 (EX_UNAVAILABLE) */
     const char *const taken[] = {"-d", "-listen", addr, "-P", pidfile, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, taken), 69);
+    ck_assert_int_eq(systest_proc_run(&p, taken), 69);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_int_eq(reap_orphan(busy.s.pid), 69);
     ck_assert(!file_exists(pidfile));
     ck_assert(wait_file_contains(logfile, f(" error cannot listen address=%s ", addr)));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the log file cannot be opened: 73 (EX_CANTCREAT), said on stderr */
     const char *const nolog[] = {"-d", "-listen", "127.0.0.1:0", "-P", pidfile, "-L", badlog, NULL};
-    ck_assert_int_eq(proc_run(&p, nolog), 73);
+    ck_assert_int_eq(systest_proc_run(&p, nolog), 73);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_msg(strstr(p.err.p, f(" error cannot open log file path=%s ", badlog)) != NULL,
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(reap_orphan(busy.s.pid), 73);
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the pidfile cannot be written: 73 */
     const char *const nopid[] = {"-d", "-listen", "127.0.0.1:0", "-P", badpid, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, nopid), 73);
+    ck_assert_int_eq(systest_proc_run(&p, nopid), 73);
     ck_assert_str_eq(p.out.p, "");
     ck_assert_int_eq(reap_orphan(busy.s.pid), 73);
     ck_assert(wait_file_contains(logfile, f(" error cannot write pidfile path=%s ", badpid)));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* the first server never noticed */
     int fd = systest_connect(&busy.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&busy);
-    proc_free(&busy);
-    tmpdir_remove(dir);
+    systest_proc_stop(&busy);
+    systest_proc_free(&busy);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -728,33 +341,33 @@ END_TEST
 START_TEST(test_daemon_pidfile_in_use)
 {
     char dir[32], pidfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
-    struct proc first, p;
-    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    struct systest_proc first, p;
+    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
 
     const char *const again[] = {"-listen", "127.0.0.1:0", "-P", pidfile, NULL};
-    ck_assert_int_eq(proc_run(&p, again), 73);
+    ck_assert_int_eq(systest_proc_run(&p, again), 73);
     ck_assert_msg(strstr(p.err.p, f(" error pidfile names a running process path=%s pid=%ld\n",
                                     pidfile, (long)first.s.pid)) != NULL,
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* A stale pidfile (its process gone) is replaced. */
-    proc_stop(&first);
-    proc_free(&first);
+    systest_proc_stop(&first);
+    systest_proc_free(&first);
     FILE *fp = fopen(pidfile, "w");
     ck_assert_ptr_nonnull(fp);
     fprintf(fp, "%d\n", 999999999);
     fclose(fp);
-    proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
-    proc_stop(&first);
-    proc_free(&first);
+    systest_proc_stop(&first);
+    systest_proc_free(&first);
     ck_assert(!file_exists(pidfile));
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -785,7 +398,7 @@ notify_recv(int fd)
 {
     static char buf[512];
     struct pollfd p = {fd, POLLIN, 0};
-    ck_assert_msg(poll(&p, 1, WAIT_MS * systest_slow()) > 0, "no notification");
+    ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0, "no notification");
     ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
     ck_assert_int_gt(n, 0);
     buf[n] = '\0';
@@ -824,10 +437,10 @@ notify_round(const char *name)
 START_TEST(test_notify_path)
 {
     char dir[32], name[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(name, sizeof name, "%s/notify", dir);
     notify_round(name);
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -846,25 +459,25 @@ START_TEST(test_notify_daemon)
 {
     become_subreaper();
     char dir[32], name[64], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(name, sizeof name, "%s/notify", dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
     int ns = notify_socket(name);
     ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
-    struct proc p;
+    struct systest_proc p;
     const char *const args[] = {"-d", "-l", "127.0.0.1:0", "-P", pidfile, "-L", logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
-    notify_check_ready(notify_recv(ns), listening_port(p.out.p, 0), pid);
+    systest_track_pid(pid);
+    notify_check_ready(notify_recv(ns), systest_listening_port(p.out.p, 0), pid);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     ck_assert_str_eq(notify_recv(ns), "STOPPING=1");
     expect_gone_ok(pid);
     unsetenv("NOTIFY_SOCKET");
     close(ns);
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -943,13 +556,13 @@ START_TEST(test_log_format)
 {
     unsetenv("JOURNAL_STREAM"); /* no journal: lines carry their time */
     char dir[32];
-    tmpdir_new(dir);
-    struct proc p;
+    systest_tmpdir_new(dir);
+    struct systest_proc p;
 
     /* defaults */
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
-    ck_assert(proc_wait(&p, true, "started"));
-    ck_assert(proc_wait(&p, true, "\n"));
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    ck_assert(systest_proc_wait(&p, true, "started"));
+    ck_assert(systest_proc_wait(&p, true, "\n"));
     char pid[32], listen[64];
     snprintf(pid, sizeof pid, "pid=%ld", (long)p.s.pid);
     snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", p.s.port);
@@ -967,11 +580,11 @@ START_TEST(test_log_format)
                                     "sync_int_ms=1000",
                                     NULL};
     check_started_line(p.err.p, defaults);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_int_eq(check_log_lines(p.err.p), 3); /* started, stopping, stopped */
     ck_assert_ptr_nonnull(strstr(p.err.p, " info stopping signal=15 clients=0\n"));
     ck_assert_ptr_nonnull(strstr(p.err.p, " info workq-server stopped\n"));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* every value shows what the flags set */
     char cmdlog[64];
@@ -992,10 +605,10 @@ START_TEST(test_log_format)
                                 "-cmdlog-sync",
                                 "always",
                                 NULL};
-    proc_start(&p, args);
-    ck_assert(proc_wait(&p, true, "started"));
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
-    ck_assert(proc_wait(&p, true, "sync_int_ms=1000\n"));
+    systest_proc_start(&p, args);
+    ck_assert(systest_proc_wait(&p, true, "started"));
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms=1000\n"));
     snprintf(pid, sizeof pid, "pid=%ld", (long)p.s.pid);
     snprintf(listen, sizeof listen, "listen=127.0.0.1:%d", p.s.port);
     const char *const set[] = {"version=" PACKAGE_VERSION,
@@ -1012,10 +625,10 @@ START_TEST(test_log_format)
                                "sync_int_ms=1000",
                                NULL};
     check_started_line(p.err.p, set);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     check_log_lines(p.err.p);
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1031,8 +644,8 @@ log_with_warning(const char *const *args)
     all[n++] = "-max-connections";
     all[n++] = "1";
     all[n] = NULL;
-    struct proc p;
-    proc_start(&p, all);
+    struct systest_proc p;
+    systest_proc_start(&p, all);
     int a = systest_connect(&p.s);
     systest_sync(a);
     int b = systest_connect(&p.s);
@@ -1040,7 +653,7 @@ log_with_warning(const char *const *args)
     systest_expect_closed(b);
     close(b);
     close(a);
-    proc_stop(&p); /* the warning was written before the refusal was sent */
+    systest_proc_stop(&p); /* the warning was written before the refusal was sent */
     check_log_lines(p.err.p);
     free(p.out.p);
     return p.err.p;
@@ -1094,17 +707,17 @@ START_TEST(test_log_verbose)
     for (size_t i = 0; i < WQ_ARRAY_LEN(levels); i++) {
         const char *args[7] = {0};
         memcpy(args, levels[i], sizeof levels[i]);
-        struct proc p;
-        proc_start(&p, args);
+        struct systest_proc p;
+        systest_proc_start(&p, args);
         int fd = systest_connect(&p.s);
         systest_expect_closed(fd); /* logged before the close */
         close(fd);
-        proc_stop(&p);
+        systest_proc_stop(&p);
         check_log_lines(p.err.p);
         bool debug = strstr(p.err.p, " debug closing idle connection fd=") != NULL;
         ck_assert_msg(debug == (i > 0), "%s: stderr: %s", args[4] ? args[4] : "(default)", p.err.p);
         ck_assert_ptr_nonnull(strstr(p.err.p, " info workq-server started "));
-        proc_free(&p);
+        systest_proc_free(&p);
     }
 }
 END_TEST
@@ -1114,11 +727,11 @@ END_TEST
 START_TEST(test_log_sighup)
 {
     char dir[32], log[64], moved[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(log, sizeof log, "%s/wq.log", dir);
     snprintf(moved, sizeof moved, "%s/wq.log.1", dir);
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
     ck_assert(wait_file_contains(log, " info workq-server started "));
 
     ck_assert_int_eq(rename(log, moved), 0);
@@ -1131,7 +744,7 @@ START_TEST(test_log_sighup)
     ck_assert_int_eq(unlink(log), 0);
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
     ck_assert(wait_file_contains(log, " info log reopened\n"));
-    proc_stop(&p);
+    systest_proc_stop(&p);
 
     char buf[8192];
     ck_assert_int_gt(read_file(log, buf, sizeof buf), 0);
@@ -1141,18 +754,18 @@ START_TEST(test_log_sighup)
     ck_assert_int_gt(read_file(moved, buf, sizeof buf), 0);
     ck_assert_int_eq(check_log_lines(buf), 1); /* started */
     ck_assert_str_eq(p.err.p, "");             /* nothing on stderr with -L */
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* without -L, SIGHUP is harmless */
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
-    ck_assert(proc_wait(&p, true, " info log reopened\n"));
+    ck_assert(systest_proc_wait(&p, true, " info log reopened\n"));
     fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&p);
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1161,14 +774,14 @@ END_TEST
 START_TEST(test_log_sighup_failure)
 {
     char dir[32], sub[64], log[80], moved[64], movedlog[96];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(sub, sizeof sub, "%s/logs", dir);
     snprintf(log, sizeof log, "%s/wq.log", sub);
     snprintf(moved, sizeof moved, "%s/gone", dir);
     snprintf(movedlog, sizeof movedlog, "%s/wq.log", moved);
     ck_assert_int_eq(mkdir(sub, 0700), 0);
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-L", log, NULL});
     ck_assert(wait_file_contains(log, " info workq-server started "));
     ck_assert_int_eq(rename(sub, moved), 0);
     ck_assert_int_eq(kill(p.s.pid, SIGHUP), 0);
@@ -1177,11 +790,11 @@ START_TEST(test_log_sighup_failure)
     int fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert(wait_file_contains(movedlog, " info workq-server stopped\n"));
     ck_assert(!file_exists(sub));
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1194,7 +807,7 @@ END_TEST
 static void
 server_copy_for_all(char dir[32], char path[64])
 {
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chmod(dir, 0755), 0);
     snprintf(path, 64, "%s/workq-server", dir);
     const char *src = getenv("WQ_SERVER");
@@ -1247,7 +860,7 @@ run_as(const struct passwd *pw, const char *const *args, char *err, size_t cap)
     int st;
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     ck_assert(WIFEXITED(st));
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
     return WEXITSTATUS(st);
 }
 
@@ -1262,8 +875,8 @@ START_TEST(test_user_drop)
     ck_assert_ptr_nonnull(pw);
     uid_t uid = pw->pw_uid;
     gid_t gid = pw->pw_gid;
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", NULL});
     char line[512];
     proc_status_field(p.s.pid, "Uid:", line, sizeof line);
     expect_ids(line, (long)uid);
@@ -1288,11 +901,11 @@ START_TEST(test_user_drop)
     systest_add(fd, id4(1), "q", "x");
     systest_lease_now(fd, "q", id4(1), "x");
     close(fd);
-    ck_assert(proc_wait(
+    ck_assert(systest_proc_wait(
         &p, true,
         f(" info dropped privileges user=nobody uid=%ld gid=%ld\n", (long)uid, (long)gid)));
-    proc_stop(&p);
-    proc_free(&p);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
@@ -1305,14 +918,14 @@ START_TEST(test_user_not_root)
     ck_assert_ptr_nonnull(nobody);
     if (geteuid() != 0) {
         const char *target = geteuid() == nobody->pw_uid ? "root" : "nobody";
-        struct proc p;
+        struct systest_proc p;
         int rc =
-            proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
+            systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
         ck_assert_int_eq(rc, 77);
         ck_assert_ptr_nonnull(strstr(
             p.err.p, f(" error cannot drop privileges to user=%s: not running as root\n", target)));
         ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
+        systest_proc_free(&p);
         return;
     }
     static const char *const targets[] = {"root", "daemon"};
@@ -1334,18 +947,18 @@ END_TEST
 START_TEST(test_user_unknown)
 {
     char dir[32], pidfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
-    struct proc p;
+    struct systest_proc p;
     const char *const args[] = {"-listen", "127.0.0.1:0", "-user", "wq-no-such-user",
                                 "-P",      pidfile,       NULL};
-    ck_assert_int_eq(proc_run(&p, args), 67);
+    ck_assert_int_eq(systest_proc_run(&p, args), 67);
     ck_assert_ptr_nonnull(
         strstr(p.err.p, " error cannot drop privileges: no such user user=wq-no-such-user\n"));
     ck_assert_str_eq(p.out.p, "");
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1360,24 +973,24 @@ START_TEST(test_user_daemon_pidfile)
     struct passwd *pw = getpwnam("nobody");
     ck_assert_ptr_nonnull(pw);
     char dir[32], pidfile[64], logfile[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     ck_assert_int_eq(chown(dir, pw->pw_uid, pw->pw_gid), 0);
     ck_assert_int_eq(chmod(dir, 0755), 0);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
-    struct proc p;
-    proc_start(
+    struct systest_proc p;
+    systest_proc_start(
         &p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), p.s.pid);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_msg(!file_exists(pidfile), "pidfile left behind (foreground)");
-    proc_free(&p);
+    systest_proc_free(&p);
 
     const char *const args[] = {"-d", "-listen", "127.0.0.1:0", "-u",    "nobody",
                                 "-P", pidfile,   "-L",          logfile, NULL};
-    ck_assert_int_eq(proc_run(&p, args), 0);
+    ck_assert_int_eq(systest_proc_run(&p, args), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     char line[512];
     proc_status_field(pid, "Uid:", line, sizeof line);
     expect_ids(line, (long)pw->pw_uid);
@@ -1389,379 +1002,8 @@ START_TEST(test_user_daemon_pidfile)
         ck_abort_msg(
             "pidfile left behind by -d in a directory owned by nobody (mode %o, owner %ld)",
             (unsigned)(sb.st_mode & 07777), (long)sb.st_uid);
-    proc_free(&p);
-    tmpdir_remove(dir);
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* -max-connections */
-
-START_TEST(test_maxconn_refuse)
-{
-    struct systest_server s;
-    systest_start(&s, "--max-connections", "2", NULL);
-    int a = systest_connect(&s), b = systest_connect(&s);
-    systest_sync(a);
-    systest_sync(b);
-    ck_assert_uint_eq(server_stat(a, "active-clients"), 2);
-    /* the third and fourth get the reply, then EOF, whatever they send */
-    int c = systest_connect(&s);
-    systest_expect(c, FULL);
-    systest_expect_closed(c);
-    close(c);
-    int d = systest_connect(&s);
-    systest_expect(d, FULL);
-    systest_expect_closed(d);
-    close(d);
-    /* the first two are unaffected */
-    systest_sync(a);
-    systest_sync(b);
-    ck_assert_uint_eq(server_stat(b, "active-clients"), 2);
-    close(a);
-    close(b);
-    systest_stop(&s);
-}
-END_TEST
-
-START_TEST(test_maxconn_accept_again)
-{
-    struct systest_server s;
-    systest_start(&s, "-max-connections=1", NULL);
-    int a = systest_connect(&s);
-    systest_sync(a);
-    int b = systest_connect(&s);
-    ck_assert(!try_sync(b));
-    close(b);
-    close(a);
-    /* Once the server has seen the close, a new client is accepted. */
-    int64_t deadline = systest_now_ms() + (int64_t)WAIT_MS * systest_slow();
-    int c;
-    for (;;) {
-        c = systest_connect(&s);
-        if (try_sync(c))
-            break;
-        close(c);
-        ck_assert_msg(systest_now_ms() < deadline, "no client accepted after one left");
-        systest_sleep_ms(20);
-    }
-    systest_add(c, id4(1), "q", "x");
-    /* and the limit holds again */
-    int d = systest_connect(&s);
-    systest_expect(d, FULL);
-    systest_expect_closed(d);
-    close(d);
-    systest_lease_now(c, "q", id4(1), "x");
-    close(c);
-    systest_stop(&s);
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* -idle-timeout */
-
-/* A silent connection is closed between 1 and 1.25 timeouts after it fell
- * silent, with nothing sent; one that keeps talking is not; neither is one
- * with half a command. */
-START_TEST(test_idle_silent_closed)
-{
-    struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
-    int64_t t0 = systest_now_ms();
-    int quiet = systest_connect(&s);
-    int partial = systest_connect(&s);
-    systest_sends(partial, "inspect ser");
-    int busy = systest_connect(&s);
-    if (systest_exact_timing()) {
-        /* busy talks every 100 ms; quiet is not closed before the timeout */
-        while (systest_now_ms() - t0 < IDLE_MS - 150) {
-            systest_sleep_ms(100);
-            systest_sync(busy);
-        }
-        systest_expect_silence(quiet, 50);
-    }
-    systest_expect_closed(quiet);
-    int64_t closed = systest_now_ms() - t0;
-    if (systest_exact_timing())
-        ck_assert_msg(closed >= IDLE_MS - 10, "closed after %lld ms", (long long)closed);
-    ck_assert_msg(closed <= IDLE_MS * 4 * systest_slow(), "closed after %lld ms",
-                  (long long)closed);
-    systest_expect_closed(partial);
-    if (systest_exact_timing()) {
-        /* three timeouts of talk keep busy open */
-        for (int i = 0; i < 15; i++) {
-            systest_sleep_ms(100);
-            systest_sync(busy);
-        }
-        ck_assert_uint_eq(server_stat(busy, "active-clients"), 1);
-    }
-    close(quiet);
-    close(partial);
-    close(busy);
-    systest_stop(&s);
-}
-END_TEST
-
-/* A client still reading a long answer is not idle, though it sends
- * nothing: its pipelined commands are all answered. */
-START_TEST(test_idle_slow_reader)
-{
-    enum { LEN = 1048576, N = 12 };
-    static char payload[LEN], buf[64 * 1024];
-    memset(payload, 'p', LEN);
-    struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
-    int fd = systest_connect(&s);
-    systest_sends(fd, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
-    systest_send(fd, payload, LEN);
-    systest_roundtrip(fd, "\r\n", OK);
-    /* N answers of 1 MiB each: the server throttles this client's input
-     * and it reads them over several idle timeouts. */
-    for (int i = 0; i < N; i++)
-        systest_sends(fd, f("inspect job %s\r\n", id4(1)));
-    systest_sends(fd, f("delete %s\r\n", id4(9)));
-    /* Read slowly, 64 KiB every 30 ms (about 2 MiB/s), until the answer
-     * to the last command, -NOT-FOUND, ends the stream. */
-    char tail[12] = "";
-    size_t got = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        ck_assert_msg(n > 0, "closed after %zu bytes", got);
-        got += (size_t)n;
-        size_t keep = (size_t)n < sizeof tail ? sizeof tail - (size_t)n : 0;
-        memmove(tail, tail + sizeof tail - keep, keep);
-        memcpy(tail + keep, buf + (size_t)n - (sizeof tail - keep), sizeof tail - keep);
-        if (memcmp(tail, "-NOT-FOUND\r\n", sizeof tail) == 0)
-            break;
-        systest_sleep_ms(30);
-    }
-    ck_assert_uint_gt(got, (size_t)N * LEN);
-    close(fd);
-    systest_stop(&s);
-}
-END_TEST
-
-/* A parked lease, a waiting run and a waiting result are never idle; each
- * becomes idle from its reply on. */
-START_TEST(test_idle_waiting_not_idle)
-{
-    struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
-    int ctl = systest_connect(&s);
-    systest_add(ctl, id4(2), "r", "y");
-    close(ctl);
-    int leaser = systest_connect(&s);
-    systest_sends(leaser, "lease q " PARK "\r\n");
-    int runner = systest_connect(&s);
-    systest_sends(runner, f("run %s w %u " PARK " 1\r\nx\r\n", id4(1), TTR));
-    int waiter = systest_connect(&s);
-    systest_sends(waiter, f("result %s " PARK "\r\n", id4(2)));
-
-    /* Three timeouts later, all three are waiting still: never idle.  This
-     * holds however slow the server is, so it needs no exact timing. */
-    systest_sleep_ms(IDLE_MS * 3);
-    ctl = systest_connect(&s);
-    ck_assert_uint_eq(server_stat(ctl, "active-clients"), 4);
-    ck_assert_uint_eq(server_stat(ctl, "parked-clients"), 3);
-    systest_add(ctl, id4(3), "q", "z");
-    systest_expect_lease(leaser, id4(3), "q", "z");
-    int64_t t0 = systest_now_ms();
-    systest_lease_now(ctl, "w", id4(1), "x");
-    systest_roundtrip(ctl, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
-    systest_expect(runner, systest_result_reply(id4(1), 1, "done"));
-    systest_roundtrip(ctl, f("complete %s 2\r\nok\r\n", id4(2)), OK);
-    systest_expect(waiter, systest_result_reply(id4(2), 1, "ok"));
-    close(ctl);
-
-    /* idle from the reply on: not at once, but then */
-    if (systest_exact_timing() && systest_now_ms() - t0 < 200)
-        systest_expect_silence(leaser, 200);
-    systest_expect_closed(leaser);
-    systest_expect_closed(runner);
-    systest_expect_closed(waiter);
-    close(leaser);
-    close(runner);
-    close(waiter);
-    systest_stop(&s);
-}
-END_TEST
-
-/* After a wait ends with -TIMEOUT, idleness counts from that reply, not
- * from the command that parked. */
-START_TEST(test_idle_after_timeout)
-{
-    struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
-    int ctl = systest_connect(&s);
-    systest_add(ctl, id4(1), "q", "x");
-    close(ctl);
-    int leaser = systest_connect(&s);
-    int waiter = systest_connect(&s);
-    systest_sends(leaser, "lease empty 1000\r\n");
-    systest_sends(waiter, f("result %s 1000\r\n", id4(1)));
-    systest_expect(leaser, TO);
-    int64_t t0 = systest_now_ms();
-    systest_expect(waiter, TO);
-    if (systest_exact_timing()) {
-        /* Counted from the command, both would go at the next sweep. */
-        systest_expect_silence(leaser, 300);
-        systest_expect_silence(waiter, 10);
-    }
-    systest_expect_closed(leaser);
-    int64_t after = systest_now_ms() - t0;
-    if (systest_exact_timing())
-        ck_assert_msg(after >= IDLE_MS - 100, "closed %lld ms after -TIMEOUT", (long long)after);
-    systest_expect_closed(waiter);
-    close(leaser);
-    close(waiter);
-    systest_stop(&s);
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* -max-memory */
-
-static const char *
-u64s(uint64_t v)
-{
-    return f("%llu", (unsigned long long)v);
-}
-
-/* Job bytes are exact: a limit of one 10-byte and one 5-byte job takes
- * those and refuses a byte more; add, schedule and run are refused with
- * nothing changed; delete makes room. */
-START_TEST(test_memory_refusals)
-{
-    struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(10) + core_job_bytes(5)), NULL);
-    int fd = systest_connect(&s);
-    systest_add(fd, id4(1), "q", "0123456789");
-    const char *six = "012345";
-    systest_roundtrip(fd, f("add %s q %u %s 6\r\n%s\r\n", id4(2), TTR, TTL, six), OOM);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 6\r\n%s\r\n", id4(2), TTR, TTL, LATER, six),
-                      OOM);
-    systest_roundtrip(fd, f("run %s q %u 1000 6\r\n%s\r\n", id4(2), TTR, six), OOM);
-    systest_roundtrip(fd, f("add %s q %u %s 6 -priority=5\r\n%s\r\n", id4(2), TTR, TTL, six), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
-    ck_assert_uint_eq(server_stat(fd, "ready-jobs"), 1);
-    systest_roundtrip(fd, f("inspect job %s\r\n", id4(2)), NF);
-    /* what is refused is not a duplicate afterwards: exactly 5 bytes fit */
-    systest_add(fd, id4(2), "q", "01234");
-    systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(3), TTR, TTL), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
-    /* other commands go on */
-    systest_lease_now(fd, "q", id4(1), "0123456789");
-    systest_roundtrip(fd, f("fail %s 0\r\n\r\n", id4(1)), OK);
-    /* delete frees the room of a 10-byte job */
-    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("add %s q %u %s 11\r\n01234567890\r\n", id4(3), TTR, TTL), OOM);
-    systest_add(fd, id4(3), "q", "0123456789");
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OOM);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
-    /* room for a 5-byte add, but a scheduled job also needs its extension */
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OOM);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 1\r\nx\r\n", id4(4), TTR, TTL, LATER), OK);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
-    close(fd);
-    systest_stop(&s);
-}
-END_TEST
-
-/* A scheduled or run job also holds a job extension (its creation time, or
- * its waiting client): it is refused when that would not fit. */
-START_TEST(test_memory_extension)
-{
-    struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES - 1), NULL);
-    int fd = systest_connect(&s);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
-                      OOM);
-    systest_roundtrip(fd, f("run %s q %u 1000 5\r\n01234\r\n", id4(1), TTR), OOM);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 0);
-    systest_add(fd, id4(1), "q", "01234");
-    close(fd);
-    systest_stop(&s);
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES), NULL);
-    fd = systest_connect(&s);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
-                      OK);
-    close(fd);
-    systest_stop(&s);
-}
-END_TEST
-
-/* A result counts its bytes and the job extension that holds it; a job's
- * expiry frees them with the job. */
-START_TEST(test_memory_results_and_expiry)
-{
-    struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(2 * core_job_bytes(10) + CORE_EXT_BYTES), NULL);
-    int fd = systest_connect(&s);
-    systest_add_full(fd, id4(1), "q", TTR, "1000", "0123456789", NULL);
-    /* complete is never refused, and its 4 result bytes count */
-    systest_roundtrip(fd, f("complete %s 4\r\nabcd\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("add %s q %u %s 7\r\n0123456\r\n", id4(2), TTR, TTL), OOM);
-    systest_add(fd, id4(2), "q", "012345");
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
-    systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(3), TTR, TTL), OOM);
-    /* the completed job expires: payload and result are freed */
-    wait_stat(fd, "jobs", 1);
-    systest_add(fd, id4(3), "q", "0123");
-    close(fd);
-    systest_stop(&s);
-}
-END_TEST
-
-/* A run job holds memory while it waits and frees it once answered. */
-START_TEST(test_memory_run_freed)
-{
-    struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(10) + CORE_EXT_BYTES), NULL);
-    int runner = systest_connect(&s);
-    int fd = systest_connect(&s);
-    systest_sends(runner, f("run %s w %u " PARK " 10\r\n0123456789\r\n", id4(1), TTR));
-    wait_stat(fd, "parked-clients", 1); /* the run is in */
-    systest_lease_now(fd, "w", id4(1), "0123456789");
-    systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(2), TTR, TTL), OOM);
-    systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(1)), OK);
-    systest_expect(runner, systest_result_reply(id4(1), 1, "ok"));
-    systest_add(fd, id4(2), "q", "0123456789");
-    close(runner);
-    close(fd);
-    systest_stop(&s);
-}
-END_TEST
-
-/* Jobs replayed from the command log are never refused, even beyond the
- * limit; new ones are, until enough are gone. */
-START_TEST(test_memory_replay)
-{
-    char dir[32];
-    tmpdir_new(dir);
-    struct systest_server s;
-    systest_start(&s, "-cmdlog-path", dir, NULL);
-    int fd = systest_connect(&s);
-    for (unsigned i = 1; i <= 3; i++)
-        systest_add(fd, id4(i), "q", "0123456789");
-    close(fd);
-    systest_stop(&s);
-
-    systest_start(&s, "-cmdlog-path", dir, "-max-memory", u64s(core_job_bytes(10)), NULL);
-    fd = systest_connect(&s);
-    uint64_t jobs = server_stat(fd, "jobs");
-    ck_assert_msg(jobs == 3, "%llu of 3 logged jobs replayed under -max-memory",
-                  (unsigned long long)jobs);
-    systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(4), TTR, TTL), OOM);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
-    systest_roundtrip(fd, f("add %s q %u %s 0\r\n\r\n", id4(4), TTR, TTL), OOM);
-    systest_roundtrip(fd, f("delete %s\r\n", id4(3)), OK);
-    systest_add(fd, id4(4), "q", "0123456789");
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 1);
-    close(fd);
-    systest_stop(&s);
-    tmpdir_remove(dir);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1773,8 +1015,8 @@ static void
 expect_max_line(const struct systest_server *s, size_t max_line)
 {
     int fd = systest_connect(s);
-    systest_roundtrip(fd, f("%s\r\n", padded_delete(max_line)), NF);
-    systest_sends(fd, f("%s\r\n", padded_delete(max_line + 1)));
+    systest_roundtrip(fd, f("%s\r\n", systest_padded_line(max_line, "delete 00000000-0000-4000-8000-000000000001")), NF);
+    systest_sends(fd, f("%s\r\n", systest_padded_line(max_line + 1, "delete 00000000-0000-4000-8000-000000000001")));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
@@ -1785,7 +1027,7 @@ expect_max_line(const struct systest_server *s, size_t max_line)
 START_TEST(test_config_honoured)
 {
     char dir[32], conf[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     write_file(conf, "# workq-server settings\n"
                      "\n"
@@ -1801,24 +1043,24 @@ START_TEST(test_config_honoured)
                      "daemonize no\n"
                      "syslog = off\n"
                      "#listen 127.0.0.1:1\n");
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-c", conf, NULL});
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-c", conf, NULL});
     expect_max_line(&p.s, 100);
-    proc_stop(&p);
+    systest_proc_stop(&p);
     ck_assert_str_eq(p.err.p, ""); /* warn: no info lines */
-    ck_assert_int_eq(count_lines(p.out.p), 1);
-    proc_free(&p);
+    ck_assert_int_eq(systest_count_lines(p.out.p), 1);
+    systest_proc_free(&p);
 
     /* one -v on top of the file's warn: info, and the start-up line shows
      * every value */
-    proc_start(&p, (const char *const[]){"--config", conf, "-v", NULL});
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
-    ck_assert(proc_wait(&p, true,
+    systest_proc_start(&p, (const char *const[]){"--config", conf, "-v", NULL});
+    ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
+    ck_assert(systest_proc_wait(&p, true,
                         " max_line=100 max_payload=1048576 max_connections=5 "
                         "idle_timeout_ms=3600000 max_memory=1048576 cmdlog=none "));
-    proc_stop(&p);
-    proc_free(&p);
-    tmpdir_remove(dir);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1826,21 +1068,21 @@ END_TEST
 START_TEST(test_config_flags_override)
 {
     char dir[32], conf[64], eq[80], text[256];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     snprintf(eq, sizeof eq, "--config=%s", conf);
-    struct proc busy, p;
-    proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
+    struct systest_proc busy, p;
+    systest_proc_start(&busy, (const char *const[]){"-listen", "127.0.0.1:0", NULL});
     snprintf(text, sizeof text, "listen 127.0.0.1:%d\nmax-line 100\nlog-level error\n",
              busy.s.port);
     write_file(conf, text);
 
     /* the file alone: its (taken) address, its level */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", conf, NULL}), 69);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", conf, NULL}), 69);
     ck_assert_msg(strstr(p.err.p, f(" error cannot listen address=127.0.0.1:%d ", busy.s.port)),
                   "stderr: %s", p.err.p);
     ck_assert_int_eq(check_log_lines(p.err.p), 1);
-    proc_free(&p);
+    systest_proc_free(&p);
 
     const char *const before[] = {
         "-listen", "127.0.0.1:0", "--max-line=200", "-log-level", "info", "-c", conf, NULL};
@@ -1848,23 +1090,23 @@ START_TEST(test_config_flags_override)
                                  "--log-level=info", NULL};
     const char *const *forms[] = {before, after};
     for (size_t i = 0; i < 2; i++) {
-        proc_start(&p, forms[i]);
+        systest_proc_start(&p, forms[i]);
         ck_assert_int_ne(p.s.port, busy.s.port);
         expect_max_line(&p.s, 200);
-        ck_assert(proc_wait(&p, true, " max_line=200 "));
-        proc_stop(&p);
-        proc_free(&p);
+        ck_assert(systest_proc_wait(&p, true, " max_line=200 "));
+        systest_proc_stop(&p);
+        systest_proc_free(&p);
     }
-    proc_stop(&busy);
-    proc_free(&busy);
-    tmpdir_remove(dir);
+    systest_proc_stop(&busy);
+    systest_proc_free(&busy);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
 START_TEST(test_config_errors)
 {
     char dir[32], conf[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     static char long_line[5000 + 16];
     memset(long_line, 'x', 5000);
@@ -1906,14 +1148,14 @@ START_TEST(test_config_errors)
     };
     for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
         write_file(conf, cases[i].text);
-        struct proc p;
-        int rc = proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
+        struct systest_proc p;
+        int rc = systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
         ck_assert_msg(rc == 78, "case %zu: exit %d (stderr: %s)", i, rc, p.err.p);
         ck_assert_str_eq(p.err.p, f("workq-server: %s:%s", conf, cases[i].tail));
         ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
+        systest_proc_free(&p);
     }
-    tmpdir_remove(dir);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1922,30 +1164,30 @@ END_TEST
 START_TEST(test_config_unreadable)
 {
     char dir[32], missing[64];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(missing, sizeof missing, "%s/none.conf", dir);
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", missing, NULL}), 66);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, NULL}), 66);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: No such file or "
                                 "directory\n",
                                 missing));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a directory opens but cannot be read */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-config", dir, NULL}), 66);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-config", dir, NULL}), 66);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: Is a directory\n", dir));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a relative name is named absolute */
     ck_assert_int_eq(chdir(dir), 0);
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}), 66);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}), 66);
     ck_assert_int_eq(chdir("/"), 0);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: No such file or "
                                 "directory\n",
                                 missing));
-    proc_free(&p);
+    systest_proc_free(&p);
     /* a bad flag is found before the file is read */
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
-    proc_free(&p);
-    tmpdir_remove(dir);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1954,7 +1196,7 @@ START_TEST(test_config_booleans)
 {
     become_subreaper();
     char dir[32], conf[64], pidfile[64], logfile[64], text[512];
-    tmpdir_new(dir);
+    systest_tmpdir_new(dir);
     snprintf(conf, sizeof conf, "%s/wq.conf", dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     snprintf(logfile, sizeof logfile, "%s/wq.log", dir);
@@ -1962,183 +1204,28 @@ START_TEST(test_config_booleans)
              "listen 127.0.0.1:0\ndaemonize\npidfile %s\nlog-file = %s\ncmdlog-truncate = YES\n",
              pidfile, logfile);
     write_file(conf, text);
-    struct proc p;
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"-c", conf, NULL}), 0);
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", conf, NULL}), 0);
     pid_t pid = read_pidfile(pidfile);
-    track_pid(pid);
+    systest_track_pid(pid);
     ck_assert_int_ne(pid, p.s.pid);
-    int fd = connect_port(listening_port(p.out.p, 0));
+    int fd = systest_connect_port(systest_listening_port(p.out.p, 0));
     systest_sync(fd);
     close(fd);
     ck_assert_int_eq(kill(pid, SIGTERM), 0);
     expect_gone_ok(pid);
     ck_assert(!file_exists(pidfile));
-    proc_free(&p);
+    systest_proc_free(&p);
 
     /* "daemonize off": the foreground process is the server */
     snprintf(text, sizeof text, "listen 127.0.0.1:0\ndaemonize off\nsyslog false\n");
     write_file(conf, text);
-    proc_start(&p, (const char *const[]){"-c", conf, NULL});
-    ck_assert(proc_wait(&p, true, " info workq-server started "));
-    ck_assert(proc_wait(&p, true, f(" pid=%ld ", (long)p.s.pid)));
-    proc_stop(&p);
-    proc_free(&p);
-    tmpdir_remove(dir);
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* Several listen addresses */
-
-START_TEST(test_listen_two)
-{
-    struct proc p;
-    proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0,127.0.0.1:0", NULL});
-    ck_assert(proc_wait(&p, false, "\nworkq-server listening on 127.0.0.1:"));
-    ck_assert(proc_wait(&p, true, "sync_int_ms="));
-    while (count_lines(p.out.p) < 2)
-        ck_assert(proc_pump(&p, WAIT_MS * systest_slow()));
-    int p1 = listening_port(p.out.p, 0), p2 = listening_port(p.out.p, 1);
-    ck_assert_int_ne(p1, p2);
-    ck_assert(proc_wait(&p, true, f(" listen=127.0.0.1:%d,127.0.0.1:%d ", p1, p2)));
-    /* one server behind both */
-    int a = connect_port(p1), b = connect_port(p2);
-    systest_add(a, id4(1), "q", "x");
-    systest_lease_now(b, "q", id4(1), "x");
-    close(a);
-    close(b);
-    proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 2);
-    proc_free(&p);
-}
-END_TEST
-
-/* At most 8 addresses: 8 all listen, 9 are a usage error. */
-START_TEST(test_listen_eight)
-{
-    char list[256] = "127.0.0.1:0";
-    for (int i = 1; i < 8; i++)
-        strcat(list, ",127.0.0.1:0");
-    struct proc p;
-    proc_start(&p, (const char *const[]){"--listen", list, NULL});
-    while (count_lines(p.out.p) < 8)
-        ck_assert(proc_pump(&p, WAIT_MS * systest_slow()));
-    for (int i = 0; i < 8; i++) {
-        int fd = connect_port(listening_port(p.out.p, i));
-        systest_sync(fd);
-        close(fd);
-    }
-    proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 8);
-    proc_free(&p);
-
-    strcat(list, ",127.0.0.1:0");
-    ck_assert_int_eq(proc_run(&p, (const char *const[]){"--listen", list, NULL}), 64);
-    ck_assert_str_eq(p.err.p, f("workq-server: invalid -listen '%s' (expected "
-                                "HOST:PORT[,HOST:PORT...])\n",
-                                list));
-    proc_free(&p);
-}
-END_TEST
-
-/* A later -listen replaces an earlier one, list and all. */
-START_TEST(test_listen_replaced)
-{
-    struct proc p;
-    proc_start(&p,
-               (const char *const[]){"-l", "127.0.0.1:0,127.0.0.1:0", "-l", "127.0.0.1:0", NULL});
-    int fd = systest_connect(&p.s);
-    systest_sync(fd);
-    close(fd);
-    proc_stop(&p);
-    ck_assert_int_eq(count_lines(p.out.p), 1);
-    proc_free(&p);
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
-/* -help and flag errors */
-
-START_TEST(test_cli_help)
-{
-    static const char *const names[] = {
-        "-listen",
-        "-max-line",
-        "-max-payload",
-        "-max-connections",
-        "-idle-timeout",
-        "-max-memory",
-        "-cmdlog-path",
-        "-cmdlog-seg-size",
-        "-cmdlog-sync ",
-        "-cmdlog-sync-int",
-        "-cmdlog-clean-int",
-        "-cmdlog-truncate",
-        "-daemonize",
-        "-pidfile",
-        "-user",
-        "-log-level",
-        "-log-file",
-        "-syslog",
-        "-config",
-        "-help",
-        "-version",
-        "-l, ",
-        "-d, ",
-        "-P, ",
-        "-u, ",
-        "-L, ",
-        "-c, ",
-        "-h, ",
-        "-V, ",
-        "  -v ",
-    };
-    static const char *const forms[] = {"-h", "-help", "--help"};
-    for (size_t i = 0; i < WQ_ARRAY_LEN(forms); i++) {
-        struct proc p;
-        ck_assert_int_eq(proc_run(&p, (const char *const[]){forms[i], NULL}), 0);
-        ck_assert_str_eq(p.err.p, "");
-        ck_assert_msg(strncmp(p.out.p, "Usage: workq-server ", 20) == 0, "%s", p.out.p);
-        for (size_t n = 0; n < WQ_ARRAY_LEN(names); n++)
-            ck_assert_msg(strstr(p.out.p, names[n]) != NULL, "%s is not in -help", names[n]);
-        proc_free(&p);
-    }
-}
-END_TEST
-
-START_TEST(test_cli_flag_errors)
-{
-    static const struct {
-        const char *args[4];
-        const char *err;
-    } cases[] = {
-        {{"--max-memory", "12Q"},
-         "invalid -max-memory '12Q' (expected bytes, or a size such as 512M or 2G; 0 means no "
-         "limit)"},
-        {{"--idle-timeout=5x"},
-         "invalid -idle-timeout '5x' (expected a duration such as 300, 90s, 5m or 1500ms; at "
-         "most 30 days)"},
-        {{"-idle-timeout", "721h"},
-         "invalid -idle-timeout '721h' (expected a duration such as 300, 90s, 5m or 1500ms; at "
-         "most 30 days)"},
-        {{"-log-level", "loud"}, "invalid -log-level 'loud' (expected error, warn, info or debug)"},
-        {{"-max-connections", "10000001"},
-         "invalid -max-connections '10000001' (expected 0..10000000; 0 means no limit)"},
-        {{"-user="}, "invalid -user '' (expected a user name)"},
-        {{"-P", ""}, "invalid -pidfile '' (expected a file name)"},
-        {{"--log-file="}, "invalid -log-file '' (expected a file name)"},
-        {{"-pidfile"}, "option '-pidfile' needs a value"},
-        {{"--bogus"}, "unknown option '--bogus' (see -help)"},
-        {{"stray"}, "unexpected argument 'stray' (see -help)"},
-    };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        struct proc p;
-        int rc = proc_run(&p, cases[i].args);
-        ck_assert_msg(rc == 64, "%s: exit %d", cases[i].args[0], rc);
-        ck_assert_str_eq(p.err.p, f("workq-server: %s\n", cases[i].err));
-        ck_assert_str_eq(p.out.p, "");
-        proc_free(&p);
-    }
+    systest_proc_start(&p, (const char *const[]){"-c", conf, NULL});
+    ck_assert(systest_proc_wait(&p, true, " info workq-server started "));
+    ck_assert(systest_proc_wait(&p, true, f(" pid=%ld ", (long)p.s.pid)));
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -2148,34 +1235,22 @@ static Suite *
 daemon_suite(void)
 {
     const struct systest_group groups[] = {
-        {"daemonize", {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure, test_daemon_pidfile_in_use, NULL}},
-        {"notify", {test_notify_path, test_notify_abstract, test_notify_daemon, NULL}},
+        {"daemonize",
+         {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure, test_daemon_pidfile_in_use, NULL}},
+        {"notify",
+         {test_notify_path, test_notify_abstract, test_notify_daemon, NULL}},
         {"log",
-         {test_log_format, test_log_levels, test_log_verbose, test_log_sighup,
-          test_log_sighup_failure, NULL}},
+         {test_log_format, test_log_levels, test_log_verbose, test_log_sighup, test_log_sighup_failure, NULL}},
         {"user",
          {test_user_drop, test_user_not_root, test_user_unknown, test_user_daemon_pidfile, NULL}},
-        {"max-connections", {test_maxconn_refuse, test_maxconn_accept_again, NULL}},
-        {"idle-timeout",
-         {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader, test_idle_after_timeout, NULL}},
-        {"max-memory",
-         {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
-          test_memory_run_freed,
-          test_memory_replay, NULL}},
         {"config",
-         {test_config_honoured, test_config_flags_override, test_config_errors,
-          test_config_unreadable, test_config_booleans, NULL}},
-        {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
-        {"cli", {test_cli_help, test_cli_flag_errors, NULL}},
+         {test_config_honoured, test_config_flags_override, test_config_errors, test_config_unreadable, test_config_booleans, NULL}},
     };
-    return systest_suite("daemon", groups, WQ_ARRAY_LEN(groups));
+    return systest_suite("daemon", groups, sizeof groups / sizeof groups[0]);
 }
 
 int
 main(void)
 {
-    tracked_init();
-    int status = systest_main(daemon_suite());
-    tracked_cleanup();
-    return status;
+    return systest_main(daemon_suite());
 }

@@ -1,4 +1,4 @@
-/* check_persist.c - system tests of the command log (protocol-notes.md
+/* sys_persist.c - system tests of the command log (protocol-notes.md
  * section 6): the real workq-server logging to a directory, stopped with
  * SIGTERM or killed with SIGKILL, and started again on the same directory.
  * The files it writes are read back with the reference reader of
@@ -19,6 +19,7 @@
 #include "config.h"
 #include "systest.h"
 #include "cmdlog_ref.h"
+#include "rng.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -42,10 +43,9 @@
 
 #define TTR              600000u   /* never runs out during a test */
 #define TTL              "3600000" /* nor does this */
-#define WAIT_MS          5000      /* how long to wait for a reply, scaled */
 #define EX_CONFIG_STATUS 78
 
-enum { NEW = 0, COMPLETED = 1, FAILED = 2, PENDING = 3, LEASED = 4, GONE = -1 };
+enum { GONE = -1 }; /* the state of a job inspect does not find */
 
 /* ------------------------------------------------------------------------ */
 /* Helpers: text */
@@ -83,12 +83,6 @@ wrapped(void)
 {
     const char *w = getenv("WQ_SERVER_WRAPPER");
     return w != NULL && *w != '\0';
-}
-
-static int
-wait_ms(void)
-{
-    return WAIT_MS * systest_slow();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -145,21 +139,13 @@ file_size(const char *path)
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-/* Fork and exec the server (behind WQ_SERVER_WRAPPER) with these
- * arguments; its stdout to *out_fd, its stderr to a new x->err file. */
-static pid_t
-spawn_server(struct fx *x, const char *const *args, int *out_fd)
+/* A new stderr file for the next server, x->err; NULL when the server
+ * is to inherit ours. */
+static const char *
+next_err(struct fx *x)
 {
-    int efd = -1;
     snprintf(x->err, sizeof x->err, "%s/stderr.%u", x->base, ++x->runs);
-    if (!x->err_inherit) {
-        efd = open(x->err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        ck_assert_int_ge(efd, 0);
-    }
-    pid_t pid = systest_spawn(args, out_fd, efd);
-    if (efd >= 0)
-        close(efd);
-    return pid;
+    return x->err_inherit ? NULL : x->err;
 }
 
 /* -listen 127.0.0.1:0 -cmdlog-path DIR, then the NULL-terminated extras. */
@@ -190,35 +176,7 @@ srv_start(struct fx *x, struct systest_server *s, ...)
     va_start(ap, s);
     collect_args(x, args, 40, ap);
     va_end(ap);
-    int ofd;
-    s->pid = spawn_server(x, args, &ofd);
-    s->out_fd = ofd;
-    char line[256];
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        struct pollfd p = {ofd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, 30000 * systest_slow()) > 0, "server did not report its port");
-        ssize_t r = read(ofd, line + n, 1);
-        if (r != 1) {
-            int status = 0;
-            waitpid(s->pid, &status, 0);
-            char *err = slurp(x->err, NULL);
-            ck_abort_msg("server (dir %s) ended before listening, status %d: %s", x->dir,
-                         WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
-        }
-        if (line[n] == '\n')
-            break;
-        n++;
-    }
-    line[n] = '\0';
-    systest_parse_port(s, line);
-}
-
-/* SIGTERM; exit status 0. */
-static void
-srv_stop(struct systest_server *s)
-{
-    systest_stop(s);
+    systest_start_argv(s, args, next_err(x));
 }
 
 /* Run a server that must end by itself (e.g. refuse to start); its exit
@@ -233,84 +191,11 @@ srv_run(struct fx *x, ...)
     va_start(ap, x);
     collect_args(x, args, 40, ap);
     va_end(ap);
-    int ofd, status = 0;
-    pid_t pid = spawn_server(x, args, &ofd);
-    for (int waited = 0;; waited += 10) {
-        pid_t w = waitpid(pid, &status, WNOHANG);
-        if (w == pid)
-            break;
-        if (waited > 30000 * systest_slow()) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            char out[256] = "";
-            ssize_t r = read(ofd, out, sizeof out - 1);
-            out[r > 0 ? r : 0] = '\0';
-            ck_abort_msg("server (dir %s) did not exit; its stdout: %s", x->dir, out);
-        }
-        systest_sleep_ms(10);
-    }
-    close(ofd);
-    ck_assert_msg(WIFEXITED(status), "server died of signal %d",
-                  WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    return WEXITSTATUS(status);
+    return systest_run_argv(args, next_err(x));
 }
 
 /* ------------------------------------------------------------------------ */
 /* Helpers: talking to the server */
-
-static int
-conn(const struct systest_server *s)
-{
-    return systest_connect(s);
-}
-
-/* Read exactly n bytes into buf (NUL terminated). */
-static void
-read_n(int fd, char *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, wait_ms()) > 0, "no reply (got %zu of %zu bytes)", got, n);
-        ssize_t r = recv(fd, buf + got, n - got, 0);
-        ck_assert_msg(r > 0, "connection closed (got %zu of %zu bytes)", got, n);
-        got += (size_t)r;
-    }
-    buf[n] = '\0';
-}
-
-/* One line without its CR LF, or NULL if none came within the wait. */
-static const char *
-read_line_or_null(int fd, int ms)
-{
-    static char ring[4][70000];
-    static unsigned next;
-    char *b = ring[next++ % 4];
-    size_t n = 0;
-    for (;;) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, ms) <= 0)
-            return NULL;
-        ssize_t r = recv(fd, b + n, 1, 0);
-        if (r <= 0)
-            return NULL;
-        if (b[n] == '\n')
-            break;
-        ck_assert_uint_lt(++n, sizeof ring[0] - 1);
-    }
-    if (n > 0 && b[n - 1] == '\r')
-        n--;
-    b[n] = '\0';
-    return b;
-}
-
-static const char *
-read_line(int fd)
-{
-    const char *l = read_line_or_null(fd, wait_ms());
-    ck_assert_msg(l != NULL, "no reply line");
-    return l;
-}
 
 /* Send a command line followed by a data block. */
 static void
@@ -399,20 +284,20 @@ struct ji {
 static void
 read_job_block(int fd, struct ji *j)
 {
-    const char *head = read_line(fd);
+    const char *head = systest_read_line(fd);
     int k = 0;
     sb_add(&j->raw, head);
     sb_add(&j->raw, "\r\n");
     ck_assert_msg(sscanf(head, "%63s %d", j->id, &k) == 2 && (k == 12 || k == 13),
                   "bad job block head \"%s\"", head);
     for (int i = 0; i < k; i++) {
-        const char *l = read_line(fd);
+        const char *l = systest_read_line(fd);
         sb_add(&j->raw, l);
         sb_add(&j->raw, "\r\n");
         size_t plen;
         if (sscanf(l, "payload-size %zu", &plen) == 1) {
             char *p = malloc(plen + 11);
-            read_n(fd, p, plen + 10);
+            systest_read_n(fd, p, plen + 10);
             ck_assert_msg(memcmp(p, "payload ", 8) == 0 && memcmp(p + 8 + plen, "\r\n", 2) == 0,
                           "bad payload line");
             sb_addn(&j->raw, p, plen + 10);
@@ -433,7 +318,7 @@ inspect_job(int fd, uint64_t n, struct ji *j)
     sb_add(&j->raw, "");
     j->state = GONE;
     systest_sends(fd, f("inspect job %s\r\n", idt(n)));
-    const char *l = read_line(fd);
+    const char *l = systest_read_line(fd);
     if (strcmp(l, "-NOT-FOUND") == 0) {
         sb_add(&j->raw, NF);
         return;
@@ -459,7 +344,7 @@ static void
 wait_state(int fd, uint64_t n, int state)
 {
     int st = GONE;
-    for (int waited = 0; waited < 4 * wait_ms(); waited += 20) {
+    for (int waited = 0; waited < 4 * systest_wait_ms(); waited += 20) {
         st = job_state(fd, n);
         if (st == state)
             return;
@@ -475,7 +360,7 @@ inspect_list(int fd, const char *what, const char *name, struct sb *raw, char (*
              size_t cap)
 {
     systest_sends(fd, f("inspect %s %s 0 1000\r\n", what, name));
-    const char *l = read_line(fd);
+    const char *l = systest_read_line(fd);
     if (strcmp(l, "-NOT-FOUND") == 0) {
         sb_add(raw, NF);
         return -1;
@@ -494,29 +379,6 @@ inspect_list(int fd, const char *what, const char *name, struct sb *raw, char (*
         free(j.raw.p);
     }
     return n;
-}
-
-/* One value of `inspect server`. */
-static unsigned long long
-server_stat(int fd, const char *key)
-{
-    systest_sends(fd, "inspect server\r\n");
-    systest_expect(fd, "+OK 1\r\n");
-    int k = 0;
-    const char *head = read_line(fd);
-    ck_assert_msg(sscanf(head, "server %d", &k) == 1, "inspect server head \"%s\"", head);
-    unsigned long long v = 0;
-    bool seen = false;
-    size_t kl = strlen(key);
-    for (int i = 0; i < k; i++) {
-        const char *l = read_line(fd);
-        if (strncmp(l, key, kl) == 0 && l[kl] == ' ') {
-            v = strtoull(l + kl + 1, NULL, 10);
-            seen = true;
-        }
-    }
-    ck_assert_msg(seen, "inspect server has no %s", key);
-    return v;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -693,7 +555,7 @@ snapshot_take(int fd, struct snapshot *s)
     inspect_list(fd, "jobs", "q", &s->ready, NULL, 0);
     inspect_list(fd, "scheduled-jobs", "q", &s->scheduled, NULL, 0);
     for (size_t i = 0; i < 6; i++)
-        s->stats[i] = server_stat(fd, snap_stats[i]);
+        s->stats[i] = systest_server_stat(fd, snap_stats[i]);
 }
 
 static void
@@ -732,7 +594,7 @@ START_TEST(test_restart_keeps_everything)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     restart_build(fd);
 
     /* What the server says before and after must be identical. */
@@ -745,10 +607,10 @@ START_TEST(test_restart_keeps_everything)
     ck_assert_uint_eq(before.jobs[R_RETRIED_LEASED].fails, 2);
     ck_assert_int_eq(before.jobs[R_DELETED].state, GONE);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     snapshot_take(fd, &after);
     snapshot_compare(&before, &after, policy);
     snapshot_free(&before);
@@ -778,18 +640,18 @@ START_TEST(test_restart_keeps_everything)
     finish(fd, "complete", R_COMPLETED, "again", 5, "-CLIENT-ERROR Duplicate result\r\n");
     add(fd, 100, "q", "new");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     /* and a second restart sees those changes too */
     srv_start(&x, &s, "-cmdlog-sync", policy, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     expect_result(fd, R_RETRIED, 1, "fine", 4);
     expect_result(fd, R_LEASED, 1, "late", 4);
     expect_result(fd, R_RETRIED_LEASED, 0, "e", 1);
     expect_result(fd, R_PENDING_TTR, 1, "t", 1);
     lease_now(fd, "q", 100, TTR, "new");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST
@@ -803,7 +665,7 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     add_ex(fd, 1, "l", t, TTL, "a", NULL);
     lease_now(fd, "l", 1, t, "a");
     add_ex(fd, 2, "e", TTR, f("%u", t), "b", NULL);
@@ -813,13 +675,13 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     systest_expect(fd, OK);
     add(fd, 4, "e", "d");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     /* Down for longer than the TTR, the TTL of 2, and the time + ttl of 3. */
     systest_sleep_ms((int)(2 * t + 500));
 
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     /* The old TTR is over; had replay kept it, the job would be PENDING. */
     struct ji j;
     inspect_job(fd, 1, &j);
@@ -833,7 +695,7 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     wait_state(fd, 1, PENDING);
     lease_now(fd, "l", 1, t, "a");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST
@@ -939,7 +801,7 @@ kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
     struct kconn cs[KCONNS];
     memset(cs, 0, sizeof cs);
     for (int i = 0; i < KCONNS; i++) {
-        cs[i].fd = conn(s);
+        cs[i].fd = systest_connect(s);
         cs[i].open = true;
     }
     bool killed = false;
@@ -963,7 +825,7 @@ kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
         }
         if (nopen == 0)
             break;
-        int pr = poll(p, KCONNS, wait_ms());
+        int pr = poll(p, KCONNS, systest_wait_ms());
         ck_assert_msg(pr > 0 || killed, "seed %u: the server stopped answering", w->seed);
         if (pr <= 0)
             break;
@@ -1051,7 +913,7 @@ kverify(struct kworld *w, int fd)
         j->acked = j->sent = seen;
     }
     /* Nothing else: no job that was never sent. */
-    ck_assert_uint_eq(server_stat(fd, "jobs"), present);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), present);
     for (int i = 0; i < 4; i++)
         ck_assert_int_eq(job_state(fd, (uint64_t)(w->jobs[w->njobs - 1].n + 1 + i)), GONE);
 }
@@ -1121,7 +983,7 @@ kill_rounds(const struct kcase *k)
     struct kworld w = {0};
     w.jobs = calloc(KMAXJOBS, sizeof *w.jobs);
     w.seed = (unsigned)time(NULL) ^ (unsigned)getpid();
-    unsigned rnd = w.seed;
+    rng_seed(w.seed);
     int rounds = wrapped() ? 1 : 3;
     unsigned cleaned = 0;
     struct fx x;
@@ -1132,13 +994,13 @@ kill_rounds(const struct kcase *k)
         srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size,
                   "-cmdlog-clean-int", clean_int, "-log-level", "debug", NULL);
         if (round > 0) {
-            int fd = conn(&s);
+            int fd = systest_connect(&s);
             kverify(&w, fd);
             close(fd);
         }
         if (round == rounds)
             break;
-        uint64_t target = 20 + (uint64_t)(rand_r(&rnd) % 1500);
+        uint64_t target = 20 + rng_below(1500);
         kstream(&w, &s, round, target);
         if (k->clean_int == NULL)
             kcheck_files(&w, x.dir, strcmp(k->seg_size, "15") == 0);
@@ -1147,7 +1009,7 @@ kill_rounds(const struct kcase *k)
             cleaned++;
         free(err);
     }
-    srv_stop(&s);
+    systest_stop(&s);
     free(w.jobs);
     fx_free(&x);
     return cleaned;
@@ -1167,17 +1029,6 @@ START_TEST(test_kill_under_load)
 }
 END_TEST
 
-/* SIGKILL, and wait for the end of the process. */
-static void
-srv_kill(struct systest_server *s)
-{
-    ck_assert_int_eq(kill(s->pid, SIGKILL), 0);
-    int status;
-    ck_assert_int_eq(waitpid(s->pid, &status, 0), s->pid);
-    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "server not killed");
-    close(s->out_fd);
-}
-
 /* Every state there is (restart_build), then 1,000 adds sent 100 at a
  * time, and SIGKILL as soon as the last +OK is read: after the restart
  * the server shows exactly what it showed before, plus the 1,000 jobs. */
@@ -1189,7 +1040,7 @@ START_TEST(test_kill_after_last_ack)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     restart_build(fd);
     struct snapshot before, after;
     snapshot_take(fd, &before);
@@ -1205,11 +1056,11 @@ START_TEST(test_kill_after_last_ack)
         for (unsigned i = b; i < b + BATCH; i++)
             systest_expect(fd, OK);
     }
-    srv_kill(&s);
+    systest_kill(&s);
     close(fd);
 
     srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     snapshot_take(fd, &after);
     after.stats[0] -= BULK; /* jobs */
     after.stats[1] -= BULK; /* ready-jobs */
@@ -1227,7 +1078,7 @@ START_TEST(test_kill_after_last_ack)
         ck_assert_str_eq(ids[i], idt(BULK_FIRST + i));
     lease_now(fd, "bulk", BULK_FIRST, TTR, "bulk-0");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST
@@ -1253,11 +1104,11 @@ START_TEST(test_torn_last_record)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 5; n++)
         add(fd, n, "q", f("job%u", n));
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     const char *seg = seg_path(x.dir, 1);
     char segbuf[128];
@@ -1286,14 +1137,14 @@ START_TEST(test_torn_last_record)
                       "segment: %s",
                       cuts[c], err);
         free(err);
-        fd = conn(&s);
+        fd = systest_connect(&s);
         for (unsigned n = 1; n <= 5; n++)
             ck_assert_int_eq(job_state(fd, n), NEW);
         ck_assert_int_eq(job_state(fd, 99), GONE);
-        ck_assert_uint_eq(server_stat(fd, "jobs"), 5 + c);
+        ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 5 + c);
         add(fd, 200 + c, "new", "after");
         close(fd);
-        srv_stop(&s);
+        systest_stop(&s);
 
         struct ref_seg sg;
         seg_read(x.dir, 1, &sg);
@@ -1308,11 +1159,11 @@ START_TEST(test_torn_last_record)
      * created) is cut too, and then used. */
     ck_assert_int_eq(ref_seg_write_raw(x.dir, 2, ref_header, 3), 0);
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), NEW);
     add(fd, 300, "new", "seg2");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     uint32_t nums[8];
     ck_assert_uint_eq(seg_list(x.dir, nums, 8), 2);
     struct ref_seg sg;
@@ -1324,10 +1175,10 @@ START_TEST(test_torn_last_record)
     /* An empty last segment is no damage either. */
     ck_assert_int_eq(ref_seg_write_raw(x.dir, 3, "", 0), 0);
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 300), NEW);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     ref_buf_free(&rec);
     fx_free(&x);
@@ -1366,11 +1217,11 @@ START_TEST(test_damage_middle_record)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 6; n++)
         add(fd, n, "q", f("job%u", n));
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     char seg[128];
     snprintf(seg, sizeof seg, "%s", seg_path(x.dir, 1));
@@ -1407,15 +1258,15 @@ START_TEST(test_damage_middle_record)
     free(bad);
     srv_start(&x, &s, "--cmdlog-truncate", NULL);
     ck_assert_int_eq(file_size(seg), (long long)cut);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), NEW);
     ck_assert_int_eq(job_state(fd, 2), NEW);
     for (unsigned n = 3; n <= 6; n++)
         ck_assert_int_eq(job_state(fd, n), GONE);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     add(fd, 7, "q", "job7");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     ref_seg_free(&sg);
     seg_read(x.dir, 1, &sg);
     ck_assert_int_eq(sg.status, REF_OK);
@@ -1424,10 +1275,10 @@ START_TEST(test_damage_middle_record)
     ref_seg_free(&sg);
     /* and a normal start is happy again */
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 3);
+    fd = systest_connect(&s);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 3);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     free(orig);
     fx_free(&x);
 }
@@ -1442,11 +1293,11 @@ START_TEST(test_damage_earlier_segment)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-seg-size", "100", NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 8; n++)
         add(fd, n, "q", f("job%u", n));
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     uint32_t nums[64];
     size_t count = seg_list(x.dir, nums, 64);
@@ -1493,7 +1344,7 @@ START_TEST(test_damage_earlier_segment)
     uint32_t left[64];
     ck_assert_uint_eq(seg_list(x.dir, left, 64), 1);
     ck_assert_int_eq(file_size(seg_path(x.dir, 1)), (long long)cut);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     unsigned kept = 0;
     for (unsigned n = 1; n <= 8; n++) {
         bool before = false;
@@ -1502,11 +1353,11 @@ START_TEST(test_damage_earlier_segment)
         ck_assert_int_eq(job_state(fd, n), before ? NEW : GONE);
         kept += before;
     }
-    ck_assert_uint_eq(server_stat(fd, "jobs"), kept);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), kept);
     add(fd, 9, "q", "job9");
     add(fd, 10, "q", "job10");
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     /* the log goes on cleanly from the cut */
     count = seg_list(x.dir, nums, 64);
     size_t recs = 0;
@@ -1535,7 +1386,7 @@ static const char *
 try_add(int fd, uint64_t n, const char *payload)
 {
     send_add(fd, n, "q", TTR, TTL, payload, strlen(payload), NULL);
-    return read_line_or_null(fd, wait_ms());
+    return systest_read_line_within(fd, systest_wait_ms());
 }
 
 START_TEST(test_full_disk)
@@ -1548,7 +1399,7 @@ START_TEST(test_full_disk)
     x.err_inherit = true; /* a stderr file would meet the limit too */
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "20", NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     char payload[101];
     memset(payload, 'x', 100);
     payload[100] = '\0';
@@ -1587,10 +1438,10 @@ START_TEST(test_full_disk)
         unsigned n;
     } held[8];
     bool readonly = false;
-    for (int waited = 0; !readonly && waited < 4 * wait_ms(); waited += 20, n++) {
+    for (int waited = 0; !readonly && waited < 4 * systest_wait_ms(); waited += 20, n++) {
         ck_assert_uint_lt(n, 900);
         send_add(fd, n, "q", TTR, TTL, payload, strlen(payload), NULL);
-        const char *l = read_line_or_null(fd, 1000 * systest_slow());
+        const char *l = systest_read_line_within(fd, 1000 * systest_slow());
         if (l == NULL) {
             ck_assert_msg(nheld < 2,
                           "sync %s: no reply on %u connections in a row after the file-size "
@@ -1598,7 +1449,7 @@ START_TEST(test_full_disk)
                           policy, nheld + 1, (long long)lim.rlim_cur);
             held[nheld].fd = fd;
             held[nheld++].n = n;
-            fd = conn(&s);
+            fd = systest_connect(&s);
             continue;
         }
         if (strcmp(l, "+OK") == 0) {
@@ -1633,11 +1484,11 @@ START_TEST(test_full_disk)
     unsigned nacked = nheld;
     for (unsigned i = 0; i < n; i++)
         nacked += acked[i];
-    ck_assert_uint_eq(server_stat(fd, "jobs"), nacked);
-    int fd2 = conn(&s);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), nacked);
+    int fd2 = systest_connect(&s);
     ck_assert_int_eq(job_state(fd2, 1), NEW);
     systest_roundtrip(fd2, f("result %s 0\r\n", idt(1)), TO);
-    ck_assert_uint_eq(server_stat(fd2, "jobs"), nacked);
+    ck_assert_uint_eq(systest_server_stat(fd2, "jobs"), nacked);
     systest_roundtrip(fd2, "inspect queue q\r\n",
                       f("+OK 1\r\nq 2\r\nready-len %u\r\nscheduled-len 0\r\n", nacked));
     close(fd2);
@@ -1645,7 +1496,7 @@ START_TEST(test_full_disk)
     /* Room again: the server leaves read-only mode by itself. */
     ck_assert_int_eq(prlimit(s.pid, RLIMIT_FSIZE, &old, NULL), 0);
     bool writable = false;
-    for (int waited = 0; !writable && waited < 4 * wait_ms(); waited += 50, n++) {
+    for (int waited = 0; !writable && waited < 4 * systest_wait_ms(); waited += 50, n++) {
         ck_assert_uint_lt(n, 990);
         const char *l = try_add(fd, n, payload);
         ck_assert_msg(l != NULL, "sync %s: no reply to add %u after the limit was raised", policy,
@@ -1663,7 +1514,7 @@ START_TEST(test_full_disk)
     ck_assert_msg(writable, "sync %s: still read-only after the limit was raised", policy);
     /* A held add was applied: its reply is +OK, never an error. */
     for (unsigned i = 0; i < nheld; i++) {
-        const char *l = read_line(held[i].fd);
+        const char *l = systest_read_line(held[i].fd);
         ck_assert_msg(strcmp(l, "+OK") == 0, "sync %s: held add %u: \"%s\"", policy, held[i].n,
                       l);
         acked[held[i].n] = true;
@@ -1675,11 +1526,11 @@ START_TEST(test_full_disk)
     }
     lease_now(fd, "q", 1, TTR, payload);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     /* Every acknowledged add is in the log, no refused one. */
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     nacked = 0;
     for (unsigned i = 2; i < n; i++) {
         ck_assert_msg(!(acked[i] && refused[i]), "job %u both", i);
@@ -1691,9 +1542,9 @@ START_TEST(test_full_disk)
         nacked += acked[i];
     }
     ck_assert_int_eq(job_state(fd, 1), LEASED);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), nacked + 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), nacked + 1);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     seg_read(x.dir, 1, &sg);
     ck_assert_msg(sg.status == REF_OK, "log damaged at %zu", sg.bad_off);
     ref_seg_free(&sg);
@@ -1778,7 +1629,7 @@ START_TEST(test_cleaning)
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-seg-size", "200", "-cmdlog-clean-int", "100", "-cmdlog-sync", "os",
               NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     static uint8_t kind[JOBS + 1];
     memset(kind, C_NONE, sizeof kind);
     const char *payload = "0123456789012345678901234567890123456789";
@@ -1817,8 +1668,8 @@ START_TEST(test_cleaning)
     ref_buf_free(&sizes);
 
     /* the TTL-expiring jobs are gone (and their expire records logged) */
-    for (int waited = 0; server_stat(fd, "jobs") != nlive; waited += 50) {
-        ck_assert_msg(waited < 4 * wait_ms(), "jobs never came down to %u", nlive);
+    for (int waited = 0; systest_server_stat(fd, "jobs") != nlive; waited += 50) {
+        ck_assert_msg(waited < 4 * systest_wait_ms(), "jobs never came down to %u", nlive);
         systest_sleep_ms(50);
     }
     /* Some deleted ids come back: their old records must go, the new add
@@ -1856,18 +1707,18 @@ START_TEST(test_cleaning)
     for (int waited = 0;; waited += 100) {
         if (clean_done(x.dir, kind, JOBS + 1, &total, why, sizeof why) && total < written / 4)
             break;
-        ck_assert_msg(waited < 4 * wait_ms(),
+        ck_assert_msg(waited < 4 * systest_wait_ms(),
                       "cleaning did not finish: %s; %lld bytes in segments, %lld written", why,
                       total, written);
         systest_sleep_ms(100);
     }
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     /* exactly the live jobs, in their order */
     srv_start(&x, &s, "-cmdlog-seg-size", "200", NULL);
-    fd = conn(&s);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), nlive + nreborn + fillers);
+    fd = systest_connect(&s);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), nlive + nreborn + fillers);
     static char ids[JOBS][64];
     struct sb raw = {0};
     ck_assert_int_eq(inspect_list(fd, "jobs", "c", &raw, ids, JOBS), (int)(nlive + nreborn));
@@ -1884,7 +1735,7 @@ START_TEST(test_cleaning)
             ck_assert_int_eq(job_state(fd, n), kind[n] == C_GONE ? GONE : NEW);
     lease_now(fd, "fill", FILLER, TTR, payload);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST
@@ -1939,7 +1790,7 @@ START_TEST(test_records_decode)
     int64_t t0 = systest_now_ms();
     int64_t when = (t0 / 1000 + 3600) * 1000 + 250;
     srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
-    int fd = conn(&s);
+    int fd = systest_connect(&s);
     send_add(fd, 1, "alpha", 30000, "600000", bin, binlen,
              "-priority=-7 -max-attempts=3 -max-fails=2");
     systest_expect(fd, OK);
@@ -1966,7 +1817,7 @@ START_TEST(test_records_decode)
     systest_roundtrip(fd, f("delete %s\r\n", idt(1)), OK);
     int64_t t1 = systest_now_ms();
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
 
     uint32_t nums[4];
     ck_assert_uint_eq(seg_list(x.dir, nums, 4), 1);
@@ -2007,7 +1858,7 @@ START_TEST(test_records_decode)
 
     /* and a replay of what we just read gives what the server said */
     srv_start(&x, &s, NULL);
-    fd = conn(&s);
+    fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), GONE);
     expect_result(fd, 2, 0, "bad", 3);
     ck_assert_int_eq(job_state(fd, 3), GONE);
@@ -2017,9 +1868,9 @@ START_TEST(test_records_decode)
     ck_assert_uint_eq(j.attempts, 1);
     free(j.raw.p);
     ck_assert_int_eq(job_state(fd, 5), GONE);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST
@@ -2033,7 +1884,7 @@ START_TEST(test_second_server_refused)
     fx_init(&x);
     struct systest_server a, b;
     srv_start(&x, &a, NULL);
-    int fd = conn(&a);
+    int fd = systest_connect(&a);
     add(fd, 1, "q", "one");
     int rc = srv_run(&x, NULL);
     char *err = slurp(x.err, NULL);
@@ -2043,14 +1894,14 @@ START_TEST(test_second_server_refused)
     /* the first one goes on, and its log is intact */
     add(fd, 2, "q", "two");
     close(fd);
-    srv_stop(&a);
+    systest_stop(&a);
     srv_start(&x, &b, NULL);
-    fd = conn(&b);
+    fd = systest_connect(&b);
     ck_assert_int_eq(job_state(fd, 1), NEW);
     ck_assert_int_eq(job_state(fd, 2), NEW);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     close(fd);
-    srv_stop(&b);
+    systest_stop(&b);
     struct ref_seg sg;
     seg_read(x.dir, 1, &sg);
     ck_assert_int_eq(sg.status, REF_OK);
@@ -2069,7 +1920,7 @@ START_TEST(test_run_not_logged)
     fx_init(&x);
     struct systest_server s;
     srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
-    int client = conn(&s), worker = conn(&s);
+    int client = systest_connect(&s), worker = systest_connect(&s);
     add(worker, 10, "other", "logged");
     /* completed */
     send_block(client, f("run %s rq %u 10000 3\r\n", idt(7), TTR), "abc", 3);
@@ -2095,7 +1946,7 @@ START_TEST(test_run_not_logged)
     send_block(client, f("run %s rq %u 60000 3\r\n", idt(12), TTR), "mno", 3);
     add(worker, 13, "other", "logged too");
     close(worker);
-    srv_stop(&s);
+    systest_stop(&s);
     close(client);
 
     uint32_t nums[4];
@@ -2110,12 +1961,12 @@ START_TEST(test_run_not_logged)
     ref_seg_free(&sg);
 
     srv_start(&x, &s, NULL);
-    int fd = conn(&s);
-    ck_assert_uint_eq(server_stat(fd, "jobs"), 2);
+    int fd = systest_connect(&s);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     ck_assert_int_eq(job_state(fd, 12), GONE);
     ck_assert_int_eq(job_state(fd, 13), NEW);
     close(fd);
-    srv_stop(&s);
+    systest_stop(&s);
     fx_free(&x);
 }
 END_TEST

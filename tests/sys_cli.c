@@ -1,4 +1,4 @@
-/* check_cli.c - workq-cli: unit tests of cli_cmd (typed line -> protocol
+/* sys_cli.c - workq-cli: unit tests of cli_cmd (typed line -> protocol
  * bytes) and cli_reply (framing and printing), then system tests of the
  * real binary against the real server: one-shot mode and its exit codes,
  * --raw, generated ids, script mode over stdin, and interactive mode on a
@@ -1184,7 +1184,7 @@ tty_wait(struct tty *t)
 START_TEST(test_tty)
 {
     systest_start_srv();
-    char home[] = "/tmp/check_cli.XXXXXX";
+    char home[] = "/tmp/sys_cli.XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(home));
     struct tty t;
     tty_start(&t, home);

@@ -1,4 +1,4 @@
-/* check_bench.c - system test of the load generator: workq-bench runs
+/* sys_bench.c - system test of the load generator: workq-bench runs
  * briefly against the real server, and its counts must add up with what the
  * server reports; against a fake server that breaks one rule, it must fail.
  * Behaviour only: its speed is never checked here. */
@@ -83,27 +83,6 @@ csv_field(const char *csv, const char *name)
     return value;
 }
 
-/* The value of key in `inspect server`. */
-static long
-server_stat(int fd, const char *key)
-{
-    systest_sends(fd, "inspect server\r\n");
-    char buf[4096];
-    size_t n = 0;
-    /* The block ends with the allocator line, the last key. */
-    while (n < sizeof buf - 1 && (n == 0 || strstr(buf, "allocator ") == NULL ||
-                                  buf[n - 1] != '\n')) {
-        systest_read_n(fd, buf + n, 1);
-        n++;
-        buf[n] = '\0';
-    }
-    char pat[64];
-    snprintf(pat, sizeof pat, "\n%s ", key);
-    const char *at = strstr(buf, pat);
-    ck_assert_msg(at != NULL, "no %s in inspect server", key);
-    return atol(at + strlen(pat));
-}
-
 START_TEST(test_bench_counts)
 {
     char out[8192];
@@ -113,57 +92,43 @@ START_TEST(test_bench_counts)
     ck_assert_int_eq(bench_run("-t add -n 500 -c 4", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 500);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
-    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 500);
+    ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 500);
 
     ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 300);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
-    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 300);
+    ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 300);
 
     ck_assert_int_eq(bench_run("-t cycle -n 400 -c 4 --names 3 --priorities", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 400);
-    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 700);
-    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 500);
+    ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 700);
+    ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 500);
 
     ck_assert_int_eq(bench_run("-t run -n 200 -c 4", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 200);
-    ck_assert_int_eq(server_stat(fd, "jobs"), 500 + 300 + 400); /* run jobs are gone */
-    ck_assert_int_eq(server_stat(fd, "parked-clients"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 500 + 300 + 400); /* run jobs are gone */
+    ck_assert_int_eq(systest_server_stat(fd, "parked-clients"), 0);
     close(fd);
     systest_stop_srv();
 }
 END_TEST
-
-/* One line from fd, without its CRLF, into buf (>= 256 bytes). */
-static void
-read_line(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    do {
-        ck_assert_msg(n < cap - 1, "line too long: %s", buf);
-        systest_read_n(fd, buf + n, 1);
-        n++;
-    } while (buf[n - 1] != '\n');
-    ck_assert_msg(n >= 2 && buf[n - 2] == '\r', "no CRLF after: %s", buf);
-    buf[n - 2] = '\0';
-}
 
 /* The ready-len of every queue on the server, from `inspect queues`; returns
  * how many queues there are (at most max). */
 static int
 queue_ready_lens(int fd, long *lens, int max)
 {
-    char line[256];
+    const char *line;
     int n;
     systest_sends(fd, "inspect queues 0 1000\r\n");
-    read_line(fd, line, sizeof line);
+    line = systest_read_line(fd);
     ck_assert_msg(sscanf(line, "+OK %d", &n) == 1, "inspect queues: %s", line);
     ck_assert_int_le(n, max);
     for (int i = 0; i < n; i++) {
-        read_line(fd, line, sizeof line); /* <name> 2 */
-        read_line(fd, line, sizeof line);
+        systest_read_line(fd); /* <name> 2 */
+        line = systest_read_line(fd);
         ck_assert_msg(sscanf(line, "ready-len %ld", &lens[i]) == 1, "not ready-len: %s", line);
-        read_line(fd, line, sizeof line); /* scheduled-len */
+        systest_read_line(fd); /* scheduled-len */
     }
     return n;
 }
@@ -191,7 +156,7 @@ START_TEST(test_bench_backlog)
     ck_assert_int_eq(queue_ready_lens(fd, lens, 8), 2);
     ck_assert_int_eq(lens[0], 30);
     ck_assert_int_eq(lens[1], 30);
-    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 300);
+    ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 300);
 
     /* More consumers than producers, pipelined: a lease that did not wait
      * for its job's add to be accepted would take a backlog job. */
@@ -202,9 +167,9 @@ START_TEST(test_bench_backlog)
     ck_assert_int_eq(csv_field(out, "done"), 400);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     ck_assert_int_eq(csv_field(out, "incomplete"), 0);
-    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 2 * 30 + 3 * 20);
-    ck_assert_int_eq(server_stat(fd, "leased-jobs"), 0);
-    ck_assert_int_eq(server_stat(fd, "completed-jobs"), 700);
+    ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 2 * 30 + 3 * 20);
+    ck_assert_int_eq(systest_server_stat(fd, "leased-jobs"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 700);
     close(fd);
     systest_stop_srv();
 }
@@ -222,9 +187,9 @@ START_TEST(test_bench_backlog_ttl)
         0);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     systest_sleep_past(1000);
-    ck_assert_int_eq(server_stat(fd, "evicted-jobs"), 0);
-    ck_assert_int_eq(server_stat(fd, "jobs"), 2 * 5); /* the 20 completed ones are gone */
-    ck_assert_int_eq(server_stat(fd, "ready-jobs"), 2 * 5);
+    ck_assert_int_eq(systest_server_stat(fd, "evicted-jobs"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 2 * 5); /* the 20 completed ones are gone */
+    ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 2 * 5);
     close(fd);
     systest_stop_srv();
 }
@@ -318,7 +283,7 @@ fake_serve(int lfd)
  * is an error even when it is a valid job of this run. */
 START_TEST(test_bench_lease_other_queue)
 {
-    char out[8192], err[4096], err_path[] = "/tmp/check_bench.XXXXXX";
+    char out[8192], err[4096], err_path[] = "/tmp/sys_bench.XXXXXX";
     int port;
     int lfd = systest_listen(&port);
     pid_t pid = fork();

@@ -1,0 +1,873 @@
+/* check_cmdlog_codec.c - unit tests for the command-log format
+ * (src/cmdlog_codec.c): CRC-32C, varints, times, records and segment names.
+ *
+ * Every record format test is a cross-check against tests/cmdlog_ref.c, an
+ * independent reader and writer built from protocol-notes.md section 6: src
+ * encodes, the reference decodes, and the other way round, and both must
+ * produce the same bytes. */
+#include "wq.h"
+#include "cmdlog_codec.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmdlog_ref.h"
+#include "unit.h"
+
+/* A fake "now" (2023-11-14T22:13:20Z) and a long TTL. */
+#define NOW      1700000000000LL
+#define HOUR     3600000LL
+#define TTL_LONG ((uint64_t)HOUR * 24 * 365)
+
+_Static_assert(REF_ID_LEN == JOBID_LEN, "id sizes differ");
+_Static_assert(REF_TIME_LEN == CMDLOG_TIME_LEN, "time sizes differ");
+_Static_assert(REF_HEADER_LEN == CMDLOG_HEADER_LEN, "header sizes differ");
+
+/* ---- helpers ---- */
+
+static void
+id_of(uint64_t n, uint8_t id[JOBID_LEN])
+{
+    ref_id(id, n);
+}
+
+static void
+hex(const uint8_t *p, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(out + 2 * i, "%02x", p[i]);
+}
+
+#define REQUIRE_BYTES(got, want, n)                                                                \
+    do {                                                                                           \
+        const uint8_t *g_ = (const uint8_t *)(got), *w_ = (const uint8_t *)(want);                 \
+        size_t n_ = (n);                                                                           \
+        if (memcmp(g_, w_, n_) != 0) {                                                             \
+            char gh_[2 * 64 + 1] = "", wh_[2 * 64 + 1] = "";                                       \
+            hex(g_, WQ_MIN(n_, (size_t)64), gh_);                                                  \
+            hex(w_, WQ_MIN(n_, (size_t)64), wh_);                                                  \
+            ck_abort_msg("%s differs from %s:\n got  %s\n want %s", #got, #want, gh_, wh_);        \
+        }                                                                                          \
+    } while (0)
+
+/* ---- CRC-32C ---- */
+
+START_TEST(test_crc32c_vectors)
+{
+    uint8_t zeros[32] = {0}, ones[32], inc[32];
+    memset(ones, 0xff, sizeof ones);
+    for (int i = 0; i < 32; i++)
+        inc[i] = (uint8_t)i;
+    /* RFC 3720 (iSCSI) appendix B.4 and the classic check value */
+    ck_assert_uint_eq(cmdlog_crc32c(0, "123456789", 9), 0xE3069283u);
+    ck_assert_uint_eq(cmdlog_crc32c(0, "", 0), 0u);
+    ck_assert_uint_eq(cmdlog_crc32c(0, zeros, 32), 0x8A9136AAu);
+    ck_assert_uint_eq(cmdlog_crc32c(0, ones, 32), 0x62A8AB43u);
+    ck_assert_uint_eq(cmdlog_crc32c(0, inc, 32), 0x46DD794Eu);
+    ck_assert_uint_eq(cmdlog_crc32c(0, "a", 1), 0xC1D04330u);
+    /* the reference agrees */
+    ck_assert_uint_eq(ref_crc32c("123456789", 9), 0xE3069283u);
+    ck_assert_uint_eq(ref_crc32c("", 0), 0u);
+    ck_assert_uint_eq(ref_crc32c(zeros, 32), 0x8A9136AAu);
+    ck_assert_uint_eq(ref_crc32c(inc, 32), 0x46DD794Eu);
+    /* continuing a CRC over pieces gives the CRC of the whole */
+    uint8_t buf[1000];
+    uint32_t x = 12345;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+    uint32_t whole = cmdlog_crc32c(0, buf, sizeof buf);
+    ck_assert_uint_eq(whole, ref_crc32c(buf, sizeof buf));
+    for (size_t cut = 0; cut <= sizeof buf; cut += 37)
+        ck_assert_uint_eq(cmdlog_crc32c(cmdlog_crc32c(0, buf, cut), buf + cut, sizeof buf - cut),
+                          whole);
+    for (size_t n = 0; n < 64; n++)
+        ck_assert_uint_eq(cmdlog_crc32c(0, buf + 3, n), ref_crc32c(buf + 3, n));
+}
+END_TEST
+
+/* ---- varints ---- */
+
+START_TEST(test_uvarint_round_trip)
+{
+    static const struct {
+        uint64_t v;
+        size_t len;
+    } cases[] = {
+        {0, 1},
+        {1, 1},
+        {127, 1},
+        {128, 2},
+        {255, 2},
+        {300, 2},
+        {16383, 2},
+        {16384, 3},
+        {(1ull << 32) - 1, 5},
+        {1ull << 56, 9},
+        {(1ull << 63) - 1, 9},
+        {1ull << 63, 10},
+        {UINT64_MAX, 10},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        uint8_t a[16], b[16];
+        uint64_t back = 42;
+        size_t n = cmdlog_uvarint_put(a, cases[i].v);
+        ck_assert_uint_eq(n, cases[i].len);
+        ck_assert_uint_eq(ref_uvarint_put(b, cases[i].v), n);
+        REQUIRE_BYTES(a, b, n);
+        ck_assert_uint_eq(cmdlog_uvarint_get(a, n, &back), n);
+        ck_assert_uint_eq(back, cases[i].v);
+        /* more input after it is not read */
+        a[n] = 0x7f;
+        ck_assert_uint_eq(cmdlog_uvarint_get(a, n + 1, &back), n);
+        /* every cut is truncated */
+        for (size_t k = 0; k < n; k++)
+            ck_assert_uint_eq(cmdlog_uvarint_get(a, k, &back), 0);
+    }
+    static const uint8_t v300[] = {0xac, 0x02};
+    static const uint8_t vmax[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    static const uint8_t v2_63[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    uint8_t out[10];
+    REQUIRE(cmdlog_uvarint_put(out, 300) == 2);
+    REQUIRE_BYTES(out, v300, 2);
+    REQUIRE(cmdlog_uvarint_put(out, UINT64_MAX) == 10);
+    REQUIRE_BYTES(out, vmax, 10);
+    REQUIRE(cmdlog_uvarint_put(out, 1ull << 63) == 10);
+    REQUIRE_BYTES(out, v2_63, 10);
+}
+END_TEST
+
+START_TEST(test_uvarint_rejects)
+{
+    uint64_t v = 7;
+    /* an eleventh byte */
+    static const uint8_t eleven[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                     0x80, 0x80, 0x80, 0x80, 0x01};
+    ck_assert_uint_eq(cmdlog_uvarint_get(eleven, sizeof eleven, &v), 0);
+    /* a tenth byte with more than the 64th bit */
+    static const uint8_t big[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+    ck_assert_uint_eq(cmdlog_uvarint_get(big, sizeof big, &v), 0);
+    static const uint8_t big7f[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f};
+    ck_assert_uint_eq(cmdlog_uvarint_get(big7f, sizeof big7f, &v), 0);
+    /* a continuation bit on the last byte there is */
+    static const uint8_t open[] = {0x80};
+    ck_assert_uint_eq(cmdlog_uvarint_get(open, 1, &v), 0);
+    ck_assert_uint_eq(cmdlog_uvarint_get(open, 0, &v), 0);
+    ck_assert_uint_eq(v, 7);
+    /* non-minimal encodings are what Go's binary.Uvarint accepts too */
+    static const uint8_t padded[] = {0x80, 0x00};
+    ck_assert_uint_eq(cmdlog_uvarint_get(padded, 2, &v), 2);
+    ck_assert_uint_eq(v, 0);
+}
+END_TEST
+
+START_TEST(test_varint_zigzag)
+{
+    static const struct {
+        int64_t v;
+        uint64_t zz;
+    } cases[] = {
+        {0, 0},
+        {-1, 1},
+        {1, 2},
+        {-2, 3},
+        {2, 4},
+        {-5, 9},
+        {63, 126},
+        {-64, 127},
+        {64, 128},
+        {INT32_MAX, 4294967294u},
+        {INT32_MIN, 4294967295u},
+        {INT64_MAX, UINT64_MAX - 1},
+        {INT64_MIN, UINT64_MAX},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        uint8_t a[10], b[10], u[10];
+        int64_t back = 42;
+        size_t n = cmdlog_varint_put(a, cases[i].v);
+        ck_assert_uint_eq(ref_varint_put(b, cases[i].v), n);
+        REQUIRE_BYTES(a, b, n);
+        ck_assert_uint_eq(cmdlog_uvarint_put(u, cases[i].zz), n);
+        REQUIRE_BYTES(a, u, n);
+        ck_assert_uint_eq(cmdlog_varint_get(a, n, &back), n);
+        ck_assert_int_eq(back, cases[i].v);
+        for (size_t k = 0; k < n; k++)
+            ck_assert_uint_eq(cmdlog_varint_get(a, k, &back), 0);
+    }
+    static const uint8_t too_long[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x03};
+    int64_t v;
+    ck_assert_uint_eq(cmdlog_varint_get(too_long, sizeof too_long, &v), 0);
+}
+END_TEST
+
+/* ---- Go's binary time ---- */
+
+START_TEST(test_time_unix_epoch)
+{
+    /* 62135596800 = 0x0E7791F700 */
+    static const uint8_t want[CMDLOG_TIME_LEN] = {1,    0, 0, 0, 0x0e, 0x77, 0x91, 0xf7,
+                                                  0x00, 0, 0, 0, 0,    0xff, 0xff};
+    uint8_t a[CMDLOG_TIME_LEN], b[CMDLOG_TIME_LEN];
+    cmdlog_time_put(a, true, 0);
+    ref_time_put(b, true, 0);
+    REQUIRE_BYTES(a, want, CMDLOG_TIME_LEN);
+    REQUIRE_BYTES(b, want, CMDLOG_TIME_LEN);
+    bool has = false;
+    int64_t ms = 42;
+    ck_assert_int_eq(cmdlog_time_get(want, &has, &ms), 0);
+    REQUIRE(has);
+    ck_assert_int_eq(ms, 0);
+    ck_assert_int_eq(CMDLOG_EPOCH_OFFSET, 62135596800LL);
+
+    /* 2017-03-14T15:09:26.535Z, with its nanoseconds in bytes 9-12 */
+    cmdlog_time_put(a, true, 1489504166535LL);
+    static const uint8_t pi[CMDLOG_TIME_LEN] = {1,    0,    0,    0,    0x0e, 0xd0, 0x59, 0xfe,
+                                                0xa6, 0x1f, 0xe3, 0x73, 0xc0, 0xff, 0xff};
+    REQUIRE_BYTES(a, pi, CMDLOG_TIME_LEN);
+}
+END_TEST
+
+START_TEST(test_time_zero)
+{
+    static const uint8_t zero[CMDLOG_TIME_LEN] = {1, 0, 0, 0, 0, 0,    0,   0,
+                                                  0, 0, 0, 0, 0, 0xff, 0xff};
+    uint8_t a[CMDLOG_TIME_LEN];
+    cmdlog_time_put(a, false, 123456);
+    REQUIRE_BYTES(a, zero, CMDLOG_TIME_LEN);
+    bool has = true;
+    int64_t ms = 42;
+    ck_assert_int_eq(cmdlog_time_get(zero, &has, &ms), 0);
+    REQUIRE(!has);
+    /* 0001-01-01T00:00:00Z is Go's zero time, whichever way it is asked for */
+    cmdlog_time_put(a, true, -62135596800000LL);
+    REQUIRE_BYTES(a, zero, CMDLOG_TIME_LEN);
+    has = true;
+    ck_assert_int_eq(cmdlog_time_get(a, &has, &ms), 0);
+    REQUIRE(!has);
+    /* one millisecond later is a time */
+    cmdlog_time_put(a, true, -62135596800000LL + 1);
+    ck_assert_int_eq(cmdlog_time_get(a, &has, &ms), 0);
+    REQUIRE(has);
+    ck_assert_int_eq(ms, -62135596800000LL + 1);
+    /* the zero time with another offset (a Go time.Time{} in a zone) */
+    uint8_t z0[CMDLOG_TIME_LEN];
+    ref_time_put_raw(z0, 1, 0, 0, 0);
+    ck_assert_int_eq(cmdlog_time_get(z0, &has, &ms), 0);
+    REQUIRE(!has);
+}
+END_TEST
+
+START_TEST(test_time_offsets_accepted)
+{
+    static const int16_t offsets[] = {-1, 0, 60, -480, 330, 840, -720, INT16_MAX, INT16_MIN};
+    int64_t unix_ms = 1489504166535LL;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(offsets); i++) {
+        uint8_t t[CMDLOG_TIME_LEN];
+        /* the seconds are absolute (UTC) whatever the zone */
+        ref_time_put_raw(t, 1, unix_ms / 1000 + CMDLOG_EPOCH_OFFSET, 535000000, offsets[i]);
+        bool has = false;
+        int64_t ms = 0;
+        ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), 0);
+        REQUIRE(has);
+        ck_assert_int_eq(ms, unix_ms);
+    }
+}
+END_TEST
+
+START_TEST(test_time_negative_and_rounding)
+{
+    static const int64_t values[] = {
+        -1,
+        -999,
+        -1000,
+        -1001,
+        -86400000,
+        1,
+        999,
+        1000,
+        4102444800123LL,
+        -2208988800000LL,
+        253402300799999LL,
+        -62135596800000LL + 1000,
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(values); i++) {
+        uint8_t a[CMDLOG_TIME_LEN], b[CMDLOG_TIME_LEN];
+        cmdlog_time_put(a, true, values[i]);
+        ref_time_put(b, true, values[i]);
+        REQUIRE_BYTES(a, b, CMDLOG_TIME_LEN);
+        bool has = false;
+        int64_t ms = 0;
+        ck_assert_int_eq(cmdlog_time_get(a, &has, &ms), 0);
+        REQUIRE(has);
+        ck_assert_int_eq(ms, values[i]);
+        /* nanoseconds always lie in [0, 1e9) */
+        uint32_t ns = (uint32_t)a[9] << 24 | (uint32_t)a[10] << 16 | (uint32_t)a[11] << 8 | a[12];
+        REQUIRE(ns < 1000000000u);
+    }
+    /* -1 ms is 1969-12-31T23:59:59.999Z */
+    uint8_t t[CMDLOG_TIME_LEN], w[CMDLOG_TIME_LEN];
+    cmdlog_time_put(t, true, -1);
+    ref_time_put_raw(w, 1, CMDLOG_EPOCH_OFFSET - 1, 999000000, -1);
+    REQUIRE_BYTES(t, w, CMDLOG_TIME_LEN);
+
+    /* nanoseconds are cut to the millisecond below (floor) */
+    static const struct {
+        int64_t sec_after_1970;
+        int32_t ns;
+        int64_t ms;
+    } cuts[] = {
+        {0, 1, 0},           {0, 999999, 0},
+        {0, 1000000, 1},     {0, 1999999, 1},
+        {0, 999999999, 999}, {-1, 999999999, -1},
+        {-1, 1, -1000},      {-1, 999999, -1000},
+        {-1, 1000000, -999}, {1489504166, 535897932, 1489504166535LL},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cuts); i++) {
+        ref_time_put_raw(t, 1, cuts[i].sec_after_1970 + CMDLOG_EPOCH_OFFSET, cuts[i].ns, -1);
+        bool has = false;
+        int64_t ms = 0, rms = 0;
+        ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), 0);
+        REQUIRE(has);
+        ck_assert_int_eq(ms, cuts[i].ms);
+        ck_assert_int_eq(ref_time_get(t, &has, &rms), 0);
+        ck_assert_int_eq(rms, cuts[i].ms);
+    }
+}
+END_TEST
+
+START_TEST(test_time_malformed)
+{
+    uint8_t t[CMDLOG_TIME_LEN];
+    bool has;
+    int64_t ms;
+    static const uint8_t versions[] = {0, 2, 0xff};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(versions); i++) {
+        ref_time_put_raw(t, versions[i], CMDLOG_EPOCH_OFFSET, 0, -1);
+        ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), -1);
+    }
+    /* nanoseconds out of range */
+    ref_time_put_raw(t, 1, CMDLOG_EPOCH_OFFSET, 1000000000, -1);
+    ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), -1);
+    ref_time_put_raw(t, 1, CMDLOG_EPOCH_OFFSET, -1, -1);
+    ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), -1);
+    /* seconds whose milliseconds do not fit an int64 */
+    ref_time_put_raw(t, 1, INT64_MAX, 0, -1);
+    ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), -1);
+    ref_time_put_raw(t, 1, INT64_MIN, 0, -1);
+    ck_assert_int_eq(cmdlog_time_get(t, &has, &ms), -1);
+}
+END_TEST
+
+/* ---- records: src and the reference against each other ---- */
+
+static uint8_t big_payload[20000];
+static char long_name[256];
+
+/* Everything a record may hold, to build it both ways. */
+struct spec {
+    int code;
+    int64_t at_ms;
+    uint64_t idn;
+    const char *name;
+    uint64_t ttr, ttl;
+    int64_t prio;
+    uint64_t max_attempts, max_fails;
+    const void *payload;
+    size_t payload_len;
+    int64_t time_ms; /* schedule */
+    uint32_t time_ns;
+    int64_t created_ms;
+    const void *result;
+    size_t result_len;
+};
+
+static void
+specs_init(void)
+{
+    for (size_t i = 0; i < sizeof big_payload; i++)
+        big_payload[i] = (uint8_t)(i * 7 + i / 256);
+    memset(long_name, 'n', 255);
+    long_name[255] = '\0';
+}
+
+static const struct spec specs[] = {
+    {REF_ADD, NOW, 1, "q", 60000, 3600000, 0, 0, 0, "hello", 5, 0, 0, NOW - 5, NULL, 0},
+    {REF_ADD, NOW + 1, 2, "emails", 1, 1, -5, 3, 2, "", 0, 0, 0, NOW, NULL, 0},
+    {REF_ADD, NOW, 3, "x.y-z_0", 86400000, UINT64_MAX, INT32_MIN, 255, 255, NULL, 0, 0, 0, NOW,
+     NULL, 0},
+    {REF_ADD, NOW, 4, "p", 5, 1ull << 63, INT32_MAX, 0, 0, NULL, 0, 0, 0, NOW, NULL, 0},
+    {REF_ADD, NOW, 5, NULL /* long_name */, 1000, 1000, INT64_MIN, 128, 127, NULL /* big */, 0, 0,
+     0, NOW, NULL, 0},
+    {REF_ADD, -1, 6, "before-1970", 1000, TTL_LONG, 0, 0, 0, "x", 1, 0, 0, -86400001LL, NULL, 0},
+    {REF_SCHEDULE, NOW, 7, "reports", 30000, 3600000, 10, 1, 0, "yearly", 6, 4102444799123LL,
+     456789, NOW - 1, NULL, 0},
+    {REF_SCHEDULE, NOW, 8, "r", 30000, 3600000, 0, 0, 0, "", 0, NOW + 1, 0, NOW, NULL, 0},
+    {REF_SCHEDULE, NOW, 9, "old", 30000, 3600000, INT64_MAX, 0, 0, "", 0, -1, 999999, -1, NULL, 0},
+    {REF_COMPLETE, NOW, 10, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, "ok", 2},
+    {REF_COMPLETE, NOW, 11, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, "", 0},
+    {REF_COMPLETE, NOW, 12, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL /* big */, 300},
+    {REF_FAIL, NOW, 13, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, "boom\r\n\0x", 8},
+    {REF_FAIL, NOW, 14, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+    {REF_DELETE, NOW, 15, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+    {REF_EXPIRE, NOW, 16, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+    {REF_START_ATTEMPT, NOW, 17, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+    {REF_TIMEOUT_ATTEMPT, NOW, 18, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+    {REF_FAIL_RETRY, NOW, 0xffffffffffffull, NULL, 0, 0, 0, 0, 0, NULL, 0, 0, 0, 0, NULL, 0},
+};
+
+/* The spec with its placeholders filled in. */
+static struct spec
+spec_get(size_t i)
+{
+    struct spec s = specs[i];
+    if (s.code <= REF_SCHEDULE && s.name == NULL) {
+        s.name = long_name;
+        s.payload = big_payload;
+        s.payload_len = sizeof big_payload;
+    }
+    if (s.code == REF_COMPLETE && s.result == NULL && s.result_len > 0)
+        s.result = big_payload;
+    return s;
+}
+
+/* Append s to b with the reference writer; returns its offset. */
+static size_t
+spec_ref(struct ref_buf *b, const struct spec *s)
+{
+    uint8_t id[JOBID_LEN];
+    id_of(s->idn, id);
+    switch (s->code) {
+    case REF_ADD:
+        return ref_rec_add(b, s->at_ms, id, s->name, s->ttr, s->ttl, s->prio, s->max_attempts,
+                           s->max_fails, s->payload, s->payload_len, s->created_ms);
+    case REF_SCHEDULE:
+        return ref_rec_schedule_ns(b, s->at_ms, id, s->name, s->ttr, s->ttl, s->prio,
+                                   s->max_attempts, s->max_fails, s->payload, s->payload_len,
+                                   s->time_ms, s->time_ns, s->created_ms);
+    case REF_COMPLETE:
+    case REF_FAIL:
+        return ref_rec_result(b, s->at_ms, s->code, id, s->result, s->result_len);
+    default:
+        return ref_rec_id(b, s->at_ms, s->code, id);
+    }
+}
+
+/* The same as src's struct. */
+static void
+spec_src(const struct spec *s, struct cmdlog_rec *r)
+{
+    memset(r, 0, sizeof *r);
+    r->code = (uint8_t)s->code;
+    r->at_ms = s->at_ms;
+    id_of(s->idn, r->id);
+    if (s->code == REF_ADD || s->code == REF_SCHEDULE) {
+        r->name = (struct wq_str){s->name, strlen(s->name)};
+        r->ttr = s->ttr;
+        r->ttl = s->ttl;
+        r->priority = s->prio;
+        r->max_attempts = s->max_attempts;
+        r->max_fails = s->max_fails;
+        r->payload = (struct wq_str){s->payload, s->payload_len};
+        r->timed = s->code == REF_SCHEDULE;
+        r->time_ms = r->timed ? s->time_ms : 0;
+        r->time_ns = r->timed ? s->time_ns : 0;
+        r->created_ms = s->created_ms;
+    } else if (s->code == REF_COMPLETE || s->code == REF_FAIL) {
+        r->result = (struct wq_str){s->result, s->result_len};
+    }
+}
+
+static void
+require_wq_str(struct wq_str got, const void *want, size_t n)
+{
+    ck_assert_uint_eq(got.n, n);
+    if (n > 0)
+        ck_assert_mem_eq(got.p, want, n);
+}
+
+/* src's decoding of a record matches the spec. */
+static void
+require_src_rec(const struct cmdlog_rec *r, const struct spec *s)
+{
+    uint8_t id[JOBID_LEN];
+    id_of(s->idn, id);
+    ck_assert_uint_eq(r->code, s->code);
+    ck_assert_int_eq(r->at_ms, s->at_ms);
+    ck_assert_mem_eq(r->id, id, JOBID_LEN);
+    if (s->code == REF_ADD || s->code == REF_SCHEDULE) {
+        require_wq_str(r->name, s->name, strlen(s->name));
+        ck_assert_uint_eq(r->ttr, s->ttr);
+        ck_assert_uint_eq(r->ttl, s->ttl);
+        ck_assert_int_eq(r->priority, s->prio);
+        ck_assert_uint_eq(r->max_attempts, s->max_attempts);
+        ck_assert_uint_eq(r->max_fails, s->max_fails);
+        require_wq_str(r->payload, s->payload, s->payload_len);
+        ck_assert_int_eq(r->timed, s->code == REF_SCHEDULE);
+        if (s->code == REF_SCHEDULE) {
+            ck_assert_int_eq(r->time_ms, s->time_ms);
+            ck_assert_uint_eq(r->time_ns, s->time_ns);
+        }
+        ck_assert_int_eq(r->created_ms, s->created_ms);
+    } else if (s->code == REF_COMPLETE || s->code == REF_FAIL) {
+        require_wq_str(r->result, s->result, s->result_len);
+    }
+}
+
+/* The reference's decoding of a record matches the spec. */
+static void
+require_ref_rec(const struct ref_rec *r, const struct spec *s)
+{
+    uint8_t id[JOBID_LEN];
+    id_of(s->idn, id);
+    ck_assert_int_eq(r->code, s->code);
+    ck_assert_int_eq(r->at_ms, s->at_ms);
+    ck_assert_mem_eq(r->id, id, JOBID_LEN);
+    if (s->code == REF_ADD || s->code == REF_SCHEDULE) {
+        ck_assert_uint_eq(r->name_len, strlen(s->name));
+        ck_assert_mem_eq(r->name, s->name, r->name_len);
+        ck_assert_uint_eq(r->ttr, s->ttr);
+        ck_assert_uint_eq(r->ttl, s->ttl);
+        ck_assert_int_eq(r->prio, s->prio);
+        ck_assert_uint_eq(r->max_attempts, s->max_attempts);
+        ck_assert_uint_eq(r->max_fails, s->max_fails);
+        ck_assert_uint_eq(r->payload_len, s->payload_len);
+        if (s->payload_len > 0)
+            ck_assert_mem_eq(r->payload, s->payload, s->payload_len);
+        ck_assert_int_eq(r->has_time, s->code == REF_SCHEDULE);
+        if (s->code == REF_SCHEDULE) {
+            ck_assert_int_eq(r->time_ms, s->time_ms);
+            ck_assert_uint_eq(r->time_ns, s->time_ns);
+        }
+        ck_assert_int_eq(r->created_ms, s->created_ms);
+    } else if (s->code == REF_COMPLETE || s->code == REF_FAIL) {
+        ck_assert_uint_eq(r->result_len, s->result_len);
+        if (s->result_len > 0)
+            ck_assert_mem_eq(r->result, s->result, s->result_len);
+    }
+}
+
+/* src's encoding of spec i, in a fresh malloc'd buffer. */
+static uint8_t *
+src_encode(const struct spec *s, size_t *len)
+{
+    struct cmdlog_rec r;
+    spec_src(s, &r);
+    *len = cmdlog_rec_size(&r);
+    uint8_t *out = malloc(*len + 1);
+    REQUIRE(out != NULL);
+    out[*len] = 0xee; /* a guard: encode must not write past the size */
+    cmdlog_rec_encode(&r, out);
+    ck_assert_uint_eq(out[*len], 0xee);
+    return out;
+}
+
+START_TEST(test_rec_cross_check)
+{
+    specs_init();
+    struct spec s = spec_get((size_t)_i);
+    size_t len;
+    uint8_t *mine = src_encode(&s, &len);
+
+    /* byte for byte what the reference writes */
+    struct ref_buf b = {0};
+    ck_assert_uint_eq(spec_ref(&b, &s), 0);
+    ck_assert_uint_eq(b.len, len);
+    REQUIRE_BYTES(mine, b.data, len);
+
+    /* src's bytes through the reference reader */
+    struct ref_rec rr;
+    size_t used = 0;
+    ck_assert_int_eq(ref_rec_decode(mine, len, &rr, &used), REF_OK);
+    ck_assert_uint_eq(used, len);
+    require_ref_rec(&rr, &s);
+
+    /* the reference's bytes through src's reader, also with a following
+     * record in the buffer */
+    ref_rec_id(&b, NOW, REF_DELETE, rr.id);
+    struct cmdlog_rec r;
+    used = 0;
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(used, len);
+    require_src_rec(&r, &s);
+    /* decoded fields point into the buffer, not into a copy */
+    if (s.code == REF_ADD && s.payload_len > 0)
+        REQUIRE((const uint8_t *)r.payload.p > b.data &&
+                (const uint8_t *)r.payload.p < b.data + len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data + len, b.len - len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(r.code, CMDLOG_DELETE);
+
+    ref_buf_free(&b);
+    free(mine);
+}
+END_TEST
+
+/* A record cut anywhere is SHORT, to src and to the reference. */
+START_TEST(test_rec_cut_is_short)
+{
+    specs_init();
+    struct spec s = spec_get((size_t)_i);
+    struct ref_buf b = {0};
+    spec_ref(&b, &s);
+    size_t step = b.len > 400 ? 97 : 1; /* the big ones: a sample of cuts */
+    for (size_t cut = 0; cut < b.len; cut += (cut + 8 >= b.len || cut < 24) ? 1 : step) {
+        /* a private copy, so valgrind/ASan catch a read past the cut */
+        uint8_t *p = malloc(cut + 1);
+        REQUIRE(p != NULL);
+        memcpy(p, b.data, cut);
+        struct cmdlog_rec r;
+        struct ref_rec rr;
+        size_t used = 0;
+        enum cmdlog_decode_result d = cmdlog_rec_decode(p, cut, &r, &used);
+        if (d != CMDLOG_REC_SHORT)
+            ck_abort_msg("code %d cut at %zu of %zu: got %d, want SHORT", s.code, cut, b.len, d);
+        ck_assert_int_eq(ref_rec_decode(p, cut, &rr, &used), REF_SHORT);
+        free(p);
+    }
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* One flipped bit anywhere: BAD (SHORT only if it makes the size larger). */
+START_TEST(test_rec_bit_flip)
+{
+    specs_init();
+    struct spec s = spec_get((size_t)_i);
+    struct ref_buf b = {0};
+    spec_ref(&b, &s);
+    /* the end of the size field: walk its varint */
+    size_t size_end = CMDLOG_TIME_LEN;
+    while (b.data[size_end] & 0x80)
+        size_end++;
+    size_end++;
+    uint8_t *p = malloc(b.len);
+    REQUIRE(p != NULL);
+    size_t limit = b.len > 400 ? 400 : b.len; /* the big ones: the head only */
+    for (size_t bit = 0; bit < limit * 8; bit++) {
+        memcpy(p, b.data, b.len);
+        p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        struct cmdlog_rec r;
+        struct ref_rec rr;
+        size_t used = 0;
+        enum cmdlog_decode_result d = cmdlog_rec_decode(p, b.len, &r, &used);
+        bool in_size = bit / 8 >= CMDLOG_TIME_LEN && bit / 8 < size_end;
+        if (!(d == CMDLOG_REC_BAD || (d == CMDLOG_REC_SHORT && in_size)))
+            ck_abort_msg("code %d bit %zu of %zu: got %d", s.code, bit, b.len * 8, d);
+        enum ref_status rd = ref_rec_decode(p, b.len, &rr, &used);
+        REQUIRE(rd == REF_BAD || (rd == REF_SHORT && in_size));
+    }
+    /* and the last bytes of the big ones */
+    for (size_t byte = limit; byte < b.len; byte += 1) {
+        memcpy(p, b.data, b.len);
+        p[byte] ^= 0x10;
+        struct cmdlog_rec r;
+        size_t used;
+        ck_assert_int_eq(cmdlog_rec_decode(p, b.len, &r, &used), CMDLOG_REC_BAD);
+    }
+    free(p);
+    ref_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_rec_zero_tail)
+{
+    uint8_t zeros[200] = {0};
+    struct cmdlog_rec r;
+    size_t used;
+    /* 16 zero bytes frame an empty payload whose CRC cannot be 0 */
+    for (size_t n = 20; n <= sizeof zeros; n++)
+        ck_assert_int_eq(cmdlog_rec_decode(zeros, n, &r, &used), CMDLOG_REC_BAD);
+    for (size_t n = 0; n < 20; n++)
+        ck_assert_int_eq(cmdlog_rec_decode(zeros, n, &r, &used), CMDLOG_REC_SHORT);
+}
+END_TEST
+
+START_TEST(test_rec_malformed)
+{
+    uint8_t id[JOBID_LEN];
+    id_of(1, id);
+    struct cmdlog_rec r;
+    size_t used;
+    struct ref_buf b = {0};
+    uint8_t p[64];
+
+    /* unknown codes 0 and 10..255, with a good CRC */
+    static const uint8_t codes[] = {0, 10, 11, 100, 255};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(codes); i++) {
+        p[0] = codes[i];
+        memcpy(p + 1, id, JOBID_LEN);
+        b.len = 0;
+        ref_rec_raw(&b, NOW, p, 1 + JOBID_LEN);
+        ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    }
+    /* an id record one byte too long, one too short, an empty payload */
+    p[0] = REF_DELETE;
+    memcpy(p + 1, id, JOBID_LEN);
+    p[17] = 0;
+    static const size_t lens[] = {18, 16, 1, 0};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(lens); i++) {
+        b.len = 0;
+        ref_rec_raw(&b, NOW, p, lens[i]);
+        ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    }
+    /* a result whose length runs past the payload, or leaves bytes over */
+    p[0] = REF_COMPLETE;
+    p[17] = 5;
+    memcpy(p + 18, "abcd", 4);
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 22);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    p[17] = 3;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 22);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    p[17] = 4;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 22);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+
+    /* an add cut inside its created time, with a valid CRC */
+    struct ref_buf add = {0};
+    ref_rec_add(&add, NOW, id, "q", 1, 1, 0, 0, 0, "x", 1, NOW);
+    size_t plen = add.len - CMDLOG_TIME_LEN - 1 - 4;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, add.data + CMDLOG_TIME_LEN + 1, plen - 1);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    b.len = 0;
+    ref_rec_raw(&b, NOW, add.data + CMDLOG_TIME_LEN + 1, plen);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+
+    /* a bad version byte in the record's TIME or in a job's time */
+    uint8_t t[CMDLOG_TIME_LEN];
+    ref_time_put_raw(t, 2, CMDLOG_EPOCH_OFFSET, 0, -1);
+    b.len = 0;
+    ref_rec_raw_time(&b, t, p, 22);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    uint8_t *created = add.data + add.len - 4 - CMDLOG_TIME_LEN;
+    created[0] = 0;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, add.data + CMDLOG_TIME_LEN + 1, plen);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+
+    /* a record TIME in another zone is fine */
+    ref_time_put_raw(t, 1, NOW / 1000 + CMDLOG_EPOCH_OFFSET, 0, 120);
+    b.len = 0;
+    ref_rec_raw_time(&b, t, p, 22);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_int_eq(r.at_ms, NOW);
+
+    /* an over-long size varint, and an absurd size */
+    uint8_t bad[CMDLOG_TIME_LEN + 20];
+    memcpy(bad, b.data, CMDLOG_TIME_LEN);
+    memset(bad + CMDLOG_TIME_LEN, 0x80, 11);
+    memset(bad + CMDLOG_TIME_LEN + 11, 0, 9);
+    ck_assert_int_eq(cmdlog_rec_decode(bad, sizeof bad, &r, &used), CMDLOG_REC_BAD);
+    size_t n = cmdlog_uvarint_put(bad + CMDLOG_TIME_LEN, 1ull << 40);
+    REQUIRE(cmdlog_rec_decode(bad, CMDLOG_TIME_LEN + n + 8, &r, &used) != CMDLOG_REC_OK);
+    n = cmdlog_uvarint_put(bad + CMDLOG_TIME_LEN, UINT64_MAX);
+    REQUIRE(cmdlog_rec_decode(bad, CMDLOG_TIME_LEN + n + 4, &r, &used) != CMDLOG_REC_OK);
+
+    ref_buf_free(&add);
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* cmdlog_rec_size is exact for every spec and a few extra sizes around the
+ * varint boundaries of SIZE. */
+START_TEST(test_rec_size_boundaries)
+{
+    specs_init();
+    uint8_t id[JOBID_LEN];
+    id_of(9, id);
+    static const size_t lens[] = {0, 1, 91, 92, 93, 108, 109, 110, 16362, 16363, 16364, 16365};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(lens); i++) {
+        struct spec s = {REF_COMPLETE, NOW, 9, NULL, 0, 0,           0,      0, 0,
+                         NULL,         0,   0, 0,    0, big_payload, lens[i]};
+        size_t len;
+        uint8_t *mine = src_encode(&s, &len);
+        struct ref_buf b = {0};
+        ref_rec_result(&b, NOW, REF_COMPLETE, id, big_payload, lens[i]);
+        ck_assert_uint_eq(len, b.len);
+        REQUIRE_BYTES(mine, b.data, len);
+        ref_buf_free(&b);
+        free(mine);
+    }
+}
+END_TEST
+
+/* ---- segment names ---- */
+
+START_TEST(test_segment_names)
+{
+    char name[14];
+    cmdlog_segment_name(1, name);
+    ck_assert_str_eq(name, "000000001.log");
+    cmdlog_segment_name(123456789, name);
+    ck_assert_str_eq(name, "123456789.log");
+    cmdlog_segment_name(999999999, name);
+    ck_assert_str_eq(name, "999999999.log");
+    ref_seg_name(42, name);
+    ck_assert_str_eq(name, "000000042.log");
+
+    ck_assert_uint_eq(cmdlog_segment_number("000000001.log"), 1);
+    ck_assert_uint_eq(cmdlog_segment_number("000000010.log"), 10);
+    ck_assert_uint_eq(cmdlog_segment_number("999999999.log"), 999999999);
+    static const char *const bad[] = {
+        "1.log",         "00000001a.log",  "000000001.log.tmp",
+        "000000001.LOG", "000000001.lo",   "0000000001.log",
+        "00000001.log",  "000000001",      "",
+        ".log",          "-00000001.log",  "+00000001.log",
+        " 00000001.log", "000000001.logx", "000000001xlog",
+        "000000000.log",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(bad); i++)
+        if (cmdlog_segment_number(bad[i]) != 0)
+            ck_abort_msg("\"%s\" taken for a segment", bad[i]);
+    for (uint32_t n = 1; n < 2000000; n = n * 3 + 1) {
+        cmdlog_segment_name(n, name);
+        ck_assert_uint_eq(cmdlog_segment_number(name), n);
+    }
+}
+END_TEST
+
+static Suite *
+cmdlog_codec_suite(void)
+{
+    const struct unit_case cases[] = {
+        {"crc32c_vectors", test_crc32c_vectors},
+        {"uvarint_round_trip", test_uvarint_round_trip},
+        {"uvarint_rejects", test_uvarint_rejects},
+        {"varint_zigzag", test_varint_zigzag},
+        {"time_unix_epoch", test_time_unix_epoch},
+        {"time_zero", test_time_zero},
+        {"time_offsets_accepted", test_time_offsets_accepted},
+        {"time_negative_and_rounding", test_time_negative_and_rounding},
+        {"time_malformed", test_time_malformed},
+        {"rec_zero_tail", test_rec_zero_tail},
+        {"rec_malformed", test_rec_malformed},
+        {"rec_size_boundaries", test_rec_size_boundaries},
+        {"segment_names", test_segment_names},
+    };
+    Suite *s = unit_suite("cmdlog_codec", cases, WQ_ARRAY_LEN(cases));
+    /* one run per record spec */
+    const struct unit_case looped[] = {
+        {"rec_cross_check", test_rec_cross_check},
+        {"rec_cut_is_short", test_rec_cut_is_short},
+        {"rec_bit_flip", test_rec_bit_flip},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(looped); i++) {
+        TCase *tc = tcase_create(looped[i].name);
+        tcase_set_timeout(tc, 60);
+        tcase_add_loop_test(tc, looped[i].test, 0, (int)WQ_ARRAY_LEN(specs));
+        suite_add_tcase(s, tc);
+    }
+    return s;
+}
+
+int
+main(void)
+{
+    return unit_run(cmdlog_codec_suite(), NULL);
+}
