@@ -68,10 +68,10 @@ main(int argc, char **argv)
     int rc = measure(fd, "appending (like a segment)");
     static char zeros[PREPAID];
     if (rc == 0)
-        rc = ftruncate(fd, 0) == 0 && pwrite(fd, zeros, sizeof zeros, 0) == PREPAID &&
-                     fsync(fd) == 0
-                 ? measure(fd, "overwriting written blocks")
-                 : -1;
+        rc =
+            ftruncate(fd, 0) == 0 && pwrite(fd, zeros, sizeof zeros, 0) == PREPAID && fsync(fd) == 0
+                ? measure(fd, "overwriting written blocks")
+                : -1;
     if (rc != 0)
         perror(path);
     close(fd);

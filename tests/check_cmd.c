@@ -18,20 +18,20 @@
 #include "reply.h"
 #include "unit.h"
 
-#define NOW 1700000000000ULL
-#define ID1 "6ba7b810-9dad-11d1-80b4-00c04fd430c1"
-#define ID2 "6ba7b810-9dad-11d1-80b4-00c04fd430c2"
+#define NOW     1700000000000ULL
+#define ID1     "6ba7b810-9dad-11d1-80b4-00c04fd430c1"
+#define ID2     "6ba7b810-9dad-11d1-80b4-00c04fd430c2"
 #define CE(msg) "-CLIENT-ERROR " msg "\r\n"
 #define RO      "-SERVER-ERROR Read-only: command log write failed\r\n"
 
 /* A client as the handlers see it: what was answered, parked, closed. */
 struct fake {
     struct reply reply;
-    char         out[8192];
-    size_t       len;
-    void        *waiting;
-    int          wakes;
-    bool         closed;
+    char out[8192];
+    size_t len;
+    void *waiting;
+    int wakes;
+    bool closed;
     struct proto parser;
 };
 

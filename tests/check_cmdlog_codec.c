@@ -2,7 +2,7 @@
  * (src/cmdlog_codec.c): CRC-32C, varints, times, records and segment names.
  *
  * Every record format test is a cross-check against tests/cmdlog_ref.c, an
- * independent reader and writer built from protocol-notes.md section 6: src
+ * independent reader and writer built from doc/protocol-reference.md section 6: src
  * encodes, the reference decodes, and the other way round, and both must
  * produce the same bytes. */
 #include "wq.h"

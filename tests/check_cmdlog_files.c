@@ -3,7 +3,7 @@
  * cleaning.
  *
  * Replay tests write their segment files with the reference writer of
- * tests/cmdlog_ref.c (built from protocol-notes.md section 6, sharing no
+ * tests/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
  * code with src) into a fresh temporary directory, so src's writer is not
  * trusted to produce what src's reader expects.  The last test replays
  * tests/fixtures/workq-go (see its README.md), a data directory in the

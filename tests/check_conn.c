@@ -30,10 +30,10 @@
 
 /* The toy protocol's server-wide state. */
 struct toy {
-    struct reply  *parked;  /* the client waiting in "wait" */
-    struct cmdlog *cmdlog;  /* for "rec" */
-    int            cancels; /* waits withdrawn because the client left */
-    int            closes;  /* connections gone */
+    struct reply *parked;  /* the client waiting in "wait" */
+    struct cmdlog *cmdlog; /* for "rec" */
+    int cancels;           /* waits withdrawn because the client left */
+    int closes;            /* connections gone */
 };
 
 /* A connection's state. */
@@ -146,8 +146,8 @@ setup(void)
     const struct conn_hooks hooks = {NULL, hook_begin, hook_end, hook_gone};
     set = conn_set_new(base, &hooks, sizeof(struct toy_state));
     memset(&toy, 0, sizeof toy);
-    svc = (struct conn_service){.proto = &toy_proto, .ctx = &toy, .pull_min = 64,
-                                .max_request = 64};
+    svc =
+        (struct conn_service){.proto = &toy_proto, .ctx = &toy, .pull_min = 64, .max_request = 64};
     gone = 0;
 }
 

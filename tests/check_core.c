@@ -1,5 +1,5 @@
 /* check_core.c - unit tests for the job core (src/core.c) with fake time:
- * the rules of protocol-notes.md section 3.  Waiters report to a struct
+ * the rules of doc/protocol-reference.md section 3.  Waiters report to a struct
  * owner; after every step check_core() recounts every job, queue and waiter
  * by walking the registries and compares that with c->stats. */
 #include "wq.h"
@@ -186,7 +186,8 @@ tally_ext(struct tally *t, const struct job *j)
     REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL);
     REQUIRE((x->result != NULL) == (x->result_len > 0));
     REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
-    REQUIRE(job_is_done(j) || x->waiters.first == NULL || core_waiter_of(x->waiters.first)->job == j);
+    REQUIRE(job_is_done(j) || x->waiters.first == NULL ||
+            core_waiter_of(x->waiters.first)->job == j);
 }
 
 static void

@@ -8,8 +8,8 @@
 #include "unit.h"
 
 struct item {
-    int               v;
-    struct list       node;
+    int v;
+    struct list node;
     struct hlist_node hnode;
 };
 

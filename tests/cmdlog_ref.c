@@ -1,5 +1,5 @@
 /* cmdlog_ref.c - reference command-log writer and reader for the tests,
- * written from protocol-notes.md section 6 without looking at src/. */
+ * written from doc/protocol-reference.md section 6 without looking at src/. */
 #ifdef HAVE_CONFIG_H
 #include "config.h" /* _GNU_SOURCE, for ssize_t and friends under -std=c11 */
 #else

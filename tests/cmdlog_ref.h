@@ -1,5 +1,5 @@
 /* cmdlog_ref.h - an independent reference implementation of the command-log
- * format (protocol-notes.md section 6), for tests only.
+ * format (doc/protocol-reference.md section 6), for tests only.
  *
  * It is written from the format description alone and shares no code with
  * src/cmdlog_codec.c, so a test that writes with one and reads with the other
@@ -105,8 +105,8 @@ void ref_id(uint8_t id[REF_ID_LEN], uint64_t n);
 /* A growable byte buffer.  Zero-initialised (or ref_buf_init) is empty. */
 struct ref_buf {
     uint8_t *data;
-    size_t   len;
-    size_t   cap;
+    size_t len;
+    size_t cap;
 };
 
 void ref_buf_init(struct ref_buf *b);
@@ -118,15 +118,14 @@ void ref_buf_put(struct ref_buf *b, const void *p, size_t n);
  * is NUL-terminated; payload/data may be NULL when len is 0. */
 
 /* Code 1: add.  The time field is Go's zero time; created is created_ms. */
-size_t ref_rec_add(struct ref_buf *b, int64_t at_ms, const uint8_t id[REF_ID_LEN],
-                   const char *name, uint64_t ttr, uint64_t ttl, int64_t prio,
-                   uint64_t max_attempts, uint64_t max_fails, const void *payload, size_t len,
-                   int64_t created_ms);
+size_t ref_rec_add(struct ref_buf *b, int64_t at_ms, const uint8_t id[REF_ID_LEN], const char *name,
+                   uint64_t ttr, uint64_t ttl, int64_t prio, uint64_t max_attempts,
+                   uint64_t max_fails, const void *payload, size_t len, int64_t created_ms);
 /* Code 2: schedule, to run at time_ms. */
 size_t ref_rec_schedule(struct ref_buf *b, int64_t at_ms, const uint8_t id[REF_ID_LEN],
                         const char *name, uint64_t ttr, uint64_t ttl, int64_t prio,
-                        uint64_t max_attempts, uint64_t max_fails, const void *payload,
-                        size_t len, int64_t time_ms, int64_t created_ms);
+                        uint64_t max_attempts, uint64_t max_fails, const void *payload, size_t len,
+                        int64_t time_ms, int64_t created_ms);
 /* The same with the scheduled time to the nanosecond: time_ms + time_ns
  * (time_ns < 1000000, the part below the millisecond). */
 size_t ref_rec_schedule_ns(struct ref_buf *b, int64_t at_ms, const uint8_t id[REF_ID_LEN],
@@ -167,33 +166,33 @@ int ref_seg_write_raw(const char *dir, uint32_t n, const void *bytes, size_t len
 
 /* One decoded record.  Pointers refer into the buffer it was decoded from. */
 struct ref_rec {
-    size_t         off;   /* offset of the record in that buffer */
-    size_t         size;  /* its framed size */
-    int            code;
-    int64_t        at_ms; /* the record's TIME */
-    uint8_t        id[REF_ID_LEN];
+    size_t off;  /* offset of the record in that buffer */
+    size_t size; /* its framed size */
+    int code;
+    int64_t at_ms; /* the record's TIME */
+    uint8_t id[REF_ID_LEN];
     /* REF_ADD, REF_SCHEDULE */
     const uint8_t *name;
-    size_t         name_len;
-    uint64_t       ttr, ttl;
-    int64_t        prio;
-    uint64_t       max_attempts, max_fails;
+    size_t name_len;
+    uint64_t ttr, ttl;
+    int64_t prio;
+    uint64_t max_attempts, max_fails;
     const uint8_t *payload;
-    size_t         payload_len;
-    bool           has_time; /* false for add (Go's zero time) */
-    int64_t        time_ms;
-    uint32_t       time_ns; /* the scheduled time's nanoseconds below time_ms */
-    int64_t        created_ms;
+    size_t payload_len;
+    bool has_time; /* false for add (Go's zero time) */
+    int64_t time_ms;
+    uint32_t time_ns; /* the scheduled time's nanoseconds below time_ms */
+    int64_t created_ms;
     /* REF_COMPLETE, REF_FAIL */
     const uint8_t *result;
-    size_t         result_len;
+    size_t result_len;
 };
 
 enum ref_status {
-    REF_OK = 0,     /* a whole valid record / segment */
-    REF_SHORT = 1,  /* the bytes end inside a record */
-    REF_BAD = 2,    /* CRC mismatch, malformed payload or unknown code */
-    REF_NOHDR = 3,  /* (segments) the file is shorter than or differs from the header */
+    REF_OK = 0,    /* a whole valid record / segment */
+    REF_SHORT = 1, /* the bytes end inside a record */
+    REF_BAD = 2,   /* CRC mismatch, malformed payload or unknown code */
+    REF_NOHDR = 3, /* (segments) the file is shorter than or differs from the header */
 };
 
 /* Decode the record at in[0..len) into *r (r->off is 0).  REF_OK sets
@@ -202,17 +201,17 @@ enum ref_status ref_rec_decode(const uint8_t *in, size_t len, struct ref_rec *r,
 
 /* A segment read into memory and walked record by record. */
 struct ref_seg {
-    uint8_t        *data; /* whole file */
-    size_t          len;
+    uint8_t *data; /* whole file */
+    size_t len;
     struct ref_rec *recs; /* the valid records before the first problem */
-    size_t          nrecs;
-    enum ref_status status;  /* REF_OK if every byte was a valid record */
-    size_t          bad_off; /* offset of the first bad/short record (== len if OK) */
+    size_t nrecs;
+    enum ref_status status; /* REF_OK if every byte was a valid record */
+    size_t bad_off;         /* offset of the first bad/short record (== len if OK) */
 };
 
 /* Read and walk the file at path.  Returns 0 (whatever the status), or -1
  * with errno if it cannot be read.  Free with ref_seg_free. */
-int  ref_seg_read(const char *path, struct ref_seg *s);
+int ref_seg_read(const char *path, struct ref_seg *s);
 /* The same over bytes already in memory (copied into s->data). */
 void ref_seg_parse(const void *bytes, size_t len, struct ref_seg *s);
 void ref_seg_free(struct ref_seg *s);

@@ -203,8 +203,7 @@ START_TEST(test_bench_backlog_timeout)
     char out[8192];
     int port;
     int lfd = systest_listen(&port);
-    ck_assert_int_eq(bench_run_port(port,
-                                    "-t cycle -n 10 -c 2 --names 3 --backlog 4 --timeout 1",
+    ck_assert_int_eq(bench_run_port(port, "-t cycle -n 10 -c 2 --names 3 --backlog 4 --timeout 1",
                                     "/dev/null", out, sizeof out),
                      1);
     ck_assert_int_eq(csv_field(out, "timed_out"), 1);
@@ -295,8 +294,7 @@ START_TEST(test_bench_lease_other_queue)
     close(lfd);
     int efd = mkstemp(err_path);
     ck_assert_int_ge(efd, 0);
-    int rc = bench_run_port(port,
-                            "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10",
+    int rc = bench_run_port(port, "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10",
                             err_path, out, sizeof out);
     ssize_t n = read(efd, err, sizeof err - 1);
     err[n > 0 ? n : 0] = '\0';

@@ -93,8 +93,8 @@ is_uuid4(const char *s)
 
 START_TEST(test_cmd_payload)
 {
-    struct cli_cmd c = expect_wire("add " ID " q 1000 60000 hello",
-                                   "add " ID " q 1000 60000 5\r\nhello\r\n");
+    struct cli_cmd c =
+        expect_wire("add " ID " q 1000 60000 hello", "add " ID " q 1000 60000 5\r\nhello\r\n");
     ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
     ck_assert_uint_eq(c.wait_ms, 0);
     /* Runs of spaces and tabs separate tokens; the payload keeps its place
@@ -142,10 +142,10 @@ START_TEST(test_cmd_other)
     expect_wire("lease \"q\" 0", "lease q 0\r\n");
 
     static const struct {
-        const char   *line;
+        const char *line;
         enum cli_view view;
     } inspect[] = {
-        {"inspect server", CLI_VIEW_SERVER},     {"inspect job " ID, CLI_VIEW_JOB},
+        {"inspect server", CLI_VIEW_SERVER},      {"inspect job " ID, CLI_VIEW_JOB},
         {"inspect queues 0 10", CLI_VIEW_QUEUES}, {"inspect queue q", CLI_VIEW_QUEUES},
         {"inspect jobs q 0 10", CLI_VIEW_JOBS},   {"inspect scheduled-jobs q 0 1", CLI_VIEW_JOBS},
         {"inspect nothing", CLI_VIEW_SERVER},
@@ -329,14 +329,14 @@ printed(const char *reply, enum cli_view view, bool raw)
     return copy;
 }
 
-#define JOB_BLOCK(id, payload_size, payload, state, extra)                                  \
-    id " " extra "\r\nname q\r\nttr 1000\r\nttl 60000\r\npayload-size " payload_size          \
-       "\r\npayload " payload "\r\nmax-attempts 3\r\nattempts 1\r\nmax-fails 0\r\nfails "     \
+#define JOB_BLOCK(id, payload_size, payload, state, extra)                                         \
+    id " " extra "\r\nname q\r\nttr 1000\r\nttl 60000\r\npayload-size " payload_size               \
+       "\r\npayload " payload "\r\nmax-attempts 3\r\nattempts 1\r\nmax-fails 0\r\nfails "          \
        "0\r\npriority -5\r\nstate " state "\r\ncreated 2026-11-22T06:50:00Z\r\n"
 
 static const struct {
     enum cli_view view;
-    const char   *reply;
+    const char *reply;
 } frames[] = {
     {CLI_VIEW_STATUS, "+OK\r\n"},
     {CLI_VIEW_STATUS, "-CLIENT-ERROR Invalid ID\r\n"},
@@ -381,7 +381,7 @@ START_TEST(test_reply_malformed)
 {
     static const struct {
         enum cli_view view;
-        const char   *reply, *error;
+        const char *reply, *error;
     } cases[] = {
         {CLI_VIEW_STATUS, "hello\r\n", "reply does not start with + or -"},
         {CLI_VIEW_STATUS, "\r\n", "reply does not start with + or -"},
@@ -439,12 +439,12 @@ END_TEST
 
 START_TEST(test_reply_print_jobs)
 {
-    ck_assert_str_eq(printed("+OK 1\r\n" ID " emails 30000 7\r\nhi\r\n\"\\\t\r\n", CLI_VIEW_LEASE,
-                             false),
-                     "id       " ID "\n"
-                     "name     emails\n"
-                     "ttr      30000\n"
-                     "payload  \"hi\\r\\n\\\"\\\\\\t\"\n");
+    ck_assert_str_eq(
+        printed("+OK 1\r\n" ID " emails 30000 7\r\nhi\r\n\"\\\t\r\n", CLI_VIEW_LEASE, false),
+        "id       " ID "\n"
+        "name     emails\n"
+        "ttr      30000\n"
+        "payload  \"hi\\r\\n\\\"\\\\\\t\"\n");
     ck_assert_str_eq(printed("+OK 1\r\n" ID " 1 4\r\nsent\r\n", CLI_VIEW_RESULT, false),
                      "id      " ID "\n"
                      "status  completed\n"
@@ -453,10 +453,10 @@ START_TEST(test_reply_print_jobs)
                      "id      " ID "\n"
                      "status  failed\n"
                      "result  \"\"\n");
-    ck_assert_str_eq(printed("+OK 2\r\n" ID " a 1 1\r\nx\r\n" ID " b 2 0\r\n\r\n", CLI_VIEW_LEASE,
-                             false),
-                     "id       " ID "\nname     a\nttr      1\npayload  \"x\"\n\n"
-                     "id       " ID "\nname     b\nttr      2\npayload  \"\"\n");
+    ck_assert_str_eq(
+        printed("+OK 2\r\n" ID " a 1 1\r\nx\r\n" ID " b 2 0\r\n\r\n", CLI_VIEW_LEASE, false),
+        "id       " ID "\nname     a\nttr      1\npayload  \"x\"\n\n"
+        "id       " ID "\nname     b\nttr      2\npayload  \"\"\n");
 }
 END_TEST
 
@@ -476,8 +476,8 @@ START_TEST(test_reply_print_inspect)
                      "emails             12         0              -\n"
                      "q                  0          3              1\n"
                      "reports-long-name  -          -              -\n");
-    ck_assert_str_eq(printed("+OK 1\r\n" JOB_BLOCK(ID, "17", "x\r\nttr 5\r\nfails 9", "4", "13")
-                                 "time 2030-01-01T00:00:00Z\r\n",
+    ck_assert_str_eq(printed("+OK 1\r\n" JOB_BLOCK(ID, "17", "x\r\nttr 5\r\nfails 9", "4",
+                                                   "13") "time 2030-01-01T00:00:00Z\r\n",
                              CLI_VIEW_JOB, false),
                      "id            " ID "\n"
                      "name          q\n"
@@ -495,27 +495,30 @@ START_TEST(test_reply_print_inspect)
                      "time          2030-01-01T00:00:00Z\n");
     /* A row per job; long payloads cut, never inside an escape. */
     ck_assert_str_eq(
-        printed("+OK 3\r\n" JOB_BLOCK(ID, "2", "ok", "0", "12")
-                    JOB_BLOCK("6ba7b810-9dad-11d1-80b4-00c04fd430c9", "30",
-                              "0123456789012345678901234\r\n\r\n\r", "7", "13")
-                        "time 2030-01-01T00:00:00Z\r\n" JOB_BLOCK(
-                            "6ba7b810-9dad-11d1-80b4-00c04fd430ca", "40",
-                            "0123456789012345678901234567890123456789", "2", "12"),
+        printed("+OK 3\r\n" JOB_BLOCK(ID, "2", "ok", "0", "12") JOB_BLOCK(
+                    "6ba7b810-9dad-11d1-80b4-00c04fd430c9", "30",
+                    "0123456789012345678901234\r\n\r\n\r", "7",
+                    "13") "time 2030-01-01T00:00:00Z\r\n" JOB_BLOCK("6ba7b810-9dad-11d1-80b4-"
+                                                                    "00c04fd430ca",
+                                                                    "40",
+                                                                    "012345678901234567890123456789"
+                                                                    "0123456789",
+                                                                    "2", "12"),
                 CLI_VIEW_JOBS, false),
         "id                                    state   priority  attempts  fails  time        "
-        "          payload\n"
-        ID "  NEW     -5        1         0      -                     \"ok\"\n"
+        "          payload\n" ID
+        "  NEW     -5        1         0      -                     \"ok\"\n"
         "6ba7b810-9dad-11d1-80b4-00c04fd430c9  7       -5        1         0      "
         "2030-01-01T00:00:00Z  \"0123456789012345678901234\\r\"...\n"
         "6ba7b810-9dad-11d1-80b4-00c04fd430ca  FAILED  -5        1         0      -           "
         "          \"012345678901234567890123456\"...\n");
     /* Exactly as long as a cell may be: shown whole. */
-    ck_assert_str_eq(printed("+OK 1\r\n" JOB_BLOCK(ID, "30", "012345678901234567890123456789",
-                                                   "1", "12"),
-                             CLI_VIEW_JOBS, false),
-                     "id                                    state      priority  attempts  fails  "
-                     "payload\n" ID "  COMPLETED  -5        1         0      "
-                     "\"012345678901234567890123456789\"\n");
+    ck_assert_str_eq(
+        printed("+OK 1\r\n" JOB_BLOCK(ID, "30", "012345678901234567890123456789", "1", "12"),
+                CLI_VIEW_JOBS, false),
+        "id                                    state      priority  attempts  fails  "
+        "payload\n" ID "  COMPLETED  -5        1         0      "
+        "\"012345678901234567890123456789\"\n");
 }
 END_TEST
 
@@ -533,8 +536,8 @@ END_TEST
 /* The binary */
 
 struct cli_out {
-    int        status; /* exit status, or -signal */
-    struct sb  out, err;
+    int status; /* exit status, or -signal */
+    struct sb out, err;
 };
 
 static void
@@ -661,31 +664,30 @@ srv_addr(void)
 
 /* Run one command against systest_srv, expect stdout, empty stderr and
  * the exit status. */
-#define expect_run(status_, out_, ...)                                                     \
-    do {                                                                                   \
-        struct cli_out o_ = cli_run(NULL, NULL, "-a", srv_addr(), __VA_ARGS__);             \
-        ck_assert_str_eq(o_.out.p, out_);                                                  \
-        ck_assert_str_eq(o_.err.p, "");                                                    \
-        ck_assert_int_eq(o_.status, status_);                                              \
-        cli_out_free(&o_);                                                                 \
+#define expect_run(status_, out_, ...)                                                             \
+    do {                                                                                           \
+        struct cli_out o_ = cli_run(NULL, NULL, "-a", srv_addr(), __VA_ARGS__);                    \
+        ck_assert_str_eq(o_.out.p, out_);                                                          \
+        ck_assert_str_eq(o_.err.p, "");                                                            \
+        ck_assert_int_eq(o_.status, status_);                                                      \
+        cli_out_free(&o_);                                                                         \
     } while (0)
 
 /* Expect a usage error: nothing on stdout, err on stderr, status 64. */
-#define expect_usage(err_, ...)                                                            \
-    do {                                                                                   \
-        struct cli_out o_ = cli_run(NULL, NULL, __VA_ARGS__);                               \
-        ck_assert_str_eq(o_.out.p, "");                                                    \
-        ck_assert_str_eq(o_.err.p, err_);                                                  \
-        ck_assert_int_eq(o_.status, 64);                                                   \
-        cli_out_free(&o_);                                                                 \
+#define expect_usage(err_, ...)                                                                    \
+    do {                                                                                           \
+        struct cli_out o_ = cli_run(NULL, NULL, __VA_ARGS__);                                      \
+        ck_assert_str_eq(o_.out.p, "");                                                            \
+        ck_assert_str_eq(o_.err.p, err_);                                                          \
+        ck_assert_int_eq(o_.status, 64);                                                           \
+        cli_out_free(&o_);                                                                         \
     } while (0)
 
 START_TEST(test_one_shot)
 {
     systest_start_srv();
     expect_run(0, "OK\n", "add", ID, "emails", "60000", "600000", "hello world", "-priority=3");
-    expect_run(0,
-               "id       " ID "\nname     emails\nttr      60000\npayload  \"hello world\"\n",
+    expect_run(0, "id       " ID "\nname     emails\nttr      60000\npayload  \"hello world\"\n",
                "lease", "emails", "0");
     expect_run(1, "TIMEOUT\n", "lease", "emails", "0");
     expect_run(0, "OK\n", "complete", ID, "sent\n");
@@ -717,11 +719,12 @@ START_TEST(test_one_shot_inspect)
                "q      2          1\n",
                "inspect", "queues", "0", "10");
     expect_run(0, "name  ready-len  scheduled-len\nq     2          1\n", "inspect", "queue", "q");
-    expect_run(0,
-               "id                                    state  priority  attempts  fails  payload\n"
-               ID "  NEW    7         0         0      \"first\\r\\nline\"\n" 
-               "00000002-58cc-4372-a567-0e02b2c3d479  NEW    0         0         0      \"\"\n",
-               "inspect", "jobs", "q", "0", "10");
+    expect_run(
+        0,
+        "id                                    state  priority  attempts  fails  payload\n" ID
+        "  NEW    7         0         0      \"first\\r\\nline\"\n"
+        "00000002-58cc-4372-a567-0e02b2c3d479  NEW    0         0         0      \"\"\n",
+        "inspect", "jobs", "q", "0", "10");
     expect_run(0,
                "id                                    state  priority  attempts  fails  time      "
                "            payload\n"
@@ -764,8 +767,8 @@ END_TEST
 START_TEST(test_new_id)
 {
     systest_start_srv();
-    struct cli_out o = cli_run(NULL, NULL, "-a", srv_addr(), "add", "-", "q", "60000", "600000",
-                               "hi");
+    struct cli_out o =
+        cli_run(NULL, NULL, "-a", srv_addr(), "add", "-", "q", "60000", "600000", "hi");
     ck_assert_int_eq(o.status, 0);
     ck_assert_str_eq(o.err.p, "");
     ck_assert_uint_eq(o.out.n, strlen("id \nOK\n") + 36);
@@ -1096,10 +1099,10 @@ END_TEST
 /* Interactive mode on a pseudo-terminal */
 
 struct tty {
-    pid_t     pid;
-    int       fd;   /* the master side */
+    pid_t pid;
+    int fd;         /* the master side */
     struct sb seen; /* everything it showed */
-    size_t    pos;  /* tty_expect searches from here */
+    size_t pos;     /* tty_expect searches from here */
 };
 
 /* Start the cli on a new terminal with HOME set to home. */

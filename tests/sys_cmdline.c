@@ -266,9 +266,9 @@ cmdline_suite(void)
 {
     const struct systest_group groups[] = {
         {"options",
-         {test_cli_version_help, test_cli_bad_options, test_cli_cmdlog, test_cli_listen_forms, test_cli_cannot_bind, NULL}},
-        {"help",
-         {test_cli_help, test_cli_flag_errors, NULL}},
+         {test_cli_version_help, test_cli_bad_options, test_cli_cmdlog, test_cli_listen_forms,
+          test_cli_cannot_bind, NULL}},
+        {"help", {test_cli_help, test_cli_flag_errors, NULL}},
     };
     return systest_suite("cmdline", groups, sizeof groups / sizeof groups[0]);
 }

@@ -344,7 +344,8 @@ START_TEST(test_daemon_pidfile_in_use)
     systest_tmpdir_new(dir);
     snprintf(pidfile, sizeof pidfile, "%s/wq.pid", dir);
     struct systest_proc first, p;
-    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    systest_proc_start(&first,
+                       (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
 
     const char *const again[] = {"-listen", "127.0.0.1:0", "-P", pidfile, NULL};
@@ -362,7 +363,8 @@ START_TEST(test_daemon_pidfile_in_use)
     ck_assert_ptr_nonnull(fp);
     fprintf(fp, "%d\n", 999999999);
     fclose(fp);
-    systest_proc_start(&first, (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
+    systest_proc_start(&first,
+                       (const char *const[]){"-listen", "127.0.0.1:0", "-P", pidfile, NULL});
     ck_assert_int_eq(read_pidfile(pidfile), first.s.pid);
     systest_proc_stop(&first);
     systest_proc_free(&first);
@@ -919,8 +921,8 @@ START_TEST(test_user_not_root)
     if (geteuid() != 0) {
         const char *target = geteuid() == nobody->pw_uid ? "root" : "nobody";
         struct systest_proc p;
-        int rc =
-            systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
+        int rc = systest_proc_run(
+            &p, (const char *const[]){"-listen", "127.0.0.1:0", "--user", target, NULL});
         ck_assert_int_eq(rc, 77);
         ck_assert_ptr_nonnull(strstr(
             p.err.p, f(" error cannot drop privileges to user=%s: not running as root\n", target)));
@@ -1015,8 +1017,13 @@ static void
 expect_max_line(const struct systest_server *s, size_t max_line)
 {
     int fd = systest_connect(s);
-    systest_roundtrip(fd, f("%s\r\n", systest_padded_line(max_line, "delete 00000000-0000-4000-8000-000000000001")), NF);
-    systest_sends(fd, f("%s\r\n", systest_padded_line(max_line + 1, "delete 00000000-0000-4000-8000-000000000001")));
+    systest_roundtrip(
+        fd,
+        f("%s\r\n", systest_padded_line(max_line, "delete 00000000-0000-4000-8000-000000000001")),
+        NF);
+    systest_sends(
+        fd, f("%s\r\n",
+              systest_padded_line(max_line + 1, "delete 00000000-0000-4000-8000-000000000001")));
     systest_expect(fd, ERR("Line too long"));
     systest_expect_closed(fd);
     close(fd);
@@ -1056,8 +1063,8 @@ START_TEST(test_config_honoured)
     systest_proc_start(&p, (const char *const[]){"--config", conf, "-v", NULL});
     ck_assert(systest_proc_wait(&p, true, "sync_int_ms="));
     ck_assert(systest_proc_wait(&p, true,
-                        " max_line=100 max_payload=1048576 max_connections=5 "
-                        "idle_timeout_ms=3600000 max_memory=1048576 cmdlog=none "));
+                                " max_line=100 max_payload=1048576 max_connections=5 "
+                                "idle_timeout_ms=3600000 max_memory=1048576 cmdlog=none "));
     systest_proc_stop(&p);
     systest_proc_free(&p);
     systest_tmpdir_remove(dir);
@@ -1149,7 +1156,8 @@ START_TEST(test_config_errors)
     for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
         write_file(conf, cases[i].text);
         struct systest_proc p;
-        int rc = systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
+        int rc =
+            systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-c", conf, NULL});
         ck_assert_msg(rc == 78, "case %zu: exit %d (stderr: %s)", i, rc, p.err.p);
         ck_assert_str_eq(p.err.p, f("workq-server: %s:%s", conf, cases[i].tail));
         ck_assert_str_eq(p.out.p, "");
@@ -1178,14 +1186,16 @@ START_TEST(test_config_unreadable)
     systest_proc_free(&p);
     /* a relative name is named absolute */
     ck_assert_int_eq(chdir(dir), 0);
-    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}), 66);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"--config", "none.conf", NULL}),
+                     66);
     ck_assert_int_eq(chdir("/"), 0);
     ck_assert_str_eq(p.err.p, f("workq-server: cannot read config file %s: No such file or "
                                 "directory\n",
                                 missing));
     systest_proc_free(&p);
     /* a bad flag is found before the file is read */
-    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}), 64);
+    ck_assert_int_eq(systest_proc_run(&p, (const char *const[]){"-c", missing, "--bogus", NULL}),
+                     64);
     systest_proc_free(&p);
     systest_tmpdir_remove(dir);
 }
@@ -1236,15 +1246,17 @@ daemon_suite(void)
 {
     const struct systest_group groups[] = {
         {"daemonize",
-         {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure, test_daemon_pidfile_in_use, NULL}},
-        {"notify",
-         {test_notify_path, test_notify_abstract, test_notify_daemon, NULL}},
+         {test_daemon_pidfile, test_daemon_relative_paths, test_daemon_failure,
+          test_daemon_pidfile_in_use, NULL}},
+        {"notify", {test_notify_path, test_notify_abstract, test_notify_daemon, NULL}},
         {"log",
-         {test_log_format, test_log_levels, test_log_verbose, test_log_sighup, test_log_sighup_failure, NULL}},
+         {test_log_format, test_log_levels, test_log_verbose, test_log_sighup,
+          test_log_sighup_failure, NULL}},
         {"user",
          {test_user_drop, test_user_not_root, test_user_unknown, test_user_daemon_pidfile, NULL}},
         {"config",
-         {test_config_honoured, test_config_flags_override, test_config_errors, test_config_unreadable, test_config_booleans, NULL}},
+         {test_config_honoured, test_config_flags_override, test_config_errors,
+          test_config_unreadable, test_config_booleans, NULL}},
     };
     return systest_suite("daemon", groups, sizeof groups / sizeof groups[0]);
 }

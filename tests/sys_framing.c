@@ -1,7 +1,7 @@
 /* sys_framing.c - system tests of the wire format: lines (CR LF or LF,
  * blanks, spaces, tabs, too long), pipelining and split reads, flags on
  * commands, data blocks and their terminators, unknown commands and EOF;
- * the real workq-server over TCP, byte-exact against doc protocol-notes
+ * the real workq-server over TCP, byte-exact against doc/protocol-reference.md
  * sections 1-4.
  *
  * Every test starts its own server on 127.0.0.1:0 and stops it at the end, so
@@ -29,9 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TTR     SYSTEST_TTR
-#define TTL     SYSTEST_TTL
-#define PARK    "60000"   /* wait of a lease/result that must be woken */
+#define TTR  SYSTEST_TTR
+#define TTL  SYSTEST_TTL
+#define PARK "60000" /* wait of a lease/result that must be woken */
 
 /* ------------------------------------------------------------------------ */
 /* framing */
@@ -230,8 +230,8 @@ START_TEST(test_framing_unknown_commands)
 {
     systest_start_srv();
     int fd = systest_conn();
-    static const char *const names[] = {"ADD", "Add", "LEASE", "Delete", "RESULT", "Complete",
-                                        "FAIL", "foo", "addx", "ad", "-add", "+OK"};
+    static const char *const names[] = {"ADD",  "Add", "LEASE", "Delete", "RESULT", "Complete",
+                                        "FAIL", "foo", "addx",  "ad",     "-add",   "+OK"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         systest_roundtrip(fd, f("%s %s q %u %s 0\r\n", names[i], id4(1), TTR, TTL),
                           ERR("Unknown command"));
@@ -432,7 +432,11 @@ framing_suite(void)
 {
     const struct systest_group groups[] = {
         {"framing",
-         {test_framing_lf_only, test_framing_pipelining, test_framing_split_every_byte, test_framing_split_terminator, test_framing_blank_lines, test_framing_spaces, test_framing_tabs_and_cr, test_framing_unknown_commands, test_framing_flags_on_plain_commands, test_framing_line_too_long, test_framing_eof, test_framing_disconnect_mid_payload, NULL}},
+         {test_framing_lf_only, test_framing_pipelining, test_framing_split_every_byte,
+          test_framing_split_terminator, test_framing_blank_lines, test_framing_spaces,
+          test_framing_tabs_and_cr, test_framing_unknown_commands,
+          test_framing_flags_on_plain_commands, test_framing_line_too_long, test_framing_eof,
+          test_framing_disconnect_mid_payload, NULL}},
     };
     return systest_suite("framing", groups, sizeof groups / sizeof groups[0]);
 }

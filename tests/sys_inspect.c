@@ -1,6 +1,6 @@
 /* sys_inspect.c - system tests of inspect: server (format and counters),
  * queues, job, jobs and scheduled-jobs; the real workq-server over TCP,
- * byte-exact against doc protocol-notes sections 1-4.
+ * byte-exact against doc/protocol-reference.md sections 1-4.
  *
  * Every test starts its own server on 127.0.0.1:0 and stops it at the end, so
  * every test also checks a clean shutdown (exit status 0; under valgrind with
@@ -28,11 +28,11 @@
 #define TTR     SYSTEST_TTR
 #define TTL     SYSTEST_TTL
 #define TTL_MAX "18446744073709551615"
-#define PARK    "60000"   /* wait of a lease/result/run that must be woken */
+#define PARK    "60000" /* wait of a lease/result/run that must be woken */
 #define HOUR_MS 3600000LL
 
 /* Fixed texts for tables (f()'s ring would not outlive a table). */
-#define ID1   "00000001-58cc-4372-a567-0e02b2c3d479" /* id4(1) */
+#define ID1 "00000001-58cc-4372-a567-0e02b2c3d479" /* id4(1) */
 
 static bool
 all_digits(const char *s)
@@ -48,9 +48,9 @@ all_digits(const char *s)
 /* ---- inspect server ---- */
 
 static const char *const server_keys[] = {
-    "active-clients", "evicted-jobs", "started",        "version",      "uptime",
-    "jobs",           "ready-jobs",   "scheduled-jobs", "leased-jobs",  "completed-jobs",
-    "failed-jobs",    "parked-clients", "memory-used",  "allocator",
+    "active-clients", "evicted-jobs",   "started",        "version",     "uptime",
+    "jobs",           "ready-jobs",     "scheduled-jobs", "leased-jobs", "completed-jobs",
+    "failed-jobs",    "parked-clients", "memory-used",    "allocator",
 };
 #define NKEYS (sizeof server_keys / sizeof server_keys[0])
 
@@ -87,9 +87,9 @@ START_TEST(test_inspect_server_format)
     int fd = systest_conn();
     systest_sends(fd, "inspect server\r\n");
     expect_server_format(fd);
-    static const char *const zero[] = {"evicted-jobs", "jobs",           "ready-jobs",
-                                       "scheduled-jobs", "leased-jobs", "completed-jobs",
-                                       "failed-jobs",  "parked-clients"};
+    static const char *const zero[] = {"evicted-jobs",   "jobs",          "ready-jobs",
+                                       "scheduled-jobs", "leased-jobs",   "completed-jobs",
+                                       "failed-jobs",    "parked-clients"};
     for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++)
         ck_assert_msg(systest_server_stat(fd, zero[i]) == 0, "%s is not 0 on a new server",
                       zero[i]);
@@ -140,13 +140,13 @@ START_TEST(test_inspect_server_counters)
     systest_sends(w, "lease none " PARK "\r\n");
     systest_wait_queue(fd, "none");
     systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(0), "jobs", U(6),
-                 "ready-jobs", U(2), "scheduled-jobs", U(1), "leased-jobs", U(1),
-                 "completed-jobs", U(1), "failed-jobs", U(1), "parked-clients", U(1), NULL);
+                         "ready-jobs", U(2), "scheduled-jobs", U(1), "leased-jobs", U(1),
+                         "completed-jobs", U(1), "failed-jobs", U(1), "parked-clients", U(1), NULL);
     /* the parked leaser takes a job: one leased more, no one parked */
     systest_add(fd, id4(7), "none", "n");
     systest_expect_lease(w, id4(7), "none", "n");
     systest_expect_stats(fd, "jobs", U(7), "ready-jobs", U(2), "leased-jobs", U(2),
-                 "parked-clients", U(0), NULL);
+                         "parked-clients", U(0), NULL);
     /* a retried fail and a TTR expiry: ready again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(7)), OK);
     systest_add_full(fd, id4(8), "t", 100, TTL, "t", NULL);
@@ -164,15 +164,15 @@ START_TEST(test_inspect_server_counters)
     systest_expect_stats(fd, "jobs", U(11), "completed-jobs", U(2), "failed-jobs", U(2), NULL);
     systest_sleep_past(200);
     systest_expect_stats(fd, "evicted-jobs", U(2), "jobs", U(7), "ready-jobs", U(3),
-                 "scheduled-jobs", U(1), "leased-jobs", U(1), "completed-jobs", U(1),
-                 "failed-jobs", U(1), NULL);
+                         "scheduled-jobs", U(1), "leased-jobs", U(1), "completed-jobs", U(1),
+                         "failed-jobs", U(1), NULL);
     /* delete takes from every counter */
     for (unsigned i = 1; i <= 8; i++)
         if (i != 7)
             systest_roundtrip(fd, f("delete %s\r\n", id4(i)), OK);
     systest_expect_stats(fd, "active-clients", U(2), "evicted-jobs", U(2), "jobs", U(0),
-                 "ready-jobs", U(0), "scheduled-jobs", U(0), "leased-jobs", U(0),
-                 "completed-jobs", U(0), "failed-jobs", U(0), "parked-clients", U(0), NULL);
+                         "ready-jobs", U(0), "scheduled-jobs", U(0), "leased-jobs", U(0),
+                         "completed-jobs", U(0), "failed-jobs", U(0), "parked-clients", U(0), NULL);
     close(w);
     close(fd);
     systest_stop_srv();
@@ -208,8 +208,8 @@ START_TEST(test_inspect_queues)
     enum { NQ = 7 };
     static const struct {
         const char *name;
-        unsigned    ready, scheduled;
-    } want[NQ] = {{"B", 1, 0}, {"a", 2, 1}, {"a-", 1, 0}, {"b", 0, 1},
+        unsigned ready, scheduled;
+    } want[NQ] = {{"B", 1, 0},   {"a", 2, 1}, {"a-", 1, 0}, {"b", 0, 1},
                   {"b.x", 1, 0}, {"d", 0, 0}, {"e", 0, 0}};
     char blocks[NQ][64];
     for (int i = 0; i < NQ; i++)
@@ -238,8 +238,7 @@ START_TEST(test_inspect_queues)
     systest_roundtrip(fd, "inspect queues 06 01\r\n", f("+OK 1\r\n%s", blocks[6]));
     /* one queue */
     for (int i = 0; i < NQ; i++)
-        systest_roundtrip(fd, f("inspect queue %s\r\n", want[i].name),
-                          f("+OK 1\r\n%s", blocks[i]));
+        systest_roundtrip(fd, f("inspect queue %s\r\n", want[i].name), f("+OK 1\r\n%s", blocks[i]));
     static const char *const absent[] = {"c", "gone", "A", "b.", "zzz", "a.", "e.x"};
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
         systest_roundtrip(fd, f("inspect queue %s\r\n", absent[i]), NF);
@@ -261,8 +260,9 @@ START_TEST(test_inspect_queues)
     systest_roundtrip(fd, f("delete %s\r\n", id4(4)), OK);
     systest_roundtrip(fd, f("delete %s\r\n", id4(10)), OK);
     systest_roundtrip(fd, "inspect queues 0 10\r\n",
-                      f("+OK 4\r\n%s%s%s%s", systest_queue_block("B", 1, 0), systest_queue_block("a", 1, 0),
-                        systest_queue_block("b", 0, 1), systest_queue_block("b.x", 1, 0)));
+                      f("+OK 4\r\n%s%s%s%s", systest_queue_block("B", 1, 0),
+                        systest_queue_block("a", 1, 0), systest_queue_block("b", 0, 1),
+                        systest_queue_block("b.x", 1, 0)));
     close(fd);
     systest_stop_srv();
 }
@@ -305,7 +305,8 @@ START_TEST(test_inspect_queues_errors)
                       ERR("Invalid Name"));
     systest_roundtrip(fd, f("inspect queue %s\r\n", systest_name_of(255, 'n')), NF);
     systest_roundtrip(fd, "inspect queues 4294967295 1000\r\n", "+OK 0\r\n");
-    systest_roundtrip(fd, "inspect queues 0 1000\r\n", f("+OK 1\r\n%s", systest_queue_block("q", 1, 0)));
+    systest_roundtrip(fd, "inspect queues 0 1000\r\n",
+                      f("+OK 1\r\n%s", systest_queue_block("q", 1, 0)));
     close(fd);
     systest_stop_srv();
 }
@@ -411,7 +412,8 @@ START_TEST(test_inspect_jobs_order)
     systest_add(fd, id4(3), "q", "a2");
     systest_schedule(fd, id4(4), "q", now - 30000, "s2");
     systest_schedule(fd, id4(5), "q", now - 30000, "s3");
-    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs", "-priority=5");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs",
+                          "-priority=5");
     systest_add_full(fd, id4(8), "q", 200, TTL, "h1", "-priority=5");
     systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
     systest_schedule(fd, id4(20), "q", now + HOUR_MS, "future"); /* not ready: not listed */
@@ -420,8 +422,8 @@ START_TEST(test_inspect_jobs_order)
     struct systest_job jobs[N];
     for (unsigned i = 0; i < N; i++) {
         unsigned k = order[i];
-        static const char *const pay[] = {"",   "a1", "s1", "a2", "s2", "s3",
-                                          "",   "hs", "h1", "",   "l1"};
+        static const char *const pay[] = {"", "a1", "s1", "a2", "s2", "s3",
+                                          "", "hs", "h1", "",   "l1"};
         jobs[i] = systest_job(id4(k), "q", pay[k]);
     }
     jobs[0].ttr = 200;
@@ -440,8 +442,8 @@ START_TEST(test_inspect_jobs_order)
     for (unsigned off = 0; off <= N + 1; off++)
         for (unsigned lim = 1; lim <= N + 1; lim += 2) {
             size_t n = off >= N ? 0 : (N - off < lim ? N - off : lim);
-            systest_expect_inspect_list(fd, "jobs", "q", f("%u %u", off, lim), jobs + (off < N ? off : 0),
-                                n);
+            systest_expect_inspect_list(fd, "jobs", "q", f("%u %u", off, lim),
+                                        jobs + (off < N ? off : 0), n);
         }
     systest_expect_inspect_list(fd, "jobs", "q", "4294967295 1000", NULL, 0);
     systest_expect_inspect_list(fd, "jobs", "q", "000 001", jobs, 1);
@@ -524,9 +526,11 @@ START_TEST(test_inspect_scheduled_jobs)
     systest_schedule(fd, id4(2), "q", base, "f2");
     systest_schedule_full(fd, id4(3), "q", TTR, TTL, systest_time_ms(base), "f3", "-priority=9");
     systest_schedule_full(fd, id4(4), "q", TTR, TTL, systest_time_ms(base), "f4", "-priority=9");
-    systest_schedule_full(fd, id4(5), "q", TTR, TTL, systest_time_ms(base + 500), "f5", "-priority=100");
+    systest_schedule_full(fd, id4(5), "q", TTR, TTL, systest_time_ms(base + 500), "f5",
+                          "-priority=100");
     systest_schedule_full(fd, id4(6), "q", TTR, TTL, systest_time_ms(base), "f6", "-priority=-3");
-    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(base - 1), "f7", "-priority=-9");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(base - 1), "f7",
+                          "-priority=-9");
     systest_add(fd, id4(8), "q", "ready"); /* not listed */
     enum { N = 7 };
     static const unsigned order[N] = {7, 3, 4, 2, 6, 5, 1};
@@ -545,7 +549,7 @@ START_TEST(test_inspect_scheduled_jobs)
         for (unsigned lim = 1; lim <= N + 1; lim += 3) {
             size_t n = o >= N ? 0 : (N - o < lim ? N - o : lim);
             systest_expect_inspect_list(fd, "scheduled-jobs", "q", f("%u %u", o, lim),
-                                jobs + (o < N ? o : 0), n);
+                                        jobs + (o < N ? o : 0), n);
         }
     systest_expect_inspect_list(fd, "scheduled-jobs", "q", "4294967295 1", NULL, 0);
     /* the ready job is in the other list */
@@ -660,12 +664,11 @@ static Suite *
 inspect_suite(void)
 {
     const struct systest_group groups[] = {
-        {"inspect_server",
-         {test_inspect_server_format, test_inspect_server_counters, NULL}},
-        {"inspect_queues",
-         {test_inspect_queues, test_inspect_queues_errors, NULL}},
+        {"inspect_server", {test_inspect_server_format, test_inspect_server_counters, NULL}},
+        {"inspect_queues", {test_inspect_queues, test_inspect_queues_errors, NULL}},
         {"inspect_jobs",
-         {test_inspect_job, test_inspect_jobs_order, test_inspect_jobs_many, test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
+         {test_inspect_job, test_inspect_jobs_order, test_inspect_jobs_many,
+          test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
     };
     return systest_suite("inspect", groups, sizeof groups / sizeof groups[0]);
 }

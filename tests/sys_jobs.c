@@ -1,6 +1,6 @@
 /* sys_jobs.c - system tests of a job's life from the client's side: add,
  * schedule, run, result and delete, and a job's TTL; the real workq-server
- * over TCP, byte-exact against doc protocol-notes sections 1-4.  Scheduled
+ * over TCP, byte-exact against doc/protocol-reference.md sections 1-4.  Scheduled
  * times lie 600-1500 ms ahead (scaled); times on the wire are UTC, and the
  * server's "now" is compared with the test's clock within seconds.
  *
@@ -35,7 +35,7 @@
 #define TTR     SYSTEST_TTR
 #define TTL     SYSTEST_TTL
 #define TTL_MAX "18446744073709551615"
-#define PARK    "60000"   /* wait of a lease/result/run that must be woken */
+#define PARK    "60000" /* wait of a lease/result/run that must be woken */
 #define HOUR_MS 3600000LL
 
 /* Fixed texts for tables (f()'s ring would not outlive a table). */
@@ -57,9 +57,8 @@ START_TEST(test_add_success)
     systest_lease_now(fd, "q", id4(2), "world");
 
     /* an uppercase id is echoed in lowercase, and found in either case */
-    systest_roundtrip(fd, f("add 6BA7B810-9DAD-11D1-80B4-00C04FD430C8 up %u %s 2\r\nUP\r\n", TTR,
-                            TTL),
-                      OK);
+    systest_roundtrip(
+        fd, f("add 6BA7B810-9DAD-11D1-80B4-00C04FD430C8 up %u %s 2\r\nUP\r\n", TTR, TTL), OK);
     systest_lease_now(fd, "up", "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "UP");
     systest_roundtrip(fd, "complete 6ba7b810-9DAD-11d1-80b4-00C04FD430C8 1\r\nx\r\n", OK);
     systest_roundtrip(fd, "result 6ba7b810-9dad-11d1-80b4-00c04fd430c8 0\r\n",
@@ -138,10 +137,10 @@ START_TEST(test_add_invalid_id)
         "{6ba7b810-9dad-11d1-80b4-00c04fd430c8}", /* braces */
         "6ba7b8109dad11d180b400c04fd430c8",       /* no dashes */
         "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8",
-        "6ba7b810-9dad-11d1-80b4-00c04fd430c8x",  /* trailing garbage */
-        "6ba7b810-9dad-11d1-80b4-00c04fd430c",    /* one digit short */
-        "6ba7b810-9dad-11d1-80b4-00c04fd430g8",   /* not hex */
-        "6ba7b810-9dad11d1-80b4-00c04fd430c8a",   /* dash misplaced */
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c8x", /* trailing garbage */
+        "6ba7b810-9dad-11d1-80b4-00c04fd430c",   /* one digit short */
+        "6ba7b810-9dad-11d1-80b4-00c04fd430g8",  /* not hex */
+        "6ba7b810-9dad11d1-80b4-00c04fd430c8a",  /* dash misplaced */
         "6ba7b810+9dad-11d1-80b4-00c04fd430c8",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -160,7 +159,7 @@ START_TEST(test_add_invalid_name)
     systest_start_srv();
     int fd = systest_conn();
     systest_add_error(fd, f("%s %s %u %s 3", id4(1), systest_name_of(256, 'n'), TTR, TTL),
-              ERR("Invalid Name"));
+                      ERR("Invalid Name"));
     static const char *const bad[] = {"a*b", "*", "q/r", "q:1", "q,r", "\xc3\xa9", "a\"b", "x\x01"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         systest_add_error(fd, f("%s %s %u %s 3", id4(1), bad[i], TTR, TTL), ERR("Invalid Name"));
@@ -180,15 +179,15 @@ START_TEST(test_add_invalid_ttr_ttl)
 {
     systest_start_srv();
     int fd = systest_conn();
-    static const char *const bad_ttr[] = {"0", "86400001", "+1", "abc", "-1", "1.5", "000",
-                                          "18446744073709551616", "1e3"};
+    static const char *const bad_ttr[] = {
+        "0", "86400001", "+1", "abc", "-1", "1.5", "000", "18446744073709551616", "1e3"};
     for (size_t i = 0; i < sizeof bad_ttr / sizeof bad_ttr[0]; i++)
         systest_add_error(fd, f("%s q %s %s 3", id4(1), bad_ttr[i], TTL), ERR("Invalid TTR"));
     /* ttr before ttl and flags */
     systest_add_error(fd, f("%s q 0 0 3 -priority=x", id4(1)), ERR("Invalid TTR"));
 
-    static const char *const bad_ttl[] = {"0", "18446744073709551616", "+1", "abc", "-5",
-                                          "99999999999999999999"};
+    static const char *const bad_ttl[] = {"0",  "18446744073709551616", "+1", "abc",
+                                          "-5", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad_ttl / sizeof bad_ttl[0]; i++)
         systest_add_error(fd, f("%s q %u %s 3", id4(1), TTR, bad_ttl[i]), ERR("Invalid TTL"));
     /* ttl before flags */
@@ -209,10 +208,10 @@ START_TEST(test_add_flag_values)
     unsigned n = 1;
     /* accepted values */
     static const char *const good[] = {
-        "-priority=-2147483648", "-priority=2147483647", "-priority=+5",  "-priority=0",
-        "-priority=-0",          "-priority=007",        "-max-attempts=0", "-max-attempts=255",
-        "-max-fails=0",          "-max-fails=255",       "-max-attempts=0255",
-        "-priority=1 -max-attempts=2 -max-fails=3",
+        "-priority=-2147483648", "-priority=2147483647", "-priority=+5",
+        "-priority=0",           "-priority=-0",         "-priority=007",
+        "-max-attempts=0",       "-max-attempts=255",    "-max-fails=0",
+        "-max-fails=255",        "-max-attempts=0255",   "-priority=1 -max-attempts=2 -max-fails=3",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
         systest_add_full(fd, id4(n++), "q", TTR, TTL, "abc", good[i]);
@@ -284,9 +283,8 @@ START_TEST(test_add_flag_keys)
     /* flags may stand anywhere: before the size token, before the id */
     systest_roundtrip(fd, f("add %s fl %u %s -priority=3 3\r\nabc\r\n", id4(2), TTR, TTL), OK);
     systest_roundtrip(fd, f("add -priority=5 %s fl %u %s 3\r\ndef\r\n", id4(3), TTR, TTL), OK);
-    systest_roundtrip(fd, f("add %s -priority=4 fl -max-fails=1 %u %s 3\r\nghi\r\n", id4(4), TTR,
-                            TTL),
-                      OK);
+    systest_roundtrip(
+        fd, f("add %s -priority=4 fl -max-fails=1 %u %s 3\r\nghi\r\n", id4(4), TTR, TTL), OK);
     /* and they take effect: priority 5, 4, 3 */
     systest_lease_now(fd, "fl", id4(3), "def");
     systest_lease_now(fd, "fl", id4(4), "ghi");
@@ -306,7 +304,8 @@ START_TEST(test_add_duplicate)
     systest_add_error(fd, f("%s other %u %s 3", id4(1), TTR, TTL), ERR("Duplicate job"));
     /* argument errors come before the duplicate check */
     systest_add_error(fd, f("%s q 0 %s 3", id4(1), TTL), ERR("Invalid TTR"));
-    systest_add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL), ERR("Invalid command flags"));
+    systest_add_error(fd, f("%s q %u %s 3 -prioirty=1", id4(1), TTR, TTL),
+                      ERR("Invalid command flags"));
     /* the original is untouched */
     systest_lease_now(fd, "q", id4(1), "one");
     /* LEASED */
@@ -322,7 +321,7 @@ START_TEST(test_add_duplicate)
     /* the same id in another case is the same job */
     systest_add_error(fd, f("%s q %u %s 3", "0000000A-58CC-4372-A567-0E02B2C3D479", TTR, TTL), OK);
     systest_add_error(fd, f("%s q %u %s 3", "0000000a-58cc-4372-a567-0e02b2c3d479", TTR, TTL),
-              ERR("Duplicate job"));
+                      ERR("Duplicate job"));
     /* after a delete the id is free again */
     systest_roundtrip(fd, f("delete %s\r\n", id4(1)), OK);
     systest_add(fd, id4(1), "q", "again");
@@ -361,8 +360,8 @@ START_TEST(test_add_bad_size)
 {
     systest_start_srv();
     int fd = systest_conn();
-    static const char *const bad[] = {"+1", "-1", "abc", "18446744073709551616", "1.0", "0x3",
-                                      "99999999999999999999999", "3a"};
+    static const char *const bad[] = {
+        "+1", "-1", "abc", "18446744073709551616", "1.0", "0x3", "99999999999999999999999", "3a"};
     /* no data block is read: "abc" comes back as an unknown command */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         systest_roundtrip(fd, f("add %s q %u %s %s\r\nabc\r\n", id4(1), TTR, TTL, bad[i]),
@@ -396,8 +395,8 @@ START_TEST(test_add_size_over_max)
     systest_sync(fd);
     /* skipped bytes not followed by a terminator: still one error, and the
      * rest is discarded through the next LF */
-    systest_roundtrip(fd, f("add %s q %u %s 17\r\n%sXY delete %s\r\n", id4(1), TTR, TTL, skip,
-                            id4(9)),
+    systest_roundtrip(fd,
+                      f("add %s q %u %s 17\r\n%sXY delete %s\r\n", id4(1), TTR, TTL, skip, id4(9)),
                       ERR("Invalid payload size"));
     systest_sync(fd);
     /* 16 bytes are fine */
@@ -575,7 +574,7 @@ START_TEST(test_schedule_becomes_ready)
     systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(5)), OK);
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(6)), OK);
     systest_expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(1), "completed-jobs", U(1),
-                 "failed-jobs", U(1), NULL);
+                         "failed-jobs", U(1), NULL);
     systest_sleep_until(t + 30 + 300 * systest_slow());
     systest_expect_stats(fd, "jobs", U(6), "scheduled-jobs", U(0), "ready-jobs", U(1), NULL);
     systest_lease_now(fd, "d", id4(7), "stays");
@@ -595,7 +594,8 @@ START_TEST(test_schedule_past_time)
     /* a past time with time + ttl in the future: ready at once */
     systest_schedule(fd, id4(1), "q", systest_now_ms() - 10000, "past");
     systest_lease_now(fd, "q", id4(1), "past");
-    systest_schedule_full(fd, id4(2), "q", TTR, "20000", systest_time_ms(systest_now_ms() - 10000), "barely", NULL);
+    systest_schedule_full(fd, id4(2), "q", TTR, "20000", systest_time_ms(systest_now_ms() - 10000),
+                          "barely", NULL);
     systest_lease_now(fd, "q", id4(2), "barely");
 
     /* time + ttl in the past, or now: Invalid Time, and no job */
@@ -625,7 +625,8 @@ START_TEST(test_schedule_past_time)
     };
     static const unsigned order[] = {5, 3, 9, 7, 6, 1, 4, 8, 2}; /* by time */
     for (unsigned i = 0; i < 9; i++) {
-        systest_schedule_full(fd, id4(10 + i), "p", TTR, TTL_MAX, good[i].in, f("g%u", i + 1), NULL);
+        systest_schedule_full(fd, id4(10 + i), "p", TTR, TTL_MAX, good[i].in, f("g%u", i + 1),
+                              NULL);
         struct systest_job j = systest_job(id4(10 + i), "p", f("g%u", i + 1));
         SET(j.ttl, TTL_MAX);
         SET(j.time, good[i].shown);
@@ -636,7 +637,8 @@ START_TEST(test_schedule_past_time)
     systest_roundtrip(fd, "lease p 0\r\n", TO);
 
     /* the latest time there is, with ttl 1: accepted, not ready */
-    systest_schedule_full(fd, id4(30), "z", TTR, "1", "9999-12-31T23:59:59.999999999Z", "end", NULL);
+    systest_schedule_full(fd, id4(30), "z", TTR, "1", "9999-12-31T23:59:59.999999999Z", "end",
+                          NULL);
     struct systest_job j = systest_job(id4(30), "z", "end");
     SET(j.ttl, "1");
     SET(j.time, "9999-12-31T23:59:59Z");
@@ -653,18 +655,18 @@ START_TEST(test_schedule_invalid_time)
     systest_start_srv();
     int fd = systest_conn();
     static const char *const bad[] = {
-        "2030-01-01T00:00:00",            /* no Z */
-        "2030-01-01T00:00:00z",           /* lowercase z */
+        "2030-01-01T00:00:00",             /* no Z */
+        "2030-01-01T00:00:00z",            /* lowercase z */
         "2030-01-01T00:00:00.1234567890Z", /* 10 fraction digits */
-        "2030-01-01T00:00:00,5Z",         /* ',' fraction */
-        "2030-02-30T00:00:00Z",           /* Feb 30 */
-        "2023-02-29T00:00:00Z",           /* not a leap year */
-        "2100-02-29T00:00:00Z",           /* not a leap year either */
-        "2030-01-01T24:00:00Z",           /* hour 24 */
-        "2030-01-01T00:00Z",              /* missing seconds */
-        "2030-01-01T00:00:00.Z",          /* '.' without digits */
-        "2030-01-01t00:00:00Z",           /* lowercase t */
-        "2030-01-01T00:00:00+00:00",      /* an offset, not Z */
+        "2030-01-01T00:00:00,5Z",          /* ',' fraction */
+        "2030-02-30T00:00:00Z",            /* Feb 30 */
+        "2023-02-29T00:00:00Z",            /* not a leap year */
+        "2100-02-29T00:00:00Z",            /* not a leap year either */
+        "2030-01-01T24:00:00Z",            /* hour 24 */
+        "2030-01-01T00:00Z",               /* missing seconds */
+        "2030-01-01T00:00:00.Z",           /* '.' without digits */
+        "2030-01-01t00:00:00Z",            /* lowercase t */
+        "2030-01-01T00:00:00+00:00",       /* an offset, not Z */
         "2030-01-01T00:00:00.5+01:00",
         "2030-13-01T00:00:00Z",
         "2030-00-01T00:00:00Z",
@@ -763,9 +765,10 @@ START_TEST(test_schedule_args)
 
     /* flags anywhere, and they take effect */
     int64_t t = systest_now_ms() + HOUR_MS;
-    systest_roundtrip(fd, f("schedule -priority=-4 %s q 1000 %s %s -max-attempts=7 -max-fails=9 "
-                            "5\r\nflags\r\n",
-                            id4(2), TTL, systest_time_ms(t)),
+    systest_roundtrip(fd,
+                      f("schedule -priority=-4 %s q 1000 %s %s -max-attempts=7 -max-fails=9 "
+                        "5\r\nflags\r\n",
+                        id4(2), TTL, systest_time_ms(t)),
                       OK);
     struct systest_job j = systest_job(id4(2), "q", "flags");
     j.ttr = 1000;
@@ -804,13 +807,16 @@ START_TEST(test_schedule_order)
     systest_schedule(fd, id4(5), "q", now - 30000, "s3");
     systest_schedule(fd, id4(6), "q", now - 20001, "s4");
     /* a higher priority wins over everything of a lower one */
-    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs", "-priority=5");
+    systest_schedule_full(fd, id4(7), "q", TTR, TTL, systest_time_ms(now - 1000), "hs",
+                          "-priority=5");
     systest_add_full(fd, id4(8), "q", TTR, TTL, "h1", "-priority=5");
-    systest_schedule_full(fd, id4(9), "q", TTR, TTL, systest_time_ms(now - 50000), "hs2", "-priority=5");
+    systest_schedule_full(fd, id4(9), "q", TTR, TTL, systest_time_ms(now - 50000), "hs2",
+                          "-priority=5");
     systest_add_full(fd, id4(10), "q", TTR, TTL, "l1", "-priority=-1");
-    systest_schedule_full(fd, id4(11), "q", TTR, TTL, systest_time_ms(now - 90000), "ls", "-priority=-1");
+    systest_schedule_full(fd, id4(11), "q", TTR, TTL, systest_time_ms(now - 90000), "ls",
+                          "-priority=-1");
     static const unsigned order[] = {8, 9, 7, 1, 3, 4, 5, 6, 2, 10, 11};
-    static const char *const pay[] = {"",   "a1", "s1", "a2", "s2",  "s3",
+    static const char *const pay[] = {"",   "a1", "s1", "a2",  "s2", "s3",
                                       "s4", "hs", "h1", "hs2", "l1", "ls"};
     for (size_t i = 0; i < 11; i++)
         systest_lease_now(fd, "q", id4(order[i]), pay[order[i]]);
@@ -821,7 +827,8 @@ START_TEST(test_schedule_order)
     int64_t t = systest_ahead(700);
     systest_schedule(fd, id4(20), "r", t + 100, "x1");
     systest_schedule(fd, id4(21), "r", t, "x2");
-    systest_schedule_full(fd, id4(22), "r", TTR, TTL, systest_time_ms(t + 200), "xp", "-priority=1");
+    systest_schedule_full(fd, id4(22), "r", TTR, TTL, systest_time_ms(t + 200), "xp",
+                          "-priority=1");
     systest_sleep_until(t + 200 + 300 * systest_slow());
     systest_add(fd, id4(23), "r", "late");
     systest_lease_now(fd, "r", id4(22), "xp");
@@ -841,10 +848,14 @@ START_TEST(test_schedule_order_fraction)
     /* scheduled time, to the last of its 9 fraction digits: both jobs are
      * ready, same priority; the earlier time goes first, not the earlier
      * arrival */
-    systest_schedule_full(fd, id4(1), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0009Z", "later", NULL);
-    systest_schedule_full(fd, id4(2), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0001Z", "sooner", NULL);
-    systest_schedule_full(fd, id4(3), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000002Z", "n2", NULL);
-    systest_schedule_full(fd, id4(4), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000001Z", "n1", NULL);
+    systest_schedule_full(fd, id4(1), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0009Z", "later",
+                          NULL);
+    systest_schedule_full(fd, id4(2), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.0001Z", "sooner",
+                          NULL);
+    systest_schedule_full(fd, id4(3), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000002Z", "n2",
+                          NULL);
+    systest_schedule_full(fd, id4(4), "q", TTR, TTL_MAX, "2020-01-01T00:00:00.000000001Z", "n1",
+                          NULL);
     systest_lease_now(fd, "q", id4(4), "n1");
     systest_lease_now(fd, "q", id4(3), "n2");
     systest_lease_now(fd, "q", id4(2), "sooner");
@@ -889,8 +900,8 @@ START_TEST(test_schedule_ttl)
 
     /* a past time: the TTL still counts from it; never leased */
     t0 = systest_now_ms();
-    systest_schedule_full(fd, id4(2), "q", TTR, f("%d", 10000 + 600 * systest_slow()), systest_time_ms(t0 - 10000), "old",
-               NULL);
+    systest_schedule_full(fd, id4(2), "q", TTR, f("%d", 10000 + 600 * systest_slow()),
+                          systest_time_ms(t0 - 10000), "old", NULL);
     expect_queue(fd, "q", 1, 0);
     systest_sleep_until(t0 + 900 * systest_slow());
     systest_roundtrip(fd, f("delete %s\r\n", id4(2)), NF);
@@ -918,18 +929,20 @@ START_TEST(test_schedule_duplicate_and_states)
     int64_t t = systest_now_ms() + HOUR_MS;
     /* Duplicate job between schedule, add and run, in every direction */
     systest_schedule(fd, id4(1), "s", t, "one");
-    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)),
+                ERR("Duplicate job"));
     sched_error(fd, f("%s other %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t - 5000)),
                 ERR("Duplicate job"));
-    sched_error(fd, f("%s s %u %s %s 3", "00000001-58CC-4372-A567-0E02B2C3D479", TTR, TTL,
-                      systest_time_ms(t)),
-                ERR("Duplicate job"));
-    systest_roundtrip(fd, f("add %s s %u %s 3\r\nabc\r\n", id4(1), TTR, TTL),
-                      ERR("Duplicate job"));
+    sched_error(
+        fd,
+        f("%s s %u %s %s 3", "00000001-58CC-4372-A567-0E02B2C3D479", TTR, TTL, systest_time_ms(t)),
+        ERR("Duplicate job"));
+    systest_roundtrip(fd, f("add %s s %u %s 3\r\nabc\r\n", id4(1), TTR, TTL), ERR("Duplicate job"));
     run_error(fd, f("%s s %u 1000 3", id4(1), TTR), ERR("Duplicate job"));
     run_error(fd, f("%s s %u 0 3", id4(1), TTR), ERR("Duplicate job"));
     systest_add(fd, id4(2), "s", "two");
-    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)),
+                ERR("Duplicate job"));
     /* argument errors come first */
     sched_error(fd, f("%s s 0 %s %s 3", id4(1), TTL, systest_time_ms(t)), ERR("Invalid TTR"));
     /* the original is untouched */
@@ -939,7 +952,8 @@ START_TEST(test_schedule_duplicate_and_states)
     systest_lease_now(fd, "s", id4(2), "two");
     /* completed and failed jobs keep their ids */
     systest_roundtrip(fd, f("complete %s 2\r\nok\r\n", id4(2)), OK);
-    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(2), TTR, TTL, systest_time_ms(t)),
+                ERR("Duplicate job"));
 
     /* a job that is not due yet can be completed: it never becomes ready */
     systest_roundtrip(fd, f("complete %s 4\r\ndone\r\n", id4(1)), OK);
@@ -948,7 +962,8 @@ START_TEST(test_schedule_duplicate_and_states)
     systest_expect_inspect_job(fd, &j);
     systest_roundtrip(fd, "inspect queue s\r\n", NF);
     systest_roundtrip(fd, "inspect scheduled-jobs s 0 10\r\n", NF);
-    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)), ERR("Duplicate job"));
+    sched_error(fd, f("%s s %u %s %s 3", id4(1), TTR, TTL, systest_time_ms(t)),
+                ERR("Duplicate job"));
 
     /* a fail with retries left before the time: back to the scheduled jobs */
     systest_schedule_full(fd, id4(3), "s", TTR, TTL, systest_time_ms(t), "retry", "-max-fails=3");
@@ -985,8 +1000,8 @@ START_TEST(test_run_complete)
     systest_start_srv();
     int r = systest_conn(), w = systest_conn(), fd = systest_conn();
     run_send(r, id4(1), "q", TTR, PARK, "a b\r\nc", NULL);
-    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()), systest_lease_reply(id4(1), "q", TTR,
-                                                                            "a b\r\nc"));
+    systest_roundtrip(w, f("lease q %d\r\n", 5000 * systest_slow()),
+                      systest_lease_reply(id4(1), "q", TTR, "a b\r\nc"));
     struct systest_job j = systest_job_run(id4(1), "q", "a b\r\nc");
     j.attempts = 1;
     j.state = LEASED;
@@ -1371,9 +1386,10 @@ START_TEST(test_run_order)
     wait_job(fd, id4(5));
     int64_t ts = systest_now_ms() - 1000;
     systest_schedule(fd, id4(6), "q", ts, "s1");
-    struct systest_job jobs[6] = {systest_job_run(id4(2), "q", "r1"), systest_job(id4(1), "q", "a1"),
-                         systest_job_run(id4(3), "q", "r2"), systest_job(id4(4), "q", "a2"),
-                         systest_job(id4(6), "q", "s1"),     systest_job_run(id4(5), "q", "r3")};
+    struct systest_job jobs[6] = {
+        systest_job_run(id4(2), "q", "r1"), systest_job(id4(1), "q", "a1"),
+        systest_job_run(id4(3), "q", "r2"), systest_job(id4(4), "q", "a2"),
+        systest_job(id4(6), "q", "s1"),     systest_job_run(id4(5), "q", "r3")};
     jobs[0].priority = 5;
     SET(jobs[4].time, systest_time_s(ts));
     jobs[5].priority = INT32_MIN;
@@ -1459,8 +1475,7 @@ START_TEST(test_run_errors)
     wait_job(fd, id4(3));
     run_error(fd, f("%s q %u 1000 3", id4(3), TTR), ERR("Duplicate job"));
     run_error(fd, f("%s q %u 0 3", id4(3), TTR), ERR("Duplicate job"));
-    systest_roundtrip(fd, f("add %s q %u %s 3\r\nabc\r\n", id4(3), TTR, TTL),
-                      ERR("Duplicate job"));
+    systest_roundtrip(fd, f("add %s q %u %s 3\r\nabc\r\n", id4(3), TTR, TTL), ERR("Duplicate job"));
     sched_error(fd, f("%s q %u %s %s 3", id4(3), TTR, TTL, systest_time_ms(systest_ahead(HOUR_MS))),
                 ERR("Duplicate job"));
     /* neither original was touched; the limits are accepted */
@@ -1487,10 +1502,10 @@ START_TEST(test_ttl_expires)
 {
     systest_start_srv();
     int fd = systest_conn(), w = systest_conn();
-    systest_add_full(fd, id4(1), "q", TTR, "200", "new", NULL);     /* NEW */
-    systest_add_full(fd, id4(2), "l", TTR, "200", "leased", NULL);  /* LEASED */
-    systest_add_full(fd, id4(3), "c", TTR, "200", "done", NULL);    /* COMPLETED */
-    systest_add_full(fd, id4(4), "f", TTR, "200", "failed", NULL);  /* FAILED */
+    systest_add_full(fd, id4(1), "q", TTR, "200", "new", NULL);    /* NEW */
+    systest_add_full(fd, id4(2), "l", TTR, "200", "leased", NULL); /* LEASED */
+    systest_add_full(fd, id4(3), "c", TTR, "200", "done", NULL);   /* COMPLETED */
+    systest_add_full(fd, id4(4), "f", TTR, "200", "failed", NULL); /* FAILED */
     systest_lease_now(fd, "l", id4(2), "leased");
     systest_roundtrip(fd, f("complete %s 1\r\nc\r\n", id4(3)), OK);
     systest_roundtrip(fd, f("fail %s 1\r\nf\r\n", id4(4)), OK);
@@ -1767,17 +1782,22 @@ jobs_suite(void)
 {
     const struct systest_group groups[] = {
         {"add",
-         {test_add_success, test_add_invalid_id, test_add_invalid_name, test_add_invalid_ttr_ttl, test_add_flag_values, test_add_flag_keys, test_add_duplicate, test_add_arg_count, test_add_bad_size, test_add_size_over_max, test_add_block_terminator, NULL}},
+         {test_add_success, test_add_invalid_id, test_add_invalid_name, test_add_invalid_ttr_ttl,
+          test_add_flag_values, test_add_flag_keys, test_add_duplicate, test_add_arg_count,
+          test_add_bad_size, test_add_size_over_max, test_add_block_terminator, NULL}},
         {"schedule",
-         {test_schedule_becomes_ready, test_schedule_past_time, test_schedule_invalid_time, test_schedule_args, test_schedule_order, test_schedule_order_fraction, test_schedule_ttl, test_schedule_duplicate_and_states, NULL}},
+         {test_schedule_becomes_ready, test_schedule_past_time, test_schedule_invalid_time,
+          test_schedule_args, test_schedule_order, test_schedule_order_fraction, test_schedule_ttl,
+          test_schedule_duplicate_and_states, NULL}},
         {"run",
-         {test_run_complete, test_run_fail, test_run_timeout_unleased, test_run_timeout_leased, test_run_disconnect, test_run_delete, test_run_two_waiters, test_run_wait_zero, test_run_order, test_run_errors, NULL}},
+         {test_run_complete, test_run_fail, test_run_timeout_unleased, test_run_timeout_leased,
+          test_run_disconnect, test_run_delete, test_run_two_waiters, test_run_wait_zero,
+          test_run_order, test_run_errors, NULL}},
         {"result",
-         {test_result_basic, test_result_woken, test_result_two_waiters, test_result_job_vanishes, test_result_timeout, test_result_errors, test_result_pipeline_held, NULL}},
-        {"delete",
-         {test_delete_states, NULL}},
-        {"ttl",
-         {test_ttl_expires, test_ttl_leased_expiring, test_ttl_not_before, NULL}},
+         {test_result_basic, test_result_woken, test_result_two_waiters, test_result_job_vanishes,
+          test_result_timeout, test_result_errors, test_result_pipeline_held, NULL}},
+        {"delete", {test_delete_states, NULL}},
+        {"ttl", {test_ttl_expires, test_ttl_leased_expiring, test_ttl_not_before, NULL}},
     };
     return systest_suite("jobs", groups, sizeof groups / sizeof groups[0]);
 }

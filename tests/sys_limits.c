@@ -360,8 +360,7 @@ START_TEST(test_memory_extension)
     struct systest_server s;
     systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES - 1), NULL);
     int fd = systest_connect(&s);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
-                      OOM);
+    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER), OOM);
     systest_roundtrip(fd, f("run %s q %u 1000 5\r\n01234\r\n", id4(1), TTR), OOM);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 0);
     systest_add(fd, id4(1), "q", "01234");
@@ -369,8 +368,7 @@ START_TEST(test_memory_extension)
     systest_stop(&s);
     systest_start(&s, "--max-memory", u64s(core_job_bytes(5) + CORE_EXT_BYTES), NULL);
     fd = systest_connect(&s);
-    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER),
-                      OK);
+    systest_roundtrip(fd, f("schedule %s q %u %s %s 5\r\n01234\r\n", id4(1), TTR, TTL, LATER), OK);
     close(fd);
     systest_stop(&s);
 }
@@ -508,8 +506,8 @@ END_TEST
 START_TEST(test_listen_replaced)
 {
     struct systest_proc p;
-    systest_proc_start(&p,
-               (const char *const[]){"-l", "127.0.0.1:0,127.0.0.1:0", "-l", "127.0.0.1:0", NULL});
+    systest_proc_start(
+        &p, (const char *const[]){"-l", "127.0.0.1:0,127.0.0.1:0", "-l", "127.0.0.1:0", NULL});
     int fd = systest_connect(&p.s);
     systest_sync(fd);
     close(fd);
@@ -525,14 +523,14 @@ static Suite *
 limits_suite(void)
 {
     const struct systest_group groups[] = {
-        {"max-connections",
-         {test_maxconn_refuse, test_maxconn_accept_again, NULL}},
+        {"max-connections", {test_maxconn_refuse, test_maxconn_accept_again, NULL}},
         {"idle-timeout",
-         {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader, test_idle_after_timeout, NULL}},
+         {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader,
+          test_idle_after_timeout, NULL}},
         {"max-memory",
-         {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry, test_memory_run_freed, test_memory_replay, NULL}},
-        {"listen",
-         {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
+         {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
+          test_memory_run_freed, test_memory_replay, NULL}},
+        {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
     };
     return systest_suite("limits", groups, sizeof groups / sizeof groups[0]);
 }

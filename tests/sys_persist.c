@@ -1,4 +1,4 @@
-/* sys_persist.c - system tests of the command log (protocol-notes.md
+/* sys_persist.c - system tests of the command log (doc/protocol-reference.md
  * section 6): the real workq-server logging to a directory, stopped with
  * SIGTERM or killed with SIGKILL, and started again on the same directory.
  * The files it writes are read back with the reference reader of
@@ -1016,8 +1016,8 @@ kill_rounds(const struct kcase *k)
 }
 
 static const struct kcase kill_cases[] = {
-    {"os", "67108864", NULL},     {"interval", "67108864", NULL}, {"always", "67108864", NULL},
-    {"os", "15", NULL},           {"interval", "15", NULL},       {"always", "15", NULL},
+    {"os", "67108864", NULL}, {"interval", "67108864", NULL}, {"always", "67108864", NULL},
+    {"os", "15", NULL},       {"interval", "15", NULL},       {"always", "15", NULL},
 };
 
 /* 8 clients adding, leasing, completing and deleting as fast as replies
@@ -1515,8 +1515,7 @@ START_TEST(test_full_disk)
     /* A held add was applied: its reply is +OK, never an error. */
     for (unsigned i = 0; i < nheld; i++) {
         const char *l = systest_read_line(held[i].fd);
-        ck_assert_msg(strcmp(l, "+OK") == 0, "sync %s: held add %u: \"%s\"", policy, held[i].n,
-                      l);
+        ck_assert_msg(strcmp(l, "+OK") == 0, "sync %s: held add %u: \"%s\"", policy, held[i].n, l);
         acked[held[i].n] = true;
         close(held[i].fd);
     }
@@ -1990,8 +1989,7 @@ persist_suite(void)
     tcase_set_timeout(tc, timeout);
     tcase_add_loop_test(tc, test_kill_under_load, 0, sizeof kill_cases / sizeof kill_cases[0]);
     tcase_add_test(tc, test_kill_while_cleaning);
-    tcase_add_loop_test(tc, test_kill_after_last_ack, 0,
-                        sizeof kill_cases / sizeof kill_cases[0]);
+    tcase_add_loop_test(tc, test_kill_after_last_ack, 0, sizeof kill_cases / sizeof kill_cases[0]);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("torn");

@@ -1,7 +1,7 @@
 /* sys_worker.c - system tests of the worker's side: lease (waiting, order,
  * priorities), TTR expiry, complete and fail, and the server's robustness
  * when workers and waiters vanish; the real workq-server over TCP,
- * byte-exact against doc protocol-notes sections 1-4.
+ * byte-exact against doc/protocol-reference.md sections 1-4.
  *
  * Every test starts its own server on 127.0.0.1:0 and stops it at the end, so
  * every test also checks a clean shutdown (exit status 0; under valgrind with
@@ -28,9 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TTR     SYSTEST_TTR
-#define TTL     SYSTEST_TTL
-#define PARK    "60000"   /* wait of a lease/result that must be woken */
+#define TTR  SYSTEST_TTR
+#define TTL  SYSTEST_TTL
+#define PARK "60000" /* wait of a lease/result that must be woken */
 
 /* ------------------------------------------------------------------------ */
 /* Helpers */
@@ -759,15 +759,18 @@ worker_suite(void)
 {
     const struct systest_group groups[] = {
         {"lease",
-         {test_lease_immediate, test_lease_wait_zero_empty, test_lease_woken_by_add, test_lease_timeout, test_lease_multiple_names, test_lease_name_twice, test_lease_parked_fcfs, test_lease_priority_order, test_lease_fifo, test_lease_errors, test_lease_disconnect_while_parked, test_lease_pipeline_held, NULL}},
+         {test_lease_immediate, test_lease_wait_zero_empty, test_lease_woken_by_add,
+          test_lease_timeout, test_lease_multiple_names, test_lease_name_twice,
+          test_lease_parked_fcfs, test_lease_priority_order, test_lease_fifo, test_lease_errors,
+          test_lease_disconnect_while_parked, test_lease_pipeline_held, NULL}},
         {"ttr",
-         {test_ttr_requeue, test_ttr_max_attempts, test_ttr_keeps_place, test_ttr_late_result, NULL}},
-        {"complete",
-         {test_complete_states, test_complete_errors, NULL}},
-        {"fail",
-         {test_fail_final, test_fail_retry, test_fail_attempts_exhausted, NULL}},
+         {test_ttr_requeue, test_ttr_max_attempts, test_ttr_keeps_place, test_ttr_late_result,
+          NULL}},
+        {"complete", {test_complete_states, test_complete_errors, NULL}},
+        {"fail", {test_fail_final, test_fail_retry, test_fail_attempts_exhausted, NULL}},
         {"robustness",
-         {test_robust_waiters_vanish, test_robust_many_leasers, test_robust_stop_with_state, test_robust_large_payload_outlives_job, NULL}},
+         {test_robust_waiters_vanish, test_robust_many_leasers, test_robust_stop_with_state,
+          test_robust_large_payload_outlives_job, NULL}},
     };
     return systest_suite("worker", groups, sizeof groups / sizeof groups[0]);
 }

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SYSTEST_WAIT_MS  5000
+#define SYSTEST_WAIT_MS 5000
 
 int
 systest_slow(void)
@@ -207,8 +207,7 @@ systest_read_n(int fd, char *buf, size_t n)
     size_t got = 0;
     while (got < n) {
         struct pollfd p = {fd, POLLIN, 0};
-        ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0,
-                      "no reply (got %zu of %zu)", got, n);
+        ck_assert_msg(poll(&p, 1, systest_wait_ms()) > 0, "no reply (got %zu of %zu)", got, n);
         ssize_t r = recv(fd, buf + got, n - got, 0);
         ck_assert_msg(r > 0, "connection closed (got %zu of %zu)", got, n);
         got += (size_t)r;

@@ -21,7 +21,7 @@
 
 /* A growing byte string, NUL terminated; start from {0}, free(p) at the end. */
 struct sb {
-    char  *p;
+    char *p;
     size_t n, cap;
 };
 
@@ -35,8 +35,8 @@ void sb_add(struct sb *s, const char *text);
 
 struct systest_server {
     pid_t pid;
-    int   port;   /* from its first line, "... listening on 127.0.0.1:PORT" */
-    int   out_fd; /* the server's stdout */
+    int port;   /* from its first line, "... listening on 127.0.0.1:PORT" */
+    int out_fd; /* the server's stdout */
 };
 
 /* Fork and exec the server (behind WQ_SERVER_WRAPPER) with exactly these
@@ -59,15 +59,15 @@ void systest_stop(struct systest_server *s);
 void systest_kill(struct systest_server *s);
 /* Run a server that must end by itself (e.g. refuse to start) with exactly
  * these arguments, its stderr as in systest_start_argv; its exit status. */
-int  systest_run_argv(const char *const *args, const char *err_path);
+int systest_run_argv(const char *const *args, const char *err_path);
 
 /* A server whose stdout and stderr a test reads: both through pipes, what
  * came so far in out and err. */
 struct systest_proc {
     struct systest_server s; /* pid, first port, stdout */
-    int       err_fd;
+    int err_fd;
     struct sb out, err;
-    bool      out_open, err_open;
+    bool out_open, err_open;
 };
 
 /* Start the server with exactly these arguments; do not wait for anything. */
@@ -80,17 +80,17 @@ bool systest_proc_pump(struct systest_proc *p, int ms);
  * or stderr (err true) contains text; false if it never did. */
 bool systest_proc_wait(struct systest_proc *p, bool err, const char *text);
 /* Wait for the process to exit, keeping what it wrote; its exit status. */
-int  systest_proc_finish(struct systest_proc *p);
+int systest_proc_finish(struct systest_proc *p);
 /* Run the server with args to its end; its output stays in p. */
-int  systest_proc_run(struct systest_proc *p, const char *const *args);
+int systest_proc_run(struct systest_proc *p, const char *const *args);
 /* SIGTERM it, wait for it with its output and expect exit status 0. */
 void systest_proc_stop(struct systest_proc *p);
 /* Free what was read (the process must have ended). */
 void systest_proc_free(struct systest_proc *p);
 /* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line of out. */
-int  systest_listening_port(const char *out, int n);
+int systest_listening_port(const char *out, int n);
 /* The number of lines of s. */
-int  systest_count_lines(const char *s);
+int systest_count_lines(const char *s);
 
 /* What a test leaves if a check fails (check ends the test's process) is
  * noted in memory shared with the runner, and systest_main cleans it up
@@ -111,10 +111,10 @@ void systest_cleanup_run(void);
 /* Talking to the server (systest.c) */
 
 /* A new connection to the server, or to 127.0.0.1:port. */
-int  systest_connect(const struct systest_server *s);
-int  systest_connect_port(int port);
+int systest_connect(const struct systest_server *s);
+int systest_connect_port(int port);
 /* A listener on 127.0.0.1 at a free port, for a test to serve by hand. */
-int  systest_listen(int *port);
+int systest_listen(int *port);
 void systest_send(int fd, const void *data, size_t len);
 void systest_sends(int fd, const char *text);
 /* Read exactly strlen(expected) bytes (waiting up to a few seconds) and
@@ -146,7 +146,7 @@ uint64_t systest_server_stat(int fd, const char *key);
 /* Sleep ms milliseconds, not scaled. */
 void systest_sleep_ms(int ms);
 /* The WQ_TEST_SLOW multiplier (1 by default). */
-int  systest_slow(void);
+int systest_slow(void);
 /* True when WQ_TEST_SLOW is 1: checks that something has NOT happened yet
  * run only then. */
 bool systest_exact_timing(void);
@@ -156,7 +156,7 @@ void systest_sleep_past(int ms);
 /* Wall clock, Unix milliseconds. */
 int64_t systest_now_ms(void);
 /* How long to wait for anything that must happen: 5 s, scaled. */
-int  systest_wait_ms(void);
+int systest_wait_ms(void);
 
 /* ------------------------------------------------------------------------ */
 /* Text helpers: short names, for test code only. */
@@ -179,7 +179,7 @@ const char *id1(unsigned n);
 /* ------------------------------------------------------------------------ */
 /* One server at a time, and jobs with the default TTR/TTL. */
 
-#define SYSTEST_TTR 60000u   /* long enough never to expire during a test */
+#define SYSTEST_TTR 60000u /* long enough never to expire during a test */
 #define SYSTEST_TTL "600000"
 
 /* The server of systest_start_srv/systest_stop_srv/systest_conn. */
@@ -190,7 +190,7 @@ void systest_start_srv(void);
 /* systest_stop(&systest_srv). */
 void systest_stop_srv(void);
 /* A new connection to systest_srv. */
-int  systest_conn(void);
+int systest_conn(void);
 
 /* The reply to a lease that got job id of queue name. */
 const char *systest_lease_reply(const char *id, const char *name, unsigned ttr,
@@ -223,11 +223,11 @@ const char *systest_name_of(size_t n, char c);
 /* What one job block of inspect must say. The strings are copied in, so
  * arrays of them outlive f()'s ring of buffers. */
 struct systest_job {
-    char     id[48], name[256], ttl[24], time[24]; /* time "": not scheduled */
-    char     payload[256];
-    size_t   plen;
+    char id[48], name[256], ttl[24], time[24]; /* time "": not scheduled */
+    char payload[256];
+    size_t plen;
     unsigned ttr, max_attempts, attempts, max_fails, fails, state;
-    int      priority;
+    int priority;
 };
 
 /* Copy text into a char array field of struct systest_job. */
@@ -251,9 +251,8 @@ const char *systest_time_s(int64_t ms);
  * our clock. */
 void systest_check_recent(const char *t);
 /* schedule with the given time text and flags (may be NULL), expect +OK. */
-void systest_schedule_full(int fd, const char *id, const char *name, unsigned ttr,
-                           const char *ttl, const char *time, const char *payload,
-                           const char *flags);
+void systest_schedule_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
+                           const char *time, const char *payload, const char *flags);
 /* schedule at time_ms with SYSTEST_TTR and SYSTEST_TTL, expect +OK. */
 void systest_schedule(int fd, const char *id, const char *name, int64_t time_ms,
                       const char *payload);
@@ -287,7 +286,7 @@ void systest_expect_stats(int fd, ...) __attribute__((sentinel));
 
 /* A test case: its name and its tests, NULL terminated. */
 struct systest_group {
-    const char  *name;
+    const char *name;
     const TTest *tests[24];
 };
 

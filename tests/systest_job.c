@@ -60,8 +60,11 @@ parse_time_s(const char *t)
 {
     ck_assert_msg(strlen(t) == 20, "bad time \"%s\"", t);
     for (int i = 0; i < 20; i++) {
-        char want = i == 4 || i == 7 ? '-' : i == 10 ? 'T' : i == 13 || i == 16 ? ':'
-                  : i == 19 ? 'Z' : '0';
+        char want = i == 4 || i == 7     ? '-'
+                    : i == 10            ? 'T'
+                    : i == 13 || i == 16 ? ':'
+                    : i == 19            ? 'Z'
+                                         : '0';
         if (want == '0')
             ck_assert_msg(t[i] >= '0' && t[i] <= '9', "bad time \"%s\"", t);
         else
@@ -90,7 +93,7 @@ systest_check_recent(const char *t)
 /* schedule with the given time text and flags (may be NULL), expect +OK. */
 void
 systest_schedule_full(int fd, const char *id, const char *name, unsigned ttr, const char *ttl,
-           const char *time, const char *payload, const char *flags)
+                      const char *time, const char *payload, const char *flags)
 {
     systest_roundtrip(fd,
                       f("schedule %s %s %u %s %s %zu%s%s\r\n%s\r\n", id, name, ttr, ttl, time,
@@ -102,7 +105,8 @@ systest_schedule_full(int fd, const char *id, const char *name, unsigned ttr, co
 void
 systest_schedule(int fd, const char *id, const char *name, int64_t time_ms, const char *payload)
 {
-    systest_schedule_full(fd, id, name, SYSTEST_TTR, SYSTEST_TTL, systest_time_ms(time_ms), payload, NULL);
+    systest_schedule_full(fd, id, name, SYSTEST_TTR, SYSTEST_TTL, systest_time_ms(time_ms), payload,
+                          NULL);
 }
 
 /* A job as `add` leaves it with the defaults of these tests; payload may
@@ -169,7 +173,7 @@ systest_expect_inspect_job(int fd, const struct systest_job *j)
 /* inspect jobs / scheduled-jobs: expect exactly these blocks. */
 void
 systest_expect_inspect_list(int fd, const char *what, const char *name, const char *range,
-                    const struct systest_job *jobs, size_t n)
+                            const struct systest_job *jobs, size_t n)
 {
     systest_roundtrip(fd, f("inspect %s %s %s\r\n", what, name, range), f("+OK %zu\r\n", n));
     for (size_t i = 0; i < n; i++)

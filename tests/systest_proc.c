@@ -317,8 +317,8 @@ void
 systest_proc_start(struct systest_proc *p, const char *const *args)
 {
     systest_proc_spawn(p, args);
-    ck_assert_msg(systest_proc_wait(p, false, "\n"),
-                  "server did not report its port (stderr: %s)", p->err.p);
+    ck_assert_msg(systest_proc_wait(p, false, "\n"), "server did not report its port (stderr: %s)",
+                  p->err.p);
     char line[256];
     size_t n = strcspn(p->out.p, "\n");
     ck_assert_uint_lt(n, sizeof line);

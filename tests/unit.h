@@ -27,7 +27,7 @@
     } while (0)
 
 struct unit_case {
-    const char  *name;
+    const char *name;
     const TTest *test;
 };
 
