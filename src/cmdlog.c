@@ -272,22 +272,16 @@ cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
     if (l->fd >= 0 && l->fd_seg == seg)
         return 0;
     bool known = seg == l->replayed_seg;
-    char name[14];
-    cmdlog_segment_name(seg, name);
-    int fd = openat(l->dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | (known ? 0 : O_EXCL), 0644);
+    uint64_t size;
+    int fd = cmdlog_files_open(l->dirfd, seg, O_WRONLY | O_CREAT | (known ? 0 : O_EXCL), &size);
     if (fd < 0)
         return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return -1;
-    }
     bool rotated = l->fd >= 0 || !known;
     cmdlog_trim(l);
     cmdlog_let_go(l, l->fd);
     l->fd = fd;
     l->fd_seg = seg;
-    l->fd_size = l->fd_alloc = (uint64_t)st.st_size;
+    l->fd_size = l->fd_alloc = size;
     l->fd_torn = false;
     pthread_mutex_lock(&l->lock);
     l->sync_fd = fd;

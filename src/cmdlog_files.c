@@ -92,19 +92,32 @@ cmdlog_files_remove_tmp(int dirfd)
 }
 
 int
-cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
+cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size)
 {
     char name[14];
     cmdlog_segment_name(n, name);
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    int fd = openat(dirfd, name, flags | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
+        int err = errno;
         close(fd);
+        errno = err;
         return -1;
     }
-    size_t size = (size_t)st.st_size, got = 0;
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+int
+cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
+{
+    uint64_t st_size;
+    int fd = cmdlog_files_open(dirfd, n, O_RDONLY, &st_size);
+    if (fd < 0)
+        return -1;
+    size_t size = (size_t)st_size, got = 0;
     uint8_t *b = wq_malloc(size + 1);
     while (got < size) {
         ssize_t r = read(fd, b + got, size - got);

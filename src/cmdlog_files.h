@@ -16,6 +16,10 @@ int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
  * -1 (errno). */
 int cmdlog_files_remove_tmp(int dirfd);
 
+/* Open segment n with these open(2) flags (O_CLOEXEC is added) and give
+ * its size.  The fd, or -1 (errno). */
+int cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size);
+
 /* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
 int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
 

@@ -305,7 +305,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("cmd");
     const struct unit_case cases[] = {
         {"add_validation_order", test_add_validation_order},
         {"finish_errors", test_finish_errors},
@@ -315,11 +314,5 @@ main(void)
         {"cancelled_lease", test_cancelled_lease},
         {"line_too_long_closes", test_line_too_long_closes},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return unit_run(s, NULL);
+    return unit_run(unit_suite_fixture("cmd", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);
 }

@@ -379,7 +379,6 @@ END_TEST
 int
 main(void)
 {
-    Suite *s = suite_create("conn");
     const struct unit_case cases[] = {
         {"greets_and_keeps_state", test_greets_and_keeps_state},
         {"parks_until_woken", test_parks_until_woken},
@@ -389,11 +388,5 @@ main(void)
         {"replies_held_for_the_log", test_replies_held_for_the_log},
         {"close_all_and_idle", test_close_all_and_idle},
     };
-    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
-        TCase *tc = tcase_create(cases[i].name);
-        tcase_add_checked_fixture(tc, setup, teardown);
-        tcase_add_test(tc, cases[i].test);
-        suite_add_tcase(s, tc);
-    }
-    return unit_run(s, NULL);
+    return unit_run(unit_suite_fixture("conn", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);
 }

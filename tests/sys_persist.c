@@ -113,25 +113,6 @@ fx_free(struct fx *x)
     ck_assert_int_eq(system(cmd), 0);
 }
 
-/* The whole file at path, NUL terminated ("" if it cannot be read). */
-static char *
-slurp(const char *path, size_t *len)
-{
-    struct sb b = {0};
-    sb_add(&b, "");
-    FILE *fp = fopen(path, "rb");
-    if (fp != NULL) {
-        char chunk[4096];
-        size_t n;
-        while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0)
-            sb_addn(&b, chunk, n);
-        fclose(fp);
-    }
-    if (len != NULL)
-        *len = b.n;
-    return b.p;
-}
-
 static long long
 file_size(const char *path)
 {
@@ -1004,7 +985,7 @@ kill_rounds(const struct kcase *k)
         kstream(&w, &s, round, target);
         if (k->clean_int == NULL)
             kcheck_files(&w, x.dir, strcmp(k->seg_size, "15") == 0);
-        char *err = slurp(x.err, NULL);
+        char *err = systest_slurp(x.err, NULL);
         for (const char *p = err; (p = strstr(p, "cmdlog cleaned segment")) != NULL; p++)
             cleaned++;
         free(err);
@@ -1131,7 +1112,7 @@ START_TEST(test_torn_last_record)
         /* replay cut the tail before listening */
         ck_assert_msg(file_size(segbuf) == good, "cut %zu: size %lld, want %lld", cuts[c],
                       file_size(segbuf), good);
-        char *err = slurp(x.err, NULL);
+        char *err = systest_slurp(x.err, NULL);
         ck_assert_msg(strstr(err, "000000001.log") != NULL,
                       "cut %zu: no log line names the "
                       "segment: %s",
@@ -1193,9 +1174,9 @@ expect_refused(struct fx *x, uint32_t seg, size_t off)
     uint32_t before[64], after[64];
     size_t nb = seg_list(x->dir, before, 64);
     size_t len0;
-    char *bytes0 = slurp(seg_path(x->dir, seg), &len0);
+    char *bytes0 = systest_slurp(seg_path(x->dir, seg), &len0);
     int rc = srv_run(x, NULL);
-    char *err = slurp(x->err, NULL);
+    char *err = systest_slurp(x->err, NULL);
     ck_assert_msg(rc == EX_CONFIG_STATUS, "exit %d, want 78; stderr: %s", rc, err);
     char name[14];
     ref_seg_name(seg, name);
@@ -1204,7 +1185,7 @@ expect_refused(struct fx *x, uint32_t seg, size_t off)
     free(err);
     ck_assert_uint_eq(seg_list(x->dir, after, 64), nb);
     size_t len1;
-    char *bytes1 = slurp(seg_path(x->dir, seg), &len1);
+    char *bytes1 = systest_slurp(seg_path(x->dir, seg), &len1);
     ck_assert_msg(len0 == len1 && memcmp(bytes0, bytes1, len0) == 0, "a refused start changed %s",
                   name);
     free(bytes0);
@@ -1230,7 +1211,7 @@ START_TEST(test_damage_middle_record)
     ck_assert_int_eq(sg.status, REF_OK);
     ck_assert_uint_eq(sg.nrecs, 6);
     size_t len;
-    char *orig = slurp(seg, &len);
+    char *orig = systest_slurp(seg, &len);
 
     /* A flipped byte in record 3 (its time, its id, its CRC), or in record
      * 1; valid records follow, so it is no torn tail. */
@@ -1322,7 +1303,7 @@ START_TEST(test_damage_earlier_segment)
     seg_read(x.dir, 2, &sg2);
     ck_assert_uint_ge(sg2.nrecs, 1);
     size_t len2;
-    char *orig2 = slurp(seg_path(x.dir, 2), &len2);
+    char *orig2 = systest_slurp(seg_path(x.dir, 2), &len2);
     char *bad = malloc(len2);
     memcpy(bad, orig2, len2);
     bad[sg2.recs[0].off + 18] ^= 0x40;
@@ -1886,7 +1867,7 @@ START_TEST(test_second_server_refused)
     int fd = systest_connect(&a);
     add(fd, 1, "q", "one");
     int rc = srv_run(&x, NULL);
-    char *err = slurp(x.err, NULL);
+    char *err = systest_slurp(x.err, NULL);
     ck_assert_msg(rc == EX_CONFIG_STATUS, "second server: exit %d, want 78; stderr: %s", rc, err);
     ck_assert_msg(err[0] != '\0', "second server: no message");
     free(err);

@@ -144,6 +144,9 @@ uint64_t systest_server_stat(int fd, const char *key);
 /* Time */
 
 /* Sleep ms milliseconds, not scaled. */
+/* The whole file at path, NUL-terminated ("" if there is none or no path;
+ * *len, if not NULL, gets its length); free it. */
+char *systest_slurp(const char *path, size_t *len);
 void systest_sleep_ms(int ms);
 /* The WQ_TEST_SLOW multiplier (1 by default). */
 int systest_slow(void);

@@ -70,9 +70,8 @@ systest_err_file(const char *err_path)
     return fd;
 }
 
-/* The whole file at path ("" if there is none or no path); free it. */
-static char *
-systest_file_text(const char *path)
+char *
+systest_slurp(const char *path, size_t *len)
 {
     struct sb b = {0};
     sb_add(&b, "");
@@ -84,6 +83,8 @@ systest_file_text(const char *path)
             sb_addn(&b, chunk, n);
         fclose(fp);
     }
+    if (len != NULL)
+        *len = b.n;
     return b.p;
 }
 
@@ -103,7 +104,7 @@ systest_start_argv(struct systest_server *s, const char *const *args, const char
         if (read(s->out_fd, line + n, 1) != 1) {
             int status = 0;
             waitpid(s->pid, &status, 0);
-            char *err = systest_file_text(err_path);
+            char *err = systest_slurp(err_path, NULL);
             ck_abort_msg("server ended before listening, status %d: %s",
                          WIFEXITED(status) ? WEXITSTATUS(status) : -1, err);
         }

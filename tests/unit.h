@@ -31,18 +31,29 @@ struct unit_case {
     const TTest *test;
 };
 
-/* A suite named name with one test case (60 s timeout) per case. */
+/* A suite named name with one test case (60 s timeout) per case, each run
+ * between setup and teardown when they are not NULL. */
 static inline Suite *
-unit_suite(const char *name, const struct unit_case *cases, size_t n)
+unit_suite_fixture(const char *name, const struct unit_case *cases, size_t n, SFun setup,
+                   SFun teardown)
 {
     Suite *s = suite_create(name);
     for (size_t i = 0; i < n; i++) {
         TCase *tc = tcase_create(cases[i].name);
         tcase_set_timeout(tc, 60);
+        if (setup != NULL || teardown != NULL)
+            tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, cases[i].test);
         suite_add_tcase(s, tc);
     }
     return s;
+}
+
+/* The same without a fixture. */
+static inline Suite *
+unit_suite(const char *name, const struct unit_case *cases, size_t n)
+{
+    return unit_suite_fixture(name, cases, n, NULL, NULL);
 }
 
 /* Run s (and more, if not NULL); main's exit status. */
