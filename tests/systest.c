@@ -442,3 +442,16 @@ systest_main(Suite *s)
     systest_cleanup_run();
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+bool
+systest_is_uuid4(const char *s)
+{
+    if (strlen(s) != 36 || s[14] != '4' || strchr("89ab", s[19]) == NULL)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : strchr("0123456789abcdef", s[i]) == NULL)
+            return false;
+    }
+    return true;
+}

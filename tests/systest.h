@@ -144,6 +144,8 @@ uint64_t systest_server_stat(int fd, const char *key);
 /* Time */
 
 /* Sleep ms milliseconds, not scaled. */
+/* Is s a lowercase canonical version-4 UUID? */
+bool systest_is_uuid4(const char *s);
 /* The whole file at path, NUL-terminated ("" if there is none or no path;
  * *len, if not NULL, gets its length); free it. */
 char *systest_slurp(const char *path, size_t *len);

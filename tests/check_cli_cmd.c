@@ -1,0 +1,269 @@
+/* check_cli_cmd.c - unit tests for src/cli_cmd.c, workq-cli's parser:
+ * a typed line becomes the exact protocol bytes (payloads inline, escapes,
+ * generated ids), a local command, or a refusal with its message. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_cmd.h"
+#include "systest.h"
+
+#define ID "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+
+/* ------------------------------------------------------------------------ */
+/* cli_cmd */
+
+/* Parse line and expect it to become exactly wire[0..len). */
+static struct cli_cmd
+expect_wire_n(const char *line, const char *wire, size_t len)
+{
+    struct cli_cmd cmd;
+    ck_assert_msg(cli_cmd_parse_line(&cmd, line, strlen(line)) == 0, "%s: %s", line, cmd.error);
+    ck_assert_int_eq(cmd.kind, CLI_CMD_SEND);
+    ck_assert_msg(cmd.wire_len == len && memcmp(cmd.wire, wire, len) == 0,
+                  "%s:\n expected \"%s\"\n      got \"%s\"", line, wire, cmd.wire);
+    cli_cmd_clear(&cmd);
+    return cmd;
+}
+
+static struct cli_cmd
+expect_wire(const char *line, const char *wire)
+{
+    return expect_wire_n(line, wire, strlen(wire));
+}
+
+/* Parse line and expect it to be refused with error. */
+static void
+expect_refused(const char *line, const char *error)
+{
+    struct cli_cmd cmd;
+    ck_assert_msg(cli_cmd_parse_line(&cmd, line, strlen(line)) == -1, "%s: accepted", line);
+    ck_assert_str_eq(cmd.error, error);
+    ck_assert_ptr_null(cmd.wire);
+    ck_assert_str_eq(cmd.id, "");
+}
+
+static enum cli_cmd_kind
+kind_of(const char *line)
+{
+    struct cli_cmd cmd;
+    ck_assert_int_eq(cli_cmd_parse_line(&cmd, line, strlen(line)), 0);
+    ck_assert_ptr_null(cmd.wire);
+    return cmd.kind;
+}
+
+START_TEST(test_cmd_payload)
+{
+    struct cli_cmd c =
+        expect_wire("add " ID " q 1000 60000 hello", "add " ID " q 1000 60000 5\r\nhello\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
+    ck_assert_uint_eq(c.wait_ms, 0);
+    /* Runs of spaces and tabs separate tokens; the payload keeps its place
+     * among the flags. */
+    expect_wire("  add\t" ID "  q 1 2 -priority=5 \"x\" -max-fails=2 ",
+                "add " ID " q 1 2 -priority=5 1 -max-fails=2\r\nx\r\n");
+    expect_wire("schedule " ID " q 1 2 2030-01-01T00:00:00Z \"hello world\"",
+                "schedule " ID " q 1 2 2030-01-01T00:00:00Z 11\r\nhello world\r\n");
+    expect_wire("complete " ID " \"\"", "complete " ID " 0\r\n\r\n");
+    expect_wire("fail " ID " oops", "fail " ID " 4\r\noops\r\n");
+    /* Quoted, "-a=b" is a payload; bare, it is a flag. */
+    expect_wire("complete " ID " \"-a=b\"", "complete " ID " 4\r\n-a=b\r\n");
+    /* In a bare word, quotes and backslashes are ordinary bytes. */
+    expect_wire("complete " ID " a\\n\"b", "complete " ID " 5\r\na\\n\"b\r\n");
+    c = expect_wire("run " ID " q 5000 2000 p -priority=-1",
+                    "run " ID " q 5000 2000 1 -priority=-1\r\np\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_RESULT);
+    ck_assert_uint_eq(c.wait_ms, 7000); /* the wait, then the TTR of the lease */
+}
+END_TEST
+
+START_TEST(test_cmd_escapes)
+{
+    static const char wire[] = "complete " ID " 11\r\na b\r\n\t\\\"\x00\xff"
+                               "Z\r\n";
+    expect_wire_n("complete " ID " \"a b\\r\\n\\t\\\\\\\"\\x00\\xFfZ\"", wire, sizeof wire - 1);
+}
+END_TEST
+
+START_TEST(test_cmd_other)
+{
+    struct cli_cmd c = expect_wire("lease a b c 1500", "lease a b c 1500\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_LEASE);
+    ck_assert_uint_eq(c.wait_ms, 1500);
+    c = expect_wire("result " ID " 250", "result " ID " 250\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_RESULT);
+    ck_assert_uint_eq(c.wait_ms, 250);
+    /* A wait the server will refuse does not make the cli wait. */
+    c = expect_wire("lease q soon", "lease q soon\r\n");
+    ck_assert_uint_eq(c.wait_ms, 0);
+    c = expect_wire("delete " ID, "delete " ID "\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
+    /* The server judges the arity of commands without a payload. */
+    expect_wire("delete", "delete\r\n");
+    expect_wire("lease \"q\" 0", "lease q 0\r\n");
+
+    static const struct {
+        const char *line;
+        enum cli_view view;
+    } inspect[] = {
+        {"inspect server", CLI_VIEW_SERVER},      {"inspect job " ID, CLI_VIEW_JOB},
+        {"inspect queues 0 10", CLI_VIEW_QUEUES}, {"inspect queue q", CLI_VIEW_QUEUES},
+        {"inspect jobs q 0 10", CLI_VIEW_JOBS},   {"inspect scheduled-jobs q 0 1", CLI_VIEW_JOBS},
+        {"inspect nothing", CLI_VIEW_SERVER},
+    };
+    for (size_t i = 0; i < sizeof inspect / sizeof inspect[0]; i++) {
+        c = expect_wire(inspect[i].line, f("%s\r\n", inspect[i].line));
+        ck_assert_int_eq(c.view, inspect[i].view);
+    }
+}
+END_TEST
+
+START_TEST(test_cmd_new_id)
+{
+    static const char *const lines[] = {
+        "add - q 1 2 x",
+        "schedule - q 1 2 2030-01-01T00:00:00Z x",
+        "run - q 1 2 x",
+    };
+    char first[37] = "";
+    for (size_t i = 0; i < 3; i++) {
+        struct cli_cmd cmd;
+        ck_assert_int_eq(cli_cmd_parse_line(&cmd, lines[i], strlen(lines[i])), 0);
+        ck_assert_msg(systest_is_uuid4(cmd.id), "not a v4 uuid: %s", cmd.id);
+        ck_assert_str_ne(cmd.id, first);
+        strcpy(first, cmd.id);
+        const char *sp = strchr(lines[i], ' ');
+        ck_assert_str_eq(cmd.wire, f("%.*s %s%.*s 1\r\nx\r\n", (int)(sp - lines[i]), lines[i],
+                                     cmd.id, (int)strlen(sp + 2) - 2, sp + 2));
+        cli_cmd_clear(&cmd);
+    }
+    /* Only a bare "-" in the id's place asks for an id. */
+    struct cli_cmd c = expect_wire("add \"-\" q 1 2 x", "add - q 1 2 1\r\nx\r\n");
+    ck_assert_str_eq(c.id, "");
+    c = expect_wire("add " ID " - 1 2 x", "add " ID " - 1 2 1\r\nx\r\n");
+    ck_assert_str_eq(c.id, "");
+    c = expect_wire("add " ID " q 1 2 -", "add " ID " q 1 2 1\r\n-\r\n");
+    ck_assert_str_eq(c.id, "");
+    c = expect_wire("delete -", "delete -\r\n");
+    ck_assert_str_eq(c.id, "");
+    /* A refused command forgets the id it made. */
+    expect_refused("add - q \"a b\" 2 x",
+                   "\"a b\": only a payload may be empty or hold spaces or line breaks");
+}
+END_TEST
+
+START_TEST(test_cmd_local)
+{
+    ck_assert_int_eq(kind_of(""), CLI_CMD_EMPTY);
+    ck_assert_int_eq(kind_of(" \t "), CLI_CMD_EMPTY);
+    ck_assert_int_eq(kind_of("# add - q 1 2 x"), CLI_CMD_EMPTY);
+    ck_assert_int_eq(kind_of("help"), CLI_CMD_HELP);
+    ck_assert_int_eq(kind_of("quit"), CLI_CMD_QUIT);
+    ck_assert_int_eq(kind_of("exit"), CLI_CMD_QUIT);
+
+    char *text;
+    size_t len;
+    FILE *out = open_memstream(&text, &len);
+    cli_cmd_print_help(out);
+    fclose(out);
+    static const char *const lines[] = {
+        "\n  add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
+        "[-max-fails=N]\n",
+        "\n  schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] "
+        "[-max-attempts=N] [-max-fails=N]\n",
+        "\n  run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]\n",
+        "\n  result <id> <wait-timeout>\n",
+        "\n  lease <name>... <wait-timeout>\n",
+        "\n  complete <id> <result>\n",
+        "\n  fail <id> <result>\n",
+        "\n  delete <id>\n",
+        "\n  inspect server\n",
+        "\n  inspect scheduled-jobs <name> <offset> <limit>\n",
+        "\n  help\n",
+        "\n  quit, exit\n",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        ck_assert_msg(strstr(text, lines[i]) != NULL, "help lacks %s", lines[i]);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_cmd_words)
+{
+    /* One-shot mode: each word is one token, taken as it is. */
+    char *add[] = {"add", ID, "q", "1", "2", "hello world\r\n"};
+    struct cli_cmd cmd;
+    ck_assert_int_eq(cli_cmd_parse_words(&cmd, add, 6), 0);
+    ck_assert_str_eq(cmd.wire, "add " ID " q 1 2 13\r\nhello world\r\n\r\n");
+    cli_cmd_clear(&cmd);
+    char *escapes[] = {"complete", ID, "\"a\\n\""};
+    ck_assert_int_eq(cli_cmd_parse_words(&cmd, escapes, 3), 0);
+    ck_assert_str_eq(cmd.wire, "complete " ID " 5\r\n\"a\\n\"\r\n");
+    cli_cmd_clear(&cmd);
+    char *id[] = {"add", "-", "q", "1", "2", ""};
+    ck_assert_int_eq(cli_cmd_parse_words(&cmd, id, 6), 0);
+    ck_assert(systest_is_uuid4(cmd.id));
+    ck_assert_str_eq(cmd.wire, f("add %s q 1 2 0\r\n\r\n", cmd.id));
+    cli_cmd_clear(&cmd);
+    char *spaced[] = {"lease", "a b", "0"};
+    ck_assert_int_eq(cli_cmd_parse_words(&cmd, spaced, 3), -1);
+    ck_assert_str_eq(cmd.error,
+                     "\"a b\": only a payload may be empty or hold spaces or line breaks");
+    char *empty[] = {"inspect", ""};
+    ck_assert_int_eq(cli_cmd_parse_words(&cmd, empty, 2), -1);
+    ck_assert_str_eq(cmd.error, "\"\": only a payload may be empty or hold spaces or line breaks");
+}
+END_TEST
+
+START_TEST(test_cmd_errors)
+{
+    static const char *const cases[][2] = {
+        {"add " ID " q 1 2",
+         "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
+         "[-max-fails=N]"},
+        {"add " ID " q 1 2 -a=b", "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
+                                  "[-max-attempts=N] [-max-fails=N]"},
+        {"schedule " ID " q 1 2 x", "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
+                                    "[-priority=N] [-max-attempts=N] [-max-fails=N]"},
+        {"run " ID " q 1 2 x y", "usage: run <id> <name> <ttr> <wait-timeout> <payload> "
+                                 "[-priority=N]"},
+        {"complete " ID " a b", "usage: complete <id> <result>"},
+        {"fail " ID, "usage: fail <id> <result>"},
+        {"frobnicate x", "unknown command \"frobnicate\" (help lists them)"},
+        {"ADD - q 1 2 x", "unknown command \"ADD\" (help lists them)"},
+        {"\"add\" - q 1 2 x", "unknown command \"add\" (help lists them)"},
+        {"complete " ID " \"abc", "unterminated quoted string"},
+        {"complete " ID " \"abc\\", "unterminated quoted string"},
+        {"complete " ID " \"a\\qb\"", "unknown escape \\q in a quoted string"},
+        {"complete " ID " \"\\x4\"", "\\x needs two hex digits"},
+        {"complete " ID " \"\\x4", "\\x needs two hex digits"},
+        {"complete " ID " \"ab\"c", "text after a closing quote"},
+        {"lease \"a b\" 0", "\"a b\": only a payload may be empty or hold spaces or line breaks"},
+        {"lease \"a\\r\\n\" 0",
+         "\"a\r\n\": only a payload may be empty or hold spaces or line breaks"},
+        {"delete \"\"", "\"\": only a payload may be empty or hold spaces or line breaks"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_refused(cases[i][0], cases[i][1]);
+}
+END_TEST
+
+static Suite *
+cli_cmd_suite(void)
+{
+    const struct systest_group groups[] = {
+        {"cmd",
+         {test_cmd_payload, test_cmd_escapes, test_cmd_other, test_cmd_new_id, test_cmd_local,
+          test_cmd_words, test_cmd_errors, NULL}},
+    };
+    return systest_suite("cli_cmd", groups, sizeof groups / sizeof groups[0]);
+}
+
+int
+main(void)
+{
+    return systest_main(cli_cmd_suite());
+}
