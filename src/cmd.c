@@ -1,4 +1,5 @@
-/* cmd.c - command table, dispatch, argument rules, common replies. */
+/* cmd.c - the Workq command table and dispatch, the protocol module the
+ * connection layer drives (cmd_protocol), argument rules, common replies. */
 #include "wq.h"
 #include "cmd.h"
 

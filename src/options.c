@@ -1,4 +1,5 @@
-/* options.c - command-line and config-file parsing with getopt_long_only. */
+/* options.c - the option table, and parsing the command line (getopt_long_only)
+ * and config files by it. */
 #include "wq.h"
 #include "options.h"
 

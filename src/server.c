@@ -1,4 +1,5 @@
-/* server.c - the libevent loop: listener, signals, the wheel timer. */
+/* server.c - the libevent loop, run a pass at a time: listeners and the
+ * services they serve, signals, the wheel timer, the command log's news. */
 #include "wq.h"
 #include "server.h"
 

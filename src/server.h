@@ -1,5 +1,6 @@
-/* server.h - the event loop: the listener, signals, the one timer that
- * drives the core's timer wheel, and the set of connections. */
+/* server.h - the event loop: the listeners and the protocol services they
+ * serve, signals, the one timer that drives the core's timer wheels, the
+ * command log's end-of-pass write, and the set of connections. */
 #ifndef WQ_SERVER_H
 #define WQ_SERVER_H
 
