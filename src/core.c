@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "core_internal.h"
+#include "workers.h"
 #include "payload.h"
 
 #define CORE_POOL_BLOCK 1024
@@ -26,6 +27,7 @@ core_new(uint64_t now_ms)
     c->jobs = registry_new(job_id_key);
     c->exts = registry_new(job_ext_id_key);
     queue_table_init(&c->queues);
+    c->workers = workers_new();
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
@@ -650,6 +652,7 @@ core_free(struct core *c)
     registry_free(c->jobs);
     registry_free(c->exts);
     queue_table_clear(&c->queues);
+    workers_free(c->workers);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);
     pool_clear(&c->waiter_pool);

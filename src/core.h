@@ -32,6 +32,7 @@ enum waiter_outcome {
 };
 
 struct core;
+struct workers;
 
 /* Called once when a wait ends, after the waiter is freed; j is valid only
  * during the call, and c is given to read it with.  It must not call back
@@ -79,6 +80,7 @@ struct core {
     struct registry *jobs; /* id -> job */
     struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;
+    struct workers *workers; /* workers.h: who identified themselves */
     struct wheel wheel;      /* jobs' deadlines */
     struct wheel wait_wheel; /* waiters' timeouts */
     bool firing;             /* the job wheel is firing: see core_make_ready */

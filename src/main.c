@@ -24,7 +24,10 @@ main_log_started(const struct server *srv, const struct options *o)
     char listen[OPTIONS_MAX_LISTEN * 97] = "";
     size_t n = 0;
     for (size_t i = 0; i < srv->nlisteners; i++)
-        n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s", i ? "," : "", srv->bound[i]);
+        n += (size_t)snprintf(
+            listen + n, sizeof listen - n, "%s%s%s%s", i ? "," : "",
+            srv->listeners[i].svc == &srv->workq ? "" : srv->listeners[i].svc->proto->name,
+            srv->listeners[i].svc == &srv->workq ? "" : "=", srv->listeners[i].bound);
     wq_log(LOG_LVL_INFO,
            "workq-server started version=%s pid=%ld listen=%s allocator=%s max_line=%zu "
            "max_payload=%llu max_connections=%llu idle_timeout_ms=%llu max_memory=%llu "
@@ -43,6 +46,8 @@ main_start(struct server *srv, const struct options *o)
 {
     if (server_init(srv, o) != 0)
         return EX_SOFTWARE;
+    if (server_faktory_password(srv) != 0)
+        return EX_CONFIG;
     if (server_listen(srv) != 0)
         return EX_UNAVAILABLE;
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
@@ -82,12 +87,17 @@ main_serve(const struct options *o)
         log_open(LOG_TO_SYSLOG, NULL);
     main_log_started(&srv, o);
     /* Lines on stdout that scripts and tests read to learn the ports. */
-    for (size_t i = 0; i < srv.nlisteners; i++)
-        printf("workq-server listening on %s\n", srv.bound[i]);
+    for (size_t i = 0; i < srv.nlisteners; i++) { /* the Workq ones first */
+        const struct server_listener *sl = &srv.listeners[i];
+        if (sl->svc == &srv.workq)
+            printf("workq-server listening on %s\n", sl->bound);
+        else
+            printf("workq-server %s listening on %s\n", sl->svc->proto->name, sl->bound);
+    }
     fflush(stdout);
     char state[160];
-    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld", srv.bound[0],
-             (long)getpid());
+    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld",
+             srv.listeners[0].bound, (long)getpid());
     daemon_notify(state);
     daemon_ready();
 

@@ -26,7 +26,7 @@ _Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes are set as uint64_t");
 
 /* How an option's value is read, and where it goes. */
 enum opt_kind {
-    OPT_LISTEN,   /* addresses, into opts->listen */
+    OPT_LISTEN,   /* addresses (struct listen_set) */
     OPT_SIZE,     /* bytes, with K/M/G units (uint64_t) */
     OPT_NUMBER,   /* a plain decimal number (uint64_t) */
     OPT_DURATION, /* ms, with ms/s/m/h units; bare numbers are seconds (uint64_t) */
@@ -66,6 +66,14 @@ static const struct opt_def opt_defs[] = {
      "addresses to listen on; HOST may be a name, an IPv4\naddress or [IPv6]; port 0 picks a "
      "free port\n",
      "Options (one dash or two; -flag value or -flag=value):"},
+    {"faktory-listen", 0, OPT_LISTEN, AT(faktory_listen), 0, 0, NULL,
+     "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
+     "also serve the Faktory work protocol there\n(default: off; 7419 is Faktory's port)", NULL},
+    {"faktory-password-file", 0, OPT_PATH, AT(faktory_password_file), 0, 0, NULL,
+     "(expected a file name)", "FILE",
+     "Faktory clients must give this password (its first\nline); default: FAKTORY_PASSWORD from "
+     "the environment,\nif set",
+     NULL},
     {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536", "(expected RANGE)",
      "BYTES", "longest command line", NULL},
     {"max-payload", 0, OPT_SIZE, AT(max_payload), 0, MAX_MAX_PAYLOAD, "1048576", "(expected RANGE)",
@@ -231,7 +239,7 @@ options_parse_addr(const char *addr, size_t n, struct listen_addr *a)
 }
 
 int
-options_set_listen(struct options *opts, const char *list)
+options_set_listen(struct listen_set *set, const char *list)
 {
     struct listen_addr addrs[OPTIONS_MAX_LISTEN];
     size_t n = 0;
@@ -246,8 +254,8 @@ options_set_listen(struct options *opts, const char *list)
             break;
         p = comma + 1;
     }
-    memcpy(opts->listen, addrs, n * sizeof addrs[0]);
-    opts->nlisten = n;
+    memcpy(set->addr, addrs, n * sizeof addrs[0]);
+    set->n = n;
     return 0;
 }
 
@@ -299,7 +307,7 @@ options_apply(struct options *o, const struct opt_def *d, const char *v)
     bool b = true;
     switch (d->kind) {
     case OPT_LISTEN:
-        return options_set_listen(o, v);
+        return options_set_listen(at, v);
     case OPT_SIZE:
     case OPT_NUMBER:
         if ((d->kind == OPT_SIZE ? util_parse_size(v, d->max, &n)

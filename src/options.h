@@ -22,9 +22,16 @@ struct listen_addr {
     char port[16];
 };
 
+/* The addresses one protocol listens on. */
+struct listen_set {
+    struct listen_addr addr[OPTIONS_MAX_LISTEN];
+    size_t n;
+};
+
 struct options {
-    struct listen_addr listen[OPTIONS_MAX_LISTEN];
-    size_t nlisten;
+    struct listen_set listen;          /* the Workq protocol */
+    struct listen_set faktory_listen;  /* the Faktory protocol (n 0: off) */
+    const char *faktory_password_file; /* NULL: FAKTORY_PASSWORD, if set */
     size_t max_line;
     uint64_t max_payload;
     struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
@@ -51,7 +58,7 @@ int options_parse(struct options *opts, int argc, char **argv);
 void options_free(struct options *opts);
 
 /* Parse a comma-separated list of "HOST:PORT", "[V6]:PORT" or ":PORT"
- * into opts->listen; 0, or -1 leaving opts unchanged. */
-int options_set_listen(struct options *opts, const char *list);
+ * into set; 0, or -1 leaving set unchanged. */
+int options_set_listen(struct listen_set *set, const char *list);
 
 #endif /* WQ_OPTIONS_H */

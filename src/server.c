@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -20,6 +21,7 @@
 #include "cmdlog.h"
 #include "conn.h"
 #include "core.h"
+#include "alloc.h"
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
@@ -41,9 +43,9 @@ server_accepting(struct server *srv, bool on)
 {
     for (size_t i = 0; i < srv->nlisteners; i++) {
         if (on)
-            evconnlistener_enable(srv->listeners[i]);
+            evconnlistener_enable(srv->listeners[i].l);
         else
-            evconnlistener_disable(srv->listeners[i]);
+            evconnlistener_disable(srv->listeners[i].l);
     }
 }
 
@@ -152,7 +154,8 @@ static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                  void *arg)
 {
-    struct server *srv = arg;
+    struct server_listener *sl = arg;
+    struct server *srv = sl->srv;
     uint64_t max = srv->opts->max_connections;
     if (max > 0 && srv->ctx.clients >= max) {
         /* Say why before closing; a client that cannot take even this
@@ -172,7 +175,7 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    conn_new(srv->conns, &srv->workq, fd);
+    conn_new(srv->conns, sl->svc, fd);
     srv->ctx.clients = conn_count(srv->conns);
 }
 
@@ -190,7 +193,7 @@ server_accept_resume_cb(evutil_socket_t fd, short what, void *arg)
 static void
 server_accept_error_cb(struct evconnlistener *l, void *arg)
 {
-    struct server *srv = arg;
+    struct server *srv = ((struct server_listener *)arg)->srv;
     wq_log(LOG_LVL_WARN, "accept failed, pausing ms=%d error=\"%s\"", SERVER_ACCEPT_PAUSE_MS,
            evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     server_accepting(srv, false);
@@ -206,28 +209,31 @@ server_describe_bound(struct server *srv, size_t i)
     socklen_t len = sizeof ss;
     char host[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
-    char *out = srv->bound[i];
-    evutil_socket_t fd = evconnlistener_get_fd(srv->listeners[i]);
+    char *out = srv->listeners[i].bound;
+    evutil_socket_t fd = evconnlistener_get_fd(srv->listeners[i].l);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET6) {
             struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
             inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
             port = ntohs(s6->sin6_port);
-            snprintf(out, sizeof srv->bound[i], "[%s]:%u", host, port);
+            snprintf(out, sizeof srv->listeners[i].bound, "[%s]:%u", host, port);
             return;
         }
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
         port = ntohs(s4->sin_port);
     }
-    snprintf(out, sizeof srv->bound[i], "%s:%u", host, port);
+    snprintf(out, sizeof srv->listeners[i].bound, "%s:%u", host, port);
 }
 
-/* Bind one listener, disabled, for a: the first of its addresses that
- * works.  0, or -1 after logging. */
+/* Bind one listener, disabled, for a, serving svc: the first of its
+ * addresses that works.  0, or -1 after logging. */
 static int
-server_bind(struct server *srv, const struct listen_addr *a)
+server_bind(struct server *srv, const struct listen_addr *a, const struct conn_service *svc)
 {
+    struct server_listener *sl = &srv->listeners[srv->nlisteners];
+    sl->srv = srv;
+    sl->svc = svc;
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -241,7 +247,7 @@ server_bind(struct server *srv, const struct listen_addr *a)
     int err = 0;
     struct evconnlistener *l = NULL;
     for (struct addrinfo *ai = res; ai != NULL && l == NULL; ai = ai->ai_next) {
-        l = evconnlistener_new_bind(srv->base, server_accept_cb, srv,
+        l = evconnlistener_new_bind(srv->base, server_accept_cb, sl,
                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
                                         LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_DISABLED,
                                     SERVER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
@@ -255,16 +261,51 @@ server_bind(struct server *srv, const struct listen_addr *a)
         return -1;
     }
     evconnlistener_set_error_cb(l, server_accept_error_cb);
-    srv->listeners[srv->nlisteners] = l;
+    sl->l = l;
     server_describe_bound(srv, srv->nlisteners++);
+    return 0;
+}
+
+int
+server_faktory_password(struct server *srv)
+{
+    const char *file = srv->opts->faktory_password_file;
+    char line[4096] = "";
+    if (file == NULL) {
+        const char *env = getenv("FAKTORY_PASSWORD");
+        if (env == NULL || env[0] == '\0')
+            return 0;
+        snprintf(line, sizeof line, "%s", env);
+    } else {
+        FILE *fp = fopen(file, "r");
+        if (fp == NULL || fgets(line, sizeof line, fp) == NULL) {
+            wq_log(LOG_LVL_ERROR, "cannot read the Faktory password file=%s error=\"%s\"", file,
+                   fp == NULL ? strerror(errno) : "it is empty");
+            if (fp != NULL)
+                fclose(fp);
+            return -1;
+        }
+        fclose(fp);
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0') {
+            wq_log(LOG_LVL_ERROR, "the Faktory password file=%s starts with an empty line", file);
+            return -1;
+        }
+    }
+    srv->faktory_password = wq_malloc(strlen(line) + 1);
+    strcpy(srv->faktory_password, line);
+    srv->fwp.password = srv->faktory_password;
     return 0;
 }
 
 int
 server_listen(struct server *srv)
 {
-    for (size_t i = 0; i < srv->opts->nlisten; i++)
-        if (server_bind(srv, &srv->opts->listen[i]) != 0)
+    for (size_t i = 0; i < srv->opts->listen.n; i++)
+        if (server_bind(srv, &srv->opts->listen.addr[i], &srv->workq) != 0)
+            return -1;
+    for (size_t i = 0; i < srv->opts->faktory_listen.n; i++)
+        if (server_bind(srv, &srv->opts->faktory_listen.addr[i], &srv->faktory) != 0)
             return -1;
     return 0;
 }
@@ -316,8 +357,16 @@ server_init(struct server *srv, const struct options *opts)
         .pull_min = opts->max_line + 2, /* a line and its CR LF */
         .max_request = opts->max_line + 2 + opts->max_payload + 2,
     };
+    srv->fwp = (struct fwp_ctx){.core = srv->ctx.core, .max_line = opts->max_line};
+    srv->faktory = (struct conn_service){
+        .proto = &fwp_protocol,
+        .ctx = &srv->fwp,
+        .pull_min = opts->max_line + 2,
+        .max_request = opts->max_line + 2,
+    };
     const struct conn_hooks hooks = {srv, server_conns_begin, server_conns_end, server_conns_gone};
-    srv->conns = conn_set_new(srv->base, &hooks, cmd_protocol.state_size);
+    srv->conns =
+        conn_set_new(srv->base, &hooks, WQ_MAX(cmd_protocol.state_size, fwp_protocol.state_size));
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);
@@ -437,7 +486,7 @@ server_clear(struct server *srv)
     srv->stopping = false; /* freeing the rest is not a graceful stop */
     conn_set_free(srv->conns);
     for (size_t i = 0; i < srv->nlisteners; i++)
-        evconnlistener_free(srv->listeners[i]);
+        evconnlistener_free(srv->listeners[i].l);
     if (srv->timer != NULL)
         event_free(srv->timer);
     if (srv->sig_int != NULL)
@@ -460,6 +509,7 @@ server_clear(struct server *srv)
         srv->ctx.core->record = NULL;
     cmdlog_close(srv->cmdlog); /* writes and syncs what is left */
     core_free(srv->ctx.core);
+    wq_free(srv->faktory_password);
     if (srv->base != NULL)
         event_base_free(srv->base);
     memset(srv, 0, sizeof *srv);

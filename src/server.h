@@ -7,15 +7,24 @@
 #include "wq.h"
 #include "cmd.h"
 #include "conn.h"
+#include "fwp.h"
 #include "options.h"
 
 struct options;
 struct cmdlog;
 struct event_base;
 
+/* One listening socket and the protocol it serves. */
+struct server_listener {
+    struct server *srv;
+    struct evconnlistener *l;
+    const struct conn_service *svc;
+    char bound[96]; /* "host:port" really bound */
+};
+
 struct server {
     struct event_base *base;
-    struct evconnlistener *listeners[OPTIONS_MAX_LISTEN];
+    struct server_listener listeners[2 * OPTIONS_MAX_LISTEN];
     size_t nlisteners;
     struct event *timer;
     struct event *sig_int, *sig_term, *sig_hup;
@@ -29,12 +38,14 @@ struct server {
     struct cmd_ctx ctx;            /* the core and the batch time */
     struct conn_set *conns;        /* every open connection */
     struct conn_service workq;     /* the Workq protocol, as the listeners serve it */
+    struct conn_service faktory;   /* the Faktory protocol (-faktory-listen) */
+    struct fwp_ctx fwp;            /* its context */
+    char *faktory_password;        /* NULL: none */
     struct cmdlog *cmdlog;         /* NULL without -cmdlog-path */
     struct event *cmdlog_ev;       /* the command log's threads' news */
     struct event *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
     uint64_t cmdlog_released;      /* cmdlog_released when held replies were last sent */
     uint64_t started_ms;
-    char bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" really bound */
 };
 
 /* Set up the loop and the core.  Returns 0, or -1 after logging. */
@@ -42,6 +53,9 @@ int server_init(struct server *srv, const struct options *opts);
 /* Open the command log, replay it into the core and start logging.
  * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
 int server_open_cmdlog(struct server *srv);
+/* Read the Faktory listeners' password (-faktory-password-file, else
+ * FAKTORY_PASSWORD).  Returns 0, or -1 after logging (EX_CONFIG). */
+int server_faktory_password(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int server_listen(struct server *srv);

@@ -16,6 +16,7 @@
 #include "core.h"
 #include "proto.h"
 #include "reply.h"
+#include "fake_reply.h"
 #include "unit.h"
 
 #define NOW     1700000000000ULL
@@ -24,55 +25,11 @@
 #define CE(msg) "-CLIENT-ERROR " msg "\r\n"
 #define RO      "-SERVER-ERROR Read-only: command log write failed\r\n"
 
-/* A client as the handlers see it: what was answered, parked, closed. */
-struct fake {
-    struct reply reply;
-    char out[8192];
-    size_t len;
-    void *waiting;
-    int wakes;
-    bool closed;
+/* A client, and its parser state. */
+struct client {
+    struct fake f;
     struct proto parser;
 };
-
-static void
-fake_bytes(void *to, const void *data, size_t len)
-{
-    struct fake *f = to;
-    ck_assert_uint_le(f->len + len, sizeof f->out - 1);
-    memcpy(f->out + f->len, data, len);
-    f->len += len;
-    f->out[f->len] = '\0';
-}
-
-static void
-fake_payload(void *to, char *p, size_t len)
-{
-    fake_bytes(to, p, len);
-}
-
-static void
-fake_park(void *to, void *waiting)
-{
-    ((struct fake *)to)->waiting = waiting;
-}
-
-static void
-fake_wake(void *to)
-{
-    struct fake *f = to;
-    f->waiting = NULL;
-    f->wakes++;
-}
-
-static void
-fake_close(void *to)
-{
-    ((struct fake *)to)->closed = true;
-}
-
-static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,
-                                          fake_close};
 
 static struct cmd_ctx ctx;
 
@@ -95,46 +52,46 @@ teardown(void)
 }
 
 static void
-fake_open(struct fake *f)
+client_open(struct client *c)
 {
-    memset(f, 0, sizeof *f);
-    f->reply = (struct reply){&fake_ops, f};
-    cmd_protocol.open(&ctx, &f->parser, &f->reply);
+    fake_init(&c->f);
+    cmd_protocol.open(&ctx, &c->parser, &c->f.reply);
 }
 
 static void
-fake_close_all(struct fake *f)
+client_close(struct client *c)
 {
-    if (f->waiting != NULL)
-        cmd_protocol.cancel(&ctx, f->waiting);
-    cmd_protocol.close(&ctx, &f->parser);
+    if (c->f.waiting != NULL)
+        cmd_protocol.cancel(&ctx, c->f.waiting);
+    cmd_protocol.close(&ctx, &c->parser);
 }
 
 /* Feed input as a connection would (all of it at once, the unconsumed rest
  * again after each request) and return what was answered since. */
 static const char *
-feed(struct fake *f, const char *input, size_t n)
+feed(struct client *c, const char *input, size_t n)
 {
-    size_t start = f->len, off = 0;
-    while (off < n && f->waiting == NULL && !f->closed) {
+    size_t start = c->f.len, off = 0;
+    while (off < n && c->f.waiting == NULL && !c->f.closed) {
         size_t need = 0;
-        size_t used = cmd_protocol.handle(&ctx, &f->parser, &f->reply, input + off, n - off, &need);
+        size_t used =
+            cmd_protocol.handle(&ctx, &c->parser, &c->f.reply, input + off, n - off, &need);
         off += used;
         if (need > 0 && used == 0)
             break;
     }
-    return f->out + start;
+    return c->f.out + start;
 }
 
 /* One client, one exchange: the reply to input. */
 static const char *
 ask(const char *input)
 {
-    static struct fake f;
-    fake_open(&f);
-    static char reply[sizeof f.out];
-    snprintf(reply, sizeof reply, "%s", feed(&f, input, strlen(input)));
-    fake_close_all(&f);
+    static struct client c;
+    client_open(&c);
+    static char reply[sizeof c.f.out];
+    snprintf(reply, sizeof reply, "%s", feed(&c, input, strlen(input)));
+    client_close(&c);
     return reply;
 }
 
@@ -255,23 +212,23 @@ END_TEST
  * answered to it, and its client woken. */
 START_TEST(test_lease_parks)
 {
-    struct fake worker, client;
-    fake_open(&worker);
-    fake_open(&client);
+    struct client worker, client;
+    client_open(&worker);
+    client_open(&client);
     const char *in = "lease q 5000\r\ninspect queue q\r\n";
     ck_assert_str_eq(feed(&worker, in, strlen(in)), "");
-    ck_assert_ptr_nonnull(worker.waiting);
+    ck_assert_ptr_nonnull(worker.f.waiting);
     const char *add = "add " ID1 " q 1000 60000 2\r\nhi\r\n";
     ck_assert_str_eq(feed(&client, add, strlen(add)), "+OK\r\n");
-    ck_assert_ptr_null(worker.waiting);
-    ck_assert_int_eq(worker.wakes, 1);
-    ck_assert_str_eq(worker.out, "+OK 1\r\n" ID1 " q 1000 2\r\nhi\r\n");
+    ck_assert_ptr_null(worker.f.waiting);
+    ck_assert_int_eq(worker.f.wakes, 1);
+    ck_assert_str_eq(worker.f.out, "+OK 1\r\n" ID1 " q 1000 2\r\nhi\r\n");
     /* woken, it goes on with what it had sent */
     const char *rest = strstr(in, "inspect");
     ck_assert_str_eq(feed(&worker, rest, strlen(rest)),
                      "+OK 1\r\nq 2\r\nready-len 0\r\nscheduled-len 0\r\n");
-    fake_close_all(&worker);
-    fake_close_all(&client);
+    client_close(&worker);
+    client_close(&client);
 }
 END_TEST
 
@@ -279,11 +236,11 @@ END_TEST
  * got stays ready. */
 START_TEST(test_cancelled_lease)
 {
-    struct fake worker;
-    fake_open(&worker);
+    struct client worker;
+    client_open(&worker);
     ck_assert_str_eq(feed(&worker, "lease q 5000\r\n", 14), "");
-    ck_assert_ptr_nonnull(worker.waiting);
-    fake_close_all(&worker);
+    ck_assert_ptr_nonnull(worker.f.waiting);
+    client_close(&worker);
     ck_assert_str_eq(ask("add " ID1 " q 1000 60000 1\r\nx\r\n"), "+OK\r\n");
     ck_assert_str_eq(ask("lease q 0\r\n"), "+OK 1\r\n" ID1 " q 1000 1\r\nx\r\n");
 }
@@ -292,13 +249,13 @@ END_TEST
 /* A line past the limit ends the connection: the error, then close. */
 START_TEST(test_line_too_long_closes)
 {
-    struct fake f;
-    fake_open(&f);
+    struct client f;
+    client_open(&f);
     char line[300];
     memset(line, 'a', sizeof line);
     ck_assert_str_eq(feed(&f, line, sizeof line), CE("Line too long"));
-    ck_assert(f.closed);
-    fake_close_all(&f);
+    ck_assert(f.f.closed);
+    client_close(&f);
 }
 END_TEST
 

@@ -1136,7 +1136,7 @@ copy_dir(const char *src, const struct tdir *d)
     while ((de = readdir(dir)) != NULL) {
         if (de->d_name[0] == '.')
             continue;
-        char path[1300]; /* a fixtures_dir path, a name */
+        char path[2048]; /* a fixtures_dir path, a name */
         snprintf(path, sizeof path, "%s/%s", src, de->d_name);
         struct ref_seg s;
         REQUIRE(ref_seg_read(path, &s) == 0);

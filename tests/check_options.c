@@ -145,9 +145,9 @@ START_TEST(test_defaults)
 {
     struct options o;
     PARSE_OK(&o, NULL);
-    ck_assert_uint_eq(o.nlisten, 1);
-    ck_assert_str_eq(o.listen[0].host, WQ_DEFAULT_HOST);
-    ck_assert_str_eq(o.listen[0].port, WQ_DEFAULT_PORT);
+    ck_assert_uint_eq(o.listen.n, 1);
+    ck_assert_str_eq(o.listen.addr[0].host, WQ_DEFAULT_HOST);
+    ck_assert_str_eq(o.listen.addr[0].port, WQ_DEFAULT_PORT);
     ck_assert_uint_eq(o.max_line, WQ_DEFAULT_MAX_LINE);
     ck_assert_uint_eq(o.max_payload, WQ_DEFAULT_MAX_PAYLOAD);
     ck_assert_ptr_null(o.cmdlog.dir);
@@ -175,33 +175,33 @@ START_TEST(test_listen)
 {
     struct options o;
     PARSE_OK(&o, "-listen", "localhost:1");
-    ck_assert_uint_eq(o.nlisten, 1);
-    ck_assert_str_eq(o.listen[0].host, "localhost");
-    ck_assert_str_eq(o.listen[0].port, "1");
+    ck_assert_uint_eq(o.listen.n, 1);
+    ck_assert_str_eq(o.listen.addr[0].host, "localhost");
+    ck_assert_str_eq(o.listen.addr[0].port, "1");
     options_free(&o);
 
     /* a list, IPv6 in brackets, an empty host, leading zeros */
     PARSE_OK(&o, "-l", "127.0.0.1:0,[::1]:9922,:00080,0.0.0.0:65535");
-    ck_assert_uint_eq(o.nlisten, 4);
-    ck_assert_str_eq(o.listen[0].host, "127.0.0.1");
-    ck_assert_str_eq(o.listen[0].port, "0");
-    ck_assert_str_eq(o.listen[1].host, "::1");
-    ck_assert_str_eq(o.listen[1].port, "9922");
-    ck_assert_str_eq(o.listen[2].host, "");
-    ck_assert_str_eq(o.listen[2].port, "80");
-    ck_assert_str_eq(o.listen[3].port, "65535");
+    ck_assert_uint_eq(o.listen.n, 4);
+    ck_assert_str_eq(o.listen.addr[0].host, "127.0.0.1");
+    ck_assert_str_eq(o.listen.addr[0].port, "0");
+    ck_assert_str_eq(o.listen.addr[1].host, "::1");
+    ck_assert_str_eq(o.listen.addr[1].port, "9922");
+    ck_assert_str_eq(o.listen.addr[2].host, "");
+    ck_assert_str_eq(o.listen.addr[2].port, "80");
+    ck_assert_str_eq(o.listen.addr[3].port, "65535");
     options_free(&o);
 
     /* a later flag replaces the whole list */
     PARSE_OK(&o, "-l", "a:1,b:2,c:3", "--listen=d:4");
-    ck_assert_uint_eq(o.nlisten, 1);
-    ck_assert_str_eq(o.listen[0].host, "d");
+    ck_assert_uint_eq(o.listen.n, 1);
+    ck_assert_str_eq(o.listen.addr[0].host, "d");
     options_free(&o);
 
     /* eight at most */
     PARSE_OK(&o, "-l", "a:1,a:2,a:3,a:4,a:5,a:6,a:7,a:8");
-    ck_assert_uint_eq(o.nlisten, 8);
-    ck_assert_str_eq(o.listen[7].port, "8");
+    ck_assert_uint_eq(o.listen.n, 8);
+    ck_assert_str_eq(o.listen.addr[7].port, "8");
     options_free(&o);
     const char *why = "(expected HOST:PORT[,HOST:PORT...])";
     static const char *const bad[] = {
@@ -225,9 +225,9 @@ START_TEST(test_listen)
     }
     /* options_set_listen leaves the list alone on failure */
     PARSE_OK(&o, "-l", "x:1,y:2");
-    ck_assert_int_eq(options_set_listen(&o, "z:3,bad"), -1);
-    ck_assert_uint_eq(o.nlisten, 2);
-    ck_assert_str_eq(o.listen[1].host, "y");
+    ck_assert_int_eq(options_set_listen(&o.listen, "z:3,bad"), -1);
+    ck_assert_uint_eq(o.listen.n, 2);
+    ck_assert_str_eq(o.listen.addr[1].host, "y");
     options_free(&o);
 }
 END_TEST
@@ -263,7 +263,7 @@ START_TEST(test_dash_forms)
     /* the short letters */
     PARSE_OK(&o, "-d", "-l", "h:5", "-P", "/run/x.pid", "-u", "svc", "-L", "/var/log/x.log");
     ck_assert(o.daemonize);
-    ck_assert_str_eq(o.listen[0].host, "h");
+    ck_assert_str_eq(o.listen.addr[0].host, "h");
     ck_assert_str_eq(o.pidfile, "/run/x.pid");
     ck_assert_str_eq(o.user, "svc");
     ck_assert_str_eq(o.log_file, "/var/log/x.log");
@@ -273,7 +273,7 @@ START_TEST(test_dash_forms)
     PARSE_OK(&o, "-dv", "-l127.0.0.1:7");
     ck_assert(o.daemonize);
     ck_assert_int_eq(o.log_level, LOG_LVL_DEBUG);
-    ck_assert_str_eq(o.listen[0].port, "7");
+    ck_assert_str_eq(o.listen.addr[0].port, "7");
     options_free(&o);
 }
 END_TEST
@@ -569,8 +569,8 @@ START_TEST(test_config_values)
                       "daemonize = yes\n");
     struct options o;
     PARSE_OK(&o, "-c", path);
-    ck_assert_uint_eq(o.nlisten, 2);
-    ck_assert_str_eq(o.listen[1].host, "::1");
+    ck_assert_uint_eq(o.listen.n, 2);
+    ck_assert_str_eq(o.listen.addr[1].host, "::1");
     ck_assert_uint_eq(o.max_line, 100);
     ck_assert_uint_eq(o.max_payload, 1024);
     ck_assert_int_eq(o.log_level, LOG_LVL_WARN);
@@ -596,7 +596,7 @@ START_TEST(test_config_values)
     config_file(path, "");
     PARSE_OK(&o, "--config", path);
     ck_assert_uint_eq(o.max_line, WQ_DEFAULT_MAX_LINE);
-    ck_assert_str_eq(o.listen[0].port, WQ_DEFAULT_PORT);
+    ck_assert_str_eq(o.listen.addr[0].port, WQ_DEFAULT_PORT);
     options_free(&o);
     unlink(path);
 }
@@ -656,13 +656,13 @@ START_TEST(test_config_precedence)
     ck_assert_uint_eq(o.max_line, 200);
     ck_assert_uint_eq(o.max_connections, 5);
     ck_assert_uint_eq(o.idle_timeout_ms, 60000);
-    ck_assert_str_eq(o.listen[0].host, "h");
+    ck_assert_str_eq(o.listen.addr[0].host, "h");
     ck_assert_int_eq(o.log_level, LOG_LVL_ERROR);
     options_free(&o);
     PARSE_OK(&o, eq, "--max-line=300", "-v", "-idle-timeout=0");
     ck_assert_uint_eq(o.max_line, 300);
     ck_assert_int_eq(o.log_level, LOG_LVL_WARN); /* the file's error, one more */
-    ck_assert_str_eq(o.listen[0].port, "1");
+    ck_assert_str_eq(o.listen.addr[0].port, "1");
     ck_assert_uint_eq(o.idle_timeout_ms, 0);
     options_free(&o);
     /* the last -c is the one read */

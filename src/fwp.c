@@ -1,0 +1,276 @@
+/* fwp.c - the Faktory Work Protocol: line framing, RESP replies, the
+ * handshake (HI, HELLO, the password), and the commands of an identified
+ * connection. */
+#include "wq.h"
+#include "fwp.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/random.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "conn.h"
+#include "core.h"
+#include "reply.h"
+#include "util.h"
+#include "workers.h"
+
+/* Faktory's server asks for 4,000 to 8,095 hash iterations: about a
+ * millisecond of a client's time. */
+#define FWP_ITERATIONS_MIN  4000u
+#define FWP_ITERATIONS_SPAN 4096u
+
+enum fwp_stage {
+    FWP_NOT_IDENTIFIED, /* greeted, waiting for HELLO */
+    FWP_IDENTIFIED,
+};
+
+/* A connection's state. */
+struct fwp_state {
+    enum fwp_stage stage;
+    uint32_t iterations; /* of the password hash asked for */
+    char salt[17];
+    struct worker *worker; /* after a HELLO with a wid */
+};
+
+void
+fwp_password_hash(const char *password, const char *salt, uint32_t iterations, char out[65])
+{
+    unsigned char digest[32];
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (md == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory hashing a password");
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    EVP_DigestUpdate(md, password, strlen(password));
+    EVP_DigestUpdate(md, salt, strlen(salt));
+    EVP_DigestFinal_ex(md, digest, NULL);
+    for (uint32_t i = 1; i < iterations; i++) {
+        EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+        EVP_DigestUpdate(md, digest, sizeof digest);
+        EVP_DigestFinal_ex(md, digest, NULL);
+    }
+    EVP_MD_CTX_free(md);
+    for (size_t i = 0; i < sizeof digest; i++)
+        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}
+
+/* ---- RESP replies ---- */
+
+/* "-ERR <text>\r\n". */
+static void
+fwp_error(struct reply *out, const char *text)
+{
+    reply_str(out, "-ERR ");
+    reply_str(out, text);
+    reply_bytes(out, "\r\n", 2);
+}
+
+/* "$<n>\r\n<bytes>\r\n". */
+static void
+fwp_bulk(struct reply *out, const char *s, size_t n)
+{
+    char head[32];
+    int h = snprintf(head, sizeof head, "$%zu\r\n", n);
+    reply_bytes(out, head, (size_t)h);
+    reply_bytes(out, s, n);
+    reply_bytes(out, "\r\n", 2);
+}
+
+/* ---- the handshake ---- */
+
+static void
+fwp_open(void *ctx, void *state, struct reply *out)
+{
+    const struct fwp_ctx *f = ctx;
+    struct fwp_state *st = state;
+    char hi[96];
+    if (f->password == NULL) {
+        snprintf(hi, sizeof hi, "+HI {\"v\":2}\r\n");
+    } else {
+        uint64_t r[2] = {0, 0};
+        if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r[0] = util_now_ms(), r[1] = (uint64_t)(uintptr_t)st;
+        st->iterations = FWP_ITERATIONS_MIN + (uint32_t)(r[0] % FWP_ITERATIONS_SPAN);
+        snprintf(st->salt, sizeof st->salt, "%llx", (unsigned long long)(r[1] >> 1));
+        snprintf(hi, sizeof hi, "+HI {\"v\":2,\"i\":%u,\"s\":\"%s\"}\r\n", st->iterations,
+                 st->salt);
+    }
+    reply_str(out, hi);
+}
+
+/* The string value of key in object o, or NULL (when absent or not a
+ * string). */
+static const char *
+fwp_json_str(json_t *o, const char *key, size_t *len)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v))
+        return NULL;
+    if (len != NULL)
+        *len = json_string_length(v);
+    return json_string_value(v);
+}
+
+/* Register the worker a HELLO names (wid), with its details. */
+static void
+fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, const char *wid,
+                 size_t wid_len)
+{
+    const char *hostname = fwp_json_str(hello, "hostname", NULL);
+    json_t *pid = json_object_get(hello, "pid");
+    json_t *labels = json_object_get(hello, "labels");
+    char *labels_text = json_is_array(labels) ? json_dumps(labels, JSON_COMPACT) : NULL;
+    st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "",
+                                json_is_integer(pid) ? json_integer_value(pid) : 0,
+                                labels_text ? labels_text : "[]", util_now_ms());
+    free(labels_text);
+}
+
+/* The first line: "HELLO {...}", with the right version and password.
+ * Like Faktory's server, a connection that sends anything else, or JSON
+ * that is not an object, is closed without a reply. */
+static void
+fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, const char *line,
+          size_t n)
+{
+    json_t *hello = NULL;
+    if (n > 6 && memcmp(line, "HELLO {", 7) == 0)
+        hello = json_loadb(line + 6, n - 6, JSON_REJECT_DUPLICATES, NULL);
+    if (!json_is_object(hello)) {
+        json_decref(hello);
+        reply_close(out);
+        return;
+    }
+    json_t *v = json_object_get(hello, "v");
+    size_t wid_len = 0;
+    const char *wid = fwp_json_str(hello, "wid", &wid_len);
+    const char *error = NULL;
+    if (!json_is_integer(v) || json_integer_value(v) != 2) {
+        error = "Unsupported protocol version";
+    } else if (f->password != NULL) {
+        char want[65];
+        const char *got = fwp_json_str(hello, "pwdhash", NULL);
+        fwp_password_hash(f->password, st->salt, st->iterations, want);
+        if (got == NULL || strlen(got) != 64 || CRYPTO_memcmp(got, want, 64) != 0)
+            error = "Invalid password";
+    }
+    if (error == NULL && wid != NULL && (wid_len == 0 || wid_len > WORKERS_MAX_ID))
+        error = "Invalid wid";
+    if (error != NULL) {
+        fwp_error(out, error);
+        reply_close(out);
+    } else {
+        if (wid != NULL)
+            fwp_hello_worker(f, st, hello, wid, wid_len);
+        st->stage = FWP_IDENTIFIED;
+        reply_str(out, "+OK\r\n");
+    }
+    json_decref(hello);
+}
+
+/* ---- commands ---- */
+
+/* BEAT {"wid":"..."}: the worker lives; answer the state asked of it. */
+static void
+fwp_beat(const struct fwp_ctx *f, struct reply *out, const char *arg, size_t n)
+{
+    json_t *beat = json_loadb(arg, n, 0, NULL);
+    size_t wid_len = 0;
+    const char *wid = json_is_object(beat) ? fwp_json_str(beat, "wid", &wid_len) : NULL;
+    char msg[WORKERS_MAX_ID + 32];
+    if (wid == NULL) {
+        snprintf(msg, sizeof msg, "invalid BEAT %.*s", (int)WQ_MIN(n, 64u), arg);
+        fwp_error(out, msg);
+    } else {
+        struct worker *k = workers_find(f->core->workers, wid, wid_len);
+        if (k == NULL) {
+            snprintf(msg, sizeof msg, "unknown worker %.*s", (int)WQ_MIN(wid_len, 64u), wid);
+            fwp_error(out, msg);
+        } else if (k->state == WORKER_RUNNING) {
+            k->last_beat_ms = util_now_ms();
+            reply_str(out, "+OK\r\n");
+        } else {
+            k->last_beat_ms = util_now_ms();
+            int m = snprintf(msg, sizeof msg, "{\"state\":\"%s\"}", worker_state_name(k->state));
+            fwp_bulk(out, msg, (size_t)m);
+        }
+    }
+    json_decref(beat);
+}
+
+/* A command line of an identified connection. */
+static void
+fwp_command(const struct fwp_ctx *f, struct reply *out, const char *line, size_t n)
+{
+    const char *space = memchr(line, ' ', n);
+    size_t verb = space ? (size_t)(space - line) : n;
+    const char *arg = space ? space + 1 : line + n;
+    size_t arg_len = n - (size_t)(arg - line);
+    if (verb == 3 && memcmp(line, "END", 3) == 0 && arg_len == 0) {
+        reply_close(out); /* at once, no reply: the client waits for the close */
+    } else if (verb == 4 && memcmp(line, "BEAT", 4) == 0 && space != NULL) {
+        fwp_beat(f, out, arg, arg_len);
+    } else {
+        char msg[96];
+        snprintf(msg, sizeof msg, "unknown command %.*s", (int)WQ_MIN(verb, 64u), line);
+        fwp_error(out, msg);
+    }
+}
+
+/* ---- the module ---- */
+
+/* One line of in[0..len): CR LF or LF ends it. */
+static size_t
+fwp_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len, size_t *need)
+{
+    const struct fwp_ctx *f = ctx;
+    struct fwp_state *st = state;
+    const char *lf = memchr(in, '\n', WQ_MIN(len, f->max_line + 2));
+    *need = 0;
+    if (lf == NULL && len <= f->max_line + 1) {
+        *need = len + 1;
+        return 0;
+    }
+    size_t n = lf != NULL ? (size_t)(lf - in) : len;
+    if (n > 0 && in[n - 1] == '\r')
+        n--;
+    if (lf == NULL || n > f->max_line) {
+        fwp_error(out, "Line too long");
+        reply_close(out);
+        return len;
+    }
+    if (st->stage == FWP_NOT_IDENTIFIED)
+        fwp_hello(f, st, out, in, n);
+    else
+        fwp_command(f, out, in, n);
+    return (size_t)(lf - in) + 1;
+}
+
+static void
+fwp_cancel(void *ctx, void *waiting)
+{
+    /* no command of this protocol parks yet */
+}
+
+static void
+fwp_close(void *ctx, void *state)
+{
+    const struct fwp_ctx *f = ctx;
+    struct fwp_state *st = state;
+    if (st->worker != NULL)
+        workers_detach(f->core->workers, st->worker);
+    st->worker = NULL;
+}
+
+const struct conn_proto fwp_protocol = {
+    .name = "faktory",
+    .state_size = sizeof(struct fwp_state),
+    .open = fwp_open,
+    .handle = fwp_handle,
+    .cancel = fwp_cancel,
+    .close = fwp_close,
+};

@@ -1,0 +1,30 @@
+/* fwp.h - the Faktory Work Protocol as a module of the connection layer
+ * (conn.h): commands are text lines, replies are RESP.  A connection is
+ * greeted with HI (and, when the listener has a password, the iterations
+ * and salt of its hash), must identify itself with HELLO, and then sends
+ * commands until END.  The rules, and how they differ from Faktory's own
+ * server, are in doc/faktory.md. */
+#ifndef WQ_FWP_H
+#define WQ_FWP_H
+
+#include "wq.h"
+
+struct conn_proto;
+struct core;
+
+/* The Faktory listeners' context (conn_service.ctx). */
+struct fwp_ctx {
+    struct core *core;
+    const char *password; /* NULL: none asked */
+    size_t max_line;      /* longest command line */
+};
+
+/* The module; its ctx is a struct fwp_ctx. */
+extern const struct conn_proto fwp_protocol;
+
+/* Lowercase hex of SHA-256 applied `iterations` times (at least once): the
+ * first round over password and salt, each later one over the previous
+ * 32-byte digest; into out (65 bytes). */
+void fwp_password_hash(const char *password, const char *salt, uint32_t iterations, char out[65]);
+
+#endif /* WQ_FWP_H */

@@ -1,0 +1,107 @@
+/* workers.c - the registry of workers, by wid. */
+#include "wq.h"
+#include "workers.h"
+
+#include <string.h>
+
+#include "alloc.h"
+#include "registry.h"
+
+struct workers {
+    struct registry *by_wid;
+};
+
+static void
+workers_key(const void *elem, const void **key, size_t *len)
+{
+    const struct worker *k = elem;
+    *key = k->wid;
+    *len = k->wid_len;
+}
+
+/* A NUL-terminated copy of s[0..n). */
+static char *
+workers_strndup(const char *s, size_t n)
+{
+    char *c = wq_malloc(n + 1);
+    memcpy(c, s, n);
+    c[n] = '\0';
+    return c;
+}
+
+struct workers *
+workers_new(void)
+{
+    struct workers *w = wq_calloc(1, sizeof *w);
+    w->by_wid = registry_new(workers_key);
+    return w;
+}
+
+static void
+workers_free_one(void *elem, void *arg)
+{
+    struct worker *k = elem;
+    wq_free(k->wid);
+    wq_free(k->hostname);
+    wq_free(k->labels);
+    wq_free(k);
+}
+
+void
+workers_free(struct workers *w)
+{
+    if (w == NULL)
+        return;
+    registry_foreach(w->by_wid, workers_free_one, NULL);
+    registry_free(w->by_wid);
+    wq_free(w);
+}
+
+size_t
+workers_count(const struct workers *w)
+{
+    return registry_count(w->by_wid);
+}
+
+struct worker *
+workers_find(const struct workers *w, const char *wid, size_t len)
+{
+    return registry_find(w->by_wid, wid, len);
+}
+
+struct worker *
+workers_attach(struct workers *w, const char *wid, size_t len, const char *hostname, int64_t pid,
+               const char *labels, uint64_t now_ms)
+{
+    WQ_ASSERT(len > 0 && len <= WORKERS_MAX_ID);
+    struct worker *k = workers_find(w, wid, len);
+    if (k == NULL) {
+        k = wq_calloc(1, sizeof *k);
+        k->wid = workers_strndup(wid, len);
+        k->wid_len = len;
+        k->hostname = workers_strndup(hostname, strlen(hostname));
+        k->pid = pid;
+        k->labels = workers_strndup(labels, strlen(labels));
+        registry_insert(w->by_wid, k);
+    }
+    k->connections++;
+    k->last_beat_ms = now_ms;
+    return k;
+}
+
+void
+workers_detach(struct workers *w, struct worker *k)
+{
+    WQ_ASSERT(k->connections > 0);
+    if (--k->connections > 0)
+        return;
+    registry_remove(w->by_wid, k->wid, k->wid_len);
+    workers_free_one(k, NULL);
+}
+
+const char *
+worker_state_name(enum worker_state s)
+{
+    static const char *const names[] = {"running", "quiet", "terminate"};
+    return names[s];
+}

@@ -1,0 +1,48 @@
+/* workers.h - the registry of workers: the processes that identify
+ * themselves to the server (a Faktory HELLO with a wid), whatever protocol
+ * they speak.  A worker is known while at least one of its connections is
+ * open; it records its host, pid and labels, when it last beat, and the
+ * state an operator asked of it (quiet, terminate), which its next beat
+ * reports. */
+#ifndef WQ_WORKERS_H
+#define WQ_WORKERS_H
+
+#include "wq.h"
+
+#define WORKERS_MAX_ID 255 /* bytes of a wid */
+
+enum worker_state { WORKER_RUNNING, WORKER_QUIET, WORKER_TERMINATE };
+
+struct worker {
+    char *wid; /* NUL-terminated */
+    size_t wid_len;
+    char *hostname; /* NUL-terminated, "" if not given */
+    int64_t pid;
+    char *labels; /* the labels as compact JSON ("[]" if none) */
+    uint32_t connections;
+    uint64_t last_beat_ms;
+    enum worker_state state;
+};
+
+struct workers;
+
+/* A new empty registry (aborts if memory is exhausted). */
+struct workers *workers_new(void);
+/* Free every worker and the registry; NULL is ignored. */
+void workers_free(struct workers *w);
+size_t workers_count(const struct workers *w);
+
+/* A connection of worker wid[0..len) opened (a HELLO): the worker, created
+ * with these details if it is new (a known one keeps its own), with one
+ * more connection, as if it beat at now_ms. */
+struct worker *workers_attach(struct workers *w, const char *wid, size_t len, const char *hostname,
+                              int64_t pid, const char *labels, uint64_t now_ms);
+/* One of k's connections closed; the last one forgets k. */
+void workers_detach(struct workers *w, struct worker *k);
+/* The worker with this wid, or NULL. */
+struct worker *workers_find(const struct workers *w, const char *wid, size_t len);
+
+/* "running", "quiet" or "terminate". */
+const char *worker_state_name(enum worker_state s);
+
+#endif /* WQ_WORKERS_H */

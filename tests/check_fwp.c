@@ -1,0 +1,265 @@
+/* check_fwp.c - unit tests for the Faktory protocol module (src/fwp.c)
+ * through a fake reply (fake_reply.h): the password hash against vectors
+ * computed elsewhere, the HI greeting, HELLO with and without a password,
+ * versions and wids, the worker registry it feeds, BEAT, END, unknown
+ * commands and line limits, every reply to the byte. */
+#include "wq.h"
+#include "fwp.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "conn.h"
+#include "core.h"
+#include "fake_reply.h"
+#include "unit.h"
+#include "workers.h"
+
+#define NOW 1700000000000ULL
+
+static struct core *core;
+static struct fwp_ctx ctx;
+
+static void
+setup(void)
+{
+    core = core_new(NOW);
+    ctx = (struct fwp_ctx){.core = core, .password = NULL, .max_line = 200};
+}
+
+static void
+teardown(void)
+{
+    core_free(core);
+}
+
+/* A client and its protocol state (the module's state is opaque: room
+ * enough for it). */
+struct client {
+    struct fake f;
+    _Alignas(16) char state[256];
+};
+
+static void
+client_open(struct client *c)
+{
+    ck_assert_uint_le(fwp_protocol.state_size, sizeof c->state);
+    fake_init(&c->f);
+    memset(c->state, 0, sizeof c->state);
+    fwp_protocol.open(&ctx, c->state, &c->f.reply);
+}
+
+static void
+client_close(struct client *c)
+{
+    fwp_protocol.close(&ctx, c->state);
+}
+
+/* Feed lines as a connection would; what was answered since. */
+static const char *
+feed(struct client *c, const char *input)
+{
+    size_t start = c->f.len, off = 0, n = strlen(input);
+    while (off < n && !c->f.closed) {
+        size_t need = 0;
+        size_t used = fwp_protocol.handle(&ctx, c->state, &c->f.reply, input + off, n - off, &need);
+        off += used;
+        if (used == 0)
+            break;
+    }
+    return c->f.out + start;
+}
+
+/* The salt and iterations of a HI with a password. */
+static void
+hi_params(const char *hi, char salt[32], int *iterations)
+{
+    json_t *o = json_loads(hi + 4, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    snprintf(salt, 32, "%s", json_string_value(json_object_get(o, "s")));
+    *iterations = (int)json_integer_value(json_object_get(o, "i"));
+    json_decref(o);
+}
+
+/* Vectors from Python's hashlib: sha256("passwordsalt"), then twice more
+ * over the raw digest. */
+START_TEST(test_password_hash)
+{
+    char out[65];
+    fwp_password_hash("password", "salt", 1, out);
+    ck_assert_str_eq(out, "7a37b85c8918eac19a9089c0fa5a2ab4dce3f90528dcdeec108b23ddf3607b99");
+    fwp_password_hash("password", "salt", 3, out);
+    ck_assert_str_eq(out, "cc19a87959d70ba1d9d2979b5fc2323e0d62a40fb2545492e9ec4d57ce79956d");
+}
+END_TEST
+
+/* Without a password: HI {"v":2}, HELLO, and commands. */
+START_TEST(test_handshake)
+{
+    struct client c;
+    client_open(&c);
+    ck_assert_str_eq(c.f.out, "+HI {\"v\":2}\r\n");
+    ck_assert_str_eq(feed(&c, "HELLO {\"v\":2}\r\n"), "+OK\r\n");
+    ck_assert_str_eq(feed(&c, "PING\r\n"), "-ERR unknown command PING\r\n");
+    ck_assert_str_eq(feed(&c, "HELLO {\"v\":2}\n"), "-ERR unknown command HELLO\r\n");
+    ck_assert_str_eq(feed(&c, "\r\n"), "-ERR unknown command \r\n");
+    ck_assert(!c.f.closed);
+    ck_assert_str_eq(feed(&c, "END\r\nPING\r\n"), ""); /* closed at once, no reply */
+    ck_assert(c.f.closed);
+    client_close(&c);
+}
+END_TEST
+
+/* What ends a connection before it is identified: anything but a HELLO
+ * with a JSON object is closed without a reply, as Faktory's server does;
+ * a version other than 2 gets an error first. */
+START_TEST(test_bad_hello)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"PING\r\n", ""},
+        {"HELLO\r\n", ""},
+        {"HELLO {\"v\":2\r\n", ""},
+        {"HELLO [2]\r\n", ""},
+        {"hello {\"v\":2}\r\n", ""},
+        {"HELLO {\"v\":1}\r\n", "-ERR Unsupported protocol version\r\n"},
+        {"HELLO {\"v\":\"2\"}\r\n", "-ERR Unsupported protocol version\r\n"},
+        {"HELLO {}\r\n", "-ERR Unsupported protocol version\r\n"},
+        {"HELLO {\"v\":2,\"wid\":\"\"}\r\n", "-ERR Invalid wid\r\n"},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        struct client c;
+        client_open(&c);
+        const char *got = feed(&c, cases[i].in);
+        ck_assert_msg(strcmp(got, cases[i].out) == 0, "%s: \"%s\"", cases[i].in, got);
+        ck_assert_msg(c.f.closed, "%s: not closed", cases[i].in);
+        client_close(&c);
+    }
+    ck_assert_uint_eq(workers_count(core->workers), 0);
+}
+END_TEST
+
+/* With a password: HI gives the iterations and a salt; the right hash is
+ * accepted, a wrong or missing one refused and the connection closed. */
+START_TEST(test_password)
+{
+    ctx.password = "s3cret";
+    static const char *const attempts[] = {"right", "wrong", "missing", "upper"};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(attempts); i++) {
+        struct client c;
+        client_open(&c);
+        ck_assert_msg(strncmp(c.f.out, "+HI {\"v\":2,\"i\":", 15) == 0, "%s", c.f.out);
+        char salt[32], hash[65], line[160];
+        int iterations;
+        hi_params(c.f.out, salt, &iterations);
+        ck_assert_int_ge(iterations, 4000);
+        ck_assert_int_lt(iterations, 8096);
+        fwp_password_hash(i == 1 ? "s3cre" : "s3cret", salt, (uint32_t)iterations, hash);
+        if (i == 3)
+            for (char *p = hash; *p; p++)
+                *p = (char)(*p >= 'a' ? *p - 32 : *p);
+        if (i == 2)
+            snprintf(line, sizeof line, "HELLO {\"v\":2}\r\n");
+        else
+            snprintf(line, sizeof line, "HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n", hash);
+        const char *got = feed(&c, line);
+        if (i == 0) {
+            ck_assert_str_eq(got, "+OK\r\n");
+            ck_assert(!c.f.closed);
+        } else {
+            ck_assert_str_eq(got, "-ERR Invalid password\r\n");
+            ck_assert(c.f.closed);
+        }
+        client_close(&c);
+    }
+    /* every connection gets its own salt */
+    struct client a, b;
+    client_open(&a);
+    client_open(&b);
+    ck_assert_str_ne(a.f.out, b.f.out);
+    client_close(&a);
+    client_close(&b);
+}
+END_TEST
+
+/* A HELLO with a wid registers the worker for as long as one of its
+ * connections is open; BEAT on any of them answers its state. */
+START_TEST(test_workers_and_beat)
+{
+    struct client a, b, p;
+    client_open(&a);
+    client_open(&b);
+    client_open(&p);
+    ck_assert_str_eq(feed(&a, "HELLO {\"v\":2,\"wid\":\"w1\",\"hostname\":\"h\",\"pid\":42,"
+                              "\"labels\":[\"x\",\"y\"]}\r\n"),
+                     "+OK\r\n");
+    ck_assert_str_eq(feed(&b, "HELLO {\"v\":2,\"wid\":\"w1\"}\r\n"), "+OK\r\n");
+    ck_assert_str_eq(feed(&p, "HELLO {\"v\":2}\r\n"), "+OK\r\n"); /* a producer */
+    ck_assert_uint_eq(workers_count(core->workers), 1);
+    struct worker *w = workers_find(core->workers, "w1", 2);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_str_eq(w->hostname, "h");
+    ck_assert_int_eq(w->pid, 42);
+    ck_assert_str_eq(w->labels, "[\"x\",\"y\"]");
+    ck_assert_uint_eq(w->connections, 2);
+
+    ck_assert_str_eq(feed(&p, "BEAT {\"wid\":\"w1\"}\r\n"), "+OK\r\n"); /* any connection */
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\": \"w1\", \"rss_kb\": 54176}\r\n"), "+OK\r\n");
+    w->state = WORKER_QUIET;
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\":\"w1\"}\r\n"), "$17\r\n{\"state\":\"quiet\"}\r\n");
+    w->state = WORKER_TERMINATE;
+    ck_assert_str_eq(feed(&b, "BEAT {\"wid\":\"w1\"}\r\n"), "$21\r\n{\"state\":\"terminate\"}\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\":\"w2\"}\r\n"), "-ERR unknown worker w2\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"id\":1}\r\n"), "-ERR invalid BEAT {\"id\":1}\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT oops\r\n"), "-ERR invalid BEAT oops\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT\r\n"), "-ERR unknown command BEAT\r\n");
+
+    client_close(&a);
+    ck_assert_uint_eq(w->connections, 1);
+    client_close(&b);
+    ck_assert_uint_eq(workers_count(core->workers), 0); /* the last connection closed */
+    client_close(&p);
+}
+END_TEST
+
+/* A line past the limit is answered and the connection closed; a partial
+ * line waits for more. */
+START_TEST(test_line_limits)
+{
+    struct client c;
+    client_open(&c);
+    size_t n = c.f.len;
+    ck_assert_str_eq(feed(&c, "HELLO {\"v\""), "");
+    ck_assert_uint_eq(c.f.len, n);
+    ck_assert(!c.f.closed);
+
+    struct client d;
+    client_open(&d);
+    char line[300];
+    memset(line, 'a', sizeof line - 1);
+    line[sizeof line - 1] = '\0';
+    ck_assert_str_eq(feed(&d, line), "-ERR Line too long\r\n");
+    ck_assert(d.f.closed);
+    client_close(&c);
+    client_close(&d);
+}
+END_TEST
+
+int
+main(void)
+{
+    const struct unit_case cases[] = {
+        {"password_hash", test_password_hash},
+        {"handshake", test_handshake},
+        {"bad_hello", test_bad_hello},
+        {"password", test_password},
+        {"workers_and_beat", test_workers_and_beat},
+        {"line_limits", test_line_limits},
+    };
+    return unit_run(unit_suite_fixture("fwp", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);
+}

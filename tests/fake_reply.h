@@ -1,0 +1,69 @@
+/* fake_reply.h - a client as protocol modules see it (reply.h), for their
+ * unit tests: it records what was answered, whether the command parked
+ * (and on what), how often it was woken, and whether the module closed
+ * it. */
+#ifndef WQ_TESTS_FAKE_REPLY_H
+#define WQ_TESTS_FAKE_REPLY_H
+
+#include <check.h>
+#include <string.h>
+
+#include "reply.h"
+
+struct fake {
+    struct reply reply;
+    char out[8192];
+    size_t len;
+    void *waiting;
+    int wakes;
+    bool closed;
+};
+
+static inline void
+fake_bytes(void *to, const void *data, size_t len)
+{
+    struct fake *f = to;
+    ck_assert_uint_le(f->len + len, sizeof f->out - 1);
+    memcpy(f->out + f->len, data, len);
+    f->len += len;
+    f->out[f->len] = '\0';
+}
+
+static inline void
+fake_payload(void *to, char *p, size_t len)
+{
+    fake_bytes(to, p, len);
+}
+
+static inline void
+fake_park(void *to, void *waiting)
+{
+    ((struct fake *)to)->waiting = waiting;
+}
+
+static inline void
+fake_wake(void *to)
+{
+    struct fake *f = to;
+    f->waiting = NULL;
+    f->wakes++;
+}
+
+static inline void
+fake_close(void *to)
+{
+    ((struct fake *)to)->closed = true;
+}
+
+static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,
+                                          fake_close};
+
+/* A fresh client (f's protocol state, if any, is the caller's). */
+static inline void
+fake_init(struct fake *f)
+{
+    memset(f, 0, sizeof *f);
+    f->reply = (struct reply){&fake_ops, f};
+}
+
+#endif /* WQ_TESTS_FAKE_REPLY_H */

@@ -1,0 +1,188 @@
+/* sys_faktory.c - system tests of the Faktory listener (-faktory-listen):
+ * the real workq-server over TCP, byte-exact against doc/faktory.md: the
+ * greeting, HELLO, the password from a file or FAKTORY_PASSWORD (and
+ * what a bad one does at start), END closing the socket after the client's
+ * half-close, BEAT, and the Workq listener going on beside it. */
+#include "config.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/sha.h>
+
+#include "systest.h"
+
+#define EX_CONFIG_STATUS 78
+
+/* A server with a Faktory listener; its Faktory port. */
+static int
+start(struct systest_proc *p, const char *password_file)
+{
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0",
+                          "-faktory-listen",
+                          "127.0.0.1:0",
+                          password_file ? "-faktory-password-file" : NULL,
+                          password_file,
+                          NULL};
+    systest_proc_start(p, args);
+    ck_assert(systest_proc_wait(p, false, "faktory listening on"));
+    ck_assert(systest_proc_wait(p, false, "\n"));
+    const char *line = strstr(p->out.p, "faktory listening on 127.0.0.1:");
+    ck_assert_ptr_nonnull(line);
+    return atoi(strchr(line, ':') + 1);
+}
+
+/* sha256 applied iterations times, the first over password+salt: computed
+ * with OpenSSL's one-shot SHA256, not with the server's code. */
+static const char *
+pwdhash(const char *password, const char *salt, int iterations)
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    const char *in = f("%s%s", password, salt);
+    SHA256((const unsigned char *)in, strlen(in), d);
+    for (int i = 1; i < iterations; i++)
+        SHA256(d, sizeof d, d);
+    struct sb hex = {0};
+    for (size_t i = 0; i < sizeof d; i++)
+        sb_add(&hex, f("%02x", d[i]));
+    const char *out = f("%s", hex.p);
+    free(hex.p);
+    return out;
+}
+
+/* Connect, read HI, and answer HELLO with the password (NULL: none). */
+static int
+hello(int port, const char *password, const char *reply)
+{
+    int fd = systest_connect_port(port);
+    const char *hi = systest_read_line(fd);
+    if (password == NULL) {
+        ck_assert_str_eq(hi, "+HI {\"v\":2}");
+        systest_sends(fd, "HELLO {\"v\":2,\"wid\":\"w9\",\"hostname\":\"h\",\"pid\":1}\r\n");
+    } else {
+        int iterations = 0;
+        char salt[32] = "";
+        ck_assert_msg(
+            sscanf(hi, "+HI {\"v\":2,\"i\":%d,\"s\":\"%31[0-9a-f]\"}", &iterations, salt) == 2,
+            "%s", hi);
+        systest_sends(
+            fd, f("HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n", pwdhash(password, salt, iterations)));
+    }
+    systest_expect(fd, reply);
+    return fd;
+}
+
+START_TEST(test_handshake_and_end)
+{
+    struct systest_proc p;
+    int port = start(&p, NULL);
+    int fd = hello(port, NULL, "+OK\r\n");
+    systest_roundtrip(fd, "BEAT {\"wid\":\"w9\"}\r\n", "+OK\r\n");
+    systest_roundtrip(fd, "NOPE\r\n", "-ERR unknown command NOPE\r\n");
+    /* END, then the half-close the node client sends: the server closes */
+    systest_sends(fd, "END\r\n");
+    shutdown(fd, SHUT_WR);
+    systest_expect_closed(fd);
+    close(fd);
+    /* a connection that leaves without HELLO (a health probe) is fine */
+    fd = systest_connect_port(port);
+    ck_assert_str_eq(systest_read_line(fd), "+HI {\"v\":2}");
+    close(fd);
+    /* a first line that is not HELLO: closed without a reply */
+    fd = systest_connect_port(port);
+    ck_assert_str_eq(systest_read_line(fd), "+HI {\"v\":2}");
+    systest_sends(fd, "PUSH {}\r\n");
+    systest_expect_closed(fd);
+    close(fd);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+START_TEST(test_password_file)
+{
+    char path[] = "/tmp/wq-fkpw-XXXXXX";
+    int pfd = mkstemp(path);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "open sesame\nsecond line\n", 24), 24);
+    close(pfd);
+    struct systest_proc p;
+    int port = start(&p, path);
+    int fd = hello(port, "open sesame", "+OK\r\n");
+    close(fd);
+    fd = hello(port, "open sesam", "-ERR Invalid password\r\n");
+    systest_expect_closed(fd);
+    close(fd);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+
+    /* an empty file, or none, refuses to start */
+    ck_assert_int_eq(truncate(path, 0), 0);
+    const char *args[] = {
+        "-listen", "127.0.0.1:0", "-faktory-listen", "127.0.0.1:0", "-faktory-password-file",
+        path,      NULL};
+    ck_assert_int_eq(systest_proc_run(&p, args), EX_CONFIG_STATUS);
+    ck_assert_ptr_nonnull(strstr(p.err.p, "cannot read the Faktory password file"));
+    systest_proc_free(&p);
+    unlink(path);
+    ck_assert_int_eq(systest_proc_run(&p, args), EX_CONFIG_STATUS);
+    ck_assert_ptr_nonnull(strstr(p.err.p, "No such file or directory"));
+    systest_proc_free(&p);
+}
+END_TEST
+
+START_TEST(test_password_from_environment)
+{
+    setenv("FAKTORY_PASSWORD", "from-env", 1);
+    struct systest_proc p;
+    int port = start(&p, NULL);
+    unsetenv("FAKTORY_PASSWORD");
+    int fd = hello(port, "from-env", "+OK\r\n");
+    close(fd);
+    fd = hello(port, "", "-ERR Invalid password\r\n");
+    close(fd);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+/* The Workq listener serves as before, beside a Faktory client. */
+START_TEST(test_workq_beside)
+{
+    struct systest_proc p;
+    int port = start(&p, NULL);
+    int fk = hello(port, NULL, "+OK\r\n");
+    int wq = systest_connect_port(p.s.port);
+    systest_add(wq, id4(1), "q", "x");
+    systest_lease_now(wq, "q", id4(1), "x");
+    ck_assert_uint_eq(systest_server_stat(wq, "active-clients"), 2);
+    systest_roundtrip(fk, "BEAT {\"wid\":\"w9\"}\r\n", "+OK\r\n");
+    close(wq);
+    close(fk);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+static Suite *
+faktory_suite(void)
+{
+    const struct systest_group groups[] = {
+        {"handshake", {test_handshake_and_end, NULL}},
+        {"password", {test_password_file, test_password_from_environment, NULL}},
+        {"beside", {test_workq_beside, NULL}},
+    };
+    return systest_suite("faktory", groups, sizeof groups / sizeof groups[0]);
+}
+
+int
+main(void)
+{
+    return systest_main(faktory_suite());
+}
