@@ -50,7 +50,11 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
      "inspect queue <name>\n"
      "inspect job <id>\n"
      "inspect jobs <name> <offset> <limit>\n"
-     "inspect scheduled-jobs <name> <offset> <limit>"},
+     "inspect scheduled-jobs <name> <offset> <limit>\n"
+     "inspect workers <offset> <limit>"},
+    {"worker", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "worker quiet <wid>\n"
+     "worker terminate <wid>"},
     {"help", CLI_CMD_HELP, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, "help"},
     {"quit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "quit, exit"},
@@ -62,8 +66,9 @@ static const struct {
     const char *object;
     enum cli_view view;
 } cli_cmd_inspect_views[] = {
-    {"server", CLI_VIEW_SERVER}, {"job", CLI_VIEW_JOB},   {"queues", CLI_VIEW_QUEUES},
-    {"queue", CLI_VIEW_QUEUES},  {"jobs", CLI_VIEW_JOBS}, {"scheduled-jobs", CLI_VIEW_JOBS},
+    {"server", CLI_VIEW_SERVER},  {"job", CLI_VIEW_JOB},   {"queues", CLI_VIEW_QUEUES},
+    {"queue", CLI_VIEW_QUEUES},   {"jobs", CLI_VIEW_JOBS}, {"scheduled-jobs", CLI_VIEW_JOBS},
+    {"workers", CLI_VIEW_QUEUES}, /* blocks of keys, shown as a table */
 };
 
 struct cli_token {

@@ -34,6 +34,7 @@ static const struct cmd_spec cmd_table[] = {
     {{"complete", 2, 2, true, "Invalid payload size"}, NULL, cmd_complete},
     {{"fail", 2, 2, true, "Invalid result size"}, NULL, cmd_fail},
     {{"inspect", 1, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_inspect},
+    {{"worker", 2, 2, false, NULL}, NULL, cmd_worker},
 };
 
 const struct proto_syntax *

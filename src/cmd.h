@@ -72,7 +72,7 @@ void cmd_reply_block(struct reply *out, const char *head, size_t head_len, char 
 /* In read-only mode, answer the server error and return true. */
 bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out);
 
-/* The handlers (cmd_job.c, cmd_worker.c). */
+/* The handlers (cmd_job.c, cmd_worker.c, cmd_inspect.c, cmd_workers.c). */
 void cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
@@ -82,6 +82,7 @@ void cmd_fail(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_worker(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 
 /* Flag tables: add and schedule take all three (in this order), run only
  * the priority. */

@@ -13,6 +13,7 @@
 #include "reply.h"
 #include "core.h"
 #include "util.h"
+#include "workers.h"
 
 /* Append a formatted "key value\r\n" line. */
 __attribute__((format(printf, 2, 3))) static void
@@ -136,6 +137,39 @@ inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t
     wq_free(l.q);
 }
 
+/* s with every byte a line could not hold (a control character) as '?'. */
+static const char *
+inspect_printable(const char *s, char *buf, size_t size)
+{
+    size_t i = 0;
+    for (; s[i] != '\0' && i + 1 < size; i++)
+        buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    buf[i] = '\0';
+    return buf;
+}
+
+/* inspect workers: the worker registry sorted by wid (workers are few). */
+static void
+inspect_workers(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
+{
+    size_t n;
+    struct worker **k = workers_sorted(ctx->core->workers, &n);
+    uint64_t first = WQ_MIN(offset, (uint64_t)n);
+    uint64_t count = WQ_MIN(limit, (uint64_t)n - first);
+    inspect_line(out, "+OK %llu", (unsigned long long)count);
+    for (uint64_t i = first; i < first + count; i++) {
+        char host[256], labels[256];
+        inspect_line(out, "%s 6", k[i]->wid);
+        inspect_line(out, "hostname %s", inspect_printable(k[i]->hostname, host, sizeof host));
+        inspect_line(out, "pid %lld", (long long)k[i]->pid);
+        inspect_line(out, "labels %s", inspect_printable(k[i]->labels, labels, sizeof labels));
+        inspect_line(out, "connections %u", (unsigned)k[i]->connections);
+        inspect_time_line(out, "last-beat", (int64_t)k[i]->last_beat_ms);
+        inspect_line(out, "state %s", worker_state_name(k[i]->state));
+    }
+    wq_free(k);
+}
+
 /* What a walk of a heap of jobs needs to write each block. */
 struct inspect_walk {
     struct reply *out;
@@ -195,7 +229,7 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 
     if (inspect_is(obj, "server"))
         want = 0;
-    else if (inspect_is(obj, "queues"))
+    else if (inspect_is(obj, "queues") || inspect_is(obj, "workers"))
         want = 2;
     else if (inspect_is(obj, "queue") || inspect_is(obj, "job"))
         want = 1;
@@ -205,7 +239,7 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         err = "Unknown command";
     if (err == NULL && n != want)
         err = "Invalid command args";
-    if (err == NULL && inspect_is(obj, "queues"))
+    if (err == NULL && (inspect_is(obj, "queues") || inspect_is(obj, "workers")))
         err = inspect_range(r, 1, &offset, &limit);
     if (err == NULL && (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs") ||
                         inspect_is(obj, "queue"))) {
@@ -226,6 +260,8 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         inspect_server(ctx, out);
     } else if (inspect_is(obj, "queues")) {
         inspect_queues(ctx, out, offset, limit);
+    } else if (inspect_is(obj, "workers")) {
+        inspect_workers(ctx, out, offset, limit);
     } else if (inspect_is(obj, "queue")) {
         struct queue *q = core_queue(ctx->core, r->args[1].p, r->args[1].n);
         if (q == NULL) {

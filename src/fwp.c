@@ -158,7 +158,7 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
         if (got == NULL || strlen(got) != 64 || CRYPTO_memcmp(got, want, 64) != 0)
             error = "Invalid password";
     }
-    if (error == NULL && wid != NULL && (wid_len == 0 || wid_len > WORKERS_MAX_ID))
+    if (error == NULL && wid != NULL && !workers_valid_id(wid, wid_len))
         error = "Invalid wid";
     if (error != NULL) {
         fwp_error(out, error);

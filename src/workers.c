@@ -2,6 +2,7 @@
 #include "wq.h"
 #include "workers.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -97,6 +98,47 @@ workers_detach(struct workers *w, struct worker *k)
         return;
     registry_remove(w->by_wid, k->wid, k->wid_len);
     workers_free_one(k, NULL);
+}
+
+struct workers_list {
+    struct worker **k;
+    size_t n;
+};
+
+static void
+workers_list_add(void *elem, void *arg)
+{
+    struct workers_list *l = arg;
+    l->k[l->n++] = elem;
+}
+
+static int
+workers_wid_cmp(const void *a, const void *b)
+{
+    const struct worker *x = *(struct worker *const *)a, *y = *(struct worker *const *)b;
+    int d = memcmp(x->wid, y->wid, WQ_MIN(x->wid_len, y->wid_len));
+    return d != 0 ? d : (x->wid_len > y->wid_len) - (x->wid_len < y->wid_len);
+}
+
+struct worker **
+workers_sorted(const struct workers *w, size_t *n)
+{
+    struct workers_list l = {wq_malloc((registry_count(w->by_wid) + 1) * sizeof *l.k), 0};
+    registry_foreach(w->by_wid, workers_list_add, &l);
+    qsort(l.k, l.n, sizeof *l.k, workers_wid_cmp);
+    *n = l.n;
+    return l.k;
+}
+
+bool
+workers_valid_id(const char *wid, size_t len)
+{
+    if (len == 0 || len > WORKERS_MAX_ID)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (wid[i] <= ' ' || wid[i] > '~')
+            return false;
+    return true;
 }
 
 const char *

@@ -42,6 +42,13 @@ void workers_detach(struct workers *w, struct worker *k);
 /* The worker with this wid, or NULL. */
 struct worker *workers_find(const struct workers *w, const char *wid, size_t len);
 
+/* The workers sorted by wid (bytes), in an array the caller frees with
+ * wq_free; *n gets their number. */
+struct worker **workers_sorted(const struct workers *w, size_t *n);
+/* Is wid[0..len) a wid: 1 to WORKERS_MAX_ID visible ASCII characters, no
+ * space (it is printed in line protocols)? */
+bool workers_valid_id(const char *wid, size_t len);
+
 /* "running", "quiet" or "terminate". */
 const char *worker_state_name(enum worker_state s);
 

@@ -104,15 +104,18 @@ START_TEST(test_cmd_other)
     /* The server judges the arity of commands without a payload. */
     expect_wire("delete", "delete\r\n");
     expect_wire("lease \"q\" 0", "lease q 0\r\n");
+    c = expect_wire("worker quiet w1", "worker quiet w1\r\n");
+    ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
+    expect_wire("worker terminate w1", "worker terminate w1\r\n");
 
     static const struct {
         const char *line;
         enum cli_view view;
     } inspect[] = {
-        {"inspect server", CLI_VIEW_SERVER},      {"inspect job " ID, CLI_VIEW_JOB},
-        {"inspect queues 0 10", CLI_VIEW_QUEUES}, {"inspect queue q", CLI_VIEW_QUEUES},
-        {"inspect jobs q 0 10", CLI_VIEW_JOBS},   {"inspect scheduled-jobs q 0 1", CLI_VIEW_JOBS},
-        {"inspect nothing", CLI_VIEW_SERVER},
+        {"inspect server", CLI_VIEW_SERVER},       {"inspect job " ID, CLI_VIEW_JOB},
+        {"inspect queues 0 10", CLI_VIEW_QUEUES},  {"inspect queue q", CLI_VIEW_QUEUES},
+        {"inspect jobs q 0 10", CLI_VIEW_JOBS},    {"inspect scheduled-jobs q 0 1", CLI_VIEW_JOBS},
+        {"inspect workers 0 10", CLI_VIEW_QUEUES}, {"inspect nothing", CLI_VIEW_SERVER},
     };
     for (size_t i = 0; i < sizeof inspect / sizeof inspect[0]; i++) {
         c = expect_wire(inspect[i].line, f("%s\r\n", inspect[i].line));

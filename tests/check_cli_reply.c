@@ -202,6 +202,13 @@ START_TEST(test_reply_print_inspect)
                      "emails             12         0              -\n"
                      "q                  0          3              1\n"
                      "reports-long-name  -          -              -\n");
+    /* inspect workers: the same table */
+    ck_assert_str_eq(printed("+OK 1\r\nw1 6\r\nhostname h\r\npid 7\r\nlabels []\r\n"
+                             "connections 2\r\nlast-beat 2026-11-25T01:00:00Z\r\n"
+                             "state quiet\r\n",
+                             CLI_VIEW_QUEUES, false),
+                     "name  hostname  pid  labels  connections  last-beat             state\n"
+                     "w1    h         7    []      2            2026-11-25T01:00:00Z  quiet\n");
     ck_assert_str_eq(printed("+OK 1\r\n" JOB_BLOCK(ID, "17", "x\r\nttr 5\r\nfails 9", "4",
                                                    "13") "time 2030-01-01T00:00:00Z\r\n",
                              CLI_VIEW_JOB, false),

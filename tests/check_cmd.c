@@ -18,6 +18,7 @@
 #include "reply.h"
 #include "fake_reply.h"
 #include "unit.h"
+#include "workers.h"
 
 #define NOW     1700000000000ULL
 #define ID1     "6ba7b810-9dad-11d1-80b4-00c04fd430c1"
@@ -186,6 +187,41 @@ START_TEST(test_other_errors)
 }
 END_TEST
 
+/* worker quiet|terminate <wid> and inspect workers, on the registry. */
+START_TEST(test_workers)
+{
+    static const struct exchange x[] = {
+        {"worker quiet\r\n", CE("Invalid command args")},
+        {"worker quiet w1 -x=1\r\n", CE("Invalid command args")},
+        {"worker nap w1\r\n", CE("Invalid worker action")},
+        {"worker quiet a\tb\r\n", CE("Invalid wid")},
+        {"worker terminate w2\r\n", "-NOT-FOUND\r\n"},
+        {"inspect workers 0 10\r\n", "+OK 0\r\n"},
+        {"inspect workers 0 0\r\n", CE("Invalid limit")},
+        {"inspect workers x 1\r\n", CE("Invalid cursor offset")},
+        {"inspect workers 0\r\n", CE("Invalid command args")},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+    struct worker *w1 = workers_attach(ctx.core->workers, "w1", 2, "host\r\n", 42, "[\"a\"]", NOW);
+    workers_attach(ctx.core->workers, "w0", 2, "", 0, "[]", NOW + 1000);
+    ck_assert_str_eq(ask("worker quiet w1\r\n"), "+OK\r\n");
+    ck_assert_int_eq(w1->state, WORKER_QUIET);
+    ck_assert_str_eq(ask("worker terminate w1\r\n"), "+OK\r\n");
+    ck_assert_str_eq(ask("worker quiet w1\r\n"), "+OK\r\n"); /* terminate is final */
+    ck_assert_int_eq(w1->state, WORKER_TERMINATE);
+    ck_assert_str_eq(ask("inspect workers 0 10\r\n"),
+                     "+OK 2\r\n"
+                     "w0 6\r\nhostname \r\npid 0\r\nlabels []\r\nconnections 1\r\n"
+                     "last-beat 2023-11-14T22:13:21Z\r\nstate running\r\n"
+                     "w1 6\r\nhostname host??\r\npid 42\r\nlabels [\"a\"]\r\nconnections 1\r\n"
+                     "last-beat 2023-11-14T22:13:20Z\r\nstate terminate\r\n");
+    ck_assert_str_eq(ask("inspect workers 1 1\r\n"),
+                     "+OK 1\r\nw1 6\r\nhostname host??\r\npid 42\r\nlabels [\"a\"]\r\n"
+                     "connections 1\r\nlast-beat 2023-11-14T22:13:20Z\r\nstate terminate\r\n");
+    ck_assert_str_eq(ask("inspect workers 2 1\r\n"), "+OK 0\r\n");
+}
+END_TEST
+
 /* While the log cannot be written, changes are refused once their
  * arguments are valid; reads go on. */
 START_TEST(test_readonly)
@@ -267,6 +303,7 @@ main(void)
         {"finish_errors", test_finish_errors},
         {"other_errors", test_other_errors},
         {"readonly", test_readonly},
+        {"workers", test_workers},
         {"lease_parks", test_lease_parks},
         {"cancelled_lease", test_cancelled_lease},
         {"line_too_long_closes", test_line_too_long_closes},

@@ -152,6 +152,42 @@ START_TEST(test_password_from_environment)
 }
 END_TEST
 
+/* An operator on the Workq listener quiets, then stops, a Faktory worker:
+ * its next BEAT says so. */
+START_TEST(test_quiet_and_terminate)
+{
+    struct systest_proc p;
+    int port = start(&p, NULL);
+    int fk = hello(port, NULL, "+OK\r\n");
+    int wq = systest_connect_port(p.s.port);
+    systest_sends(wq, "inspect workers 0 10\r\n");
+    static const char *const lines[] = {"+OK 1",       "w9 6",         "hostname h",
+                                        "pid 1",       "labels []",    "connections 1",
+                                        "last-beat 2", "state running"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *l = systest_read_line(wq);
+        ck_assert_msg(strncmp(l, lines[i], strlen(lines[i])) == 0, "\"%s\", want \"%s\"", l,
+                      lines[i]);
+    }
+    systest_roundtrip(wq, "worker quiet w9\r\n", "+OK\r\n");
+    systest_roundtrip(fk, "BEAT {\"wid\":\"w9\"}\r\n", "$17\r\n{\"state\":\"quiet\"}\r\n");
+    systest_roundtrip(wq, "worker terminate w9\r\n", "+OK\r\n");
+    systest_roundtrip(fk, "BEAT {\"wid\":\"w9\"}\r\n", "$21\r\n{\"state\":\"terminate\"}\r\n");
+    /* gone with its last connection */
+    close(fk);
+    for (int i = 0; i < 100; i++) {
+        systest_sends(wq, "worker quiet w9\r\n");
+        if (strcmp(systest_read_line(wq), "-NOT-FOUND") == 0)
+            break;
+        systest_sleep_ms(10);
+    }
+    systest_roundtrip(wq, "inspect workers 0 10\r\n", "+OK 0\r\n");
+    close(wq);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 /* The Workq listener serves as before, beside a Faktory client. */
 START_TEST(test_workq_beside)
 {
@@ -176,7 +212,7 @@ faktory_suite(void)
     const struct systest_group groups[] = {
         {"handshake", {test_handshake_and_end, NULL}},
         {"password", {test_password_file, test_password_from_environment, NULL}},
-        {"beside", {test_workq_beside, NULL}},
+        {"beside", {test_workq_beside, test_quiet_and_terminate, NULL}},
     };
     return systest_suite("faktory", groups, sizeof groups / sizeof groups[0]);
 }
