@@ -14,24 +14,10 @@
 #include <string.h>
 
 #include "cmdlog_ref.h"
+#include "cmdlog_check.h"
 #include "unit.h"
 
-/* A fake "now" (2023-11-14T22:13:20Z) and a long TTL. */
-#define NOW      1700000000000LL
-#define HOUR     3600000LL
-#define TTL_LONG ((uint64_t)HOUR * 24 * 365)
-
-_Static_assert(REF_ID_LEN == JOBID_LEN, "id sizes differ");
-_Static_assert(REF_TIME_LEN == CMDLOG_TIME_LEN, "time sizes differ");
-_Static_assert(REF_HEADER_LEN == CMDLOG_HEADER_LEN, "header sizes differ");
-
 /* ---- helpers ---- */
-
-static void
-id_of(uint64_t n, uint8_t id[JOBID_LEN])
-{
-    ref_id(id, n);
-}
 
 static void
 hex(const uint8_t *p, size_t n, char *out)

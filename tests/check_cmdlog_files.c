@@ -30,24 +30,10 @@
 #include "jobid.h"
 #include "log.h"
 #include "queue.h"
+#include "cmdlog_check.h"
 #include "unit.h"
 
-/* The fake "now" of replay tests (2023-11-14T22:13:20Z) and a long TTL. */
-#define NOW      1700000000000LL
-#define HOUR     3600000LL
-#define TTL_LONG ((uint64_t)HOUR * 24 * 365)
-
-_Static_assert(REF_ID_LEN == JOBID_LEN, "id sizes differ");
-_Static_assert(REF_TIME_LEN == CMDLOG_TIME_LEN, "time sizes differ");
-_Static_assert(REF_HEADER_LEN == CMDLOG_HEADER_LEN, "header sizes differ");
-
 /* ---- helpers ---- */
-
-static void
-id_of(uint64_t n, uint8_t id[JOBID_LEN])
-{
-    ref_id(id, n);
-}
 
 static struct job *
 find(const struct core *c, uint64_t n)
