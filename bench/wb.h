@@ -2,7 +2,8 @@
  * workloads, protocols, request types and phases, the job, request,
  * connection and run structures, and the functions of one file that others
  * call (the protocol clients' are in wb_proto.h, the histogram's in
- * wb_hist.h).  Every .c of workq-bench includes it first. */
+ * wb_hist.h, the JSON scanner's in wb_json.h).  Every .c of workq-bench
+ * includes it first. */
 #ifndef WB_H
 #define WB_H
 
@@ -46,6 +47,7 @@ struct event_base;
 #define BENCH_MAX_ALL_JOBS   2000000000u /* -n plus the backlog: indices fit in uint32_t */
 #define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
 #define BENCH_ID_BATCH       4096        /* ids per getrandom call */
+#define BENCH_MAX_PASSWORD   1024        /* Faktory password, bytes */
 
 /* The TTL of backlog jobs: the largest `add` takes (2^64 - 1 ms).  workq
  * caps created + TTL at 2^64 - 1, which its clock never reaches, so they
@@ -69,7 +71,7 @@ _Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
 enum wb_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
 extern const char *const wb_workload_names[]; /* wb_opts.c */
 
-enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_COUNT };
+enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_FAKTORY, WB_PROTO_COUNT };
 extern const char *const wb_proto_names[]; /* wb_opts.c */
 
 /* What a request in flight was; it decides how its reply is parsed. */
@@ -84,6 +86,11 @@ enum wb_op {
     OP_DELETE,
     OP_USE,   /* beanstalkd tube selection: bookkeeping, not measured */
     OP_WATCH, /* beanstalkd watch / ignore: set-up, not measured */
+    OP_PUSH,
+    OP_FETCH,
+    OP_ACK,
+    OP_HI,    /* Faktory's greeting, which comes unasked: set-up, not measured */
+    OP_HELLO, /* Faktory's HELLO: set-up, not measured */
     OP_COUNT
 };
 extern const char *const wb_op_names[]; /* wb_conn.c */
@@ -173,6 +180,9 @@ struct wb_opts {
     uint32_t timeout_s;
     uint32_t backlog; /* unmeasured jobs added to every name first */
     bool priorities, csv, json, quiet;
+    /* Faktory: --password-file's first line, else FAKTORY_PASSWORD, else
+     * NULL (a server that asks for a password is then refused). */
+    char *password;
 };
 
 /* Everything about one run; one instance, passed around (no globals). */
@@ -200,7 +210,8 @@ struct bench {
     struct wb_bs_held *held;
     size_t nheld, held_cap, held_open;
     char (*names)[24];
-    char *lease_line;
+    unsigned tag;     /* of this run: in the names and Faktory wids */
+    char *lease_line; /* workq: lease over every name; Faktory: FETCH */
     size_t lease_len;
     char *scratch;
     size_t scratch_len;
@@ -236,6 +247,9 @@ struct wb_frame {
     const char *line; /* first line, without CRLF */
     size_t line_len;
     const char *line2; /* workq: the header line of a data block, else NULL */
+    /* The data block: workq's and beanstalkd's, or Faktory's RESP bulk
+     * string (whose line is its `$<len>` header); a null bulk string
+     * (`$-1`) is a line without data. */
     size_t line2_len;
     const char *data; /* data block, without CRLF, or NULL if none */
     size_t data_len;

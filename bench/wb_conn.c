@@ -20,8 +20,9 @@
 #include <event2/util.h>
 
 /* Request types by name, for errors and reports. */
-const char *const wb_op_names[] = {"add", "schedule", "run",    "lease", "complete",
-                                   "put", "reserve",  "delete", "use",   "watch"};
+const char *const wb_op_names[] = {"add",  "schedule", "run",    "lease", "complete",
+                                   "put",  "reserve",  "delete", "use",   "watch",
+                                   "push", "fetch",    "ack",    "hi",    "hello"};
 _Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* Classes of requests, for the counters: producing requests bring a job
@@ -30,19 +31,19 @@ _Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of syn
 static bool
 op_is_produce(enum wb_op op)
 {
-    return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT;
+    return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT || op == OP_PUSH;
 }
 
 static bool
 op_is_lease(enum wb_op op)
 {
-    return op == OP_LEASE || op == OP_RESERVE;
+    return op == OP_LEASE || op == OP_RESERVE || op == OP_FETCH;
 }
 
 static bool
 op_is_measured(enum wb_op op)
 {
-    return op != OP_USE && op != OP_WATCH;
+    return op != OP_USE && op != OP_WATCH && op != OP_HI && op != OP_HELLO;
 }
 
 /* Queue bytes of a request; wb_conn_push marks the connection for flushing. */
@@ -218,11 +219,15 @@ static const wb_reply_fn reply_table[] = {
     [OP_COMPLETE] = wb_wq_reply_complete, [OP_PUT] = wb_bs_reply_put,
     [OP_RESERVE] = wb_bs_reply_reserve,   [OP_DELETE] = wb_bs_reply_delete,
     [OP_USE] = wb_bs_reply_use,           [OP_WATCH] = wb_bs_reply_watch,
+    [OP_PUSH] = wb_fk_reply_push,         [OP_FETCH] = wb_fk_reply_fetch,
+    [OP_ACK] = wb_fk_reply_ack,           [OP_HI] = wb_fk_reply_hi,
+    [OP_HELLO] = wb_fk_reply_hello,
 };
 _Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
 
 /* One complete reply to request r: its latency if measured, then the
- * handler for its type; the last set-up reply makes the connection ready. */
+ * handler for its type; the last set-up reply makes the connection ready,
+ * unless the handler ended the run (a refused Faktory HELLO). */
 static void
 wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, uint64_t now)
 {
@@ -234,7 +239,7 @@ wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *
         b->requests++;
     }
     reply_table[r->op](c, r, f);
-    if (!c->ready && --c->setup_left == 0)
+    if (!c->ready && --c->setup_left == 0 && b->phase != PH_DONE)
         wb_conn_ready(c);
 }
 
@@ -274,7 +279,8 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
     bench_flush(b);
 }
 
-/* beanstalkd consumers watch every name first. */
+/* beanstalkd consumers watch every name first; every Faktory connection
+ * waits for the greeting and says HELLO. */
 static void
 wb_conn_setup(struct wb_conn *c)
 {
@@ -282,6 +288,8 @@ wb_conn_setup(struct wb_conn *c)
     c->setup_left = 0;
     if (b->opt.proto == WB_PROTO_BEANSTALKD && !wb_run_is_producer(b, c->idx))
         c->setup_left = wb_bs_watch_all(c);
+    else if (b->opt.proto == WB_PROTO_FAKTORY)
+        c->setup_left = wb_fk_greet(c);
     if (c->setup_left == 0)
         wb_conn_ready(c);
 }

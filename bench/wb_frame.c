@@ -1,6 +1,7 @@
 /* wb_frame.c - workq-bench's reply framing: find one complete reply (a
- * line, or a line and a data block) at the head of a connection's input,
- * split reply lines into tokens, and quote a bad reply in an error. */
+ * line, or a line and a data block: workq's, beanstalkd's, or a RESP bulk
+ * string of Faktory's) at the head of a connection's input, split reply
+ * lines into tokens, and quote a bad reply in an error. */
 #include "wb.h"
 #include "wb_proto.h"
 
@@ -93,6 +94,20 @@ wb_error_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
     wb_error(c->b, "conn %u: %s: %s: %s%s", c->idx, wb_op_names[r->op], what, q, q2);
 }
 
+/* The length of a RESP bulk string from its header line `$<len>`: 1 with
+ * *out, 0 for the null bulk string `$-1`, -1 if malformed. */
+static int
+resp_bulk_size(const char *s, size_t len, size_t *out)
+{
+    uint64_t v;
+    if (len == 3 && memcmp(s, "$-1", 3) == 0)
+        return 0;
+    if (wb_tok_u64((struct wb_tok){s + 1, len - 1}, &v) < 0 || v > BENCH_MAX_BLOCK)
+        return -1;
+    *out = (size_t)v;
+    return 1;
+}
+
 /* The size token ending a header line (the data block's length). */
 static int
 header_size(const char *s, size_t len, size_t *out)
@@ -124,13 +139,24 @@ wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struct wb
     const char *s = (const char *)evbuffer_pullup(in, (ev_ssize_t)head);
     memset(f, 0, sizeof *f);
     /* A workq lease/run reply with a job is `+OK 1`, a header line ending in
-     * the block size, the block and CRLF; beanstalkd's RESERVED line carries
-     * the size itself.  Every other reply is one line. */
+     * the block size, the block and CRLF; beanstalkd's RESERVED line and
+     * Faktory's `$<len>` carry the size themselves.  Every other reply is
+     * one line. */
     bool wq_block = proto == WB_PROTO_WORKQ && (op == OP_LEASE || op == OP_RUN) && l1 == 5 &&
                     memcmp(s, "+OK 1", 5) == 0;
     bool bs_block = proto == WB_PROTO_BEANSTALKD && op == OP_RESERVE && l1 > 9 &&
                     memcmp(s, "RESERVED ", 9) == 0;
-    if (!wq_block && !bs_block) {
+    /* RESP says what each reply is by its first byte, whatever was asked:
+     * a bulk string `$<len>` (or the null one, `$-1`) carries a block. */
+    bool fk_block = proto == WB_PROTO_FAKTORY && l1 > 0 && s[0] == '$';
+    if (fk_block) {
+        *why = "malformed RESP bulk string header";
+        int rc = resp_bulk_size(s, l1, &size);
+        if (rc < 0)
+            return -1;
+        fk_block = rc > 0; /* `$-1` is a line alone */
+    }
+    if (!wq_block && !bs_block && !fk_block) {
         f->line = s;
         f->line_len = l1;
         f->total = head;
@@ -148,7 +174,7 @@ wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struct wb
         if (header_size(s + head, l2, &size) < 0)
             return -1;
         head += l2 + 2;
-    } else if (header_size(s, l1, &size) < 0) {
+    } else if (bs_block && header_size(s, l1, &size) < 0) {
         return -1;
     }
     /* Wait for the whole block before pulling it up, so a large payload is

@@ -1,9 +1,10 @@
 /* wb_opts.c - workq-bench's command line: the usage text, the parsing and
- * checking of every option, and the names of workloads and protocols that
- * options and reports share. */
+ * checking of every option (and the Faktory password it names), and the
+ * names of workloads and protocols that options and reports share. */
 #include "wb.h"
 #include "wb_proto.h" /* wb_tok_u64 */
 
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run", "schedule"};
 _Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
 
-const char *const wb_proto_names[] = {"workq", "beanstalkd"};
+const char *const wb_proto_names[] = {"workq", "beanstalkd", "faktory"};
 _Static_assert(BENCH_ARRAY_LEN(wb_proto_names) == WB_PROTO_COUNT, "wb_proto_names out of sync");
 
 /* --help, and the text shown on a usage error. */
@@ -25,7 +26,8 @@ opts_usage(FILE *out)
             "Load generator for workq-server (and beanstalkd, for comparison).\n"
             "\n"
             "  -h HOST             server host (default 127.0.0.1)\n"
-            "  -p PORT             server port (default 9922; 11300 for beanstalkd)\n"
+            "  -p PORT             server port (default 9922; 11300 for beanstalkd, 7419\n"
+            "                      for faktory)\n"
             "  --addr HOST:PORT    both at once ([::1]:PORT for IPv6)\n"
             "  -c N                connections (default 50)\n"
             "  -n N                jobs (default 100000)\n"
@@ -43,7 +45,11 @@ opts_usage(FILE *out)
             "  --timeout SECONDS   give up after this long (default 300; 0: never), counted\n"
             "                      from the start: connecting, the backlog and the prefill\n"
             "                      count too\n"
-            "  --protocol P        workq (default) or beanstalkd\n"
+            "  --protocol P        workq (default), beanstalkd, or faktory (the Faktory\n"
+            "                      Work Protocol: PUSH, FETCH + ACK; add, lease-complete\n"
+            "                      and cycle only; no --backlog, no --priorities)\n"
+            "  --password-file F   faktory: the password is F's first line (default: the\n"
+            "                      FAKTORY_PASSWORD environment variable, if set)\n"
             "  --csv               a header line and one line of results\n"
             "  --json              one JSON object\n"
             "  -q                  quiet: one summary line, no progress\n"
@@ -127,12 +133,11 @@ enum {
     WB_OPT_TTR,
     WB_OPT_TTL,
     WB_OPT_BACKLOG,
+    WB_OPT_PASSWORD_FILE,
     WB_OPT_HELP
 };
 
-static void opt_finish(struct wb_opts *o);
-
-static void opt_finish(struct wb_opts *o);
+static void opt_finish(struct wb_opts *o, const char *password_file);
 
 /* Fill o from the command line; exits 2 on anything invalid, 0 after
  * --help. */
@@ -150,6 +155,7 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         {"ttr", required_argument, NULL, WB_OPT_TTR},
         {"ttl", required_argument, NULL, WB_OPT_TTL},
         {"backlog", required_argument, NULL, WB_OPT_BACKLOG},
+        {"password-file", required_argument, NULL, WB_OPT_PASSWORD_FILE},
         {"help", no_argument, NULL, WB_OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -164,6 +170,7 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
                           .ttr_ms = 60000,
                           .ttl_ms = 3600000,
                           .timeout_s = 300};
+    const char *password_file = NULL;
     int ch;
     while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", wb_long_options, NULL)) != -1) {
         switch (ch) {
@@ -224,6 +231,9 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         case WB_OPT_BACKLOG:
             o->backlog = (uint32_t)opt_number("--backlog", optarg, 0, BENCH_MAX_ALL_JOBS);
             break;
+        case WB_OPT_PASSWORD_FILE:
+            password_file = optarg;
+            break;
         case WB_OPT_HELP:
             opts_usage(stdout);
             exit(0);
@@ -236,16 +246,76 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         fprintf(stderr, "workq-bench: unexpected argument: %s\n", argv[optind]);
         exit(2);
     }
-    opt_finish(o);
+    opt_finish(o, password_file);
+}
+
+/* The Faktory password: the first line of path (without its line end), or
+ * FAKTORY_PASSWORD if path is NULL (none if that is unset or empty); exits
+ * 2 if the file cannot be read, or its first line is empty or too long. */
+static char *
+opt_password(const char *path)
+{
+    char line[BENCH_MAX_PASSWORD + 3];
+    if (path == NULL) {
+        const char *env = getenv("FAKTORY_PASSWORD");
+        if (env == NULL || env[0] == '\0')
+            return NULL;
+        if (strlen(env) > BENCH_MAX_PASSWORD) {
+            fprintf(stderr, "workq-bench: FAKTORY_PASSWORD is longer than %d bytes\n",
+                    BENCH_MAX_PASSWORD);
+            exit(2);
+        }
+        return strdup(env);
+    }
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "workq-bench: %s: %s\n", path, strerror(errno));
+        exit(2);
+    }
+    bool got = fgets(line, sizeof line, fp) != NULL;
+    fclose(fp);
+    size_t len = got ? strlen(line) : 0;
+    bool whole = len > 0 && line[len - 1] == '\n';
+    if (whole)
+        line[--len] = '\0';
+    if (whole && len > 0 && line[len - 1] == '\r')
+        line[--len] = '\0';
+    if (len == 0 || len > BENCH_MAX_PASSWORD) {
+        fprintf(stderr, "workq-bench: %s: the first line must hold the password (1 to %d bytes)\n",
+                path, BENCH_MAX_PASSWORD);
+        exit(2);
+    }
+    return strdup(line);
+}
+
+/* Faktory has no counterpart of run, and its queues are first in, first out
+ * (a backlog pushed first would be fetched first): exits 2 on options that
+ * cannot map onto it. */
+static void
+opt_faktory(const struct wb_opts *o)
+{
+    const char *why = NULL;
+    if (o->workload == WL_RUN || o->workload == WL_SCHEDULE)
+        why = o->workload == WL_RUN ? "-t run" : "-t schedule";
+    else if (o->backlog > 0)
+        why = "--backlog";
+    else if (o->priorities)
+        why = "--priorities";
+    if (why != NULL) {
+        fprintf(stderr, "workq-bench: --protocol faktory has no counterpart of %s\n", why);
+        exit(2);
+    }
 }
 
 /* Defaults that depend on other options, and combinations that make no
  * sense; exits 2 on those. */
 static void
-opt_finish(struct wb_opts *o)
+opt_finish(struct wb_opts *o, const char *password_file)
 {
+    static const char *const default_ports[] = {"9922", "11300", "7419"};
+    _Static_assert(BENCH_ARRAY_LEN(default_ports) == WB_PROTO_COUNT, "default_ports out of sync");
     if (o->port == NULL)
-        o->port = o->proto == WB_PROTO_BEANSTALKD ? "11300" : "9922";
+        o->port = default_ports[o->proto];
     if (o->csv && o->json) {
         fprintf(stderr, "workq-bench: --csv and --json exclude each other\n");
         exit(2);
@@ -257,6 +327,12 @@ opt_finish(struct wb_opts *o)
     }
     if (o->proto == WB_PROTO_BEANSTALKD && o->workload == WL_RUN) {
         fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
+        exit(2);
+    }
+    if (o->proto == WB_PROTO_FAKTORY)
+        opt_faktory(o);
+    if (password_file != NULL && o->proto != WB_PROTO_FAKTORY) {
+        fprintf(stderr, "workq-bench: --password-file works only with --protocol faktory\n");
         exit(2);
     }
     /* add measures no lease, and run and schedule consumers cannot lease
@@ -271,4 +347,6 @@ opt_finish(struct wb_opts *o)
                 BENCH_MAX_ALL_JOBS);
         exit(2);
     }
+    if (o->proto == WB_PROTO_FAKTORY)
+        o->password = opt_password(password_file);
 }

@@ -1,6 +1,6 @@
 /* wb_proto.h - workq-bench's protocol clients: framing and tokens of
- * replies (wb_frame.c), the workq client (wb_wq.c) and the beanstalkd
- * client (wb_bs.c).  Each formats requests, queues them on a connection
+ * replies (wb_frame.c), the workq client (wb_wq.c), the beanstalkd client
+ * (wb_bs.c) and the Faktory client (wb_fk.c).  Each formats requests, queues them on a connection
  * with wb_conn_push, and checks the replies; reply handlers are called by
  * wb_conn.c, one per request type. */
 #ifndef WB_PROTO_H
@@ -63,5 +63,30 @@ void wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct
 void wb_bs_reply_delete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 void wb_bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 void wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+
+/* ------------------------------------------------------------------------ */
+/* wb_fk.c: the Faktory Work Protocol client                                */
+
+/* A new connection waits for the greeting; the set-up replies it waits for. */
+unsigned wb_fk_greet(struct wb_conn *c);
+
+/* PUSH job ji (id: its text, also its jid). */
+void wb_fk_produce(struct wb_conn *c, uint32_t ji, const char *id);
+
+/* FETCH from every name. */
+void wb_fk_fetch(struct wb_conn *c);
+
+/* Lowercase hex of SHA-256 applied iterations times (at least once), the
+ * first round over password and salt, each later one over the previous
+ * 32-byte digest; password at most BENCH_MAX_PASSWORD bytes, salt at most
+ * 256. */
+void wb_fk_pwdhash(const char *password, const char *salt, size_t salt_len, uint64_t iterations,
+                   char out[65]);
+
+void wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+void wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+void wb_fk_reply_push(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+void wb_fk_reply_fetch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+void wb_fk_reply_ack(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 
 #endif /* WB_PROTO_H */

@@ -36,13 +36,15 @@ wb_report_progress(struct bench *b)
 static int
 bench_report_ops(const struct bench *b, enum wb_op *ops)
 {
+    static const enum wb_op lease_op[] = {OP_LEASE, OP_RESERVE, OP_FETCH},
+                            complete_op[] = {OP_COMPLETE, OP_DELETE, OP_ACK};
+    _Static_assert(BENCH_ARRAY_LEN(lease_op) == WB_PROTO_COUNT, "lease_op out of sync");
     int n = 0;
-    bool bs = b->opt.proto == WB_PROTO_BEANSTALKD;
     if (b->opt.workload != WL_LEASE_COMPLETE)
         ops[n++] = wb_run_produce_op(b);
     if (b->opt.workload != WL_ADD) {
-        ops[n++] = bs ? OP_RESERVE : OP_LEASE;
-        ops[n++] = bs ? OP_DELETE : OP_COMPLETE;
+        ops[n++] = lease_op[b->opt.proto];
+        ops[n++] = complete_op[b->opt.proto];
     }
     return n;
 }

@@ -5,11 +5,13 @@
  * How a run goes.
  *
  * Connect: all connections at once; beanstalkd consumers first `watch` every
- * tube.  Backlog (--backlog, not measured): every connection adds its share
- * of N jobs per name at the lowest priority.  Prefill (lease-complete only,
- * not measured): every connection adds its share of the jobs.  Measure:
- * producers take the next job from a shared counter and add/schedule/run/put
- * it; consumers lease (or reserve) and complete (or delete) what they get.
+ * tube, and Faktory connections read the greeting and say HELLO.  Backlog
+ * (--backlog, not measured): every connection adds its share of N jobs per
+ * name at the lowest priority.  Prefill (lease-complete only, not
+ * measured): every connection adds its share of the jobs.  Measure:
+ * producers take the next job from a shared counter and add/schedule/run/
+ * put/PUSH it; consumers lease (reserve, FETCH) and complete (delete, ACK)
+ * what they get.
  * Each phase ends when nothing is in flight and no connection may send: then
  * every reply has been read.
  *
@@ -47,6 +49,8 @@ wb_run_produce_op(const struct bench *b)
 {
     if (b->opt.proto == WB_PROTO_BEANSTALKD)
         return OP_PUT;
+    if (b->opt.proto == WB_PROTO_FAKTORY)
+        return OP_PUSH;
     if (b->opt.workload == WL_RUN)
         return OP_RUN;
     if (b->opt.workload == WL_SCHEDULE)
@@ -85,21 +89,36 @@ producer_send(struct wb_conn *c)
     char id[BENCH_ID_LEN + 1];
     j->flags |= WB_JOB_SENT;
     uuid_unparse_lower(j->id, id);
-    if (b->opt.proto == WB_PROTO_WORKQ)
+    switch (b->opt.proto) {
+    case WB_PROTO_WORKQ:
         wb_wq_produce(c, ji, id);
-    else
+        break;
+    case WB_PROTO_BEANSTALKD:
         wb_bs_produce(c, ji, id);
+        break;
+    default:
+        wb_fk_produce(c, ji, id);
+        break;
+    }
 }
 
 /* Ask for a job: workq with a ticket (a job index, else BENCH_JOB_NONE),
- * beanstalkd over the watched tubes. */
+ * beanstalkd over the watched tubes, Faktory over every name (no backlog,
+ * so no ticket). */
 static void
 consumer_lease(struct wb_conn *c, uint32_t ticket)
 {
-    if (c->b->opt.proto == WB_PROTO_WORKQ)
+    switch (c->b->opt.proto) {
+    case WB_PROTO_WORKQ:
         wb_wq_lease(c, ticket);
-    else
+        break;
+    case WB_PROTO_BEANSTALKD:
         wb_bs_reserve(c);
+        break;
+    default:
+        wb_fk_fetch(c);
+        break;
+    }
 }
 
 /* May a consumer send another lease?  Never more leases than jobs left to
@@ -213,8 +232,8 @@ wb_run_created(struct bench *b, uint32_t ji)
     bench_ticket(b, ji);
 }
 
-/* The reply f to a complete (workq) or delete (beanstalkd) r: if it is the
- * line ok, the job is done.  r->job is BENCH_JOB_NONE for a beanstalkd job
+/* The reply f to a complete (workq), delete (beanstalkd) or ACK (Faktory)
+ * r: if it is the line ok, the job is done.  r->job is BENCH_JOB_NONE for a beanstalkd job
  * whose INSERTED was not read before its delete went out. */
 void
 wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,

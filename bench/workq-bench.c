@@ -1,5 +1,6 @@
 /* workq-bench.c - load generator for workq-server, in the spirit of
- * redis-benchmark, that can also drive beanstalkd for comparison.
+ * redis-benchmark, that can also drive beanstalkd for comparison, and
+ * workq-server's Faktory listener.
  *
  * One thread, one libevent loop, N connections.  Each connection keeps up to
  * P requests in flight and a FIFO of what it expects back, so every reply is
@@ -8,7 +9,8 @@
  * throughput.  A job's payload is its id's text repeated (a deterministic
  * function of the id), so a leased payload is checked without storing it.
  *
- * Standalone on purpose: no code from src/, only libevent_core and libuuid.
+ * Standalone on purpose: no code from src/, only libevent_core, libuuid and
+ * (for the Faktory password hash) libcrypto.
  * Its files are bench/wb_*.c (see wb.h); this one has main, the set-up and
  * teardown of a run, its timers and signal, and the helpers every file uses
  * (allocation, the clock, random numbers, counting errors). */
@@ -127,19 +129,24 @@ bench_init(struct bench *b)
     b->nbacklog = b->opt.backlog * b->opt.names; /* opt_finish keeps it in range */
     /* Names carry a tag of this run, so jobs left on the server by an earlier
      * run (an `add` run leaves all of them) are never leased by this one. */
-    unsigned tag = (unsigned)(wb_rng_next(b) & 0xffffff);
+    unsigned tag = b->tag = (unsigned)(wb_rng_next(b) & 0xffffff);
     b->names = wb_xcalloc(b->opt.names, sizeof *b->names);
     size_t cap = 32;
     for (uint32_t k = 0; k < b->opt.names; k++) {
         snprintf(b->names[k], sizeof b->names[k], "bench.%06x.%" PRIu32, tag, k);
         cap += strlen(b->names[k]) + 1;
     }
-    /* Consumers lease from every name at once. */
+    /* Consumers lease from every name at once; Faktory's FETCH has the
+     * server's wait (2 s, as ours). */
+    bool fk = b->opt.proto == WB_PROTO_FAKTORY;
     b->lease_line = wb_xcalloc(1, cap);
-    size_t len = (size_t)sprintf(b->lease_line, "lease");
+    size_t len = (size_t)sprintf(b->lease_line, fk ? "FETCH" : "lease");
     for (uint32_t k = 0; k < b->opt.names; k++)
         len += (size_t)sprintf(b->lease_line + len, " %s", b->names[k]);
-    len += (size_t)sprintf(b->lease_line + len, " %d\r\n", BENCH_LEASE_WAIT_MS);
+    if (fk)
+        len += (size_t)sprintf(b->lease_line + len, "\r\n");
+    else
+        len += (size_t)sprintf(b->lease_line + len, " %d\r\n", BENCH_LEASE_WAIT_MS);
     b->lease_len = len;
     b->scratch_len = 512 + (size_t)b->opt.payload + 2;
     b->scratch = wb_xcalloc(1, b->scratch_len);
@@ -173,6 +180,7 @@ bench_free(struct bench *b)
     free(b->names);
     free(b->lease_line);
     free(b->scratch);
+    free(b->opt.password);
     event_free(b->progress_ev);
     event_free(b->timeout_ev);
     event_free(b->sigint_ev);

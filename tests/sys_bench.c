@@ -10,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <openssl/sha.h>
 
 #include "systest.h"
 
@@ -329,6 +332,306 @@ START_TEST(test_bench_backlog_refused)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* A fake Faktory server                                                    */
+
+#define XSTR(x)  #x
+#define ZSTR(x)  XSTR(x)
+#define FK_CONNS 8
+#define FK_JOBS  512
+#define FK_SALT  "5a1t"
+#define FK_ITER  4321
+
+struct fk_conn {
+    int fd;
+    char buf[4096];
+    size_t len;
+    bool hello;
+};
+
+struct fk_job {
+    char jid[64], queue[64], payload[128];
+    int state; /* 0 queued, 1 fetched, 2 acked */
+};
+
+struct fk_fake {
+    const char *password; /* NULL: no challenge */
+    int corrupt;          /* give the corrupt-th job fetched a wrong payload (0: none) */
+    struct fk_job jobs[FK_JOBS];
+    int njobs, fetched, acked;
+};
+
+/* SHA-256 iterated as doc/faktory.md says, with OpenSSL's one-shot SHA256. */
+static void
+fk_hash(const char *password, char out[65])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    char in[256];
+    snprintf(in, sizeof in, "%s%s", password, FK_SALT);
+    SHA256((const unsigned char *)in, strlen(in), d);
+    for (int i = 1; i < FK_ITER; i++)
+        SHA256(d, sizeof d, d);
+    for (size_t i = 0; i < sizeof d; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+static void
+fk_send(int fd, const char *s)
+{
+    size_t len = strlen(s), off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, s + off, len - off);
+        if (n <= 0)
+            _exit(90);
+        off += (size_t)n;
+    }
+}
+
+/* One command line (without its CRLF); returns an exit status for a
+ * violation of the rules, else 0.  The job JSON a FETCH returns has its
+ * members in another order than PUSH sent them, with spaces, nesting and
+ * members of its own: the client must not depend on a layout. */
+static int
+fk_command(struct fk_fake *fk, struct fk_conn *c, char *line)
+{
+    char jid[64], queue[64], payload[128], hash[65], want[128];
+    if (!c->hello) {
+        if (fk->password == NULL)
+            snprintf(want, sizeof want, "HELLO {\"v\":2");
+        else
+            fk_hash(fk->password, hash), snprintf(want, sizeof want, "\"pwdhash\":\"%s\"}", hash);
+        if (strncmp(line, "HELLO {\"v\":2", 12) != 0 || strstr(line, want) == NULL) {
+            fk_send(c->fd, "-ERR Invalid password\r\n");
+            return 91;
+        }
+        c->hello = true;
+        fk_send(c->fd, "+OK\r\n");
+        return 0;
+    }
+    if (sscanf(line,
+               "PUSH {\"jid\":\"%63[^\"]\",\"jobtype\":\"bench\",\"args\":[\"%127[^\"]\"],"
+               "\"queue\":\"%63[^\"]\"}",
+               jid, payload, queue) == 3) {
+        if (fk->njobs == FK_JOBS || strlen(jid) < 8)
+            return 92;
+        struct fk_job *j = &fk->jobs[fk->njobs++];
+        snprintf(j->jid, sizeof j->jid, "%s", jid);
+        snprintf(j->queue, sizeof j->queue, "%s", queue);
+        snprintf(j->payload, sizeof j->payload, "%s", payload);
+        fk_send(c->fd, "+OK\r\n");
+        return 0;
+    }
+    if (strncmp(line, "FETCH ", 6) == 0) {
+        for (int k = 0; k < fk->njobs; k++) {
+            struct fk_job *j = &fk->jobs[k];
+            char q[70];
+            snprintf(q, sizeof q, " %s", j->queue);
+            if (j->state != 0 || strstr(line + 5, q) == NULL)
+                continue;
+            j->state = 1;
+            if (++fk->fetched == fk->corrupt)
+                j->payload[0] ^= 1;
+            char body[512], out[600];
+            snprintf(body, sizeof body,
+                     "{\"queue\": \"%s\", \"args\": [ \"%s\" ], \"jid\":\"%s\", \"retry\":25,"
+                     "\"custom\":{\"jid\":[1,-2.5e3,{\"b\":null}],\"s\":\"a\\\"\\u00e9\"},"
+                     "\"created_at\":\"2024-01-01T00:00:00Z\",\"jobtype\":\"bench\"}",
+                     j->queue, j->payload, j->jid);
+            snprintf(out, sizeof out, "$%zu\r\n%s\r\n", strlen(body), body);
+            fk_send(c->fd, out);
+            return 0;
+        }
+        fk_send(c->fd, "$-1\r\n");
+        return 0;
+    }
+    if (sscanf(line, "ACK {\"jid\":\"%63[^\"]\"}", jid) == 1) {
+        for (int k = 0; k < fk->njobs; k++) {
+            if (strcmp(fk->jobs[k].jid, jid) != 0)
+                continue;
+            if (fk->jobs[k].state != 1)
+                return 93;
+            fk->jobs[k].state = 2;
+            fk->acked++;
+            fk_send(c->fd, "+OK\r\n");
+            return 0;
+        }
+        return 94;
+    }
+    return 95;
+}
+
+/* Serve workq-bench's connections on lfd until the last one closes: at most
+ * FK_CONNS of them, every line ending in CRLF.  Returns 0 if every rule was
+ * kept and `acks` jobs were acknowledged (each once: a second ACK breaks a
+ * rule). */
+static int
+fk_serve(struct fk_fake *fk, int lfd, int acks)
+{
+    struct fk_conn conns[FK_CONNS];
+    struct pollfd pfd[FK_CONNS + 1];
+    int n = 0, open = 0;
+    for (;;) {
+        pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        for (int i = 0; i < n; i++)
+            pfd[i + 1] = (struct pollfd){.fd = conns[i].fd, .events = POLLIN};
+        if (poll(pfd, (nfds_t)n + 1, -1) < 0)
+            return 96;
+        if (pfd[0].revents & POLLIN) {
+            if (n == FK_CONNS)
+                return 97;
+            struct fk_conn *c = &conns[n++];
+            c->fd = accept(lfd, NULL, NULL);
+            c->len = 0;
+            c->hello = false;
+            open++;
+            fk_send(c->fd, fk->password == NULL
+                               ? "+HI {\"v\":2}\r\n"
+                               : "+HI {\"v\":2,\"i\":" ZSTR(FK_ITER) ",\"s\":\"" FK_SALT "\"}\r\n");
+        }
+        for (int i = 0; i < n; i++) {
+            struct fk_conn *c = &conns[i];
+            if (c->fd < 0 || !(pfd[i + 1].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            ssize_t got = read(c->fd, c->buf + c->len, sizeof c->buf - c->len);
+            if (got <= 0) {
+                close(c->fd);
+                c->fd = -1;
+                if (--open == 0)
+                    return fk->acked == acks ? 0 : 98;
+                continue;
+            }
+            c->len += (size_t)got;
+            char *nl;
+            while ((nl = memchr(c->buf, '\n', c->len)) != NULL) {
+                if (nl == c->buf || nl[-1] != '\r')
+                    return 99;
+                nl[-1] = '\0';
+                int rc = fk_command(fk, c, c->buf);
+                if (rc != 0)
+                    return rc;
+                c->len -= (size_t)(nl + 1 - c->buf);
+                memmove(c->buf, nl + 1, c->len);
+            }
+            if (c->len == sizeof c->buf)
+                return 100;
+        }
+    }
+}
+
+/* Run workq-bench (args) against a forked fake Faktory server; the fake's
+ * exit status in *fake_status, the bench's returned, its stderr in err. */
+static int
+fk_run(struct fk_fake *fk, int acks, const char *args, int *fake_status, char *out, size_t cap,
+       char *err, size_t err_cap)
+{
+    char err_path[] = "/tmp/sys_bench.XXXXXX", full[512];
+    int port;
+    int lfd = systest_listen(&port);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(20 * (unsigned)systest_slow()); /* never outlive a failed test */
+        _exit(fk_serve(fk, lfd, acks));
+    }
+    close(lfd);
+    int efd = mkstemp(err_path);
+    ck_assert_int_ge(efd, 0);
+    snprintf(full, sizeof full, "--protocol faktory --timeout 15 %s", args);
+    int rc = bench_run_port(port, full, err_path, out, cap);
+    ssize_t n = read(efd, err, err_cap - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(err_path);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    *fake_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return rc;
+}
+
+/* The handshake with a password, PUSH, FETCH and ACK over several
+ * connections, pipelined, and a job layout unlike what was pushed. */
+START_TEST(test_bench_faktory_fake)
+{
+    static struct fk_fake fk;
+    char out[8192], err[4096], pw[] = "/tmp/sys_bench_pw.XXXXXX";
+    int status;
+    int pfd = mkstemp(pw);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "open sesame\r\nnot this\n", 22), 22);
+    close(pfd);
+
+    fk = (struct fk_fake){.password = "open sesame"};
+    int rc = fk_run(&fk, 300, f("-t cycle -n 300 -c 4 -P 3 --names 2 --password-file %s", pw),
+                    &status, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && status == 0, "bench %d, fake %d: %s", rc, status, err);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "push_count"), 300);
+    ck_assert_int_eq(csv_field(out, "ack_count"), 300);
+
+    fk = (struct fk_fake){.password = NULL};
+    rc = fk_run(&fk, 50, "-t lease-complete -n 50 -c 2", &status, out, sizeof out, err, sizeof err);
+    ck_assert_msg(rc == 0 && status == 0, "bench %d, fake %d: %s", rc, status, err);
+    ck_assert_int_eq(csv_field(out, "done"), 50);
+    ck_assert_int_eq(csv_field(out, "fetch_count"), 50);
+
+    /* The wrong password: the server's refusal ends the run at once. */
+    fk = (struct fk_fake){.password = "other"};
+    rc = fk_run(&fk, 0, f("-t add -n 10 -c 2 --password-file %s", pw), &status, out, sizeof out,
+                err, sizeof err);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_int_eq(status, 91);
+    ck_assert_msg(strstr(err, ": hello: HELLO refused: \"-ERR Invalid password\"") != NULL,
+                  "stderr: %s", err);
+    unlink(pw);
+}
+END_TEST
+
+/* A fetched job whose payload is not the one pushed is an error. */
+START_TEST(test_bench_faktory_wrong_payload)
+{
+    static struct fk_fake fk;
+    char out[8192], err[4096];
+    int status;
+    fk = (struct fk_fake){.corrupt = 5};
+    int rc =
+        fk_run(&fk, 19, "-t lease-complete -n 20 -c 1", &status, out, sizeof out, err, sizeof err);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq(csv_field(out, "done"), 19);
+    /* The job; then the FETCH that finds nothing although a job is left;
+     * then that job, never completed. */
+    ck_assert_int_eq(csv_field(out, "errors"), 3);
+    ck_assert_msg(strstr(err, ": fetch: wrong args: ") != NULL, "stderr: %s", err);
+}
+END_TEST
+
+/* What cannot map onto Faktory is refused, with exit status 2. */
+START_TEST(test_bench_faktory_refused)
+{
+    static const char *const cases[][2] = {
+        {"-t run", "workq-bench: --protocol faktory has no counterpart of -t run\n"},
+        {"-t schedule", "workq-bench: --protocol faktory has no counterpart of -t schedule\n"},
+        {"-t cycle --backlog 5",
+         "workq-bench: --protocol faktory has no counterpart of --backlog\n"},
+        {"-t cycle --priorities",
+         "workq-bench: --protocol faktory has no counterpart of --priorities\n"},
+    };
+    char err[1024], args[128];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "--protocol faktory -n 10 -c 2 %s", cases[i][0]);
+        ck_assert_int_eq(bench_run_stderr(args, err, sizeof err), 2);
+        ck_assert_str_eq(err, cases[i][1]);
+    }
+    ck_assert_int_eq(bench_run_stderr("-t cycle --password-file /dev/null", err, sizeof err), 2);
+    ck_assert_str_eq(err, "workq-bench: --password-file works only with --protocol faktory\n");
+    ck_assert_int_eq(
+        bench_run_stderr("--protocol faktory --password-file /dev/null", err, sizeof err), 2);
+    ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
+                          "1024 bytes)\n");
+}
+END_TEST
+
 START_TEST(test_bench_refused)
 {
     char out[8192];
@@ -347,6 +650,9 @@ bench_suite(void)
         {"backlog",
          {test_bench_backlog, test_bench_backlog_ttl, test_bench_backlog_timeout,
           test_bench_lease_other_queue, test_bench_backlog_refused, NULL}},
+        {"faktory",
+         {test_bench_faktory_fake, test_bench_faktory_wrong_payload, test_bench_faktory_refused,
+          NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }

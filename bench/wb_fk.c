@@ -1,0 +1,220 @@
+/* wb_fk.c - workq-bench's Faktory Work Protocol client: the handshake
+ * (the greeting HI, then HELLO, with the iterated SHA-256 password hash
+ * when the server asks for one), PUSH, FETCH and ACK, and the checks of
+ * every reply.  A job's jid is its id's text, its payload the one string
+ * of its args; a fetched job is checked member by member with the JSON
+ * scanner (wb_json.h), not parsed into a tree. */
+#include "wb.h"
+#include "wb_json.h"
+#include "wb_proto.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/sha.h>
+
+/* Iterations of the password hash we agree to compute: Faktory asks for
+ * thousands; a server asking for more than this is refused. */
+#define FK_MAX_ITERATIONS 1000000
+#define FK_MAX_SALT       256 /* bytes; Faktory's are 16 hex digits */
+
+/* A set-up reply that makes the run impossible: say why, and stop. */
+static void
+fk_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what)
+{
+    wb_error_reply(c, r, f, what);
+    c->b->fatal = true;
+    wb_run_stop(c->b);
+}
+
+/* Lowercase hex of SHA-256 applied iterations times: first over password
+ * and salt, then over the previous 32-byte digest.  The password is at most
+ * BENCH_MAX_PASSWORD bytes, the salt at most FK_MAX_SALT. */
+void
+wb_fk_pwdhash(const char *password, const char *salt, size_t salt_len, uint64_t iterations,
+              char out[65])
+{
+    unsigned char d[SHA256_DIGEST_LENGTH], in[BENCH_MAX_PASSWORD + FK_MAX_SALT];
+    size_t plen = strlen(password);
+    memcpy(in, password, plen);
+    memcpy(in + plen, salt, salt_len);
+    SHA256(in, plen + salt_len, d);
+    for (uint64_t i = 1; i < iterations; i++)
+        SHA256(d, sizeof d, d);
+    for (size_t i = 0; i < sizeof d; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* Connected: the server speaks first.  The greeting is waited for like the
+ * reply to a request that was never written; the HELLO follows it.  Returns
+ * the set-up replies the connection waits for. */
+unsigned
+wb_fk_greet(struct wb_conn *c)
+{
+    wb_conn_push(c, OP_HI, BENCH_JOB_NONE);
+    return 2;
+}
+
+/* The greeting: +HI {"v":2} or +HI {"v":2,"i":N,"s":"salt"}; answered with
+ * HELLO, which has a wid on connections that will FETCH (Faktory lets only
+ * workers fetch) and the password hash when asked for. */
+void
+wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    static const char *const keys[] = {"v", "i", "s"};
+    struct bench *b = c->b;
+    struct wb_tok v[3], salt;
+    uint64_t version, iter = 0;
+    if (f->data != NULL || f->line_len < 4 || memcmp(f->line, "+HI ", 4) != 0 ||
+        wb_json_members(f->line + 4, f->line_len - 4, keys, v, 3) < 0 ||
+        wb_tok_u64(v[0], &version) < 0) {
+        fk_setup_fail(c, r, f, "not a Faktory greeting");
+        return;
+    }
+    if (version != 2) {
+        fk_setup_fail(c, r, f, "protocol version not 2");
+        return;
+    }
+    if ((v[1].s == NULL) != (v[2].s == NULL) ||
+        (v[1].s != NULL && (wb_tok_u64(v[1], &iter) < 0 || iter == 0 || iter > FK_MAX_ITERATIONS ||
+                            !wb_json_plain_string(v[2], &salt) || salt.len > FK_MAX_SALT))) {
+        fk_setup_fail(c, r, f, "malformed password challenge");
+        return;
+    }
+    if (iter > 0 && b->opt.password == NULL) {
+        fk_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)");
+        return;
+    }
+    char line[256];
+    int n = snprintf(line, sizeof line, "HELLO {\"v\":2");
+    if (!wb_run_is_producer(b, c->idx))
+        n += snprintf(line + n, sizeof line - (size_t)n, ",\"wid\":\"wb%06x-%u\",\"pid\":%ld",
+                      b->tag, c->idx, (long)getpid());
+    if (iter > 0) {
+        char hash[65];
+        wb_fk_pwdhash(b->opt.password, salt.s, salt.len, iter, hash);
+        n += snprintf(line + n, sizeof line - (size_t)n, ",\"pwdhash\":\"%s\"", hash);
+    }
+    n += snprintf(line + n, sizeof line - (size_t)n, "}\r\n");
+    wb_conn_send(c, line, (size_t)n);
+    wb_conn_push(c, OP_HELLO, BENCH_JOB_NONE);
+}
+
+/* HELLO: +OK, else (a wrong password, say) the run cannot go on. */
+void
+wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    if (!wb_frame_is(f, "+OK"))
+        fk_setup_fail(c, r, f, "HELLO refused");
+}
+
+/* PUSH job ji: its id's text as jid, the payload as the one argument. */
+void
+wb_fk_produce(struct wb_conn *c, uint32_t ji, const char *id)
+{
+    struct bench *b = c->b;
+    const struct wb_job *j = &b->jobs[ji];
+    int n =
+        snprintf(b->scratch, 512, "PUSH {\"jid\":\"%s\",\"jobtype\":\"bench\",\"args\":[\"", id);
+    size_t len = (size_t)n;
+    wb_payload_fill(b->scratch + len, b->opt.payload, id);
+    len += b->opt.payload;
+    len += (size_t)snprintf(b->scratch + len, b->scratch_len - len, "\"],\"queue\":\"%s\"}\r\n",
+                            b->names[j->name]);
+    wb_conn_send(c, b->scratch, len);
+    wb_conn_push(c, OP_PUSH, ji);
+}
+
+/* FETCH from every name (in their order: Faktory's FETCH tries the queues
+ * it lists in order); the server waits up to 2 s for a job. */
+void
+wb_fk_fetch(struct wb_conn *c)
+{
+    wb_conn_send(c, c->b->lease_line, c->b->lease_len);
+    wb_conn_push(c, OP_FETCH, BENCH_JOB_NONE);
+}
+
+/* PUSH: +OK */
+void
+wb_fk_reply_push(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    struct bench *b = c->b;
+    if (wb_frame_is(f, "+OK")) {
+        wb_run_created(b, r->job);
+        return;
+    }
+    wb_error_reply(c, r, f, "unexpected reply");
+    wb_jobs_lost(b, &b->jobs[r->job]);
+}
+
+/* Check a fetched job (f->data, the job's JSON) completely: a job this run
+ * pushed and has not fetched yet, with its own queue, jobtype and
+ * payload.  The job, or NULL after an error. */
+static struct wb_job *
+wb_fk_fetch_check(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    static const char *const keys[] = {"jid", "queue", "jobtype", "args"};
+    struct bench *b = c->b;
+    struct wb_tok v[4], jid, queue, type, payload;
+    struct wb_job *j = NULL;
+    const char *what = NULL;
+    char id[BENCH_ID_LEN + 1];
+    if (wb_json_members(f->data, f->data_len, keys, v, 4) < 0)
+        what = "malformed job JSON";
+    else if (!wb_json_plain_string(v[0], &jid))
+        what = "no jid";
+    else if ((j = wb_jobs_find(b, jid)) == NULL)
+        what = "unknown jid";
+    else if (wb_jobs_is_backlog(b, j))
+        what = "backlog job fetched before the measured jobs";
+    else if (!wb_json_plain_string(v[1], &queue) || !wb_tok_is(queue, b->names[j->name]))
+        what = "wrong queue";
+    else if (!wb_json_plain_string(v[2], &type) || !wb_tok_is(type, "bench"))
+        what = "wrong jobtype";
+    else if (!wb_json_one_string_array(v[3], &payload) || payload.len != b->opt.payload ||
+             (uuid_unparse_lower(j->id, id), !wb_payload_matches(payload.s, payload.len, id)))
+        what = "wrong args";
+    else if (!(j->flags & WB_JOB_SENT))
+        what = "job fetched before it was pushed";
+    else if (j->flags & WB_JOB_LEASED)
+        what = "job fetched twice";
+    if (what == NULL)
+        return j;
+    /* Quote the job, not its `$<len>` line. */
+    wb_error_reply(c, r, &(struct wb_frame){.line = f->data, .line_len = f->data_len}, what);
+    return NULL;
+}
+
+/* FETCH: a job, checked and acknowledged at once on the same connection,
+ * or the null bulk string after the wait. */
+void
+wb_fk_reply_fetch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    struct bench *b = c->b;
+    if (f->data == NULL) {
+        if (wb_frame_is(f, "$-1"))
+            wb_run_lease_timed_out(c, r, f);
+        else
+            wb_error_reply(c, r, f, "unexpected reply");
+        return;
+    }
+    struct wb_job *j = wb_fk_fetch_check(c, r, f);
+    if (j == NULL)
+        return;
+    j->flags |= WB_JOB_LEASED;
+    b->leased++;
+    char id[BENCH_ID_LEN + 1], line[80];
+    uuid_unparse_lower(j->id, id);
+    int n = snprintf(line, sizeof line, "ACK {\"jid\":\"%s\"}\r\n", id);
+    wb_conn_send(c, line, (size_t)n);
+    wb_conn_push(c, OP_ACK, (uint32_t)(j - b->jobs));
+}
+
+/* ACK: +OK */
+void
+wb_fk_reply_ack(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    wb_run_completed(c, r, f, "+OK");
+}
