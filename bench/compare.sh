@@ -1,8 +1,12 @@
 #!/bin/bash
 # compare.sh - run the same workloads against workq-server and beanstalkd
-# on this machine and print jobs/s side by side.
+# on this machine and print jobs/s side by side; with -F, workq-server's
+# Workq protocol against its own Faktory listener instead.
 #
-# Usage: bench/compare.sh [-n JOBS] [-r RUNS] [-w WORKLOAD]... [-S SETUP]... [-o FILE]
+# Usage: bench/compare.sh [-F] [-n JOBS] [-r RUNS] [-w WORKLOAD]... [-S SETUP]... [-o FILE]
+#   -F        compare with workq-server's Faktory listener (workq-bench
+#             --protocol faktory), not beanstalkd: both runs get a server
+#             with -faktory-listen, one driven over each protocol
 #   -n JOBS   jobs per run (default 100000)
 #   -r RUNS   runs per workload and server; the median is shown (default 3)
 #   -w SPEC   workq-bench arguments of one workload, e.g. "cycle -c 50 -P 16"
@@ -11,15 +15,18 @@
 #             server, @DIR standing for a fresh empty directory per run, e.g.
 #             "always|-cmdlog-path @DIR -cmdlog-sync always|-b @DIR -f 0"
 #             (repeatable: every workload runs under every setup, the runs
-#             of all setups alternating; default: both in memory)
+#             of all setups alternating; default: both in memory); with -F
+#             the second flags are workq-server's for the Faktory runs
 #   -o FILE   also write the medians to FILE, one line per workload:
 #             spec<TAB>workq j/s<TAB>beanstalkd j/s<TAB>workq p99 us<TAB>beanstalkd p99 us
-#             (spec followed by " [LABEL]" under a setup with a label)
+#             (spec followed by " [LABEL]" under a setup with a label; with
+#             -F, Faktory's in beanstalkd's place)
 #
 # Finds the programs in this order:
 #   workq-server: $WQ_SERVER, ../src/workq-server next to this script, PATH
 #   workq-bench:  $WQ_BENCH, workq-bench next to this script, PATH
 #   beanstalkd:   PATH (Debian: apt-get install beanstalkd); missing: exit 77
+#                 (not needed with -F)
 #
 # Without -S both servers keep jobs in memory only (no command log, no
 # binlog).  Each run gets a freshly started server on a free loopback port,
@@ -34,15 +41,17 @@ runs=3
 specs=()
 setups=()
 outfile=
-while getopts n:r:w:S:o:h opt; do
+other=beanstalkd
+while getopts Fn:r:w:S:o:h opt; do
     case $opt in
+    F) other=faktory ;;
     n) jobs=$OPTARG ;;
     r) runs=$OPTARG ;;
     w) specs+=("$OPTARG") ;;
     S) setups+=("$OPTARG") ;;
     o) outfile=$OPTARG ;;
     *)
-        sed -n '5,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+        sed -n '6,23p' "$0" | sed 's/^# \{0,1\}//' >&2
         exit 2
         ;;
     esac
@@ -81,7 +90,7 @@ if [ -z "$bench" ] || [ ! -x "$bench" ]; then
     echo "compare.sh: cannot find workq-bench; set WQ_BENCH" >&2
     exit 1
 fi
-if ! command -v beanstalkd >/dev/null 2>&1; then
+if [ "$other" = beanstalkd ] && ! command -v beanstalkd >/dev/null 2>&1; then
     echo "compare.sh: beanstalkd is not installed (Debian: apt-get install beanstalkd); skipping" >&2
     exit 77
 fi
@@ -117,12 +126,20 @@ setup_flags() {
 }
 
 # Start workq-server on port 0, with the flags $1, and read the port from
-# its first line.  The file is emptied here first: the background shell
-# truncates it only when it gets to run, and until then it still holds the
-# last server's port.
+# its first line; with -F it has a Faktory listener too, on port 0, and
+# $2 = faktory takes that port from its second line.  The file is emptied
+# here first: the background shell truncates it only when it gets to run,
+# and until then it still holds the last server's port.
 start_workq() {
     local -a flags
+    local want=1 prefix="workq-server listening on 127.0.0.1:"
     mapfile -t flags < <(setup_flags "$1")
+    if [ "$other" = faktory ]; then
+        flags+=(-faktory-listen 127.0.0.1:0)
+    fi
+    if [ "${2:-}" = faktory ]; then
+        want=2 prefix="workq-server faktory listening on 127.0.0.1:"
+    fi
     : >"$tmp/wq.out"
     "$server" -listen 127.0.0.1:0 "${flags[@]}" >"$tmp/wq.out" 2>"$tmp/wq.err" &
     server_pid=$!
@@ -130,11 +147,11 @@ start_workq() {
     for _ in $(seq 100); do
         line=
         # only a whole line: a port cut short would be the wrong port
-        if [ "$(wc -l <"$tmp/wq.out")" -ge 1 ]; then
-            line=$(head -n 1 "$tmp/wq.out")
+        if [ "$(wc -l <"$tmp/wq.out")" -ge "$want" ]; then
+            line=$(sed -n "${want}p" "$tmp/wq.out")
         fi
         case $line in
-        "workq-server listening on 127.0.0.1:"*)
+        "$prefix"*)
             port=${line##*:}
             return 0
             ;;
@@ -181,7 +198,10 @@ failed=0
 run_one() {
     local proto=$1 server_flags=$2
     shift 2
-    if [ "$proto" = workq ]; then start_workq "$server_flags"; else start_beanstalkd "$server_flags"; fi
+    case $proto in
+    workq | faktory) start_workq "$server_flags" "$proto" ;;
+    *) start_beanstalkd "$server_flags" ;;
+    esac
     if "$bench" --protocol "$proto" -p "$port" -n "$jobs" --timeout 600 --csv "$@" \
         >"$tmp/out.csv" 2>"$tmp/err.txt"; then
         awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i }
@@ -200,24 +220,34 @@ median() {
                    END { if (bad || NR == 0) print "FAIL"; else print v[int((NR + 1) / 2)] }'
 }
 
-printf 'workq-server: %s\nbeanstalkd:   %s\njobs %s, median of %s runs\n\n' \
-    "$server" "$(command -v beanstalkd)" "$jobs" "$runs"
-printf '%-34s %12s %12s %7s %10s %10s\n' workload "workq j/s" "bstalk j/s" ratio \
-    "workq p99" "bstalk p99"
+if [ "$other" = faktory ]; then
+    short=faktory
+    printf 'workq-server: %s, over the Workq and the Faktory protocol\n' "$server"
+else
+    short=bstalk
+    printf 'workq-server: %s\nbeanstalkd:   %s\n' "$server" "$(command -v beanstalkd)"
+fi
+printf 'jobs %s, median of %s runs\n\n' "$jobs" "$runs"
+printf '%-34s %12s %12s %7s %10s %10s\n' workload "workq j/s" "$short j/s" ratio \
+    "workq p99" "$short p99"
 printf '%-34s %12s %12s %7s %10s %10s\n' "" "" "" "" "(ms)" "(ms)"
 
 # report ROW RESULTS_STEM: the medians of one workload under one setup.
 report() {
     local row=$1 wq bs wq99 bs99 ratio
     wq=$(cut -d' ' -f1 "$2.workq" | median)
-    bs=$(cut -d' ' -f1 "$2.beanstalkd" | median)
+    bs=$(cut -d' ' -f1 "$2.$other" | median)
     wq99=$(cut -d' ' -f2 "$2.workq" | median)
-    bs99=$(cut -d' ' -f2 "$2.beanstalkd" | median)
+    bs99=$(cut -d' ' -f2 "$2.$other" | median)
     if [ "$wq" = FAIL ] || [ "$bs" = FAIL ]; then
         failed=1
         ratio=-
     else
-        ratio=$(awk -v a="$wq" -v b="$bs" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        if [ "$other" = faktory ]; then
+            ratio=$(awk -v a="$wq" -v b="$bs" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')
+        else
+            ratio=$(awk -v a="$wq" -v b="$bs" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        fi
     fi
     awk -v w="$row" -v a="$wq" -v b="$bs" -v r="$ratio" -v a99="$wq99" -v b99="$bs99" '
         function num(x, scale, fmt) { return x == "FAIL" ? x : sprintf(fmt, x / scale) }
@@ -235,13 +265,13 @@ for spec in "${specs[@]}"; do
     shift
     for k in "${!setups[@]}"; do
         : >"$tmp/res.$k.workq"
-        : >"$tmp/res.$k.beanstalkd"
+        : >"$tmp/res.$k.$other"
     done
     for _ in $(seq "$runs"); do
         for k in "${!setups[@]}"; do
             IFS='|' read -r _ wqflags bsflags <<<"${setups[$k]}"
             run_one workq "$wqflags" -t "$workload" "$@" >>"$tmp/res.$k.workq"
-            run_one beanstalkd "$bsflags" -t "$workload" "$@" >>"$tmp/res.$k.beanstalkd"
+            run_one "$other" "$bsflags" -t "$workload" "$@" >>"$tmp/res.$k.$other"
         done
     done
     for k in "${!setups[@]}"; do
@@ -251,5 +281,9 @@ for spec in "${specs[@]}"; do
 done
 
 echo
-echo "ratio = workq jobs/s / beanstalkd jobs/s (above 1: workq is faster)"
+if [ "$other" = faktory ]; then
+    echo "ratio = Faktory protocol jobs/s / Workq protocol jobs/s (the same server)"
+else
+    echo "ratio = workq jobs/s / beanstalkd jobs/s (above 1: workq is faster)"
+fi
 exit "$failed"
