@@ -58,10 +58,14 @@ struct event_base;
 /* Priorities.  --priorities draws 0 .. BENCH_PRIORITIES - 1, which is also the
  * default 0 without it; the backlog sits below all of them.  beanstalkd
  * inverts them (lower is more urgent): 1023 .. 0, 1024 without
- * --priorities, and the least urgent of all for the backlog. */
+ * --priorities, and the least urgent of all for the backlog.  Faktory has
+ * 1 .. 9 (higher first): the draws map onto 2 .. 9 in eight equal bands,
+ * the backlog is 1, and without --priorities no priority is sent (the
+ * server's default, 5). */
 #define BENCH_PRIORITIES       1024
 #define BENCH_BACKLOG_PRIORITY INT32_MIN
 #define BENCH_BS_BACKLOG_PRI   UINT32_MAX
+#define BENCH_FK_BACKLOG_PRI   1
 _Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
                "the backlog must rank below every measured job");
 

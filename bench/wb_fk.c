@@ -110,30 +110,54 @@ wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_fra
         fk_setup_fail(c, r, f, "HELLO refused");
 }
 
-/* PUSH job ji: its id's text as jid, the payload as the one argument. */
+/* PUSH job ji: its id's text as jid, the payload as the one argument; a
+ * priority for the backlog and with --priorities (see wb.h), and in
+ * `schedule` an `at` from 1 s ago to 100 ms ahead. */
 void
 wb_fk_produce(struct wb_conn *c, uint32_t ji, const char *id)
 {
     struct bench *b = c->b;
     const struct wb_job *j = &b->jobs[ji];
+    char extra[96] = "", when[64];
+    size_t elen = 0;
+    if (wb_jobs_is_backlog(b, j))
+        elen += (size_t)snprintf(extra, sizeof extra, ",\"priority\":%d", BENCH_FK_BACKLOG_PRI);
+    else if (b->opt.priorities)
+        elen += (size_t)snprintf(extra, sizeof extra, ",\"priority\":%d",
+                                 2 + (int)j->priority * 8 / BENCH_PRIORITIES);
+    if (b->opt.workload == WL_SCHEDULE && b->phase == PH_MEASURE) {
+        wb_format_time(when, sizeof when, wb_sched_offset_ms(b));
+        snprintf(extra + elen, sizeof extra - elen, ",\"at\":\"%s\"", when);
+    }
     int n =
         snprintf(b->scratch, 512, "PUSH {\"jid\":\"%s\",\"jobtype\":\"bench\",\"args\":[\"", id);
     size_t len = (size_t)n;
     wb_payload_fill(b->scratch + len, b->opt.payload, id);
     len += b->opt.payload;
-    len += (size_t)snprintf(b->scratch + len, b->scratch_len - len, "\"],\"queue\":\"%s\"}\r\n",
-                            b->names[j->name]);
+    len += (size_t)snprintf(b->scratch + len, b->scratch_len - len, "\"],\"queue\":\"%s\"%s}\r\n",
+                            b->names[j->name], extra);
     wb_conn_send(c, b->scratch, len);
     wb_conn_push(c, OP_PUSH, ji);
 }
 
-/* FETCH from every name (in their order: Faktory's FETCH tries the queues
- * it lists in order); the server waits up to 2 s for a job. */
+/* FETCH: with a ticket (a job index, else BENCH_JOB_NONE) from that job's
+ * name alone, which the request keeps so that the reply can be held to it;
+ * without, from every name (in their order: Faktory's FETCH tries the
+ * queues it lists in order).  The server waits up to 2 s for a job. */
 void
-wb_fk_fetch(struct wb_conn *c)
+wb_fk_fetch(struct wb_conn *c, uint32_t ticket)
 {
-    wb_conn_send(c, c->b->lease_line, c->b->lease_len);
-    wb_conn_push(c, OP_FETCH, BENCH_JOB_NONE);
+    struct bench *b = c->b;
+    if (ticket != BENCH_JOB_NONE) {
+        uint32_t name = b->jobs[ticket].name;
+        char line[64];
+        int n = snprintf(line, sizeof line, "FETCH %s\r\n", b->names[name]);
+        wb_conn_send(c, line, (size_t)n);
+        wb_conn_push(c, OP_FETCH, name);
+    } else {
+        wb_conn_send(c, b->lease_line, b->lease_len);
+        wb_conn_push(c, OP_FETCH, BENCH_JOB_NONE);
+    }
 }
 
 /* PUSH: +OK */
@@ -171,6 +195,8 @@ wb_fk_fetch_check(struct wb_conn *c, const struct wb_req *r, const struct wb_fra
         what = "backlog job fetched before the measured jobs";
     else if (!wb_json_plain_string(v[1], &queue) || !wb_tok_is(queue, b->names[j->name]))
         what = "wrong queue";
+    else if (r->job != BENCH_JOB_NONE && j->name != r->job)
+        what = "job from a queue not asked for";
     else if (!wb_json_plain_string(v[2], &type) || !wb_tok_is(type, "bench"))
         what = "wrong jobtype";
     else if (!wb_json_one_string_array(v[3], &payload) || payload.len != b->opt.payload ||

@@ -46,8 +46,7 @@ opts_usage(FILE *out)
             "                      from the start: connecting, the backlog and the prefill\n"
             "                      count too\n"
             "  --protocol P        workq (default), beanstalkd, or faktory (the Faktory\n"
-            "                      Work Protocol: PUSH, FETCH + ACK; add, lease-complete\n"
-            "                      and cycle only; no --backlog, no --priorities)\n"
+            "                      Work Protocol: PUSH, FETCH + ACK)\n"
             "  --password-file F   faktory: the password is F's first line (default: the\n"
             "                      FAKTORY_PASSWORD environment variable, if set)\n"
             "  --csv               a header line and one line of results\n"
@@ -288,25 +287,6 @@ opt_password(const char *path)
     return strdup(line);
 }
 
-/* Faktory has no counterpart of run, and its queues are first in, first out
- * (a backlog pushed first would be fetched first): exits 2 on options that
- * cannot map onto it. */
-static void
-opt_faktory(const struct wb_opts *o)
-{
-    const char *why = NULL;
-    if (o->workload == WL_RUN || o->workload == WL_SCHEDULE)
-        why = o->workload == WL_RUN ? "-t run" : "-t schedule";
-    else if (o->backlog > 0)
-        why = "--backlog";
-    else if (o->priorities)
-        why = "--priorities";
-    if (why != NULL) {
-        fprintf(stderr, "workq-bench: --protocol faktory has no counterpart of %s\n", why);
-        exit(2);
-    }
-}
-
 /* Defaults that depend on other options, and combinations that make no
  * sense; exits 2 on those. */
 static void
@@ -329,8 +309,10 @@ opt_finish(struct wb_opts *o, const char *password_file)
         fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
         exit(2);
     }
-    if (o->proto == WB_PROTO_FAKTORY)
-        opt_faktory(o);
+    if (o->proto == WB_PROTO_FAKTORY && o->workload == WL_RUN) {
+        fprintf(stderr, "workq-bench: Faktory has no equivalent of run\n");
+        exit(2);
+    }
     if (password_file != NULL && o->proto != WB_PROTO_FAKTORY) {
         fprintf(stderr, "workq-bench: --password-file works only with --protocol faktory\n");
         exit(2);

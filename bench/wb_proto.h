@@ -35,6 +35,12 @@ int wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struc
 /* ------------------------------------------------------------------------ */
 /* wb_wq.c: the workq client                                                */
 
+/* The time text of a schedule offset_ms from now: YYYY-MM-DDTHH:MM:SS.mmmZ. */
+void wb_format_time(char *out, size_t cap, int64_t offset_ms);
+
+/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS ahead. */
+int64_t wb_sched_offset_ms(struct bench *b);
+
 /* Add, schedule or run job ji (id: its text), as the phase and workload say. */
 void wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id);
 
@@ -70,11 +76,12 @@ void wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct w
 /* A new connection waits for the greeting; the set-up replies it waits for. */
 unsigned wb_fk_greet(struct wb_conn *c);
 
-/* PUSH job ji (id: its text, also its jid). */
+/* PUSH job ji (id: its text, also its jid), with a priority and a time as
+ * the options, the phase and the workload say. */
 void wb_fk_produce(struct wb_conn *c, uint32_t ji, const char *id);
 
-/* FETCH from every name. */
-void wb_fk_fetch(struct wb_conn *c);
+/* FETCH: with a ticket (a job index) from that job's name, else from all. */
+void wb_fk_fetch(struct wb_conn *c, uint32_t ticket);
 
 /* Lowercase hex of SHA-256 applied iterations times (at least once), the
  * first round over password and salt, each later one over the previous

@@ -102,9 +102,8 @@ producer_send(struct wb_conn *c)
     }
 }
 
-/* Ask for a job: workq with a ticket (a job index, else BENCH_JOB_NONE),
- * beanstalkd over the watched tubes, Faktory over every name (no backlog,
- * so no ticket). */
+/* Ask for a job: workq and Faktory with a ticket (a job index, else
+ * BENCH_JOB_NONE), beanstalkd over the watched tubes. */
 static void
 consumer_lease(struct wb_conn *c, uint32_t ticket)
 {
@@ -116,7 +115,7 @@ consumer_lease(struct wb_conn *c, uint32_t ticket)
         wb_bs_reserve(c);
         break;
     default:
-        wb_fk_fetch(c);
+        wb_fk_fetch(c, ticket);
         break;
     }
 }

@@ -9,9 +9,10 @@
 #include <string.h>
 #include <time.h>
 
-/* Format a schedule time offset_ms from now, with milliseconds. */
-static void
-format_time(char *out, size_t cap, int64_t offset_ms)
+/* Format a schedule time offset_ms from now, with milliseconds (UTC, RFC
+ * 3339: workq's schedule and Faktory's `at` both read it). */
+void
+wb_format_time(char *out, size_t cap, int64_t offset_ms)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -21,6 +22,15 @@ format_time(char *out, size_t cap, int64_t offset_ms)
     gmtime_r(&sec, &tm);
     snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS
+ * ahead. */
+int64_t
+wb_sched_offset_ms(struct bench *b)
+{
+    return (int64_t)(wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
+           BENCH_SCHED_PAST_MS;
 }
 
 /* workq: add, schedule or run job ji. */
@@ -38,9 +48,7 @@ wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
     uint64_t ttl = wb_jobs_is_backlog(b, j) ? BENCH_BACKLOG_TTL_MS : b->opt.ttl_ms;
     int n;
     if (op == OP_SCHEDULE) {
-        int64_t off = (int64_t)(wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
-                      BENCH_SCHED_PAST_MS;
-        format_time(when, sizeof when, off);
+        wb_format_time(when, sizeof when, wb_sched_offset_ms(b));
         n = snprintf(b->scratch, 512, "schedule %s %s %" PRIu32 " %" PRIu64 " %s %" PRIu32 "%s\r\n",
                      id, name, b->opt.ttr_ms, ttl, when, b->opt.payload, prio);
     } else if (op == OP_RUN) {

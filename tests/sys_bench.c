@@ -606,29 +606,157 @@ START_TEST(test_bench_faktory_wrong_payload)
 }
 END_TEST
 
-/* What cannot map onto Faktory is refused, with exit status 2. */
+/* run, which has no Faktory equivalent, and a password file without Faktory
+ * or without a password are refused, with exit status 2. */
 START_TEST(test_bench_faktory_refused)
 {
-    static const char *const cases[][2] = {
-        {"-t run", "workq-bench: --protocol faktory has no counterpart of -t run\n"},
-        {"-t schedule", "workq-bench: --protocol faktory has no counterpart of -t schedule\n"},
-        {"-t cycle --backlog 5",
-         "workq-bench: --protocol faktory has no counterpart of --backlog\n"},
-        {"-t cycle --priorities",
-         "workq-bench: --protocol faktory has no counterpart of --priorities\n"},
-    };
-    char err[1024], args[128];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        snprintf(args, sizeof args, "--protocol faktory -n 10 -c 2 %s", cases[i][0]);
-        ck_assert_int_eq(bench_run_stderr(args, err, sizeof err), 2);
-        ck_assert_str_eq(err, cases[i][1]);
-    }
+    char err[1024];
+    ck_assert_int_eq(bench_run_stderr("--protocol faktory -t run -n 10 -c 2", err, sizeof err), 2);
+    ck_assert_str_eq(err, "workq-bench: Faktory has no equivalent of run\n");
     ck_assert_int_eq(bench_run_stderr("-t cycle --password-file /dev/null", err, sizeof err), 2);
     ck_assert_str_eq(err, "workq-bench: --password-file works only with --protocol faktory\n");
     ck_assert_int_eq(
         bench_run_stderr("--protocol faktory --password-file /dev/null", err, sizeof err), 2);
     ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
                           "1024 bytes)\n");
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* --protocol faktory against the real server                               */
+
+/* A server with a Faktory listener (and a password file, if not NULL): its
+ * Workq port in *wq_port, its Faktory port returned. */
+static int
+fk_start(struct systest_proc *p, const char *password_file, int *wq_port)
+{
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0",
+                          "-faktory-listen",
+                          "127.0.0.1:0",
+                          password_file ? "-faktory-password-file" : NULL,
+                          password_file,
+                          NULL};
+    systest_proc_start(p, args);
+    ck_assert(systest_proc_wait(p, false, "faktory listening on"));
+    ck_assert(systest_proc_wait(p, false, "\n"));
+    *wq_port = systest_listening_port(p->out.p, 0);
+    const char *line = strstr(p->out.p, "faktory listening on 127.0.0.1:");
+    ck_assert_ptr_nonnull(line);
+    return atoi(strchr(line, ':') + 1);
+}
+
+/* Every workload but run over the Faktory listener: every job done, and the
+ * server's own counts agree (ACKed jobs are gone, pushed ones and the
+ * backlog wait in their queues). */
+START_TEST(test_bench_faktory_server)
+{
+    struct systest_proc p;
+    char out[8192];
+    int wq_port, port = fk_start(&p, NULL, &wq_port);
+    int fd = systest_connect_port(wq_port);
+
+    ck_assert_int_eq(
+        bench_run_port(port, "--protocol faktory -t add -n 300 -c 3 -P 4", NULL, out, sizeof out),
+        0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "push_count"), 300);
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-jobs"), 300);
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-enqueued-jobs"), 300);
+
+    ck_assert_int_eq(bench_run_port(port, "--protocol faktory -t cycle -n 400 -c 4 --names 3", NULL,
+                                    out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 400);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "incomplete"), 0);
+    ck_assert_int_eq(csv_field(out, "ack_count"), 400);
+
+    ck_assert_int_eq(bench_run_port(port, "--protocol faktory -t lease-complete -n 200 -c 2 -P 3",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 200);
+    ck_assert_int_eq(csv_field(out, "fetch_count"), 200);
+
+    /* Pipelined cycle, more consumers than producers. */
+    ck_assert_int_eq(bench_run_port(port, "--protocol faktory -t cycle -n 300 -c 3 -P 8 -d 100",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    /* schedule (`at`) and random priorities. */
+    ck_assert_int_eq(bench_run_port(port,
+                                    "--protocol faktory -t schedule -n 300 -c 4 -P 2 --names 2 "
+                                    "--priorities",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    /* A backlog at priority 1 stays below the measured jobs throughout. */
+    ck_assert_int_eq(bench_run_port(port,
+                                    "--protocol faktory -t cycle -n 300 -c 3 -P 8 --names 3 "
+                                    "--backlog 20",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    /* Only the jobs of the add run and the backlog are left, still queued. */
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-jobs"), 300 + 60);
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-enqueued-jobs"), 300 + 60);
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-working-jobs"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 0); /* no Workq job */
+    close(fd);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+/* The password from a file and from FAKTORY_PASSWORD; a wrong one ends the
+ * run with the server's refusal. */
+START_TEST(test_bench_faktory_password)
+{
+    struct systest_proc p;
+    char out[8192], err[4096], pw[] = "/tmp/sys_bench_pw.XXXXXX",
+                               err_path[] = "/tmp/sys_bench.XXXXXX";
+    int pfd = mkstemp(pw);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "s3cret\n", 7), 7);
+    close(pfd);
+    int wq_port, port = fk_start(&p, pw, &wq_port);
+
+    ck_assert_int_eq(
+        bench_run_port(port, f("--protocol faktory -t cycle -n 100 -c 4 --password-file %s", pw),
+                       NULL, out, sizeof out),
+        0);
+    ck_assert_int_eq(csv_field(out, "done"), 100);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    ck_assert_int_eq(setenv("FAKTORY_PASSWORD", "s3cret", 1), 0);
+    ck_assert_int_eq(
+        bench_run_port(port, "--protocol faktory -t add -n 10 -c 2", NULL, out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 10);
+
+    int efd = mkstemp(err_path);
+    ck_assert_int_ge(efd, 0);
+    ck_assert_int_eq(setenv("FAKTORY_PASSWORD", "s3cre", 1), 0);
+    ck_assert_int_eq(
+        bench_run_port(port, "--protocol faktory -t add -n 10 -c 2", err_path, out, sizeof out), 1);
+    ck_assert_int_eq(unsetenv("FAKTORY_PASSWORD"), 0);
+    ssize_t n = read(efd, err, sizeof err - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(err_path);
+    ck_assert_msg(strstr(err, ": hello: HELLO refused: \"-ERR Invalid password\"") != NULL,
+                  "stderr: %s", err);
+    ck_assert_str_eq(out, ""); /* no report after a failed set-up */
+    unlink(pw);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
@@ -652,7 +780,7 @@ bench_suite(void)
           test_bench_lease_other_queue, test_bench_backlog_refused, NULL}},
         {"faktory",
          {test_bench_faktory_fake, test_bench_faktory_wrong_payload, test_bench_faktory_refused,
-          NULL}},
+          test_bench_faktory_server, test_bench_faktory_password, NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }
