@@ -200,10 +200,33 @@ varint_len(int64_t v)
     return uvarint_len(((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
+/* Bytes of the payload (code and body) of a Faktory record. */
+static size_t
+cmdlog_faktory_size(const struct cmdlog_rec *r)
+{
+    const struct wq_str *first = r->code >= CMDLOG_F_PAUSE ? &r->name : &r->jid;
+    size_t n = 1 + uvarint_len(first->n) + first->n;
+    switch (r->code) {
+    case CMDLOG_F_PUSH:
+        n += uvarint_len(r->name.n) + r->name.n + uvarint_len((uint64_t)r->priority) +
+             uvarint_len(r->ttr) + uvarint_len(r->payload.n) + r->payload.n + CMDLOG_TIME_LEN;
+        break;
+    case CMDLOG_F_RETRY:
+    case CMDLOG_F_DEAD:
+        n += uvarint_len(r->payload.n) + r->payload.n + CMDLOG_TIME_LEN;
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
 /* Bytes of the payload (code and body) of r. */
 static size_t
 cmdlog_payload_size(const struct cmdlog_rec *r)
 {
+    if (cmdlog_code_is_faktory(r->code))
+        return cmdlog_faktory_size(r);
     size_t n = 1 + JOBID_LEN;
     switch (r->code) {
     case CMDLOG_ADD:
@@ -238,6 +261,32 @@ put_bytes(uint8_t *o, const struct wq_str *s)
     return o + s->n;
 }
 
+/* The body of a Faktory record into o; returns its end. */
+static uint8_t *
+cmdlog_faktory_encode(const struct cmdlog_rec *r, uint8_t *o)
+{
+    o = put_bytes(o, r->code >= CMDLOG_F_PAUSE ? &r->name : &r->jid);
+    switch (r->code) {
+    case CMDLOG_F_PUSH:
+        o = put_bytes(o, &r->name);
+        o += cmdlog_uvarint_put(o, (uint64_t)r->priority);
+        o += cmdlog_uvarint_put(o, r->ttr);
+        o = put_bytes(o, &r->payload);
+        cmdlog_time_put(o, r->timed, r->time_ms);
+        o += CMDLOG_TIME_LEN;
+        break;
+    case CMDLOG_F_RETRY:
+    case CMDLOG_F_DEAD:
+        o = put_bytes(o, &r->payload);
+        cmdlog_time_put(o, true, r->time_ms);
+        o += CMDLOG_TIME_LEN;
+        break;
+    default:
+        break;
+    }
+    return o;
+}
+
 void
 cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
 {
@@ -246,6 +295,11 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
     o += CMDLOG_TIME_LEN;
     o += cmdlog_uvarint_put(o, cmdlog_payload_size(r));
     *o++ = r->code;
+    if (cmdlog_code_is_faktory(r->code)) {
+        o = cmdlog_faktory_encode(r, o);
+        put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
+        return;
+    }
     memcpy(o, r->id, JOBID_LEN);
     o += JOBID_LEN;
     if (r->code == CMDLOG_ADD || r->code == CMDLOG_SCHEDULE) {
@@ -320,16 +374,49 @@ rd_time(struct reader *rd, bool *has, int64_t *ms, uint32_t *sub_ns)
         rd->bad = true;
 }
 
+/* Decode the body of a Faktory record (after the code) into r. */
+static bool
+cmdlog_faktory_decode(struct reader *rd, struct cmdlog_rec *r)
+{
+    uint32_t ns;
+    if (r->code >= CMDLOG_F_PAUSE)
+        r->name = rd_bytes(rd);
+    else
+        r->jid = rd_bytes(rd);
+    switch (r->code) {
+    case CMDLOG_F_PUSH:
+        r->name = rd_bytes(rd);
+        r->priority = (int64_t)rd_uvarint(rd);
+        r->ttr = rd_uvarint(rd);
+        r->payload = rd_bytes(rd);
+        rd_time(rd, &r->timed, &r->time_ms, &ns);
+        break;
+    case CMDLOG_F_RETRY:
+    case CMDLOG_F_DEAD:
+        r->payload = rd_bytes(rd);
+        rd_time(rd, &r->timed, &r->time_ms, &ns);
+        break;
+    default:
+        break;
+    }
+    return !rd->bad && rd->p == rd->end;
+}
+
 /* Decode the payload (code onwards) into r. */
 static bool
 cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
 {
     struct reader rd = {p, p + len, false};
     const uint8_t *code = rd_take(&rd, 1);
-    const uint8_t *id = rd_take(&rd, JOBID_LEN);
-    if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX)
+    if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX ||
+        (code[0] > CMDLOG_WORKQ_MAX && !cmdlog_code_is_faktory(code[0])))
         return false;
     r->code = code[0];
+    if (cmdlog_code_is_faktory(r->code))
+        return cmdlog_faktory_decode(&rd, r);
+    const uint8_t *id = rd_take(&rd, JOBID_LEN);
+    if (rd.bad)
+        return false;
     memcpy(r->id, id, JOBID_LEN);
     if (r->code == CMDLOG_ADD || r->code == CMDLOG_SCHEDULE) {
         bool has_created;
@@ -375,6 +462,28 @@ cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *u
         return CMDLOG_REC_BAD;
     *used = total;
     return CMDLOG_REC_OK;
+}
+
+size_t
+cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap)
+{
+    if (!cmdlog_code_is_faktory(r->code)) {
+        key[0] = 'w';
+        memcpy(key + 1, r->id, JOBID_LEN);
+        return 1 + JOBID_LEN;
+    }
+    if (r->code >= CMDLOG_F_PAUSE || r->jid.n + 1 > cap)
+        return 0;
+    key[0] = 'f';
+    memcpy(key + 1, r->jid.p, r->jid.n);
+    return 1 + r->jid.n;
+}
+
+bool
+cmdlog_rec_ends_job(const struct cmdlog_rec *r)
+{
+    return r->code == CMDLOG_DELETE || r->code == CMDLOG_EXPIRE || r->code == CMDLOG_F_ACK ||
+           r->code == CMDLOG_F_DISCARD;
 }
 
 void

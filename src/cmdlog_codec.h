@@ -27,8 +27,27 @@ enum cmdlog_code {
     CMDLOG_TIMEOUT_ATTEMPT = 8, /* a TTR expiry */
     /* Ours, from 9 up (doc/cmdlog.md): */
     CMDLOG_FAIL_RETRY = 9, /* a fail that sent the job back to waiting */
-    CMDLOG_CODE_MAX = 9,
+    CMDLOG_WORKQ_MAX = 9,
+    /* The Faktory front-end's jobs (fjobs.h), 16 to 31; their body starts
+     * with the jid instead of a 16-byte id. */
+    CMDLOG_F_PUSH = 16,    /* jid, queue, priority, reserve_for, text, at */
+    CMDLOG_F_FETCH = 17,   /* jid: a reservation starts */
+    CMDLOG_F_ACK = 18,     /* jid: done, gone */
+    CMDLOG_F_RETRY = 19,   /* jid, text, when: into the retries set */
+    CMDLOG_F_DEAD = 20,    /* jid, text, until: into the dead set */
+    CMDLOG_F_DISCARD = 21, /* jid: removed, whatever its state */
+    CMDLOG_F_REQUEUE = 22, /* jid: from a set back to its queue */
+    CMDLOG_F_PAUSE = 23,   /* queue name */
+    CMDLOG_F_RESUME = 24,  /* queue name */
+    CMDLOG_CODE_MAX = 24,
 };
+
+/* Is code one of the Faktory front-end's? */
+static inline bool
+cmdlog_code_is_faktory(uint8_t code)
+{
+    return code >= CMDLOG_F_PUSH;
+}
 
 /* One record, decoded.  Pointers refer into the buffer it was decoded from
  * (or that the caller owns, to encode). */
@@ -50,6 +69,10 @@ struct cmdlog_rec {
     int64_t created_ms;
     /* CMDLOG_COMPLETE, CMDLOG_FAIL */
     struct wq_str result;
+    /* The Faktory codes: the job's jid (in place of id); name is the queue,
+     * priority, ttr (reserve_for, seconds), payload (the job's text) and
+     * time_ms (when, until, at: timed) as the code says. */
+    struct wq_str jid;
 };
 
 /* CRC-32C (Castagnoli) continued from crc (0 to start). */
@@ -81,6 +104,13 @@ enum cmdlog_decode_result {
 /* Decode the record at in[0..len): on OK, *used is its framed size. */
 enum cmdlog_decode_result cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r,
                                             size_t *used);
+
+/* The key that ties r to its job, for cleaning: a kind byte and the id or
+ * jid, into key (at least 1 + the longest jid bytes); its length, 0 when r
+ * belongs to no job (a queue's pause). */
+size_t cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap);
+/* Does r end its job's life (delete, expire, ack, discard)? */
+bool cmdlog_rec_ends_job(const struct cmdlog_rec *r);
 
 /* "NNNNNNNNN.log" for segment number n (>= 1) into out (>= 14 bytes). */
 void cmdlog_segment_name(uint32_t n, char out[14]);

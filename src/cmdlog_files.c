@@ -266,17 +266,23 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
 
 /* ---- cleaning ---- */
 
-/* Per job id, the position of its last delete or expire record. */
+/* Per job (cmdlog_rec_key), the position of the last record that ended
+ * it. */
 struct clean_gone {
-    uint8_t id[JOBID_LEN];
     uint64_t pos;
+    size_t len;
+    uint8_t key[];
 };
+
+/* Room for any record's key: a kind byte and a Workq id or a jid. */
+#define CLEAN_KEY_MAX (1 + 65536)
 
 static void
 clean_gone_key(const void *elem, const void **key, size_t *len)
 {
-    *key = ((const struct clean_gone *)elem)->id;
-    *len = JOBID_LEN;
+    const struct clean_gone *g = elem;
+    *key = g->key;
+    *len = g->len;
 }
 
 static void
@@ -327,6 +333,7 @@ cmdlog_files_clean(int dirfd, uint32_t below)
     /* Pass 1: the last delete/expire of each id; positions count records
      * across the segments in order. */
     struct registry *gone = registry_new(clean_gone_key);
+    uint8_t *key = wq_malloc(CLEAN_KEY_MAX);
     uint64_t pos = 0;
     int rc = 0;
     for (size_t i = 0; i < count && rc == 0; i++) {
@@ -339,11 +346,13 @@ cmdlog_files_clean(int dirfd, uint32_t below)
         }
         while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
             pos++;
-            if (r.code == CMDLOG_DELETE || r.code == CMDLOG_EXPIRE) {
-                struct clean_gone *g = registry_find(gone, r.id, JOBID_LEN);
+            size_t klen = cmdlog_rec_key(&r, key, CLEAN_KEY_MAX);
+            if (klen > 0 && cmdlog_rec_ends_job(&r)) {
+                struct clean_gone *g = registry_find(gone, key, klen);
                 if (g == NULL) {
-                    g = wq_malloc(sizeof *g);
-                    memcpy(g->id, r.id, JOBID_LEN);
+                    g = wq_malloc(sizeof *g + klen);
+                    memcpy(g->key, key, klen);
+                    g->len = klen;
                     registry_insert(gone, g);
                 }
                 g->pos = pos;
@@ -368,7 +377,8 @@ cmdlog_files_clean(int dirfd, uint32_t below)
         memcpy(out, cmdlog_header, CMDLOG_HEADER_LEN);
         while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
             pos++;
-            struct clean_gone *g = registry_find(gone, r.id, JOBID_LEN);
+            size_t klen = cmdlog_rec_key(&r, key, CLEAN_KEY_MAX);
+            struct clean_gone *g = klen > 0 ? registry_find(gone, key, klen) : NULL;
             if (g == NULL || pos > g->pos) {
                 memcpy(out + kept, buf + at, used);
                 kept += used;
@@ -396,6 +406,7 @@ cmdlog_files_clean(int dirfd, uint32_t below)
         wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
     registry_foreach(gone, clean_gone_free, NULL);
     registry_free(gone);
+    wq_free(key);
     wq_free(nums);
     return rc;
 }

@@ -332,8 +332,11 @@ conn_close_idle(struct conn_set *s, uint64_t before_ms)
         struct conn *c = list_item(n, struct conn, node);
         /* Waiting clients (parked commands, replies held for the log) are
          * never idle, nor are clients still reading replies. */
+        const struct conn_proto *proto = c->svc->proto;
         if (c->state == CONN_READY && c->active_ms < before_ms && !list_linked(&c->held_node) &&
-            conn_pending(c) == 0) {
+            conn_pending(c) == 0 &&
+            (proto->may_idle_close == NULL ||
+             proto->may_idle_close(c->svc->ctx, conn_state_of(c)))) {
             wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d", (int)bufferevent_getfd(c->bev));
             conn_close_soon(c, false); /* may free c, no other */
         }

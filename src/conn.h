@@ -36,6 +36,8 @@ struct conn_proto {
     void (*cancel)(void *ctx, void *waiting);
     /* The connection is gone: free what state holds. */
     void (*close)(void *ctx, void *state);
+    /* May the server close this connection when it is idle?  NULL: yes. */
+    bool (*may_idle_close)(void *ctx, void *state);
 };
 
 /* A transport: wraps an accepted socket in a bufferevent (TLS later).

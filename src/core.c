@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "core_internal.h"
+#include "fjobs.h"
 #include "workers.h"
 #include "payload.h"
 
@@ -28,6 +29,7 @@ core_new(uint64_t now_ms)
     c->exts = registry_new(job_ext_id_key);
     queue_table_init(&c->queues);
     c->workers = workers_new();
+    c->fjobs = fjobs_new(c, now_ms);
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
@@ -616,6 +618,7 @@ core_advance(struct core *c, uint64_t now_ms)
         c->firing = false;
         core_dispatch(c);
         wheel_advance(&c->wait_wheel, t);
+        fjobs_advance(c, t);
         if (t == now_ms && core_next_event(c) > now_ms)
             break;
     }
@@ -624,7 +627,8 @@ core_advance(struct core *c, uint64_t now_ms)
 uint64_t
 core_next_event(const struct core *c)
 {
-    return WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel));
+    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)),
+                  fjobs_next_event(c));
 }
 
 static void
@@ -653,6 +657,7 @@ core_free(struct core *c)
     registry_free(c->exts);
     queue_table_clear(&c->queues);
     workers_free(c->workers);
+    fjobs_free(c->fjobs);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);
     pool_clear(&c->waiter_pool);

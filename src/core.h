@@ -32,6 +32,7 @@ enum waiter_outcome {
 };
 
 struct core;
+struct fjobs;
 struct workers;
 
 /* Called once when a wait ends, after the waiter is freed; j is valid only
@@ -81,6 +82,7 @@ struct core {
     struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;
     struct workers *workers; /* workers.h: who identified themselves */
+    struct fjobs *fjobs;     /* fjobs.h: the Faktory front-end's jobs */
     struct wheel wheel;      /* jobs' deadlines */
     struct wheel wait_wheel; /* waiters' timeouts */
     bool firing;             /* the job wheel is firing: see core_make_ready */

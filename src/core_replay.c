@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "fjobs.h"
 #include "payload.h"
 
 /* Re-create the job of an add or schedule record, unless already gone. */
@@ -46,6 +47,11 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     core_record_fn record = c->record;
     c->record = NULL;
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
+    if (cmdlog_code_is_faktory(r->code)) {
+        fjobs_replay(c, r, now_ms);
+        c->record = record;
+        return;
+    }
     struct job *j = core_find(c, r->id);
     switch (r->code) {
     case CMDLOG_ADD:

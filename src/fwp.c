@@ -4,6 +4,7 @@
 #include "wq.h"
 #include "fwp.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 
 #include "conn.h"
 #include "core.h"
+#include "fwp_internal.h"
 #include "reply.h"
 #include "util.h"
 #include "workers.h"
@@ -23,19 +25,6 @@
  * millisecond of a client's time. */
 #define FWP_ITERATIONS_MIN  4000u
 #define FWP_ITERATIONS_SPAN 4096u
-
-enum fwp_stage {
-    FWP_NOT_IDENTIFIED, /* greeted, waiting for HELLO */
-    FWP_IDENTIFIED,
-};
-
-/* A connection's state. */
-struct fwp_state {
-    enum fwp_stage stage;
-    uint32_t iterations; /* of the password hash asked for */
-    char salt[17];
-    struct worker *worker; /* after a HELLO with a wid */
-};
 
 void
 fwp_password_hash(const char *password, const char *salt, uint32_t iterations, char out[65])
@@ -60,8 +49,7 @@ fwp_password_hash(const char *password, const char *salt, uint32_t iterations, c
 
 /* ---- RESP replies ---- */
 
-/* "-ERR <text>\r\n". */
-static void
+void
 fwp_error(struct reply *out, const char *text)
 {
     reply_str(out, "-ERR ");
@@ -69,8 +57,28 @@ fwp_error(struct reply *out, const char *text)
     reply_bytes(out, "\r\n", 2);
 }
 
-/* "$<n>\r\n<bytes>\r\n". */
-static void
+void
+fwp_errorf(struct reply *out, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    /* a line protocol: no line breaks inside an error */
+    for (char *p = text; *p != '\0'; p++)
+        if (*p == '\r' || *p == '\n')
+            *p = ' ';
+    fwp_error(out, text);
+}
+
+void
+fwp_ok(struct reply *out)
+{
+    reply_bytes(out, "+OK\r\n", 5);
+}
+
+void
 fwp_bulk(struct reply *out, const char *s, size_t n)
 {
     char head[32];
@@ -78,6 +86,25 @@ fwp_bulk(struct reply *out, const char *s, size_t n)
     reply_bytes(out, head, (size_t)h);
     reply_bytes(out, s, n);
     reply_bytes(out, "\r\n", 2);
+}
+
+void
+fwp_bulk_json(struct reply *out, json_t *v)
+{
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (text == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory writing JSON");
+    fwp_bulk(out, text, strlen(text));
+    free(text);
+}
+
+bool
+fwp_refuse_readonly(const struct fwp_ctx *f, struct reply *out)
+{
+    if (f->readonly == NULL || !*f->readonly)
+        return false;
+    fwp_error(out, "Read-only: command log write failed");
+    return true;
 }
 
 /* ---- the handshake ---- */
@@ -102,9 +129,7 @@ fwp_open(void *ctx, void *state, struct reply *out)
     reply_str(out, hi);
 }
 
-/* The string value of key in object o, or NULL (when absent or not a
- * string). */
-static const char *
+const char *
 fwp_json_str(json_t *o, const char *key, size_t *len)
 {
     json_t *v = json_object_get(o, key);
@@ -126,7 +151,7 @@ fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, c
     char *labels_text = json_is_array(labels) ? json_dumps(labels, JSON_COMPACT) : NULL;
     st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "",
                                 json_is_integer(pid) ? json_integer_value(pid) : 0,
-                                labels_text ? labels_text : "[]", util_now_ms());
+                                labels_text ? labels_text : "[]", *f->now_ms);
     free(labels_text);
 }
 
@@ -176,8 +201,10 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
 
 /* BEAT {"wid":"..."}: the worker lives; answer the state asked of it. */
 static void
-fwp_beat(const struct fwp_ctx *f, struct reply *out, const char *arg, size_t n)
+fwp_beat(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
+    const char *arg = a.p;
+    size_t n = a.n;
     json_t *beat = json_loadb(arg, n, 0, NULL);
     size_t wid_len = 0;
     const char *wid = json_is_object(beat) ? fwp_json_str(beat, "wid", &wid_len) : NULL;
@@ -191,10 +218,10 @@ fwp_beat(const struct fwp_ctx *f, struct reply *out, const char *arg, size_t n)
             snprintf(msg, sizeof msg, "unknown worker %.*s", (int)WQ_MIN(wid_len, 64u), wid);
             fwp_error(out, msg);
         } else if (k->state == WORKER_RUNNING) {
-            k->last_beat_ms = util_now_ms();
+            k->last_beat_ms = *f->now_ms;
             reply_str(out, "+OK\r\n");
         } else {
-            k->last_beat_ms = util_now_ms();
+            k->last_beat_ms = *f->now_ms;
             int m = snprintf(msg, sizeof msg, "{\"state\":\"%s\"}", worker_state_name(k->state));
             fwp_bulk(out, msg, (size_t)m);
         }
@@ -202,23 +229,46 @@ fwp_beat(const struct fwp_ctx *f, struct reply *out, const char *arg, size_t n)
     json_decref(beat);
 }
 
+typedef void (*fwp_handler_fn)(struct fwp_ctx *f, struct fwp_state *st, struct reply *out,
+                               struct fwp_args a);
+
+/* The commands of an identified connection: name, handler, and whether it
+ * takes arguments (2: may or may not). */
+static const struct fwp_command {
+    const char *name;
+    fwp_handler_fn handler;
+    int args;
+} fwp_commands[] = {
+    {"PUSH", fwp_push, 1},   {"PUSHB", fwp_pushb, 1}, {"FETCH", fwp_fetch, 2},
+    {"ACK", fwp_ack, 1},     {"FAIL", fwp_fail, 1},   {"BEAT", fwp_beat, 1},
+    {"INFO", fwp_info, 0},   {"FLUSH", fwp_flush, 2}, {"MUTATE", fwp_mutate, 1},
+    {"QUEUE", fwp_queue, 1},
+};
+
 /* A command line of an identified connection. */
 static void
-fwp_command(const struct fwp_ctx *f, struct reply *out, const char *line, size_t n)
+fwp_command(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, const char *line, size_t n)
 {
     const char *space = memchr(line, ' ', n);
     size_t verb = space ? (size_t)(space - line) : n;
-    const char *arg = space ? space + 1 : line + n;
-    size_t arg_len = n - (size_t)(arg - line);
-    if (verb == 3 && memcmp(line, "END", 3) == 0 && arg_len == 0) {
+    struct fwp_args a = {space ? space + 1 : line + n, 0};
+    a.n = n - (size_t)(a.p - line);
+    f->commands++;
+    if (verb == 3 && memcmp(line, "END", 3) == 0 && space == NULL) {
         reply_close(out); /* at once, no reply: the client waits for the close */
-    } else if (verb == 4 && memcmp(line, "BEAT", 4) == 0 && space != NULL) {
-        fwp_beat(f, out, arg, arg_len);
-    } else {
-        char msg[96];
-        snprintf(msg, sizeof msg, "unknown command %.*s", (int)WQ_MIN(verb, 64u), line);
-        fwp_error(out, msg);
+        return;
     }
+    for (size_t i = 0; i < WQ_ARRAY_LEN(fwp_commands); i++) {
+        const struct fwp_command *c = &fwp_commands[i];
+        if (strlen(c->name) != verb || memcmp(c->name, line, verb) != 0)
+            continue;
+        if ((c->args == 1 && a.n == 0) || (c->args == 0 && space != NULL))
+            fwp_errorf(out, "invalid %s", c->name);
+        else
+            c->handler(f, st, out, a);
+        return;
+    }
+    fwp_errorf(out, "unknown command %.*s", (int)WQ_MIN(verb, 64u), line);
 }
 
 /* ---- the module ---- */
@@ -227,7 +277,7 @@ fwp_command(const struct fwp_ctx *f, struct reply *out, const char *line, size_t
 static size_t
 fwp_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len, size_t *need)
 {
-    const struct fwp_ctx *f = ctx;
+    struct fwp_ctx *f = ctx;
     struct fwp_state *st = state;
     const char *lf = memchr(in, '\n', WQ_MIN(len, f->max_line + 2));
     *need = 0;
@@ -246,14 +296,24 @@ fwp_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len
     if (st->stage == FWP_NOT_IDENTIFIED)
         fwp_hello(f, st, out, in, n);
     else
-        fwp_command(f, out, in, n);
+        fwp_command(f, st, out, in, n);
     return (size_t)(lf - in) + 1;
 }
 
 static void
 fwp_cancel(void *ctx, void *waiting)
 {
-    /* no command of this protocol parks yet */
+    const struct fwp_ctx *f = ctx;
+    fjobs_cancel(f->core, waiting);
+}
+
+/* Identified clients are never closed for idleness: a Faktory worker that
+ * is closed on without a quiet or terminate BEAT before counts it a fault. */
+static bool
+fwp_may_idle_close(void *ctx, void *state)
+{
+    const struct fwp_state *st = state;
+    return st->stage == FWP_NOT_IDENTIFIED;
 }
 
 static void
@@ -273,4 +333,5 @@ const struct conn_proto fwp_protocol = {
     .handle = fwp_handle,
     .cancel = fwp_cancel,
     .close = fwp_close,
+    .may_idle_close = fwp_may_idle_close,
 };

@@ -15,9 +15,23 @@ struct core;
 /* The Faktory listeners' context (conn_service.ctx). */
 struct fwp_ctx {
     struct core *core;
-    const char *password; /* NULL: none asked */
-    size_t max_line;      /* longest command line */
+    const char *password;     /* NULL: none asked */
+    size_t max_line;          /* longest command line */
+    size_t max_job;           /* longest job (its JSON) */
+    uint64_t backoff_unit_ms; /* a second of the retry backoff (1000) */
+    const uint64_t *now_ms;   /* the server's time for this batch, Unix ms */
+    const bool *readonly;     /* the command log cannot be written */
+    const uint64_t *clients;  /* open connections */
+    uint64_t started_ms;
+    uint64_t commands; /* handled since start */
+    uint64_t rng;      /* xorshift state for the backoff's jitter (not 0) */
 };
+
+struct fjob;
+
+/* fjobs_expired_fn: a reservation ran out; the job fails as a FAIL with
+ * errtype "ReservationExpired" would make it (arg is a struct fwp_ctx). */
+void fwp_reservation_expired(void *arg, struct core *c, struct fjob *j);
 
 /* The module; its ctx is a struct fwp_ctx. */
 extern const struct conn_proto fwp_protocol;

@@ -20,7 +20,8 @@ _Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes are set as uint64_t");
 #define MIN_MAX_LINE    64
 #define MAX_MAX_LINE    (16u << 20)
 #define MAX_MAX_PAYLOAD (1024u << 20)
-#define MAX_IDLE_MS     (30ull * 24 * 3600 * 1000) /* 30 days */
+#define MAX_IDLE_MS     (30ull * 24 * 3600 * 1000)   /* 30 days */
+#define MAX_DEAD_TTL_MS (3650ull * 24 * 3600 * 1000) /* 10 years */
 #define MAX_CONNECTIONS 10000000u
 #define CONFIG_LINE_MAX 4096 /* characters in a config line, not counting its end */
 
@@ -73,6 +74,17 @@ static const struct opt_def opt_defs[] = {
      "(expected a file name)", "FILE",
      "Faktory clients must give this password (its first\nline); default: FAKTORY_PASSWORD from "
      "the environment,\nif set",
+     NULL},
+    {"faktory-dead-ttl", 0, OPT_DURATION, AT(faktory_dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
+     "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
+     "how long a Faktory job out of retries stays in the\ndead set (default 4320h: 180 days)",
+     NULL},
+    {"faktory-dead-max", 0, OPT_NUMBER, AT(faktory_dead_max), 0, UINT32_MAX, "10000",
+     "(expected RANGE)", "N", "at most N jobs in the dead set (the oldest go first)", NULL},
+    {"faktory-backoff-unit", 0, OPT_NUMBER, AT(faktory_backoff_unit_ms), 1, 1000, "1000",
+     "(expected milliseconds, RANGE)", "MS",
+     "the length of a second of Faktory's retry backoff\n(for tests: 10 makes retries 100 "
+     "times sooner)",
      NULL},
     {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536", "(expected RANGE)",
      "BYTES", "longest command line", NULL},

@@ -32,6 +32,9 @@ struct options {
     struct listen_set listen;          /* the Workq protocol */
     struct listen_set faktory_listen;  /* the Faktory protocol (n 0: off) */
     const char *faktory_password_file; /* NULL: FAKTORY_PASSWORD, if set */
+    uint64_t faktory_dead_ttl_ms;      /* how long a dead job stays */
+    uint64_t faktory_dead_max;         /* at most this many dead jobs */
+    uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
     size_t max_line;
     uint64_t max_payload;
     struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */

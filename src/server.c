@@ -21,6 +21,7 @@
 #include "cmdlog.h"
 #include "conn.h"
 #include "core.h"
+#include "fjobs.h"
 #include "alloc.h"
 #include "daemon.h"
 #include "log.h"
@@ -357,12 +358,26 @@ server_init(struct server *srv, const struct options *opts)
         .pull_min = opts->max_line + 2, /* a line and its CR LF */
         .max_request = opts->max_line + 2 + opts->max_payload + 2,
     };
-    srv->fwp = (struct fwp_ctx){.core = srv->ctx.core, .max_line = opts->max_line};
+    /* A Faktory command line carries its job: room for a line and a payload. */
+    size_t fwp_line = opts->max_line + opts->max_payload;
+    srv->fwp = (struct fwp_ctx){
+        .core = srv->ctx.core,
+        .max_line = fwp_line,
+        .max_job = WQ_MAX(opts->max_payload, 256u),
+        .backoff_unit_ms = opts->faktory_backoff_unit_ms,
+        .now_ms = &srv->ctx.now_ms,
+        .readonly = &srv->ctx.readonly,
+        .clients = &srv->ctx.clients,
+        .started_ms = srv->started_ms,
+        .rng = srv->started_ms | 1,
+    };
+    fjobs_set_expired(srv->ctx.core, fwp_reservation_expired, &srv->fwp);
+    fjobs_set_dead_limits(srv->ctx.core, opts->faktory_dead_ttl_ms, opts->faktory_dead_max);
     srv->faktory = (struct conn_service){
         .proto = &fwp_protocol,
         .ctx = &srv->fwp,
-        .pull_min = opts->max_line + 2,
-        .max_request = opts->max_line + 2,
+        .pull_min = fwp_line + 2,
+        .max_request = fwp_line + 2,
     };
     const struct conn_hooks hooks = {srv, server_conns_begin, server_conns_end, server_conns_gone};
     srv->conns =

@@ -1,0 +1,219 @@
+/* fwp_admin.c - the Faktory commands that look at or change everything:
+ * INFO, FLUSH, MUTATE (on the scheduled, retries and dead sets) and QUEUE
+ * (PAUSE, RESUME, REMOVE). */
+#include "wq.h"
+#include "fwp_internal.h"
+
+#include <fnmatch.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc.h"
+#include "config.h"
+
+static const char *const fwp_set_names[FSET_COUNT] = {"scheduled", "retries", "dead"};
+
+/* INFO: Faktory's keys, from the core's counts. */
+void
+fwp_info(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
+{
+    const struct fjobs_stats *s = &f->core->fjobs->stats;
+    uint64_t now = *f->now_ms;
+    char when[32], utc[32];
+    fwp_time_format(now, when);
+    memcpy(utc, when + 11, 8);
+    strcpy(utc + 8, " UTC");
+
+    json_t *queues = json_object();
+    size_t n;
+    struct fqueue **qs = fjobs_queues_sorted(f->core, &n);
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(queues, qs[i]->name, json_integer(fqueue_size(qs[i])));
+    wq_free(qs);
+    json_t *data = json_pack(
+        "{s:I, s:I, s:I, s:I, s:o, s:{}, s:{s:I, s:I, s:I, s:I}}", "total_failures",
+        (json_int_t)s->failures, "total_processed", (json_int_t)s->processed, "total_enqueued",
+        (json_int_t)s->count[FJOB_ENQUEUED], "total_queues", (json_int_t)n, "queues", queues,
+        "tasks", "sets", "scheduled", (json_int_t)s->count[FJOB_SCHEDULED], "retries",
+        (json_int_t)s->count[FJOB_RETRY], "dead", (json_int_t)s->count[FJOB_DEAD], "working",
+        (json_int_t)s->count[FJOB_WORKING]);
+    json_t *server =
+        json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "description", "workq", "faktory_version",
+                  PACKAGE_VERSION, "uptime", (json_int_t)((now - f->started_ms) / 1000),
+                  "connections", (json_int_t)*f->clients, "command_count", (json_int_t)f->commands,
+                  "used_memory_mb", (json_int_t)((alloc_memory_used() + (1 << 20) - 1) >> 20));
+    json_t *info = json_pack("{s:s, s:s, s:o, s:o}", "now", when, "server_utc_time", utc, "faktory",
+                             data, "server", server);
+    fwp_bulk_json(out, info);
+    json_decref(info);
+}
+
+/* FLUSH: every Faktory job goes (Workq's jobs stay). */
+void
+fwp_flush(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
+{
+    if (a.n > 0) {
+        fwp_error(out, "FLUSH takes no arguments");
+    } else if (!fwp_refuse_readonly(f, out)) {
+        fjobs_flush(f->core);
+        fwp_ok(out);
+    }
+}
+
+/* A MUTATE filter: jids (exact), else a glob over the job's text (as
+ * Redis's MATCH reads Faktory's "regexp") and a jobtype. */
+struct fwp_filter {
+    json_t *jids;        /* array, or NULL */
+    const char *pattern; /* NULL: any */
+    const char *jobtype; /* NULL: any */
+};
+
+/* Does j pass filter m? */
+static bool
+fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
+{
+    if (m->jids != NULL) {
+        for (size_t i = 0; i < json_array_size(m->jids); i++) {
+            json_t *v = json_array_get(m->jids, i);
+            if (json_is_string(v) && json_string_length(v) == j->jid_len &&
+                memcmp(json_string_value(v), j->jid, j->jid_len) == 0)
+                return true;
+        }
+        return false;
+    }
+    if (m->pattern == NULL && m->jobtype == NULL)
+        return true;
+    /* the text is NUL-free at its end, as fnmatch needs: copy it */
+    char *text = wq_malloc(j->text_len + 1);
+    memcpy(text, j->text, j->text_len);
+    text[j->text_len] = '\0';
+    bool ok = m->pattern == NULL || fnmatch(m->pattern, text, 0) == 0;
+    if (ok && m->jobtype != NULL) {
+        json_t *job = json_loadb(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+        const char *type = fwp_json_str(job, "jobtype", NULL);
+        ok = type != NULL && strcmp(type, m->jobtype) == 0;
+        json_decref(job);
+    }
+    wq_free(text);
+    return ok;
+}
+
+/* Read filter from MUTATE's "filter" (which may be absent): NULL, or the
+ * error. */
+static const char *
+fwp_filter_read(json_t *filter, struct fwp_filter *m)
+{
+    *m = (struct fwp_filter){0};
+    if (filter == NULL || json_is_null(filter))
+        return NULL;
+    if (!json_is_object(filter))
+        return "invalid filter for mutation command";
+    json_t *jids = json_object_get(filter, "jids");
+    if (jids != NULL && !json_is_null(jids) && !json_is_array(jids))
+        return "invalid filter for mutation command";
+    if (json_array_size(jids) > 0)
+        m->jids = jids;
+    const char *re = fwp_json_str(filter, "regexp", NULL);
+    const char *type = fwp_json_str(filter, "jobtype", NULL);
+    if (re != NULL && re[0] != '\0' && strcmp(re, "*") != 0)
+        m->pattern = re;
+    if (type != NULL && type[0] != '\0')
+        m->jobtype = type;
+    return NULL;
+}
+
+enum fwp_mutation { FWP_CLEAR, FWP_KILL, FWP_DISCARD, FWP_REQUEUE };
+
+/* MUTATE {"cmd", "target", "filter"}: act on the matching jobs of a set. */
+void
+fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
+{
+    json_error_t e;
+    json_t *op = json_loadb(a.p, a.n, 0, &e);
+    if (!json_is_object(op)) {
+        fwp_errorf(out, "invalid JSON: %s", op == NULL ? e.text : "not an object");
+        json_decref(op);
+        return;
+    }
+    const char *cmd = fwp_json_str(op, "cmd", NULL);
+    const char *target = fwp_json_str(op, "target", NULL);
+    static const char *const cmds[] = {"clear", "kill", "discard", "requeue"};
+    int what = -1, set = -1;
+    for (int i = 0; cmd != NULL && i < 4; i++)
+        if (strcmp(cmd, cmds[i]) == 0)
+            what = i;
+    for (int i = 0; target != NULL && i < FSET_COUNT; i++)
+        if (strcmp(target, fwp_set_names[i]) == 0)
+            set = i;
+    struct fwp_filter m;
+    const char *error = what < 0  ? "unknown mutate operation"
+                        : set < 0 ? "invalid target for mutation command"
+                                  : fwp_filter_read(json_object_get(op, "filter"), &m);
+    if (error != NULL) {
+        fwp_error(out, error);
+    } else if (!fwp_refuse_readonly(f, out)) {
+        if (what == FWP_CLEAR)
+            m = (struct fwp_filter){0};
+        size_t n;
+        struct fjob **jobs = fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (!fwp_filter_match(&m, jobs[i]))
+                continue;
+            if (what == FWP_KILL && set != FSET_DEAD)
+                fjobs_kill(f->core, jobs[i], NULL, 0);
+            else if (what == FWP_REQUEUE)
+                fjobs_requeue(f->core, jobs[i]);
+            else if (what == FWP_CLEAR || what == FWP_DISCARD)
+                fjobs_discard(f->core, jobs[i]);
+        }
+        wq_free(jobs);
+        fwp_ok(out);
+    }
+    json_decref(op);
+}
+
+/* QUEUE PAUSE|RESUME|REMOVE name ... (or *). */
+void
+fwp_queue(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
+{
+    const char *sp = memchr(a.p, ' ', a.n);
+    size_t verb = sp != NULL ? (size_t)(sp - a.p) : a.n;
+    static const char *const subs[] = {"PAUSE", "RESUME", "REMOVE"};
+    int sub = -1;
+    for (int i = 0; i < 3; i++)
+        if (verb == strlen(subs[i]) && strncasecmp(a.p, subs[i], verb) == 0)
+            sub = i;
+    if (sub < 0) {
+        fwp_errorf(out, "no such QUEUE subcommand: %.*s", (int)WQ_MIN(verb, 64u), a.p);
+        return;
+    }
+    if (sp == NULL || sp + 1 == a.p + a.n) {
+        fwp_errorf(out, "QUEUE %s needs queue names", subs[sub]);
+        return;
+    }
+    if (fwp_refuse_readonly(f, out))
+        return;
+    const char *p = sp + 1, *end = a.p + a.n;
+    while (p < end) {
+        const char *next = memchr(p, ' ', (size_t)(end - p));
+        size_t len = next != NULL ? (size_t)(next - p) : (size_t)(end - p);
+        size_t n = 1;
+        struct fqueue **all = NULL;
+        struct wq_str one = {p, len};
+        if (len == 1 && p[0] == '*')
+            all = fjobs_queues_sorted(f->core, &n);
+        for (size_t i = 0; i < n; i++) {
+            struct wq_str name =
+                all != NULL ? (struct wq_str){all[i]->name, all[i]->name_len} : one;
+            if (name.n == 0 || name.n > FJOB_MAX_QUEUE)
+                continue;
+            if (sub == 2)
+                fjobs_queue_clear(f->core, name);
+            else
+                fjobs_pause(f->core, name, sub == 0);
+        }
+        wq_free(all);
+        p += len + (next != NULL);
+    }
+    fwp_ok(out);
+}
