@@ -19,6 +19,7 @@ struct cmd_ctx {
     uint64_t started_ms;
     uint64_t clients; /* open connections */
     bool readonly;    /* the log cannot be written: refuse changes */
+    bool faktory;     /* a Faktory listener is on (inspect server shows it) */
     size_t max_line;  /* proto.h's limits */
     uint64_t max_payload;
 };

@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "reply.h"
 #include "core.h"
+#include "fjobs.h"
 #include "util.h"
 #include "workers.h"
 
@@ -78,8 +79,11 @@ static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &ctx->core->stats;
+    const struct fjobs *fj = ctx->core->fjobs;
+    /* Faktory's jobs, after Workq's keys, only where Faktory is served */
+    bool faktory = ctx->faktory || registry_count(fj->jobs) > 0;
     inspect_line(out, "+OK 1");
-    inspect_line(out, "server 14");
+    inspect_line(out, "server %d", faktory ? 21 : 14);
     inspect_line(out, "active-clients %llu", (unsigned long long)ctx->clients);
     inspect_line(out, "evicted-jobs %llu", (unsigned long long)st->evicted);
     inspect_time_line(out, "started", (int64_t)ctx->started_ms);
@@ -94,6 +98,16 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "parked-clients %llu", (unsigned long long)st->parked);
     inspect_line(out, "memory-used %zu", alloc_memory_used());
     inspect_line(out, "allocator %s", alloc_name());
+    if (!faktory)
+        return;
+    const uint64_t *n = fj->stats.count;
+    inspect_line(out, "faktory-jobs %zu", registry_count(fj->jobs));
+    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)n[FJOB_SCHEDULED]);
+    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)n[FJOB_ENQUEUED]);
+    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)n[FJOB_WORKING]);
+    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)n[FJOB_RETRY]);
+    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)n[FJOB_DEAD]);
+    inspect_line(out, "faktory-queues %zu", registry_count(fj->queues));
 }
 
 struct queue_list {

@@ -352,6 +352,7 @@ server_init(struct server *srv, const struct options *opts)
     srv->ctx.started_ms = srv->started_ms;
     srv->ctx.max_line = opts->max_line;
     srv->ctx.max_payload = opts->max_payload;
+    srv->ctx.faktory = opts->faktory_listen.n > 0;
     srv->workq = (struct conn_service){
         .proto = &cmd_protocol,
         .ctx = &srv->ctx,

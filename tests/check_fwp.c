@@ -17,6 +17,7 @@
 #include "core.h"
 #include "fake_reply.h"
 #include "fjobs.h"
+#include "fwp_internal.h"
 #include "unit.h"
 #include "workers.h"
 
@@ -91,6 +92,15 @@ feed(struct client *c, const char *input)
             break;
     }
     return c->f.out + start;
+}
+
+/* "$<n>\r\n<s>\r\n". */
+static const char *
+f_bulk(const char *s)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "$%zu\r\n%s\r\n", strlen(s), s);
+    return buf;
 }
 
 /* The salt and iterations of a HI with a password. */
@@ -248,6 +258,107 @@ END_TEST
 
 /* A line past the limit is answered and the connection closed; a partial
  * line waits for more. */
+/* The text core keeps for jid. */
+static const char *
+job_text(const char *jid)
+{
+    struct fjob *j = fjobs_find(core, jid, strlen(jid));
+    ck_assert_ptr_nonnull(j);
+    static char buf[2048];
+    snprintf(buf, sizeof buf, "%.*s", (int)j->text_len, j->text);
+    return buf;
+}
+
+/* Move the server's clock (and the core's) on by ms. */
+static void
+clock_on(uint64_t ms)
+{
+    now_ms += ms;
+    core_advance(core, now_ms);
+}
+
+START_TEST(test_failures)
+{
+    struct client a;
+    client_open(&a);
+    ck_assert_str_eq(feed(&a, "HELLO {\"v\":2}\r\n"), "+OK\r\n");
+    ck_assert_str_eq(feed(&a, "PUSH {\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":[0.1],"
+                              "\"retry\":2,\"backtrace\":1,\"created_at\":\"c\"}\r\n"),
+                     "+OK\r\n");
+    const char *kept = "{\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":[0.1],\"retry\":2,"
+                       "\"backtrace\":1,\"created_at\":\"c\",\"queue\":\"default\"}";
+    ck_assert_str_eq(job_text("job-0001"), kept);
+    const char *fetched = "{\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":[0.1],\"retry\":2,"
+                          "\"backtrace\":1,\"created_at\":\"c\",\"queue\":\"default\","
+                          "\"enqueued_at\":\"2023-11-14T22:13:20.000Z\"}";
+    ck_assert_str_eq(feed(&a, "FETCH\r\n"), f_bulk(fetched));
+    ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0001\",\"errtype\":\"  E \",\"message\":\"\","
+                              "\"backtrace\":[\"l1\",\"l2\"]}\r\n"),
+                     "+OK\r\n");
+    struct fjob *j = fjobs_find(core, "job-0001", 8);
+    ck_assert_int_eq(j->state, FJOB_RETRY);
+    /* 15 + 0 + rand(30) * 1 seconds */
+    ck_assert_uint_ge(j->due_ms, NOW + 15000);
+    ck_assert_uint_le(j->due_ms, NOW + 44000);
+    json_t *job = json_loadb(j->text, j->text_len, 0, NULL);
+    json_t *fail = json_object_get(job, "failure");
+    char *hash = json_dumps(fail, JSON_COMPACT);
+    char want[512];
+    char next[32];
+    fwp_time_format(j->due_ms, next);
+    snprintf(
+        want, sizeof want,
+        "{\"failed_at\":\"2023-11-14T22:13:20.000Z\",\"message\":\"unknown\",\"errtype\":\"E\","
+        "\"backtrace\":[\"l1\"],\"retry_count\":0,\"remaining\":2,\"next_at\":\"%s\"}",
+        next);
+    ck_assert_str_eq(hash, want);
+    free(hash);
+    json_decref(job);
+    /* the failure hash is the text's last member; the rest is as pushed */
+    ck_assert_int_eq(strncmp(job_text("job-0001"), kept, strlen(kept) - 1), 0);
+    ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0001\"}\r\n"),
+                     "-ERR Job not found job-0001\r\n");
+
+    /* back in its queue at next_at; then its reservation runs out */
+    clock_on(j->due_ms - now_ms);
+    ck_assert_int_eq(j->state, FJOB_ENQUEUED);
+    ck_assert_str_eq(strstr(feed(&a, "FETCH default\r\n"), "\"failure\":{\"failed_at\"") != NULL
+                         ? "found"
+                         : "missing",
+                     "found");
+    clock_on(1800 * 1000);
+    ck_assert_int_eq(j->state, FJOB_RETRY);
+    job = json_loadb(j->text, j->text_len, 0, NULL);
+    fail = json_object_get(job, "failure");
+    ck_assert_str_eq(json_string_value(json_object_get(fail, "errtype")), "ReservationExpired");
+    ck_assert_str_eq(json_string_value(json_object_get(fail, "message")),
+                     "Faktory job reservation expired");
+    ck_assert_ptr_null(json_object_get(fail, "backtrace"));
+    ck_assert_int_eq(json_integer_value(json_object_get(fail, "retry_count")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(fail, "remaining")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(fail, "failed_at")),
+                     "2023-11-14T22:13:20.000Z");
+    json_decref(job);
+    ck_assert_uint_eq(core->fjobs->stats.failures, 2);
+
+    /* out of retries: dead */
+    clock_on(j->due_ms - now_ms);
+    feed(&a, "FETCH\r\n");
+    ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0001\",\"message\":\"m\"}\r\n"), "+OK\r\n");
+    ck_assert_int_eq(j->state, FJOB_DEAD);
+    ck_assert_ptr_null(strstr(job_text("job-0001"), "next_at"));
+
+    /* retry 0: dropped at the first failure */
+    ck_assert_str_eq(
+        feed(&a, "PUSH {\"jid\":\"job-0002\",\"jobtype\":\"t\",\"args\":[],\"retry\":0}\r\n"),
+        "+OK\r\n");
+    feed(&a, "FETCH\r\n");
+    ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0002\"}\r\n"), "+OK\r\n");
+    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
+    client_close(&a);
+}
+END_TEST
+
 START_TEST(test_line_limits)
 {
     struct client c;
@@ -278,6 +389,7 @@ main(void)
         {"bad_hello", test_bad_hello},
         {"password", test_password},
         {"workers_and_beat", test_workers_and_beat},
+        {"failures", test_failures},
         {"line_limits", test_line_limits},
     };
     return unit_run(unit_suite_fixture("fwp", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);

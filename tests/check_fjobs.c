@@ -1,0 +1,481 @@
+/* check_fjobs.c - unit tests for the Faktory front-end's jobs in the core
+ * (src/fjobs.c): queue order and priorities, scheduled jobs, parked
+ * FETCHes, reservations running out, the retries and dead sets and their
+ * bounds, pause and resume, flush, the memory count, and the records:
+ * encoded, decoded and replayed into a fresh core, which must end up the
+ * same. */
+#include "wq.h"
+#include "fjobs.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cmdlog_codec.h"
+#include "core.h"
+#include "unit.h"
+
+#define NOW 1700000000000ULL
+
+static struct core *core;
+
+/* The records made, encoded one after the other. */
+static struct {
+    uint8_t *buf;
+    size_t len, cap;
+    size_t count;
+} log_;
+
+static void
+record(void *arg, const struct cmdlog_rec *r)
+{
+    size_t n = cmdlog_rec_size(r);
+    if (log_.len + n > log_.cap) {
+        log_.cap = (log_.len + n) * 2;
+        log_.buf = wq_realloc(log_.buf, log_.cap);
+    }
+    cmdlog_rec_encode(r, log_.buf + log_.len);
+    log_.len += n;
+    log_.count++;
+}
+
+static void
+setup(void)
+{
+    core = core_new(NOW);
+    core->record = record;
+    log_.len = log_.count = 0;
+}
+
+static void
+teardown(void)
+{
+    core_free(core);
+    wq_free(log_.buf);
+    log_.buf = NULL;
+    log_.cap = 0;
+}
+
+static struct wq_str
+s_(const char *s)
+{
+    return (struct wq_str){s, strlen(s)};
+}
+
+/* Push jid to queue with priority and at (0: now); the text names them. */
+static enum core_status
+push(const char *jid, const char *queue, int priority, int64_t at_ms)
+{
+    char *text = wq_malloc(128);
+    snprintf(text, 128, "{\"jid\":\"%s\",\"queue\":\"%s\"}", jid, queue);
+    struct fjob_spec s = {
+        .jid = s_(jid),
+        .queue = s_(queue),
+        .priority = (uint8_t)priority,
+        .reserve_s = 60,
+        .at_ms = at_ms,
+        .text = text,
+        .text_len = strlen(text),
+    };
+    enum core_status st = fjobs_push(core, &s, core->now_ms);
+    wq_free(text);
+    return st;
+}
+
+/* The jid FETCH gets from the queues (space-separated), without waiting;
+ * "" when none. */
+static const char *
+fetch(const char *queues)
+{
+    struct wq_str names[8];
+    size_t n = 0;
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s", queues);
+    for (char *p = strtok(buf, " "); p != NULL; p = strtok(NULL, " "))
+        names[n++] = s_(p);
+    struct fjob *j = NULL;
+    struct fwaiter *w = NULL;
+    if (fjobs_fetch(core, names, n, 0, core->now_ms, NULL, NULL, &j, &w) != CORE_OK)
+        return "";
+    static char jid[64];
+    snprintf(jid, sizeof jid, "%s", j->jid);
+    return jid;
+}
+
+static void
+advance(uint64_t ms)
+{
+    core_advance(core, core->now_ms + ms);
+}
+
+static const struct fjobs_stats *
+stats(void)
+{
+    return &core->fjobs->stats;
+}
+
+START_TEST(test_order)
+{
+    ck_assert_int_eq(push("low-0001", "a", 1, 0), CORE_OK);
+    ck_assert_int_eq(push("mid-0001", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("high-001", "a", 9, 0), CORE_OK);
+    ck_assert_int_eq(push("mid-0002", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("other-01", "b", 1, 0), CORE_OK);
+    ck_assert_int_eq(stats()->count[FJOB_ENQUEUED], 5);
+    /* queues in the order given, whatever the priorities */
+    ck_assert_str_eq(fetch("b a"), "other-01");
+    ck_assert_str_eq(fetch("nosuch a b"), "high-001");
+    ck_assert_str_eq(fetch("a"), "mid-0001");
+    ck_assert_str_eq(fetch("a"), "mid-0002");
+    ck_assert_str_eq(fetch("a"), "low-0001");
+    ck_assert_str_eq(fetch("a b"), "");
+    ck_assert_int_eq(stats()->count[FJOB_WORKING], 5);
+    ck_assert_int_eq(push("low-0001", "c", 5, 0), CORE_DUPLICATE);
+}
+END_TEST
+
+START_TEST(test_memory)
+{
+    ck_assert_uint_eq(core->bytes, 0);
+    ck_assert_int_eq(push("job-0001", "a", 5, 0), CORE_OK);
+    uint64_t one = core->bytes;
+    ck_assert_uint_ge(one, fjobs_job_bytes(8, 30));
+    core->max_bytes = one + one / 2;
+    ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_NOMEM);
+    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
+    ck_assert_str_eq(fetch("a"), "job-0001");
+    ck_assert_int_eq(fjobs_ack(core, "job-0001", 8), CORE_OK);
+    ck_assert_int_eq(fjobs_ack(core, "job-0001", 8), CORE_NOT_FOUND);
+    ck_assert_uint_eq(core->bytes, 0);
+    ck_assert_uint_eq(stats()->processed, 1);
+    /* the queue went with its last job */
+    ck_assert_uint_eq(registry_count(core->fjobs->queues), 0);
+}
+END_TEST
+
+START_TEST(test_scheduled)
+{
+    ck_assert_int_eq(push("later-01", "a", 5, (int64_t)NOW + 1500), CORE_OK);
+    ck_assert_int_eq(push("past-001", "a", 5, (int64_t)NOW - 1500), CORE_OK);
+    ck_assert_int_eq(stats()->count[FJOB_SCHEDULED], 1);
+    ck_assert_str_eq(fetch("a"), "past-001");
+    ck_assert_str_eq(fetch("a"), "");
+    advance(1499);
+    ck_assert_str_eq(fetch("a"), "");
+    advance(1);
+    struct fjob *j = fjobs_find(core, "later-01", 8);
+    ck_assert_int_eq(j->state, FJOB_ENQUEUED);
+    ck_assert_uint_eq(j->enqueued_ms, NOW + 1500);
+    ck_assert_str_eq(fetch("a"), "later-01");
+}
+END_TEST
+
+/* What parked FETCHes were told. */
+static int done_calls;
+static enum fetch_outcome done_how;
+static char done_jid[64];
+
+static void
+fetch_done(void *owner, enum fetch_outcome how, const struct fjob *j)
+{
+    done_calls++;
+    done_how = how;
+    snprintf(done_jid, sizeof done_jid, "%s", j != NULL ? j->jid : "");
+}
+
+START_TEST(test_parked)
+{
+    struct wq_str names[] = {s_("a"), s_("b"), s_("a")};
+    struct fjob *j = NULL;
+    struct fwaiter *w = NULL;
+    done_calls = 0;
+    ck_assert_int_eq(fjobs_fetch(core, names, 3, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+                     CORE_PARKED);
+    ck_assert_uint_eq(w->n, 2); /* one node per distinct queue */
+    ck_assert_int_eq(push("job-0001", "b", 5, 0), CORE_OK);
+    ck_assert_int_eq(done_calls, 1);
+    ck_assert_int_eq(done_how, FETCH_GOT);
+    ck_assert_str_eq(done_jid, "job-0001");
+    ck_assert_int_eq(fjobs_find(core, "job-0001", 8)->state, FJOB_WORKING);
+    /* a wait that times out; then one withdrawn */
+    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+                     CORE_PARKED);
+    advance(1999);
+    ck_assert_int_eq(done_calls, 1);
+    advance(1);
+    ck_assert_int_eq(done_calls, 2);
+    ck_assert_int_eq(done_how, FETCH_TIMEOUT);
+    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+                     CORE_PARKED);
+    fjobs_cancel(core, w);
+    advance(5000);
+    ck_assert_int_eq(done_calls, 2);
+    /* a paused queue's job waits for the resume */
+    ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_OK);
+    fjobs_pause(core, s_("a"), true);
+    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+                     CORE_PARKED);
+    ck_assert_int_eq(push("job-0003", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(done_calls, 2);
+    fjobs_pause(core, s_("a"), false);
+    ck_assert_int_eq(done_calls, 3);
+    ck_assert_str_eq(done_jid, "job-0002");
+}
+END_TEST
+
+/* An expiry hook that kills the job. */
+static int expired_calls;
+static void
+expired_kill(void *arg, struct core *c, struct fjob *j)
+{
+    expired_calls++;
+    fjobs_kill(c, j, "{\"killed\":1}", 12);
+}
+
+START_TEST(test_reservation)
+{
+    ck_assert_int_eq(push("job-0001", "a", 5, 0), CORE_OK);
+    ck_assert_str_eq(fetch("a"), "job-0001");
+    /* without a hook: retried at once, text unchanged */
+    advance(59999);
+    ck_assert_int_eq(stats()->count[FJOB_WORKING], 1);
+    advance(1);
+    ck_assert_uint_eq(stats()->failures, 1);
+    ck_assert_str_eq(fetch("a"), "job-0001");
+    expired_calls = 0;
+    fjobs_set_expired(core, expired_kill, NULL);
+    advance(60000);
+    ck_assert_int_eq(expired_calls, 1);
+    struct fjob *j = fjobs_find(core, "job-0001", 8);
+    ck_assert_int_eq(j->state, FJOB_DEAD);
+    ck_assert_int_eq(memcmp(j->text, "{\"killed\":1}", 12), 0);
+}
+END_TEST
+
+START_TEST(test_sets)
+{
+    fjobs_set_dead_limits(core, 10000, 2);
+    const char *jids[] = {"job-0001", "job-0002", "job-0003", "job-0004"};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(push(jids[i], "a", 5, 0), CORE_OK);
+        ck_assert_str_eq(fetch("a"), jids[i]);
+    }
+    struct fjob *j1 = fjobs_find(core, "job-0001", 8);
+    fjobs_retry(core, j1, "{\"r\":1}", 7, core->now_ms + 100);
+    ck_assert_int_eq(j1->state, FJOB_RETRY);
+    ck_assert_uint_eq(j1->text_len, 7);
+    for (int i = 1; i < 4; i++) {
+        advance(1);
+        fjobs_kill(core, fjobs_find(core, jids[i], 8), NULL, 0);
+    }
+    /* the oldest dead job went */
+    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
+    ck_assert_int_eq(stats()->count[FJOB_DEAD], 2);
+    size_t n;
+    struct fjob **dead = fjobs_set_jobs(core, FSET_DEAD, &n);
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(dead[0]->jid, "job-0003");
+    ck_assert_str_eq(dead[1]->jid, "job-0004");
+    wq_free(dead);
+    fjobs_requeue(core, fjobs_find(core, "job-0003", 8));
+    ck_assert_str_eq(fetch("a"), "job-0003");
+    advance(100);
+    ck_assert_str_eq(fetch("a"), "job-0001");
+    /* the dead set's time */
+    advance(9899); /* job-0004 died at NOW + 3, for 10000 ms */
+    ck_assert_ptr_nonnull(fjobs_find(core, "job-0004", 8));
+    advance(1);
+    ck_assert_ptr_null(fjobs_find(core, "job-0004", 8));
+    fjobs_discard(core, fjobs_find(core, "job-0003", 8));
+    ck_assert_int_eq(stats()->count[FJOB_WORKING], 1);
+}
+END_TEST
+
+START_TEST(test_clear_and_flush)
+{
+    ck_assert_int_eq(push("job-0001", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("job-0003", "b", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("job-0004", "b", 5, (int64_t)NOW + 10), CORE_OK);
+    fjobs_pause(core, s_("a"), true);
+    fjobs_pause(core, s_("nosuch"), true); /* only queues that exist */
+    ck_assert_ptr_null(registry_find(core->fjobs->queues, "nosuch", 6));
+    fjobs_queue_clear(core, s_("a"));
+    ck_assert_ptr_null(fjobs_find(core, "job-0001", 8));
+    ck_assert_int_eq(stats()->count[FJOB_ENQUEUED], 1);
+    fjobs_pause(core, s_("b"), true);
+    fjobs_flush(core);
+    ck_assert_uint_eq(registry_count(core->fjobs->jobs), 0);
+    ck_assert_uint_eq(registry_count(core->fjobs->queues), 0);
+    ck_assert_uint_eq(core->bytes, 0);
+}
+END_TEST
+
+/* Replay log_ into a fresh core at now_ms. */
+static struct core *
+replayed(uint64_t now_ms)
+{
+    struct core *c = core_new(now_ms);
+    size_t at = 0, used;
+    struct cmdlog_rec r;
+    while (at < log_.len) {
+        ck_assert_int_eq(cmdlog_rec_decode(log_.buf + at, log_.len - at, &r, &used), CMDLOG_REC_OK);
+        core_replay(c, &r, now_ms);
+        at += used;
+    }
+    core_advance(c, now_ms);
+    return c;
+}
+
+START_TEST(test_replay)
+{
+    fjobs_set_dead_limits(core, 1000000, 100);
+    ck_assert_int_eq(push("working1", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("enqueue1", "a", 1, 0), CORE_OK);
+    ck_assert_int_eq(push("enqueue2", "a", 9, 0), CORE_OK);
+    ck_assert_int_eq(push("sched-01", "b", 5, (int64_t)NOW + 5000), CORE_OK);
+    ck_assert_int_eq(push("retry-01", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("dead-001", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("acked-01", "a", 5, 0), CORE_OK);
+    ck_assert_int_eq(push("gone-001", "c", 5, 0), CORE_OK);
+    ck_assert_str_eq(fetch("a"), "enqueue2");
+    /* enqueue2 is fetched, then requeued by way of the retries set */
+    fjobs_retry(core, fjobs_find(core, "enqueue2", 8), "{\"x\":2}", 7, core->now_ms + 1);
+    fjobs_requeue(core, fjobs_find(core, "enqueue2", 8));
+    ck_assert_str_eq(fetch("a"), "enqueue2");
+    ck_assert_str_eq(fetch("a"), "working1");
+    ck_assert_str_eq(fetch("a"), "retry-01");
+    fjobs_retry(core, fjobs_find(core, "retry-01", 8), "{\"retry\":1}", 11, NOW + 7000);
+    ck_assert_str_eq(fetch("a"), "dead-001");
+    fjobs_kill(core, fjobs_find(core, "dead-001", 8), "{\"dead\":1}", 10);
+    ck_assert_str_eq(fetch("a"), "acked-01");
+    ck_assert_int_eq(fjobs_ack(core, "acked-01", 8), CORE_OK);
+    fjobs_discard(core, fjobs_find(core, "gone-001", 8));
+    fjobs_retry(core, fjobs_find(core, "enqueue2", 8), "{\"x\":3}", 7, core->now_ms);
+    advance(0);
+    fjobs_pause(core, s_("a"), true);
+
+    struct core *c = replayed(NOW + 1000);
+    const struct fjobs_stats *a = stats(), *b = &c->fjobs->stats;
+    for (int s = 0; s < FJOB_STATE_COUNT; s++)
+        ck_assert_uint_eq(b->count[s], a->count[s]);
+    ck_assert_uint_eq(registry_count(c->fjobs->jobs), registry_count(core->fjobs->jobs));
+    ck_assert_uint_eq(c->bytes, core->bytes);
+    struct fjob *w = fjobs_find(c, "working1", 8);
+    ck_assert_int_eq(w->state, FJOB_WORKING);
+    ck_assert_uint_eq(w->due_ms, NOW + 1000 + 60000); /* a fresh reservation */
+    struct fjob *r = fjobs_find(c, "retry-01", 8);
+    ck_assert_int_eq(r->state, FJOB_RETRY);
+    ck_assert_uint_eq(r->due_ms, NOW + 7000);
+    ck_assert_int_eq(memcmp(r->text, "{\"retry\":1}", 11), 0);
+    struct fjob *d = fjobs_find(c, "dead-001", 8);
+    ck_assert_int_eq(d->state, FJOB_DEAD);
+    ck_assert_int_eq(memcmp(d->text, "{\"dead\":1}", 10), 0);
+    ck_assert_uint_eq(d->due_ms, fjobs_find(core, "dead-001", 8)->due_ms);
+    ck_assert_ptr_null(fjobs_find(c, "acked-01", 8));
+    ck_assert_ptr_null(fjobs_find(c, "gone-001", 8));
+    struct fqueue *qa = registry_find(c->fjobs->queues, "a", 1);
+    ck_assert(qa->paused);
+    /* the queue's order: enqueue2 (priority 9, retried) before enqueue1 */
+    struct core *keep = core;
+    core = c;
+    fjobs_pause(core, s_("a"), false);
+    ck_assert_str_eq(fetch("a"), "enqueue2");
+    ck_assert_int_eq(memcmp(fjobs_find(core, "enqueue2", 8)->text, "{\"x\":3}", 7), 0);
+    ck_assert_str_eq(fetch("a"), "enqueue1");
+    advance(4000);
+    ck_assert_str_eq(fetch("b"), "sched-01");
+    core = keep;
+    core_free(c);
+}
+END_TEST
+
+/* Every Faktory code encodes and decodes to the same fields; cleaning
+ * keys records by jid. */
+START_TEST(test_codec)
+{
+    struct cmdlog_rec in = {
+        .code = CMDLOG_F_PUSH,
+        .at_ms = (int64_t)NOW,
+        .jid = s_("the-jid-1"),
+        .name = s_("queue"),
+        .priority = 9,
+        .ttr = 1800,
+        .payload = s_("{\"jid\":\"the-jid-1\"}"),
+        .timed = true,
+        .time_ms = (int64_t)NOW + 1234,
+    };
+    for (uint8_t code = CMDLOG_F_PUSH; code <= CMDLOG_F_RESUME; code++) {
+        in.code = code;
+        uint8_t buf[256];
+        size_t n = cmdlog_rec_size(&in), used;
+        ck_assert_uint_lt(n, sizeof buf);
+        cmdlog_rec_encode(&in, buf);
+        struct cmdlog_rec out;
+        ck_assert_int_eq(cmdlog_rec_decode(buf, n, &out, &used), CMDLOG_REC_OK);
+        ck_assert_uint_eq(used, n);
+        ck_assert_uint_eq(out.code, code);
+        uint8_t key[64];
+        size_t klen = cmdlog_rec_key(&out, key, sizeof key);
+        if (code >= CMDLOG_F_PAUSE) {
+            ck_assert_uint_eq(out.name.n, in.name.n);
+            ck_assert_uint_eq(klen, 0);
+            continue;
+        }
+        ck_assert_uint_eq(klen, 1 + in.jid.n);
+        ck_assert_int_eq(memcmp(key + 1, "the-jid-1", in.jid.n), 0);
+        ck_assert_int_eq(memcmp(out.jid.p, in.jid.p, in.jid.n), 0);
+        ck_assert_int_eq(cmdlog_rec_ends_job(&out),
+                         code == CMDLOG_F_ACK || code == CMDLOG_F_DISCARD);
+        if (code == CMDLOG_F_PUSH) {
+            ck_assert_int_eq(memcmp(out.name.p, "queue", 5), 0);
+            ck_assert_int_eq(out.priority, 9);
+            ck_assert_uint_eq(out.ttr, 1800);
+        }
+        if (code == CMDLOG_F_PUSH || code == CMDLOG_F_RETRY || code == CMDLOG_F_DEAD) {
+            ck_assert_uint_eq(out.payload.n, in.payload.n);
+            ck_assert_int_eq(out.time_ms, in.time_ms);
+        }
+    }
+    /* codes 10-15 and above 24 are no records */
+    for (uint8_t code = 10; code < 16; code++) {
+        in.code = CMDLOG_F_ACK;
+        uint8_t buf[256];
+        size_t n = cmdlog_rec_size(&in), used;
+        cmdlog_rec_encode(&in, buf);
+        size_t head = CMDLOG_TIME_LEN + 1; /* the size fits one byte */
+        buf[head] = code;
+        /* fix the CRC so that only the code is wrong */
+        uint32_t crc = cmdlog_crc32c(0, buf, n - 4);
+        for (int i = 0; i < 4; i++)
+            buf[n - 4 + i] = (uint8_t)(crc >> (24 - 8 * i));
+        struct cmdlog_rec out;
+        ck_assert_int_eq(cmdlog_rec_decode(buf, n, &out, &used), CMDLOG_REC_BAD);
+    }
+}
+END_TEST
+
+static Suite *
+fjobs_suite(void)
+{
+    const struct unit_case cases[] = {
+        {"order", test_order},
+        {"memory", test_memory},
+        {"scheduled", test_scheduled},
+        {"parked", test_parked},
+        {"reservation", test_reservation},
+        {"sets", test_sets},
+        {"clear_and_flush", test_clear_and_flush},
+        {"replay", test_replay},
+        {"codec", test_codec},
+    };
+    return unit_suite_fixture("fjobs", cases, WQ_ARRAY_LEN(cases), setup, teardown);
+}
+
+int
+main(void)
+{
+    return unit_run(fjobs_suite(), NULL);
+}
