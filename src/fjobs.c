@@ -614,6 +614,7 @@ fjobs_job_due(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         break;
     case FJOB_WORKING:
         c->fjobs->stats.failures++;
+        c->fjobs->stats.processed++; /* as Faktory counts */
         if (c->fjobs->expired != NULL)
             c->fjobs->expired(c->fjobs->expired_arg, c, j);
         else

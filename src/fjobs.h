@@ -90,7 +90,7 @@ typedef void (*fjobs_expired_fn)(void *arg, struct core *c, struct fjob *j);
 
 struct fjobs_stats {
     uint64_t count[FJOB_STATE_COUNT];
-    uint64_t processed; /* acknowledged since start */
+    uint64_t processed; /* acknowledged or failed since start (as Faktory counts) */
     uint64_t failures;  /* failed or expired since start */
 };
 

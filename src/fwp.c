@@ -129,6 +129,32 @@ fwp_open(void *ctx, void *state, struct reply *out)
     reply_str(out, hi);
 }
 
+json_t *
+fwp_json_load(const char *p, size_t n, size_t flags, json_error_t *e)
+{
+    json_error_t local;
+    if (e == NULL)
+        e = &local;
+    json_t *v = json_loadb(p, n, flags, e);
+    if (v == NULL && strncmp(e->text, "too big integer", 15) == 0)
+        v = json_loadb(p, n, flags | JSON_DECODE_INT_AS_REAL, e);
+    return v;
+}
+
+bool
+fwp_json_int(const json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return true;
+    }
+    double d = json_is_real(v) ? json_real_value(v) : 0.5;
+    if (d != (double)(int64_t)d || d > 9007199254740992.0 || d < -9007199254740992.0)
+        return false;
+    *out = (int64_t)d;
+    return true;
+}
+
 const char *
 fwp_json_str(json_t *o, const char *key, size_t *len)
 {
@@ -146,11 +172,12 @@ fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, c
                  size_t wid_len)
 {
     const char *hostname = fwp_json_str(hello, "hostname", NULL);
-    json_t *pid = json_object_get(hello, "pid");
+    int64_t pid = 0;
+    fwp_json_int(json_object_get(hello, "pid"), &pid);
     json_t *labels = json_object_get(hello, "labels");
     char *labels_text = json_is_array(labels) ? json_dumps(labels, JSON_COMPACT) : NULL;
     st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "",
-                                json_is_integer(pid) ? json_integer_value(pid) : 0,
+                                pid,
                                 labels_text ? labels_text : "[]", *f->now_ms);
     free(labels_text);
 }
@@ -164,7 +191,7 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
 {
     json_t *hello = NULL;
     if (n > 6 && memcmp(line, "HELLO {", 7) == 0)
-        hello = json_loadb(line + 6, n - 6, JSON_REJECT_DUPLICATES, NULL);
+        hello = fwp_json_load(line + 6, n - 6, JSON_REJECT_DUPLICATES, NULL);
     if (!json_is_object(hello)) {
         json_decref(hello);
         reply_close(out);
@@ -205,7 +232,7 @@ fwp_beat(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_
 {
     const char *arg = a.p;
     size_t n = a.n;
-    json_t *beat = json_loadb(arg, n, 0, NULL);
+    json_t *beat = fwp_json_load(arg, n, 0, NULL);
     size_t wid_len = 0;
     const char *wid = json_is_object(beat) ? fwp_json_str(beat, "wid", &wid_len) : NULL;
     char msg[WORKERS_MAX_ID + 32];

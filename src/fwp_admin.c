@@ -89,7 +89,7 @@ fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
     text[j->text_len] = '\0';
     bool ok = m->pattern == NULL || fnmatch(m->pattern, text, 0) == 0;
     if (ok && m->jobtype != NULL) {
-        json_t *job = json_loadb(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+        json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
         const char *type = fwp_json_str(job, "jobtype", NULL);
         ok = type != NULL && strcmp(type, m->jobtype) == 0;
         json_decref(job);
@@ -129,7 +129,7 @@ void
 fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
     json_error_t e;
-    json_t *op = json_loadb(a.p, a.n, 0, &e);
+    json_t *op = fwp_json_load(a.p, a.n, 0, &e);
     if (!json_is_object(op)) {
         fwp_errorf(out, "invalid JSON: %s", op == NULL ? e.text : "not an object");
         json_decref(op);

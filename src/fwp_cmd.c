@@ -15,7 +15,7 @@ static json_t *
 fwp_parse(struct reply *out, struct fwp_args a)
 {
     json_error_t e;
-    json_t *v = json_loadb(a.p, a.n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+    json_t *v = fwp_json_load(a.p, a.n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
     if (v == NULL)
         fwp_errorf(out, "invalid JSON: %s", e.text);
     return v;
@@ -65,7 +65,7 @@ fwp_pushb(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
         const char *p = fwp_skip(a.p, a.p + a.n, '['), *end = a.p + a.n;
         for (size_t i = 0; i < json_array_size(jobs); i++) {
             json_error_t e;
-            json_t *job = json_loadb(p, (size_t)(end - p),
+            json_t *job = fwp_json_load(p, (size_t)(end - p),
                                      JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_ANY |
                                          JSON_REJECT_DUPLICATES,
                                      &e);
@@ -161,7 +161,7 @@ fwp_fetch(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
 void
 fwp_ack(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
-    json_t *ack = json_loadb(a.p, a.n, 0, NULL);
+    json_t *ack = fwp_json_load(a.p, a.n, 0, NULL);
     size_t len;
     const char *jid = json_is_object(ack) ? fwp_json_str(ack, "jid", &len) : NULL;
     if (jid == NULL) {
@@ -178,7 +178,7 @@ fwp_ack(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_a
 void
 fwp_fail(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
-    json_t *fail = json_loadb(a.p, a.n, JSON_ALLOW_NUL, NULL);
+    json_t *fail = fwp_json_load(a.p, a.n, JSON_ALLOW_NUL, NULL);
     size_t len = 0;
     const char *jid = json_is_object(fail) ? fwp_json_str(fail, "jid", &len) : NULL;
     struct fjob *j = jid != NULL ? fjobs_find(f->core, jid, len) : NULL;
@@ -192,6 +192,7 @@ fwp_fail(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_
         fwp_errorf(out, "Job not found %.*s", (int)WQ_MIN(len, 255u), jid);
     } else {
         f->core->fjobs->stats.failures++;
+        f->core->fjobs->stats.processed++; /* as Faktory counts */
         fwp_job_fail(f, j, fwp_json_str(fail, "errtype", NULL), fwp_json_str(fail, "message", NULL),
                      json_object_get(fail, "backtrace"));
         fwp_ok(out);

@@ -48,6 +48,13 @@ void fwp_bulk_json(struct reply *out, json_t *v);
 bool fwp_refuse_readonly(const struct fwp_ctx *f, struct reply *out);
 /* The string value of key in object o, or NULL (absent or not a string). */
 const char *fwp_json_str(json_t *o, const char *key, size_t *len);
+/* Decode JSON (jansson flags as for json_loadb).  Integers beyond 64 bits,
+ * which JavaScript clients write for large numbers, are decoded as reals
+ * rather than refused (only then: every other integer stays one). */
+json_t *fwp_json_load(const char *p, size_t n, size_t flags, json_error_t *e);
+/* Is v a whole number (an integer, or a real without a fraction within
+ * +-2^53)?  Then *out gets it. */
+bool fwp_json_int(const json_t *v, int64_t *out);
 
 /* ---- work units and times (fwp_job.c) ---- */
 /* "2006-01-02T15:04:05.000Z" for Unix ms (out: at least 32 bytes). */

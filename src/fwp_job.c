@@ -129,19 +129,19 @@ fwp_job_check(const struct fwp_ctx *f, json_t *job, struct fjob_spec *spec, char
         return "queue names must match \\A[a-zA-Z0-9._-]+\\z (at most 255 bytes)";
     int64_t prio = 5;
     if (priority != NULL && !json_is_null(priority)) {
-        prio = json_is_integer(priority) ? json_integer_value(priority) : 0;
-        if (prio < FJOB_PRIORITY_MIN || prio > FJOB_PRIORITY_MAX)
+        if (!fwp_json_int(priority, &prio) || prio < FJOB_PRIORITY_MIN ||
+            prio > FJOB_PRIORITY_MAX)
             return "priority must be an integer from 1 to 9";
     }
     int64_t rf = 0;
     if (reserve != NULL && !json_is_null(reserve)) {
-        if (!json_is_integer(reserve) || json_integer_value(reserve) < 0)
+        if (!fwp_json_int(reserve, &rf) || rf < 0)
             return "reserve_for must be a whole number of seconds";
-        rf = json_integer_value(reserve);
         if (rf > FWP_MAX_RESERVE)
             return "jobs cannot be reserved for more than one day";
     }
-    if (retry != NULL && !json_is_null(retry) && !json_is_integer(retry))
+    int64_t retry_value;
+    if (retry != NULL && !json_is_null(retry) && !fwp_json_int(retry, &retry_value))
         return "retry must be an integer";
     int64_t at_ms = 0;
     if (at != NULL && !json_is_null(at)) {
@@ -287,8 +287,9 @@ fwp_failure_update(json_t *job, json_t *old, int64_t retry, uint64_t now_ms, con
     if (json_is_object(old)) {
         json_t *c = json_object_get(old, "retry_count");
         json_t *r = json_object_get(old, "remaining");
-        count = json_is_integer(c) ? json_integer_value(c) + 1 : 0;
-        remaining = json_is_integer(r) ? json_integer_value(r) : retry;
+        count = fwp_json_int(c, &count) ? count + 1 : 0;
+        if (!fwp_json_int(r, &remaining))
+            remaining = retry;
         if (remaining > 0)
             remaining--;
         const char *first = fwp_json_str(old, "failed_at", NULL);
@@ -300,8 +301,9 @@ fwp_failure_update(json_t *job, json_t *old, int64_t retry, uint64_t now_ms, con
     json_object_set_new(fail, "errtype", fwp_failure_text(errtype, FWP_MAX_ERRTYPE));
     /* the job's `backtrace` says how many lines to keep */
     json_t *keep = json_object_get(job, "backtrace");
-    size_t lines = json_is_integer(keep) && json_integer_value(keep) > 0
-                       ? (size_t)WQ_MIN(json_integer_value(keep), (json_int_t)FWP_MAX_BACKTRACE)
+    int64_t want = 0;
+    size_t lines = fwp_json_int(keep, &want) && want > 0
+                       ? (size_t)WQ_MIN(want, (int64_t)FWP_MAX_BACKTRACE)
                        : 0;
     if (lines > 0 && json_is_array(backtrace) && json_array_size(backtrace) > 0) {
         json_t *bt = json_array();
@@ -345,9 +347,9 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
              json_t *backtrace)
 {
     uint64_t now = *f->now_ms;
-    json_t *job = json_loadb(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
-    json_t *r = json_object_get(job, "retry");
-    int64_t retry = json_is_integer(r) ? json_integer_value(r) : FWP_DEFAULT_RETRY;
+    json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+    int64_t retry = FWP_DEFAULT_RETRY;
+    fwp_json_int(json_object_get(job, "retry"), &retry);
     if (retry == 0) { /* no retry, no death: gone */
         fjobs_discard(f->core, j);
         json_decref(job);

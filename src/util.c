@@ -233,17 +233,19 @@ util_parse_time_ns(const char *s, size_t len, int64_t *unix_ms, uint32_t *sub_ms
 uint64_t
 util_now_ms(void)
 {
-    static int64_t base_ms = -1;
-    static int64_t mono_base_ms;
+    /* In nanoseconds, rounded down once at the end: rounding the two
+     * readings apart could put the clock up to 1 ms ahead of UTC. */
+    static int64_t base_ns = -1;
+    static int64_t mono_base_ns;
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    int64_t mono = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    if (base_ms < 0) {
+    int64_t mono = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (base_ns < 0) {
         struct timespec wall;
         clock_gettime(CLOCK_REALTIME, &wall);
-        base_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
-        mono_base_ms = mono;
+        base_ns = (int64_t)wall.tv_sec * 1000000000 + wall.tv_nsec;
+        mono_base_ns = mono;
     }
-    return (uint64_t)(base_ms + (mono - mono_base_ms));
+    return (uint64_t)((base_ns + (mono - mono_base_ns)) / 1000000);
 }
