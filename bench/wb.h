@@ -2,7 +2,7 @@
  * workloads, protocols, request types and phases, the job, request,
  * connection and run structures, and the functions of one file that others
  * call (the protocol clients' are in wb_proto.h, the histogram's in
- * wb_hist.h, the JSON scanner's in wb_json.h).  Every .c of workq-bench
+ * wb_hist.h).  Every .c of workq-bench
  * includes it first. */
 #ifndef WB_H
 #define WB_H

@@ -2,10 +2,9 @@
  * (the greeting HI, then HELLO, with the iterated SHA-256 password hash
  * when the server asks for one), PUSH, FETCH and ACK, and the checks of
  * every reply.  A job's jid is its id's text, its payload the one string
- * of its args; a fetched job is checked member by member with the JSON
- * scanner (wb_json.h), not parsed into a tree. */
+ * of its args; a fetched job is decoded with jansson and checked member by
+ * member. */
 #include "wb.h"
-#include "wb_json.h"
 #include "wb_proto.h"
 
 #include <inttypes.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <openssl/sha.h>
 
 /* Iterations of the password hash we agree to compute: Faktory asks for
@@ -63,26 +63,35 @@ wb_fk_greet(struct wb_conn *c)
 void
 wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    static const char *const keys[] = {"v", "i", "s"};
     struct bench *b = c->b;
-    struct wb_tok v[3], salt;
-    uint64_t version, iter = 0;
-    if (f->data != NULL || f->line_len < 4 || memcmp(f->line, "+HI ", 4) != 0 ||
-        wb_json_members(f->line + 4, f->line_len - 4, keys, v, 3) < 0 ||
-        wb_tok_u64(v[0], &version) < 0) {
-        fk_setup_fail(c, r, f, "not a Faktory greeting");
+    json_t *hi = NULL;
+    if (f->data == NULL && f->line_len >= 4 && memcmp(f->line, "+HI ", 4) == 0)
+        hi = json_loadb(f->line + 4, f->line_len - 4, 0, NULL);
+    json_t *v = json_object_get(hi, "v"), *i = json_object_get(hi, "i"),
+           *s = json_object_get(hi, "s");
+    const char *what = NULL;
+    if (!json_is_object(hi) || !json_is_integer(v))
+        what = "not a Faktory greeting";
+    else if (json_integer_value(v) != 2)
+        what = "protocol version not 2";
+    else if ((i == NULL) != (s == NULL) ||
+             (i != NULL && (!json_is_integer(i) || json_integer_value(i) <= 0 ||
+                            json_integer_value(i) > FK_MAX_ITERATIONS || !json_is_string(s) ||
+                            json_string_length(s) > FK_MAX_SALT)))
+        what = "malformed password challenge";
+    if (what != NULL) {
+        json_decref(hi);
+        fk_setup_fail(c, r, f, what);
         return;
     }
-    if (version != 2) {
-        fk_setup_fail(c, r, f, "protocol version not 2");
-        return;
+    uint64_t iter = i != NULL ? (uint64_t)json_integer_value(i) : 0;
+    char salt[FK_MAX_SALT + 1] = "";
+    size_t salt_len = 0;
+    if (s != NULL) {
+        salt_len = json_string_length(s);
+        memcpy(salt, json_string_value(s), salt_len);
     }
-    if ((v[1].s == NULL) != (v[2].s == NULL) ||
-        (v[1].s != NULL && (wb_tok_u64(v[1], &iter) < 0 || iter == 0 || iter > FK_MAX_ITERATIONS ||
-                            !wb_json_plain_string(v[2], &salt) || salt.len > FK_MAX_SALT))) {
-        fk_setup_fail(c, r, f, "malformed password challenge");
-        return;
-    }
+    json_decref(hi);
     if (iter > 0 && b->opt.password == NULL) {
         fk_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)");
         return;
@@ -94,7 +103,7 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
                       b->tag, c->idx, (long)getpid());
     if (iter > 0) {
         char hash[65];
-        wb_fk_pwdhash(b->opt.password, salt.s, salt.len, iter, hash);
+        wb_fk_pwdhash(b->opt.password, salt, salt_len, iter, hash);
         n += snprintf(line + n, sizeof line - (size_t)n, ",\"pwdhash\":\"%s\"", hash);
     }
     n += snprintf(line + n, sizeof line - (size_t)n, "}\r\n");
@@ -179,33 +188,39 @@ wb_fk_reply_push(struct wb_conn *c, const struct wb_req *r, const struct wb_fram
 static struct wb_job *
 wb_fk_fetch_check(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
-    static const char *const keys[] = {"jid", "queue", "jobtype", "args"};
     struct bench *b = c->b;
-    struct wb_tok v[4], jid, queue, type, payload;
+    json_t *job = json_loadb(f->data, f->data_len, 0, NULL);
+    json_t *jid = json_object_get(job, "jid"), *queue = json_object_get(job, "queue");
+    json_t *type = json_object_get(job, "jobtype"), *args = json_object_get(job, "args");
+    json_t *payload = json_array_get(args, 0);
     struct wb_job *j = NULL;
     const char *what = NULL;
     char id[BENCH_ID_LEN + 1];
-    if (wb_json_members(f->data, f->data_len, keys, v, 4) < 0)
+    if (!json_is_object(job))
         what = "malformed job JSON";
-    else if (!wb_json_plain_string(v[0], &jid))
+    else if (!json_is_string(jid))
         what = "no jid";
-    else if ((j = wb_jobs_find(b, jid)) == NULL)
+    else if ((j = wb_jobs_find(
+                  b, (struct wb_tok){json_string_value(jid), json_string_length(jid)})) == NULL)
         what = "unknown jid";
     else if (wb_jobs_is_backlog(b, j))
         what = "backlog job fetched before the measured jobs";
-    else if (!wb_json_plain_string(v[1], &queue) || !wb_tok_is(queue, b->names[j->name]))
+    else if (!json_is_string(queue) || strcmp(json_string_value(queue), b->names[j->name]) != 0)
         what = "wrong queue";
     else if (r->job != BENCH_JOB_NONE && j->name != r->job)
         what = "job from a queue not asked for";
-    else if (!wb_json_plain_string(v[2], &type) || !wb_tok_is(type, "bench"))
+    else if (!json_is_string(type) || strcmp(json_string_value(type), "bench") != 0)
         what = "wrong jobtype";
-    else if (!wb_json_one_string_array(v[3], &payload) || payload.len != b->opt.payload ||
-             (uuid_unparse_lower(j->id, id), !wb_payload_matches(payload.s, payload.len, id)))
+    else if (json_array_size(args) != 1 || !json_is_string(payload) ||
+             json_string_length(payload) != b->opt.payload ||
+             (uuid_unparse_lower(j->id, id),
+              !wb_payload_matches(json_string_value(payload), json_string_length(payload), id)))
         what = "wrong args";
     else if (!(j->flags & WB_JOB_SENT))
         what = "job fetched before it was pushed";
     else if (j->flags & WB_JOB_LEASED)
         what = "job fetched twice";
+    json_decref(job);
     if (what == NULL)
         return j;
     /* Quote the job, not its `$<len>` line. */
