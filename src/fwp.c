@@ -176,8 +176,7 @@ fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, c
     fwp_json_int(json_object_get(hello, "pid"), &pid);
     json_t *labels = json_object_get(hello, "labels");
     char *labels_text = json_is_array(labels) ? json_dumps(labels, JSON_COMPACT) : NULL;
-    st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "",
-                                pid,
+    st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "", pid,
                                 labels_text ? labels_text : "[]", *f->now_ms);
     free(labels_text);
 }

@@ -66,9 +66,9 @@ fwp_pushb(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
         for (size_t i = 0; i < json_array_size(jobs); i++) {
             json_error_t e;
             json_t *job = fwp_json_load(p, (size_t)(end - p),
-                                     JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_ANY |
-                                         JSON_REJECT_DUPLICATES,
-                                     &e);
+                                        JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_ANY |
+                                            JSON_REJECT_DUPLICATES,
+                                        &e);
             size_t used = job != NULL ? (size_t)e.position : 0;
             char err[256];
             const char *why =

@@ -129,8 +129,7 @@ fwp_job_check(const struct fwp_ctx *f, json_t *job, struct fjob_spec *spec, char
         return "queue names must match \\A[a-zA-Z0-9._-]+\\z (at most 255 bytes)";
     int64_t prio = 5;
     if (priority != NULL && !json_is_null(priority)) {
-        if (!fwp_json_int(priority, &prio) || prio < FJOB_PRIORITY_MIN ||
-            prio > FJOB_PRIORITY_MAX)
+        if (!fwp_json_int(priority, &prio) || prio < FJOB_PRIORITY_MIN || prio > FJOB_PRIORITY_MAX)
             return "priority must be an integer from 1 to 9";
     }
     int64_t rf = 0;
