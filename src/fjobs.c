@@ -228,6 +228,7 @@ fjobs_put_in_set(struct core *c, struct fjob *j, enum fjob_state s, uint64_t due
     struct fjobs *f = c->fjobs;
     j->state = s;
     j->due_ms = due_ms;
+    j->seq = f->next_seq++; /* arrival in the set */
     heap_push(&f->sets[fjob_set_of(s)], due_ms, j);
     wheel_add(&f->wheel, &j->timer, due_ms);
     f->stats.count[s]++;
@@ -254,21 +255,23 @@ fjobs_waiter_finish(struct core *c, struct fwaiter *w, enum fetch_outcome how, c
     done(owner, how, j);
 }
 
-/* Detached j enters its queue at now_ms: straight to the first FETCH
- * parked on it, else into the ready heap. */
+/* Detached j enters its queue (enqueued_ms is when, for its enqueued_at):
+ * straight to the first FETCH parked on it, reserved from now, else into
+ * the ready heap. */
 static void
-fjobs_enqueue(struct core *c, struct fjob *j, uint64_t now_ms)
+fjobs_enqueue(struct core *c, struct fjob *j, uint64_t enqueued_ms)
 {
     struct fqueue *q = j->queue;
-    j->enqueued_ms = now_ms;
+    j->enqueued_ms = enqueued_ms;
     if (!q->paused && !list_empty(&q->parked_fifo)) {
         struct fpark *p = list_item(q->parked_fifo.next, struct fpark, link);
         fjobs_record(c, CMDLOG_F_FETCH, j, NULL, 0, 0);
-        fjobs_reserve(c, j, now_ms);
+        fjobs_reserve(c, j, c->now_ms);
         fjobs_waiter_finish(c, p->waiter, FETCH_GOT, j);
         return;
     }
     j->state = FJOB_ENQUEUED;
+    j->seq = c->fjobs->next_seq++; /* arrival in the queue: a retry goes last */
     heap_push(&q->ready, fjob_ready_key(j), j);
     c->fjobs->stats.count[FJOB_ENQUEUED]++;
 }
@@ -343,6 +346,9 @@ fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms)
     if (c->max_bytes > 0 && c->bytes + fjobs_job_bytes(s->jid.n, s->text_len) > c->max_bytes)
         return CORE_NOMEM;
     bool later = s->at_ms > 0 && (uint64_t)s->at_ms > now_ms;
+    struct fjob *j = fjobs_create(c, s);
+    if (j == NULL)
+        return CORE_NOMEM;
     if (c->record != NULL) {
         struct cmdlog_rec r = {
             .code = CMDLOG_F_PUSH,
@@ -357,9 +363,6 @@ fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms)
         };
         c->record(c->record_arg, &r);
     }
-    struct fjob *j = fjobs_create(c, s);
-    if (j == NULL)
-        return CORE_NOMEM;
     if (later)
         fjobs_put_in_set(c, j, FJOB_SCHEDULED, (uint64_t)s->at_ms);
     else

@@ -40,7 +40,7 @@ struct fjob {
     struct wheel_entry timer; /* armed for due_ms unless enqueued */
     uint64_t due_ms;          /* see enum fjob_state */
     uint64_t enqueued_ms;     /* Unix ms it last entered its queue */
-    uint64_t seq;             /* arrival order */
+    uint64_t seq;             /* arrival order in its queue or set */
     char *text;               /* the job as JSON, without enqueued_at (payload.h) */
     struct fqueue *queue;
     uint32_t text_len;

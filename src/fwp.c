@@ -52,8 +52,17 @@ fwp_password_hash(const char *password, const char *salt, uint32_t iterations, c
 void
 fwp_error(struct reply *out, const char *text)
 {
+    /* a line protocol: a client's text quoted in an error must not end it */
     reply_str(out, "-ERR ");
-    reply_str(out, text);
+    for (const char *p = text; *p != '\0';) {
+        size_t n = strcspn(p, "\r\n");
+        reply_bytes(out, p, n);
+        p += n;
+        if (*p != '\0') {
+            reply_bytes(out, " ", 1);
+            p++;
+        }
+    }
     reply_bytes(out, "\r\n", 2);
 }
 
@@ -65,10 +74,6 @@ fwp_errorf(struct reply *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    /* a line protocol: no line breaks inside an error */
-    for (char *p = text; *p != '\0'; p++)
-        if (*p == '\r' || *p == '\n')
-            *p = ' ';
     fwp_error(out, text);
 }
 
@@ -149,7 +154,7 @@ fwp_json_int(const json_t *v, int64_t *out)
         return true;
     }
     double d = json_is_real(v) ? json_real_value(v) : 0.5;
-    if (d != (double)(int64_t)d || d > 9007199254740992.0 || d < -9007199254740992.0)
+    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != (double)(int64_t)d)
         return false;
     *out = (int64_t)d;
     return true;
@@ -267,7 +272,7 @@ static const struct fwp_command {
 } fwp_commands[] = {
     {"PUSH", fwp_push, 1},   {"PUSHB", fwp_pushb, 1}, {"FETCH", fwp_fetch, 2},
     {"ACK", fwp_ack, 1},     {"FAIL", fwp_fail, 1},   {"BEAT", fwp_beat, 1},
-    {"INFO", fwp_info, 0},   {"FLUSH", fwp_flush, 2}, {"MUTATE", fwp_mutate, 1},
+    {"INFO", fwp_info, 0},   {"FLUSH", fwp_flush, 0}, {"MUTATE", fwp_mutate, 1},
     {"QUEUE", fwp_queue, 1},
 };
 

@@ -4,7 +4,7 @@
 #include "wq.h"
 #include "fwp_internal.h"
 
-#include <fnmatch.h>
+#include <regex.h>
 #include <string.h>
 #include <time.h>
 
@@ -52,21 +52,65 @@ fwp_info(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_
 void
 fwp_flush(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
-    if (a.n > 0) {
-        fwp_error(out, "FLUSH takes no arguments");
-    } else if (!fwp_refuse_readonly(f, out)) {
+    if (!fwp_refuse_readonly(f, out)) {
         fjobs_flush(f->core);
         fwp_ok(out);
     }
 }
 
+#define FWP_MAX_PATTERN 1024u /* bytes of a MUTATE regexp */
+
 /* A MUTATE filter: jids (exact), else a glob over the job's text (as
  * Redis's MATCH reads Faktory's "regexp") and a jobtype. */
 struct fwp_filter {
-    json_t *jids;        /* array, or NULL */
-    const char *pattern; /* NULL: any */
+    json_t *jids;     /* array, or NULL */
+    bool has_pattern; /* else any text */
+    regex_t pattern;
     const char *jobtype; /* NULL: any */
 };
+
+/* The glob g (Redis's MATCH syntax: * ? [set] [^set] [!set] \x) as an
+ * anchored POSIX extended regular expression, matched by the C library's
+ * regexec (no backtracking blow-up on long job texts, as a recursive glob
+ * matcher has).  NULL if g is malformed. */
+static char *
+fwp_glob_to_ere(const char *g)
+{
+    char *re = wq_malloc(strlen(g) * 2 + 3), *o = re;
+    *o++ = '^';
+    for (const char *p = g; *p != '\0'; p++) {
+        if (*p == '*') {
+            *o++ = '.', *o++ = '*';
+        } else if (*p == '?') {
+            *o++ = '.';
+        } else if (*p == '[') {
+            const char *close = p[1] == '^' || p[1] == '!' ? p + 2 : p + 1;
+            close = strchr(*close == ']' ? close + 1 : close, ']');
+            if (close == NULL) { /* no set: a plain '[' */
+                *o++ = '\\', *o++ = '[';
+                continue;
+            }
+            *o++ = *p++;
+            if (*p == '!' || *p == '^')
+                *o++ = '^', p++;
+            while (p < close) {
+                if (*p == '\\' && p + 1 < close)
+                    p++; /* an escaped character in a set stands for itself */
+                *o++ = *p++;
+            }
+            *o++ = ']';
+        } else {
+            if (*p == '\\' && p[1] != '\0')
+                p++;
+            if (strchr(".[]()|{}+*?^$\\", *p) != NULL)
+                *o++ = '\\';
+            *o++ = *p;
+        }
+    }
+    *o++ = '$';
+    *o = '\0';
+    return re;
+}
 
 /* Does j pass filter m? */
 static bool
@@ -81,13 +125,13 @@ fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
         }
         return false;
     }
-    if (m->pattern == NULL && m->jobtype == NULL)
+    if (!m->has_pattern && m->jobtype == NULL)
         return true;
-    /* the text is NUL-free at its end, as fnmatch needs: copy it */
+    /* a job's JSON holds no NUL byte; regexec wants it terminated */
     char *text = wq_malloc(j->text_len + 1);
     memcpy(text, j->text, j->text_len);
     text[j->text_len] = '\0';
-    bool ok = m->pattern == NULL || fnmatch(m->pattern, text, 0) == 0;
+    bool ok = !m->has_pattern || regexec(&m->pattern, text, 0, NULL, 0) == 0;
     if (ok && m->jobtype != NULL) {
         json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
         const char *type = fwp_json_str(job, "jobtype", NULL);
@@ -115,10 +159,18 @@ fwp_filter_read(json_t *filter, struct fwp_filter *m)
         m->jids = jids;
     const char *re = fwp_json_str(filter, "regexp", NULL);
     const char *type = fwp_json_str(filter, "jobtype", NULL);
-    if (re != NULL && re[0] != '\0' && strcmp(re, "*") != 0)
-        m->pattern = re;
     if (type != NULL && type[0] != '\0')
         m->jobtype = type;
+    if (re != NULL && re[0] != '\0' && strcmp(re, "*") != 0) {
+        if (strlen(re) > FWP_MAX_PATTERN)
+            return "regexp too long (at most 1024 bytes)";
+        char *ere = fwp_glob_to_ere(re);
+        int rc = regcomp(&m->pattern, ere, REG_EXTENDED | REG_NOSUB);
+        wq_free(ere);
+        if (rc != 0)
+            return "invalid regexp";
+        m->has_pattern = true;
+    }
     return NULL;
 }
 
@@ -152,12 +204,10 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
     if (error != NULL) {
         fwp_error(out, error);
     } else if (!fwp_refuse_readonly(f, out)) {
-        if (what == FWP_CLEAR)
-            m = (struct fwp_filter){0};
         size_t n;
         struct fjob **jobs = fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
         for (size_t i = 0; i < n; i++) {
-            if (!fwp_filter_match(&m, jobs[i]))
+            if (what != FWP_CLEAR && !fwp_filter_match(&m, jobs[i]))
                 continue;
             if (what == FWP_KILL && set != FSET_DEAD)
                 fjobs_kill(f->core, jobs[i], NULL, 0);
@@ -169,7 +219,35 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
         wq_free(jobs);
         fwp_ok(out);
     }
+    if (error == NULL && m.has_pattern)
+        regfree(&m.pattern);
     json_decref(op);
+}
+
+/* QUEUE's subcommand sub (0 pause, 1 resume, 2 remove) on one queue. */
+static void
+fwp_queue_one(struct fwp_ctx *f, int sub, struct wq_str name)
+{
+    if (sub == 2)
+        fjobs_queue_clear(f->core, name);
+    else
+        fjobs_pause(f->core, name, sub == 0);
+}
+
+/* The same on every queue.  Their names are copied first: resuming one
+ * serves its waiting FETCHes, which may free other queues they held. */
+static void
+fwp_queue_all(struct fwp_ctx *f, int sub)
+{
+    size_t n;
+    struct fqueue **all = fjobs_queues_sorted(f->core, &n);
+    char(*names)[FJOB_MAX_QUEUE + 1] = wq_malloc((n + 1) * sizeof *names);
+    for (size_t i = 0; i < n; i++)
+        memcpy(names[i], all[i]->name, all[i]->name_len + 1u);
+    wq_free(all);
+    for (size_t i = 0; i < n; i++)
+        fwp_queue_one(f, sub, (struct wq_str){names[i], strlen(names[i])});
+    wq_free(names);
 }
 
 /* QUEUE PAUSE|RESUME|REMOVE name ... (or *). */
@@ -197,22 +275,10 @@ fwp_queue(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
     while (p < end) {
         const char *next = memchr(p, ' ', (size_t)(end - p));
         size_t len = next != NULL ? (size_t)(next - p) : (size_t)(end - p);
-        size_t n = 1;
-        struct fqueue **all = NULL;
-        struct wq_str one = {p, len};
         if (len == 1 && p[0] == '*')
-            all = fjobs_queues_sorted(f->core, &n);
-        for (size_t i = 0; i < n; i++) {
-            struct wq_str name =
-                all != NULL ? (struct wq_str){all[i]->name, all[i]->name_len} : one;
-            if (name.n == 0 || name.n > FJOB_MAX_QUEUE)
-                continue;
-            if (sub == 2)
-                fjobs_queue_clear(f->core, name);
-            else
-                fjobs_pause(f->core, name, sub == 0);
-        }
-        wq_free(all);
+            fwp_queue_all(f, sub);
+        else if (fwp_queue_name_valid(p, len))
+            fwp_queue_one(f, sub, (struct wq_str){p, len});
         p += len + (next != NULL);
     }
     fwp_ok(out);

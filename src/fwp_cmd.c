@@ -96,7 +96,8 @@ fwp_reply_job(struct reply *out, const struct fjob *j)
     int t = snprintf(tail, sizeof tail, ",\"enqueued_at\":\"%s\"}\r\n", when);
     int h = snprintf(head, sizeof head, "$%zu\r\n", (size_t)j->text_len - 1 + (size_t)t - 2);
     reply_bytes(out, head, (size_t)h);
-    reply_payload(out, j->text, j->text_len - 1);
+    /* copied: a shared payload must be sent whole (its length frees it) */
+    reply_bytes(out, j->text, j->text_len - 1);
     reply_bytes(out, tail, (size_t)t);
 }
 
@@ -125,6 +126,10 @@ fwp_fetch(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
         size_t len = sp != NULL ? (size_t)(sp - p) : (size_t)(end - p);
         if (len == 0 || len > FJOB_MAX_QUEUE) {
             fwp_error(out, len == 0 ? "FETCH: empty queue name" : "FETCH: queue name too long");
+            return;
+        }
+        if (!fwp_queue_name_valid(p, len)) {
+            fwp_errorf(out, "FETCH: queue names must match %s", FWP_QUEUE_PATTERN);
             return;
         }
         if (n == FJOB_MAX_FETCH) {

@@ -57,6 +57,9 @@ json_t *fwp_json_load(const char *p, size_t n, size_t flags, json_error_t *e);
 bool fwp_json_int(const json_t *v, int64_t *out);
 
 /* ---- work units and times (fwp_job.c) ---- */
+#define FWP_QUEUE_PATTERN "\\A[a-zA-Z0-9._-]+\\z"
+/* Is name a queue name: FWP_QUEUE_PATTERN, at most FJOB_MAX_QUEUE bytes? */
+bool fwp_queue_name_valid(const char *name, size_t len);
 /* "2006-01-02T15:04:05.000Z" for Unix ms (out: at least 32 bytes). */
 void fwp_time_format(uint64_t unix_ms, char out[32]);
 /* An RFC 3339 time with optional fractional seconds and a Z or numeric

@@ -19,6 +19,7 @@
 #define FWP_MAX_ERRTYPE     100u
 #define FWP_MAX_MESSAGE     1000u
 #define FWP_MAX_BACKTRACE   50u
+#define FWP_MAX_LINE_BYTES  1000u /* of one backtrace line */
 
 void
 fwp_time_format(uint64_t unix_ms, char out[32])
@@ -43,7 +44,7 @@ fwp_time_parse(const char *s, size_t len, int64_t *unix_ms)
         return util_parse_time_ns(copy, len, unix_ms, &ns) == 0;
     }
     /* a numeric offset: +hh:mm or -hh:mm in place of the Z */
-    if (len < 26 || (s[len - 6] != '+' && s[len - 6] != '-') || s[len - 3] != ':')
+    if (len < 25 || (s[len - 6] != '+' && s[len - 6] != '-') || s[len - 3] != ':')
         return false;
     int64_t oh, om;
     if (util_parse_i64(s + len - 5, 2, 0, 23, &oh) != 0 ||
@@ -78,8 +79,7 @@ fwp_text_append(char **text, size_t *len, const char *member)
     (*text)[*len] = '\0';
 }
 
-/* Is name a queue name: [a-zA-Z0-9._-]+, at most FJOB_MAX_QUEUE bytes? */
-static bool
+bool
 fwp_queue_name_valid(const char *name, size_t len)
 {
     if (len == 0 || len > FJOB_MAX_QUEUE)
@@ -126,7 +126,7 @@ fwp_job_check(const struct fwp_ctx *f, json_t *job, struct fjob_spec *spec, char
         }
     }
     if (!fwp_queue_name_valid(qname, queue_len))
-        return "queue names must match \\A[a-zA-Z0-9._-]+\\z (at most 255 bytes)";
+        return "queue names must match " FWP_QUEUE_PATTERN " (at most 255 bytes)";
     int64_t prio = 5;
     if (priority != NULL && !json_is_null(priority)) {
         if (!fwp_json_int(priority, &prio) || prio < FJOB_PRIORITY_MIN || prio > FJOB_PRIORITY_MAX)
@@ -181,6 +181,11 @@ fwp_job_prepare(const struct fwp_ctx *f, json_t *job, const char *raw, size_t ra
                    (queue != NULL && (!json_is_string(queue) || json_string_length(queue) == 0));
     size_t len;
     if (rewrite) {
+        /* written anew: only from a decoding that kept every integer one */
+        json_t *exact = json_loadb(raw, raw_len, JSON_ALLOW_NUL, NULL);
+        json_decref(exact);
+        if (exact == NULL)
+            return "a job with enqueued_at or failure must not hold integers beyond 64 bits";
         json_object_del(job, "enqueued_at");
         json_object_del(job, "failure");
         if (queue != NULL && (!json_is_string(queue) || json_string_length(queue) == 0))
@@ -191,7 +196,11 @@ fwp_job_prepare(const struct fwp_ctx *f, json_t *job, const char *raw, size_t ra
         memcpy(*text, dump, len + 1);
         free(dump);
     } else {
-        while (raw_len > 0 && (raw[raw_len - 1] == ' ' || raw[raw_len - 1] == '\t'))
+        /* JSON's white space around the object is not kept: the text ends
+         * in its closing brace, where server fields are appended */
+        while (raw_len > 0 && strchr(" \t\r\n", raw[0]) != NULL)
+            raw++, raw_len--;
+        while (raw_len > 0 && strchr(" \t\r\n", raw[raw_len - 1]) != NULL)
             raw_len--;
         *text = wq_malloc(raw_len + 1);
         memcpy(*text, raw, raw_len);
@@ -272,6 +281,18 @@ fwp_failure_text(const char *s, size_t max)
     return n == 0 ? json_string("unknown") : json_stringn(s, n);
 }
 
+/* A backtrace line, cut to FWP_MAX_LINE_BYTES on a character boundary. */
+static json_t *
+fwp_failure_line(const char *s, size_t n)
+{
+    if (n > FWP_MAX_LINE_BYTES) {
+        n = FWP_MAX_LINE_BYTES;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    return json_stringn(s, n);
+}
+
 /* The failure hash after this failure: Faktory's fields, the retry count
  * growing from 0 with each failure after the first. */
 static json_t *
@@ -309,7 +330,8 @@ fwp_failure_update(json_t *job, json_t *old, int64_t retry, uint64_t now_ms, con
         for (size_t i = 0; i < json_array_size(backtrace) && i < lines; i++) {
             json_t *line = json_array_get(backtrace, i);
             if (json_is_string(line))
-                json_array_append(bt, line);
+                json_array_append_new(bt, fwp_failure_line(json_string_value(line),
+                                                           json_string_length(line)));
         }
         json_object_set_new(fail, "backtrace", bt);
     }
