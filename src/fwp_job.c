@@ -330,8 +330,8 @@ fwp_failure_update(json_t *job, json_t *old, int64_t retry, uint64_t now_ms, con
         for (size_t i = 0; i < json_array_size(backtrace) && i < lines; i++) {
             json_t *line = json_array_get(backtrace, i);
             if (json_is_string(line))
-                json_array_append_new(bt, fwp_failure_line(json_string_value(line),
-                                                           json_string_length(line)));
+                json_array_append_new(
+                    bt, fwp_failure_line(json_string_value(line), json_string_length(line)));
         }
         json_object_set_new(fail, "backtrace", bt);
     }
