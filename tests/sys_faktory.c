@@ -19,23 +19,26 @@
 
 #define EX_CONFIG_STATUS 78
 
-/* A server with a Faktory listener; its Faktory port. */
+/* A server with a Faktory listener and flag (NULL: none) set to value;
+ * its Faktory port. */
 static int
-start(struct systest_proc *p, const char *password_file)
+start_with(struct systest_proc *p, const char *flag, const char *value)
 {
-    const char *args[] = {"-listen",
-                          "127.0.0.1:0",
-                          "-faktory-listen",
-                          "127.0.0.1:0",
-                          password_file ? "-faktory-password-file" : NULL,
-                          password_file,
-                          NULL};
+    const char *args[] = {"-listen", "127.0.0.1:0", "-faktory-listen", "127.0.0.1:0", flag,
+                          value,     NULL};
     systest_proc_start(p, args);
     ck_assert(systest_proc_wait(p, false, "faktory listening on"));
     ck_assert(systest_proc_wait(p, false, "\n"));
     const char *line = strstr(p->out.p, "faktory listening on 127.0.0.1:");
     ck_assert_ptr_nonnull(line);
     return atoi(strchr(line, ':') + 1);
+}
+
+/* The same with a password file (NULL: none). */
+static int
+start(struct systest_proc *p, const char *password_file)
+{
+    return start_with(p, password_file ? "-faktory-password-file" : NULL, password_file);
 }
 
 /* sha256 applied iterations times, the first over password+salt: computed
@@ -206,6 +209,83 @@ START_TEST(test_workq_beside)
 }
 END_TEST
 
+/* -idle-timeout closes a Faktory connection that has not said HELLO, never
+ * an identified one (a worker closed on without a quiet or terminate BEAT
+ * counts it a fault). */
+START_TEST(test_idle_identified_kept)
+{
+    struct systest_proc p;
+    int port = start_with(&p, "-idle-timeout", "300ms");
+    int worker = hello(port, NULL, "+OK\r\n");
+    int probe = systest_connect_port(port);
+    ck_assert_str_eq(systest_read_line(probe), "+HI {\"v\":2}");
+    systest_expect_closed(probe);
+    close(probe);
+    systest_sleep_ms(900 * systest_slow());
+    systest_roundtrip(worker, "BEAT {\"wid\":\"w9\"}\r\n", "+OK\r\n");
+    close(worker);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+/* inspect server shows Faktory's counts after Workq's keys when the server
+ * has a Faktory listener; Workq's own keys and counts do not see them. */
+START_TEST(test_inspect_server_counts)
+{
+    struct systest_proc p;
+    int port = start(&p, NULL);
+    int fk = hello(port, NULL, "+OK\r\n");
+    int wq = systest_connect_port(p.s.port);
+    systest_roundtrip(fk, "PUSH {\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":[]}\r\n",
+                      "+OK\r\n");
+    systest_roundtrip(fk,
+                      "PUSH {\"jid\":\"job-0002\",\"jobtype\":\"t\",\"args\":[],"
+                      "\"at\":\"2999-01-01T00:00:00Z\"}\r\n",
+                      "+OK\r\n");
+    systest_sends(wq, "inspect server\r\n");
+    ck_assert_str_eq(systest_read_line(wq), "+OK 1");
+    ck_assert_str_eq(systest_read_line(wq), "server 21");
+    static const char *const keys[] = {"active-clients",
+                                       "evicted-jobs",
+                                       "started",
+                                       "version",
+                                       "uptime",
+                                       "jobs",
+                                       "ready-jobs",
+                                       "scheduled-jobs",
+                                       "leased-jobs",
+                                       "completed-jobs",
+                                       "failed-jobs",
+                                       "parked-clients",
+                                       "memory-used",
+                                       "allocator",
+                                       "faktory-jobs",
+                                       "faktory-scheduled-jobs",
+                                       "faktory-enqueued-jobs",
+                                       "faktory-working-jobs",
+                                       "faktory-retry-jobs",
+                                       "faktory-dead-jobs",
+                                       "faktory-queues"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *line = systest_read_line(wq);
+        ck_assert_msg(strncmp(line, keys[i], strlen(keys[i])) == 0 && line[strlen(keys[i])] == ' ',
+                      "key %zu: %s, want %s", i, line, keys[i]);
+    }
+    ck_assert_uint_eq(systest_server_stat(wq, "jobs"), 0);
+    ck_assert_uint_eq(systest_server_stat(wq, "ready-jobs"), 0);
+    ck_assert_uint_eq(systest_server_stat(wq, "faktory-jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(wq, "faktory-enqueued-jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(wq, "faktory-scheduled-jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(wq, "faktory-working-jobs"), 0);
+    ck_assert_uint_eq(systest_server_stat(wq, "faktory-queues"), 1);
+    close(wq);
+    close(fk);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 static Suite *
 faktory_suite(void)
 {
@@ -213,6 +293,8 @@ faktory_suite(void)
         {"handshake", {test_handshake_and_end, NULL}},
         {"password", {test_password_file, test_password_from_environment, NULL}},
         {"beside", {test_workq_beside, test_quiet_and_terminate, NULL}},
+        {"idle", {test_idle_identified_kept, NULL}},
+        {"inspect", {test_inspect_server_counts, NULL}},
     };
     return systest_suite("faktory", groups, sizeof groups / sizeof groups[0]);
 }
