@@ -234,7 +234,7 @@ bench_core_cycle(size_t n)
         struct waiter *w;
         if (core_lease(c, &name, 1, 0, now, done_nothing, NULL, &j, &w) != CORE_OK)
             abort();
-        core_finish(c, j->id, true, "ok", 2, now);
+        core_finish(c, j->id, true, "ok", 2, 0, now);
         core_delete(c, j->id);
     }
     double t = (now_ns() - t0) / (double)ops;

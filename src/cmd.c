@@ -7,20 +7,35 @@
 
 #include "conn.h"
 #include "core.h"
+#include "job.h"
 #include "jobid.h"
 #include "reply.h"
 #include "util.h"
 
 const struct cmd_flag cmd_job_flags[] = {
-    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX},
-    {"max-attempts", "Invalid Max Attempts", 0, WQ_MAX_ATTEMPTS},
-    {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS},
-    {NULL, NULL, 0, 0},
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false},
+    {"max-attempts", "Invalid Max Attempts", 0, WQ_MAX_ATTEMPTS, false},
+    {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS, false},
+    {"idempotent", "Invalid Idempotent", 0, 1, false},
+    {"after", "Invalid After", 0, 0, true},
+    {NULL, NULL, 0, 0, false},
+};
+
+/* lease -fencing=1: the reply carries the attempt (our extension). */
+const struct cmd_flag cmd_lease_flags[] = {
+    {"fencing", "Invalid Fencing", 0, 1, false},
+    {NULL, NULL, 0, 0, false},
+};
+
+/* complete, fail, touch -attempt=N: only the lease of attempt N (ours). */
+const struct cmd_flag cmd_attempt_flags[] = {
+    {"attempt", "Invalid Attempt", 1, JOB_ATTEMPTS_MAX, false},
+    {NULL, NULL, 0, 0, false},
 };
 
 const struct cmd_flag cmd_run_flags[] = {
-    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX},
-    {NULL, NULL, 0, 0},
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false},
+    {NULL, NULL, 0, 0, false},
 };
 
 static const struct cmd_spec cmd_table[] = {
@@ -30,11 +45,15 @@ static const struct cmd_spec cmd_table[] = {
     {{"run", 5, 5, true, "Invalid payload size"}, cmd_run_flags, cmd_run},
     {{"result", 2, 2, false, NULL}, NULL, cmd_result},
     {{"delete", 1, 1, false, NULL}, NULL, cmd_delete},
-    {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_lease},
-    {{"complete", 2, 2, true, "Invalid payload size"}, NULL, cmd_complete},
-    {{"fail", 2, 2, true, "Invalid result size"}, NULL, cmd_fail},
+    {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, cmd_lease_flags, cmd_lease},
+    {{"complete", 2, 2, true, "Invalid payload size"}, cmd_attempt_flags, cmd_complete},
+    {{"fail", 2, 2, true, "Invalid result size"}, cmd_attempt_flags, cmd_fail},
     {{"inspect", 1, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_inspect},
     {{"worker", 2, 2, false, NULL}, NULL, cmd_worker},
+    /* ours: the job model's extensions (doc/protocol.md) */
+    {{"touch", 1, 2, false, NULL}, cmd_attempt_flags, cmd_touch},
+    {{"cancel", 1, 1, false, NULL}, NULL, cmd_cancel},
+    {{"wait", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_wait},
 };
 
 const struct proto_syntax *
@@ -145,11 +164,17 @@ cmd_parse_flags(const struct request *r, int64_t *values)
         seen |= 1u << f;
         const struct cmd_flag *def = &spec->flags[f];
         int rc;
+        if (def->text) {
+            values[f] = (int64_t)i + 1;
+            continue;
+        }
         if (def->min < 0) {
             rc = util_parse_i64(value.p, value.n, def->min, def->max, &values[f]);
         } else {
             uint64_t v;
             rc = util_parse_u64(value.p, value.n, (uint64_t)def->max, &v);
+            if (rc == 0 && v < (uint64_t)def->min)
+                rc = -1;
             values[f] = (int64_t)v;
         }
         if (rc != 0)

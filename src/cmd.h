@@ -36,6 +36,7 @@ struct cmd_flag {
     const char *key;
     const char *error; /* for a bad value */
     int64_t min, max;
+    bool text; /* a text value: its value is the flag's index in the request + 1 */
 };
 
 struct cmd_spec {
@@ -84,11 +85,23 @@ void cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *
 void cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_worker(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_touch(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_wait(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 
-/* Flag tables: add and schedule take all three (in this order), run only
- * the priority. */
+/* Flag tables: add and schedule take all four (in this order), run only
+ * the priority; lease takes -fencing, complete, fail and touch -attempt. */
 extern const struct cmd_flag cmd_job_flags[];
 extern const struct cmd_flag cmd_run_flags[];
-enum { CMD_FLAG_PRIORITY, CMD_FLAG_MAX_ATTEMPTS, CMD_FLAG_MAX_FAILS, CMD_FLAG_COUNT };
+extern const struct cmd_flag cmd_lease_flags[];
+extern const struct cmd_flag cmd_attempt_flags[];
+enum {
+    CMD_FLAG_PRIORITY,
+    CMD_FLAG_MAX_ATTEMPTS,
+    CMD_FLAG_MAX_FAILS,
+    CMD_FLAG_IDEMPOTENT,
+    CMD_FLAG_AFTER,
+    CMD_FLAG_COUNT
+};
 
 #endif /* WQ_CMD_H */

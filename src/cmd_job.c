@@ -3,7 +3,9 @@
 #include "cmd.h"
 
 #include <stdio.h>
+#include <string.h>
 
+#include "alloc.h"
 #include "reply.h"
 #include "core.h"
 #include "util.h"
@@ -16,6 +18,8 @@ cmd_reply_add_status(struct reply *out, enum core_status st)
         cmd_reply_ok(out);
     else if (st == CORE_DUPLICATE)
         cmd_client_error(out, "Duplicate job");
+    else if (st == CORE_BAD_PREREQ)
+        cmd_client_error(out, "Unknown prerequisite");
     else
         cmd_reply_nomem(out);
 }
@@ -36,34 +40,81 @@ cmd_job_head(const struct request *r, struct job_spec *s)
     return NULL;
 }
 
-/* Validate the flags (last, as they come) and put them in s. */
-static const char *
-cmd_job_flags_into(const struct request *r, struct job_spec *s)
+/* The ids of -after=ID[,ID...] into after (at most CORE_MAX_AFTER); their
+ * number, or -1 if the list is not one. */
+static int
+cmd_after_ids(const struct wq_str *flag, uint8_t (*after)[JOBID_LEN])
 {
-    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0};
+    struct wq_str key, value;
+    proto_flag_split(flag, &key, &value);
+    int n = 0;
+    const char *p = value.p, *end = value.p + value.n;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
+        if (n == CORE_MAX_AFTER || !cmd_arg_id(&one, after[n]))
+            return -1;
+        n++;
+        p += one.n + 1;
+    }
+    return n;
+}
+
+/* Validate the flags (last, as they come) and put them in s; *idempotent
+ * gets -idempotent and after the ids of -after (NULL: not taken). */
+static const char *
+cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent,
+                   uint8_t (*after)[JOBID_LEN])
+{
+    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0};
     const char *err = cmd_parse_flags(r, flags);
     s->priority = (int32_t)flags[CMD_FLAG_PRIORITY];
     s->max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
     s->max_fails = (uint8_t)flags[CMD_FLAG_MAX_FAILS];
+    if (idempotent != NULL)
+        *idempotent = flags[CMD_FLAG_IDEMPOTENT] == 1;
+    if (err == NULL && flags[CMD_FLAG_AFTER] > 0) {
+        int n = cmd_after_ids(&r->flags[flags[CMD_FLAG_AFTER] - 1], after);
+        if (n < 0)
+            return "Invalid After";
+        s->after = (const uint8_t(*)[JOBID_LEN])after;
+        s->nafter = (size_t)n;
+    }
     return err;
+}
+
+/* Answer an add or schedule: with -idempotent=1, a duplicate of the same
+ * job is a success. */
+static void
+cmd_reply_added(struct cmd_ctx *ctx, struct reply *out, enum core_status st,
+                const struct job_spec *s, bool idempotent)
+{
+    if (st == CORE_DUPLICATE && idempotent) {
+        const struct job *j = core_find(ctx->core, s->id);
+        if (j != NULL && core_same_job(ctx->core, j, s))
+            st = CORE_OK;
+    }
+    cmd_reply_add_status(out, st);
 }
 
 void
 cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     struct job_spec s = {0};
+    bool idempotent = false;
     const char *err = cmd_job_head(r, &s);
     if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
         err = "Invalid TTL";
+    uint8_t after[CORE_MAX_AFTER][JOBID_LEN];
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s);
+        err = cmd_job_flags_into(r, &s, &idempotent, after);
     if (err != NULL) {
         cmd_client_error(out, err);
         return;
     }
     if (cmd_refuse_readonly(ctx, out))
         return;
-    cmd_reply_add_status(out, core_add(ctx->core, &s, ctx->now_ms));
+    cmd_reply_added(ctx, out, core_add(ctx->core, &s, ctx->now_ms), &s, idempotent);
 }
 
 /* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done. */
@@ -141,17 +192,130 @@ cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_reply_not_found(out);
 }
 
+/* The reply to a fan-in: "+OK <n>" and a result record for each listed
+ * job that has its result (in the order listed, once each), or -TIMEOUT
+ * when none has. */
+static void
+cmd_reply_fanin(struct reply *out, const struct core *core, const uint8_t (*ids)[JOBID_LEN],
+                size_t n)
+{
+    size_t have = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = core_find(core, ids[i]);
+        bool again = false;
+        for (size_t k = 0; k < i && !again; k++)
+            again = memcmp(ids[k], ids[i], JOBID_LEN) == 0;
+        have += j != NULL && job_is_done(j) && !again;
+    }
+    if (have == 0) {
+        cmd_reply_timeout(out);
+        return;
+    }
+    char head[96];
+    int h = snprintf(head, sizeof head, "+OK %zu\r\n", have);
+    reply_bytes(out, head, (size_t)h);
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = core_find(core, ids[i]);
+        bool again = false;
+        for (size_t k = 0; k < i && !again; k++)
+            again = memcmp(ids[k], ids[i], JOBID_LEN) == 0;
+        if (j == NULL || !job_is_done(j) || again)
+            continue;
+        char id[JOBID_TEXT_LEN + 1];
+        uint32_t len;
+        char *result = core_job_result(core, j, &len);
+        jobid_format(j->id, id);
+        h = snprintf(head, sizeof head, "%s %d %u\r\n", id, j->state == JOB_COMPLETED ? 1 : 0, len);
+        cmd_reply_block(out, head, (size_t)h, result, len);
+    }
+}
+
+/* wait_all_fn of a parked fan-in. */
+static void
+cmd_fanin_done(void *owner, enum waiter_outcome how, const struct core *core,
+               const uint8_t (*ids)[JOBID_LEN], size_t n)
+{
+    struct reply *out = owner;
+    cmd_reply_fanin(out, core, ids, n);
+    reply_wake(out);
+}
+
+/* wait <wait-timeout> <id>... (ours): the results of several jobs in one
+ * reply, once all have one or the time is up. */
+void
+cmd_wait(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
+{
+    uint64_t wait;
+    if (!cmd_arg_wait(&r->args[0], &wait)) {
+        cmd_client_error(out, "Invalid wait timeout");
+        return;
+    }
+    size_t n = r->nargs - 1;
+    if (n > WQ_MAX_WAIT_IDS) {
+        cmd_client_error(out, "Too many IDs");
+        return;
+    }
+    uint8_t(*ids)[JOBID_LEN] = wq_malloc(n * JOBID_LEN);
+    for (size_t i = 0; i < n; i++) {
+        if (!cmd_arg_id(&r->args[1 + i], ids[i])) {
+            cmd_client_error(out, "Invalid ID");
+            wq_free(ids);
+            return;
+        }
+    }
+    struct waiter *w;
+    switch (core_wait_all(ctx->core, (const uint8_t(*)[JOBID_LEN])ids, n, wait, ctx->now_ms,
+                          cmd_fanin_done, out, &w)) {
+    case CORE_PARKED:
+        reply_park(out, w);
+        break;
+    case CORE_NOT_FOUND:
+        cmd_reply_not_found(out);
+        break;
+    default: /* all have their result, or a wait of 0 */
+        cmd_reply_fanin(out, ctx->core, (const uint8_t(*)[JOBID_LEN])ids, n);
+        break;
+    }
+    wq_free(ids);
+}
+
+/* cancel <id> (ours): stop a job that has no result yet. */
+void
+cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
+{
+    uint8_t id[JOBID_LEN];
+    if (!cmd_arg_id(&r->args[0], id)) {
+        cmd_client_error(out, "Invalid ID");
+        return;
+    }
+    if (cmd_refuse_readonly(ctx, out))
+        return;
+    switch (core_cancel_job(ctx->core, id, ctx->now_ms)) {
+    case CORE_OK:
+        cmd_reply_ok(out);
+        break;
+    case CORE_DUP_RESULT:
+        cmd_client_error(out, "Job finished");
+        break;
+    default:
+        cmd_reply_not_found(out);
+        break;
+    }
+}
+
 void
 cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     struct job_spec s = {0};
+    bool idempotent = false;
     const char *err = cmd_job_head(r, &s);
     if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
         err = "Invalid TTL";
     if (err == NULL && util_parse_time_ns(r->args[4].p, r->args[4].n, &s.time_ms, &s.time_ns) != 0)
         err = "Invalid Time";
+    uint8_t after[CORE_MAX_AFTER][JOBID_LEN];
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s);
+        err = cmd_job_flags_into(r, &s, &idempotent, after);
     /* A job whose life would be over before it starts is refused. */
     if (err == NULL && core_expiry(s.time_ms, s.ttl) <= ctx->now_ms)
         err = "Invalid Time";
@@ -162,7 +326,7 @@ cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (cmd_refuse_readonly(ctx, out))
         return;
     s.timed = true;
-    cmd_reply_add_status(out, core_add(ctx->core, &s, ctx->now_ms));
+    cmd_reply_added(ctx, out, core_add(ctx->core, &s, ctx->now_ms), &s, idempotent);
 }
 
 void
@@ -174,7 +338,7 @@ cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (err == NULL && !cmd_arg_wait(&r->args[3], &wait))
         err = "Invalid wait timeout";
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s);
+        err = cmd_job_flags_into(r, &s, NULL, NULL);
     if (err != NULL) {
         cmd_client_error(out, err);
         return;

@@ -239,6 +239,9 @@ cmdlog_payload_size(const struct cmdlog_rec *r)
     case CMDLOG_FAIL:
         n += uvarint_len(r->result.n) + r->result.n;
         break;
+    case CMDLOG_AFTER:
+        n += uvarint_len(r->after.n / JOBID_LEN) + r->after.n;
+        break;
     default:
         break;
     }
@@ -316,6 +319,10 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
         o += CMDLOG_TIME_LEN;
     } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
         o = put_bytes(o, &r->result);
+    } else if (r->code == CMDLOG_AFTER) {
+        o += cmdlog_uvarint_put(o, r->after.n / JOBID_LEN);
+        memcpy(o, r->after.p, r->after.n);
+        o += r->after.n;
     }
     put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
 }
@@ -409,7 +416,7 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
     struct reader rd = {p, p + len, false};
     const uint8_t *code = rd_take(&rd, 1);
     if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX ||
-        (code[0] > CMDLOG_WORKQ_MAX && !cmdlog_code_is_faktory(code[0])))
+        (code[0] > CMDLOG_WORKQ_MAX && code[0] < CMDLOG_CANCEL && !cmdlog_code_is_faktory(code[0])))
         return false;
     r->code = code[0];
     if (cmdlog_code_is_faktory(r->code))
@@ -432,6 +439,12 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
         rd_time(&rd, &has_created, &r->created_ms, &created_ns);
     } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
         r->result = rd_bytes(&rd);
+    } else if (r->code == CMDLOG_AFTER) {
+        uint64_t count = rd_uvarint(&rd);
+        const uint8_t *ids =
+            count <= (uint64_t)len / JOBID_LEN ? rd_take(&rd, count * JOBID_LEN) : NULL;
+        rd.bad |= ids == NULL;
+        r->after = (struct wq_str){(const char *)ids, ids != NULL ? (size_t)count * JOBID_LEN : 0};
     }
     return !rd.bad && rd.p == rd.end;
 }

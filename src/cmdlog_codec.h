@@ -39,14 +39,19 @@ enum cmdlog_code {
     CMDLOG_F_REQUEUE = 22, /* jid: from a set back to its queue */
     CMDLOG_F_PAUSE = 23,   /* queue name */
     CMDLOG_F_RESUME = 24,  /* queue name */
-    CMDLOG_CODE_MAX = 24,
+    CMDLOG_F_MAX = 24,
+    /* The job model's extensions, 32 to 47 (a 16-byte id first, as
+     * Workq's): */
+    CMDLOG_CANCEL = 32, /* id: failed with "cancelled", its worker refused */
+    CMDLOG_AFTER = 33,  /* id, its prerequisites: follows the job's add */
+    CMDLOG_CODE_MAX = 33,
 };
 
 /* Is code one of the Faktory front-end's? */
 static inline bool
 cmdlog_code_is_faktory(uint8_t code)
 {
-    return code >= CMDLOG_F_PUSH;
+    return code >= CMDLOG_F_PUSH && code <= CMDLOG_F_MAX;
 }
 
 /* One record, decoded.  Pointers refer into the buffer it was decoded from
@@ -69,6 +74,8 @@ struct cmdlog_rec {
     int64_t created_ms;
     /* CMDLOG_COMPLETE, CMDLOG_FAIL */
     struct wq_str result;
+    /* CMDLOG_AFTER: the prerequisites' ids, 16 bytes each */
+    struct wq_str after;
     /* The Faktory codes: the job's jid (in place of id); name is the queue,
      * priority, ttr (reserve_for, seconds), payload (the job's text) and
      * time_ms (when, until, at: timed) as the code says. */

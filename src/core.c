@@ -120,6 +120,8 @@ core_bucket(struct core *c, const struct job *j)
         return &c->stats.completed;
     case JOB_FAILED:
         return &c->stats.failed;
+    case JOB_WAITING:
+        return &c->stats.waiting;
     default:
         wq_panic(__FILE__, __LINE__, "job in state %d has no place", j->state);
     }
@@ -128,7 +130,7 @@ core_bucket(struct core *c, const struct job *j)
 /* ---- timers ---- */
 
 /* Arm the job's one timer for the nearest of its deadlines. */
-static void
+void
 core_job_arm(struct core *c, struct job *j)
 {
     wheel_add(&c->wheel, &j->timer, core_job_deadline(c, j));
@@ -154,7 +156,7 @@ core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 }
 
 /* Log a result (complete or final fail). */
-static void
+void
 core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
                    size_t len)
 {
@@ -264,8 +266,31 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
     core_wake_result_waiters(c, j, x, WAITER_GOT);
-    if (j->flags & JOB_F_RUN)
+    if (j->flags & JOB_F_RUN) {
         core_job_destroy(c, j); /* its client has the result */
+        return;
+    }
+    core_deps_settled(c, j);
+}
+
+void
+core_job_place(struct core *c, struct job *j, uint64_t now_ms)
+{
+    j->state = JOB_NEW;
+    if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
+        queue_push_scheduled(core_job_queue(c, j), j);
+        c->stats.scheduled++;
+    } else {
+        core_make_ready(c, j, now_ms);
+    }
+    core_job_arm(c, j);
+}
+
+void
+core_job_release(struct core *c, struct job *j, uint64_t now_ms)
+{
+    core_job_detach(c, j);
+    core_job_place(c, j, now_ms);
 }
 
 /* Forget j entirely: heap, registry, waiters, memory. */
@@ -275,6 +300,7 @@ core_job_destroy(struct core *c, struct job *j)
     core_job_detach(c, j);
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
+    core_deps_gone(c, j); /* its dependents fail (it is out of the registry) */
     struct job_ext *x = core_wake_result_waiters(c, j, core_job_ext(c, j), WAITER_GONE);
     if (x != NULL)
         core_ext_drop(c, j, x);
@@ -389,6 +415,8 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
 {
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
+    if (limited && core_deps_check(c, s->after, s->nafter) != CORE_OK)
+        return CORE_BAD_PREREQ;
     if (limited && core_over_memory(c, s->payload_len, s->timed))
         return CORE_NOMEM;
     struct job *j = core_job_create(c, s, false, now_ms);
@@ -412,6 +440,16 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
         };
         memcpy(r.id, s->id, JOBID_LEN);
         c->record(c->record_arg, &r);
+        if (s->nafter > 0) {
+            struct cmdlog_rec a = {.code = CMDLOG_AFTER, .at_ms = (int64_t)now_ms};
+            memcpy(a.id, s->id, JOBID_LEN);
+            a.after = (struct wq_str){(const char *)s->after, s->nafter * JOBID_LEN};
+            c->record(c->record_arg, &a);
+        }
+    }
+    if (s->nafter > 0 && core_deps_wait(c, j, s->after, s->nafter)) {
+        core_job_arm(c, j);
+        return CORE_OK;
     }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
@@ -525,13 +563,29 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
     return CORE_PARKED;
 }
 
+/* May the worker holding j's lease in attempt (0: any) act on it?
+ * CORE_OK, or why not. */
+static enum core_status
+core_lease_check(const struct core *c, const struct job *j, uint32_t attempt)
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    if (x != NULL && x->cancelled)
+        return CORE_CANCELLED;
+    if (attempt > 0 && (j->state != JOB_LEASED || j->attempts != attempt))
+        return CORE_STALE;
+    return CORE_OK;
+}
+
 enum core_status
 core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data, size_t len,
-            uint64_t now_ms)
+            uint32_t attempt, uint64_t now_ms)
 {
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
+    enum core_status st = core_lease_check(c, j, attempt);
+    if (st != CORE_OK)
+        return st;
     if (job_is_done(j))
         return CORE_DUP_RESULT;
 
@@ -568,6 +622,65 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
     core_record_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
     core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
     return CORE_OK;
+}
+
+enum core_status
+core_touch(struct core *c, const uint8_t id[JOBID_LEN], uint32_t ttr_ms, uint32_t attempt,
+           uint64_t now_ms)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    enum core_status st = core_lease_check(c, j, attempt);
+    if (st != CORE_OK)
+        return st;
+    if (j->state != JOB_LEASED)
+        return CORE_NOT_FOUND;
+    j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + (ttr_ms > 0 ? ttr_ms : j->ttr));
+    core_job_arm(c, j);
+    return CORE_OK;
+}
+
+/* Fail j (no result yet) as cancelled, marked so that a later complete,
+ * fail or touch learns why.  Logged first, unless replaying. */
+void
+core_job_cancel(struct core *c, struct job *j)
+{
+    core_record_id(c, j, CMDLOG_CANCEL);
+    char *result = payload_new(CORE_CANCELLED_RESULT, strlen(CORE_CANCELLED_RESULT));
+    if (result == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory cancelling a job");
+    core_ext_need(c, j)->cancelled = true;
+    core_job_settle(c, j, JOB_FAILED, result, (uint32_t)strlen(CORE_CANCELLED_RESULT));
+}
+
+enum core_status
+core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    if (job_is_done(j))
+        return CORE_DUP_RESULT;
+    core_job_cancel(c, j);
+    return CORE_OK;
+}
+
+bool
+core_same_job(const struct core *c, const struct job *j, const struct job_spec *s)
+{
+    const struct queue *q = core_job_queue(c, j);
+    if (q->name_len != s->name.n || memcmp(q->name, s->name.p, s->name.n) != 0 ||
+        j->payload_len != s->payload_len ||
+        (s->payload_len > 0 && memcmp(j->payload, s->payload, s->payload_len) != 0) ||
+        j->ttr != s->ttr || j->ttl != s->ttl || j->priority != s->priority ||
+        j->max_attempts != s->max_attempts || j->max_fails != s->max_fails ||
+        (j->flags & JOB_F_RUN) || !(j->flags & JOB_F_TIMED) != !s->timed)
+        return false;
+    if (!s->timed)
+        return true;
+    const struct job_ext *x = core_job_ext(c, j);
+    return j->base_ms == s->time_ms && (x != NULL ? x->time_ns : 0) == s->time_ns;
 }
 
 enum core_status

@@ -22,9 +22,18 @@ enum core_status {
     CORE_DUPLICATE,  /* a job with that id exists */
     CORE_DUP_RESULT, /* the job has its result already */
     CORE_NOMEM,
+    CORE_CANCELLED,  /* the job was cancelled (its worker learns it so) */
+    CORE_STALE,      /* the lease asked for is not the job's current one */
+    CORE_BAD_PREREQ, /* a prerequisite (add -after) does not exist */
 };
 
-enum waiter_kind { WAITER_LEASE, WAITER_RESULT, WAITER_RUN };
+enum waiter_kind {
+    WAITER_LEASE,
+    WAITER_RESULT,
+    WAITER_RUN,
+    WAITER_ALL,  /* a fan-in over several jobs (core_wait_all) */
+    WAITER_PART, /* one job of a fan-in: no timer, not a client of its own */
+};
 enum waiter_outcome {
     WAITER_GOT,     /* lease: the job, now leased; result, run: the job, now done */
     WAITER_TIMEOUT, /* the wait-timeout passed */
@@ -32,6 +41,7 @@ enum waiter_outcome {
 };
 
 struct core;
+struct dep_work;
 struct fjobs;
 struct workers;
 
@@ -40,6 +50,11 @@ struct workers;
  * into the core. */
 typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, const struct core *c,
                                struct job *j);
+/* Called once when a fan-in ends (GOT: every job has its result or is
+ * gone; TIMEOUT: the time is up), with the ids it waited for; the caller
+ * reads their results.  The same rules as waiter_done_fn. */
+typedef void (*wait_all_fn)(void *owner, enum waiter_outcome how, const struct core *c,
+                            const uint8_t (*ids)[JOBID_LEN], size_t n);
 
 /* A blocked client: a parked lease, a result waiting for its job, or the
  * client of a run job waiting for it to be leased and then done. */
@@ -53,9 +68,17 @@ struct waiter {
     struct park_node *nodes;
     uint32_t nnodes;
     struct park_node one; /* storage when there is a single name */
-    /* WAITER_RESULT, WAITER_RUN: the job's list of waiters */
+    /* WAITER_RESULT, WAITER_RUN, WAITER_PART: the job's list of waiters */
     struct job *job;
     struct hlist_node link; /* in the job_ext's waiters */
+    /* WAITER_ALL: its ids, and its parts (NULL once a part is done) */
+    uint8_t (*ids)[JOBID_LEN];
+    struct waiter **parts;
+    uint32_t nids, pending;
+    wait_all_fn all_done;
+    /* WAITER_PART: its fan-in, and its place in the fan-in's parts */
+    struct waiter *group;
+    uint32_t part_ix;
 };
 
 /* The waiter whose link (in a job_ext's waiters) is n. */
@@ -67,6 +90,7 @@ core_waiter_of(struct hlist_node *n)
 
 struct core_stats {
     uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */
+    uint64_t waiting;                                     /* for prerequisites */
     uint64_t evicted; /* jobs expired by TTL before their result */
     uint64_t parked;  /* waiting clients: leases and results */
 };
@@ -86,6 +110,8 @@ struct core {
     struct wheel wheel;      /* jobs' deadlines */
     struct wheel wait_wheel; /* waiters' timeouts */
     bool firing;             /* the job wheel is firing: see core_make_ready */
+    struct dep_work *deps;   /* dependents to release or fail (core_deps.c) */
+    bool deps_busy;          /* they are being worked through */
     struct queue *dispatch;  /* queues with jobs made ready for parked leasers */
     struct pool job_pool;
     struct pool ext_pool;
@@ -113,8 +139,15 @@ struct job_spec {
     uint32_t time_ns; /* and the nanoseconds below that ms */
     const char *payload;
     size_t payload_len;
-    int64_t created_ms; /* Unix ms; 0 means now (replay passes the original) */
+    int64_t created_ms;                /* Unix ms; 0 means now (replay passes the original) */
+    const uint8_t (*after)[JOBID_LEN]; /* prerequisites (ours), nafter of them */
+    size_t nafter;
 };
+
+#define CORE_MAX_AFTER 100 /* prerequisites of one job */
+/* The result of a job failed for its prerequisite (doc/protocol.md). */
+#define CORE_PREREQ_FAILED "prerequisite %s failed"
+#define CORE_PREREQ_GONE   "prerequisite %s is gone"
 
 /* What a job with a payload of payload_len bytes holds: the payload, the
  * job struct, and its share of the heap and the registry (a 16-byte heap
@@ -162,7 +195,10 @@ char *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
 /* When j was created, Unix ms. */
 int64_t core_job_created(const struct core *c, const struct job *j);
 
-/* Create a job: CORE_OK, CORE_DUPLICATE or CORE_NOMEM (nothing changed). */
+/* Create a job: CORE_OK, CORE_DUPLICATE, CORE_BAD_PREREQ (s->after names
+ * an unknown job) or CORE_NOMEM (nothing changed).  With prerequisites
+ * the job is WAITING until each has COMPLETED; one that fails for good,
+ * is deleted or expires fails it (and its own dependents) at once. */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
 /* Queue a run job (no TTL, one attempt, no retry) and park the caller on it:
@@ -184,9 +220,30 @@ enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n
                             struct waiter **parked);
 
 /* Store a result: success true for complete, false for fail (which may
- * retry).  CORE_OK, CORE_NOT_FOUND, CORE_DUP_RESULT or CORE_NOMEM. */
+ * retry).  With attempt > 0 (a fencing token), only while the job is
+ * LEASED in that attempt.  CORE_OK, CORE_NOT_FOUND, CORE_CANCELLED,
+ * CORE_STALE (attempt given, not the current lease), CORE_DUP_RESULT or
+ * CORE_NOMEM. */
 enum core_status core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success,
-                             const char *data, size_t len, uint64_t now_ms);
+                             const char *data, size_t len, uint32_t attempt, uint64_t now_ms);
+
+/* Restart a LEASED job's TTR from now: for ttr_ms (0: the job's TTR) this
+ * once.  With attempt > 0, only in that attempt.  CORE_OK, CORE_NOT_FOUND
+ * (no such job, or not LEASED), CORE_CANCELLED, CORE_STALE. */
+enum core_status core_touch(struct core *c, const uint8_t id[JOBID_LEN], uint32_t ttr_ms,
+                            uint32_t attempt, uint64_t now_ms);
+
+/* Stop a job that has no result yet, whatever its state: it fails with
+ * the result "cancelled" (its result waiters and run client are answered
+ * so) and, if LEASED, its worker's next touch, complete or fail is told
+ * CORE_CANCELLED.  CORE_OK, CORE_NOT_FOUND, CORE_DUP_RESULT (it has its
+ * result already). */
+enum core_status core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms);
+#define CORE_CANCELLED_RESULT "cancelled"
+
+/* Is j what s would create (name, payload, TTR, TTL, priority, limits,
+ * scheduled time)?  For an idempotent add. */
+bool core_same_job(const struct core *c, const struct job *j, const struct job_spec *s);
 
 /* Remove a job in any state: CORE_OK or CORE_NOT_FOUND. */
 enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);
@@ -196,6 +253,15 @@ enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);
 enum core_status core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms,
                              uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
                              struct waiter **parked);
+
+/* Fan-in: wait until every job of ids[0..n) has its result.  CORE_OK when
+ * they all have one already; CORE_NOT_FOUND if one is unknown; with
+ * wait_ms 0, CORE_TIMEOUT when some have none; else CORE_PARKED, and
+ * done(owner) is called once: GOT when the last has its result (or is
+ * deleted or expired), TIMEOUT after wait_ms. */
+enum core_status core_wait_all(struct core *c, const uint8_t (*ids)[JOBID_LEN], size_t n,
+                               uint64_t wait_ms, uint64_t now_ms, wait_all_fn done, void *owner,
+                               struct waiter **parked);
 
 /* Withdraw a waiter whose client left; its done callback is not called.
  * A run job goes with its waiter. */

@@ -5,6 +5,8 @@
 #include "core.h"
 #include "core_internal.h"
 
+#include "alloc.h"
+
 #include <string.h>
 
 #include "payload.h"
@@ -37,8 +39,10 @@ core_ext_need(struct core *c, struct job *j)
 void
 core_ext_drop(struct core *c, struct job *j, struct job_ext *x)
 {
-    c->bytes -= CORE_EXT_BYTES + x->result_len;
+    c->bytes -=
+        CORE_EXT_BYTES + x->result_len + (uint64_t)x->dependents_cap * sizeof(struct job_dep);
     payload_free(x->result, x->result_len);
+    wq_free(x->dependents);
     registry_remove(c->exts, j->id, JOBID_LEN);
     pool_put(&c->ext_pool, x);
     j->flags &= ~JOB_F_EXT;
@@ -49,7 +53,8 @@ void
 core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL && x->result == NULL && x->waiters.first == NULL && !(j->flags & JOB_F_TIMED))
+    if (x != NULL && x->result == NULL && x->waiters.first == NULL && !x->cancelled &&
+        x->ndependents == 0 && x->unmet == 0 && !(j->flags & JOB_F_TIMED))
         core_ext_drop(c, j, x);
 }
 

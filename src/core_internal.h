@@ -48,7 +48,33 @@ void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
 /* Give j its result and final state, and wake its waiters. */
 void core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
                      uint32_t result_len);
+/* Log a result (complete or final fail) of j. */
+void core_record_result(struct core *c, const struct job *j, enum cmdlog_code code,
+                        const char *data, size_t len);
+/* Detached j (out of every bucket) is NEW: ready, scheduled, or leased
+ * at once to a parked leaser, as add places a job. */
+void core_job_place(struct core *c, struct job *j, uint64_t now_ms);
+/* WAITING j's prerequisites have all completed: place it as add would. */
+void core_job_release(struct core *c, struct job *j, uint64_t now_ms);
+/* Arm j's timer for the nearest of its deadlines. */
+void core_job_arm(struct core *c, struct job *j);
+/* Fail j (no result yet) as cancelled, marked so for its worker. */
+void core_job_cancel(struct core *c, struct job *j);
 /* Remove j and everything that refers to it. */
 void core_job_destroy(struct core *c, struct job *j);
+
+/* core_deps.c */
+/* CORE_OK if every job of after[0..n) may be a prerequisite, else
+ * CORE_BAD_PREREQ. */
+enum core_status core_deps_check(const struct core *c, const uint8_t (*after)[JOBID_LEN], size_t n);
+/* New job j (not yet placed) waits for after[0..n): true when that placed
+ * it (WAITING, or FAILED at once for a prerequisite that failed), false
+ * when none is left to wait for.  Unknown ones count as completed (in
+ * replay: cleaned away). */
+bool core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN], size_t n);
+/* j has its final state: release (COMPLETED) or fail its dependents. */
+void core_deps_settled(struct core *c, struct job *j);
+/* j is going (deleted, expired): fail its dependents. */
+void core_deps_gone(struct core *c, struct job *j);
 
 #endif /* WQ_CORE_INTERNAL_H */

@@ -84,7 +84,23 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         break;
     case CMDLOG_FAIL_RETRY:
         if (j != NULL && !job_is_done(j))
-            core_finish(c, r->id, false, NULL, 0, now_ms);
+            core_finish(c, r->id, false, NULL, 0, 0, now_ms);
+        break;
+    case CMDLOG_CANCEL:
+        if (j != NULL && !job_is_done(j))
+            core_job_cancel(c, j);
+        break;
+    case CMDLOG_AFTER:
+        /* right after its add: the job waits again for what is left */
+        if (j != NULL && j->state == JOB_NEW && j->place != JOB_NOWHERE &&
+            r->after.n / JOBID_LEN <= CORE_MAX_AFTER) {
+            core_job_detach(c, j);
+            if (core_deps_wait(c, j, (const uint8_t(*)[JOBID_LEN])r->after.p,
+                               r->after.n / JOBID_LEN))
+                core_job_arm(c, j);
+            else
+                core_job_place(c, j, now_ms);
+        }
         break;
     case CMDLOG_DELETE:
     case CMDLOG_EXPIRE:

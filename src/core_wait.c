@@ -10,17 +10,44 @@
 
 #include "alloc.h"
 
+/* Has fan-in w a part waiting on j already (an id listed twice)? */
+static bool
+core_part_of(const struct core *c, const struct job *j, const struct waiter *w)
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    for (struct hlist_node *n = x->waiters.first; n != NULL; n = n->next)
+        if (core_waiter_of(n)->group == w)
+            return true;
+    return false;
+}
+
 uint64_t
 core_waiter_deadline(const struct wheel_entry *e, void *arg)
 {
     return WQ_CONTAINER_OF(e, const struct waiter, timer)->deadline;
 }
 
+/* Free part p of a fan-in (not counted as a client). */
+static void
+core_part_free(struct core *c, struct waiter *p)
+{
+    hlist_unlink(&p->link);
+    core_ext_trim(c, p->job);
+    p->group->parts[p->part_ix] = NULL;
+    pool_put(&c->waiter_pool, p);
+}
+
 void
 core_waiter_free(struct core *c, struct waiter *w)
 {
     wheel_cancel(&c->wait_wheel, &w->timer);
-    if (w->kind == WAITER_LEASE) {
+    if (w->kind == WAITER_ALL) {
+        for (uint32_t i = 0; i < w->nids; i++)
+            if (w->parts[i] != NULL)
+                core_part_free(c, w->parts[i]);
+        wq_free(w->parts);
+        wq_free(w->ids);
+    } else if (w->kind == WAITER_LEASE) {
         for (uint32_t i = 0; i < w->nnodes; i++) {
             struct queue *q = w->nodes[i].queue;
             queue_unpark(q, &w->nodes[i]);
@@ -36,14 +63,72 @@ core_waiter_free(struct core *c, struct waiter *w)
     pool_put(&c->waiter_pool, w);
 }
 
-/* End a wait: take the waiter out of everything, then tell its owner. */
+/* End a wait: take the waiter out of everything, then tell its owner.  A
+ * fan-in's part only counts down its fan-in, which ends with its last. */
 void
 core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, struct job *j)
 {
+    if (w->kind == WAITER_PART) {
+        struct waiter *group = w->group;
+        core_part_free(c, w);
+        if (--group->pending == 0)
+            core_waiter_finish(c, group, WAITER_GOT, NULL);
+        return;
+    }
+    if (w->kind == WAITER_ALL) {
+        wait_all_fn done = w->all_done;
+        void *owner = w->owner;
+        uint8_t(*ids)[JOBID_LEN] = w->ids;
+        size_t n = w->nids;
+        w->ids = NULL; /* kept for the call */
+        core_waiter_free(c, w);
+        done(owner, how, c, (const uint8_t(*)[JOBID_LEN])ids, n);
+        wq_free(ids);
+        return;
+    }
     waiter_done_fn done = w->done;
     void *owner = w->owner;
     core_waiter_free(c, w);
     done(owner, how, c, j);
+}
+
+enum core_status
+core_wait_all(struct core *c, const uint8_t (*ids)[JOBID_LEN], size_t n, uint64_t wait_ms,
+              uint64_t now_ms, wait_all_fn done, void *owner, struct waiter **parked)
+{
+    size_t pending = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *j = core_find(c, ids[i]);
+        if (j == NULL)
+            return CORE_NOT_FOUND;
+        pending += !job_is_done(j);
+    }
+    if (pending == 0)
+        return CORE_OK;
+    if (wait_ms == 0)
+        return CORE_TIMEOUT;
+    struct waiter *w = core_waiter_new(c, WAITER_ALL, now_ms + wait_ms, NULL, owner);
+    w->all_done = done;
+    w->ids = wq_malloc(n * JOBID_LEN);
+    memcpy(w->ids, ids, n * JOBID_LEN);
+    w->parts = wq_calloc(n, sizeof *w->parts);
+    w->nids = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        struct job *j = core_find(c, ids[i]);
+        if (job_is_done(j) || (core_job_ext(c, j) != NULL && core_part_of(c, j, w)))
+            continue;
+        struct waiter *p = pool_get(&c->waiter_pool);
+        memset(p, 0, sizeof *p);
+        p->kind = WAITER_PART;
+        p->group = w;
+        p->part_ix = (uint32_t)i;
+        wheel_entry_init(&p->timer);
+        core_waiter_link(c, p, j);
+        w->parts[i] = p;
+        w->pending++;
+    }
+    *parked = w;
+    return CORE_PARKED;
 }
 
 struct waiter *

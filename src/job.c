@@ -4,8 +4,8 @@
 
 #include "registry.h"
 
-const char *const job_state_names[JOB_STATE_COUNT] = {"new", "completed", "failed", "pending",
-                                                      "leased"};
+const char *const job_state_names[JOB_STATE_COUNT] = {"new",     "completed", "failed",
+                                                      "pending", "leased",    "waiting"};
 
 /* Heap keys are 64-bit prefixes of the orders below, made so that most
  * comparisons end on the key: a key that is less means "before"; equal

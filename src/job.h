@@ -17,6 +17,7 @@ enum job_state {
     JOB_FAILED = 2,
     JOB_PENDING = 3,
     JOB_LEASED = 4,
+    JOB_WAITING = 5, /* ours: for its prerequisites (add -after) */
     JOB_STATE_COUNT
 };
 
@@ -72,6 +73,18 @@ struct job_ext {
     int64_t created_ms;   /* JOB_F_TIMED: Unix ms (base_ms is the time) */
     uint32_t time_ns;     /* JOB_F_TIMED: the time below the millisecond */
     uint32_t result_len;
+    bool cancelled; /* failed by cancel: its worker's complete is refused */
+    uint32_t unmet; /* JOB_WAITING: prerequisites not yet completed */
+    /* the jobs waiting for this one (add -after) */
+    struct job_dep *dependents;
+    uint32_t ndependents, dependents_cap;
+};
+
+/* A dependent job, by id and by its arrival number (an id used again by
+ * a later job is not the same job). */
+struct job_dep {
+    uint8_t id[JOBID_LEN];
+    uint64_t seq;
 };
 
 extern const char *const job_state_names[JOB_STATE_COUNT];

@@ -16,6 +16,7 @@
 #define WQ_MAX_ATTEMPTS      255u
 #define WQ_MAX_FAILS         255u
 #define WQ_MAX_INSPECT_LIMIT 1000u
+#define WQ_MAX_WAIT_IDS      1000u /* ids in one wait (ours) */
 
 /* Defaults of the tunable limits (flags --max-line, --max-payload). */
 #define WQ_DEFAULT_MAX_LINE    65536u

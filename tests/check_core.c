@@ -407,7 +407,7 @@ finish(struct core *c, uint32_t n, bool success, const char *data, uint64_t now)
 {
     uint8_t id[JOBID_LEN];
     mkid(n, id);
-    enum core_status st = core_finish(c, id, success, data, strlen(data), now);
+    enum core_status st = core_finish(c, id, success, data, strlen(data), 0, now);
     check_core(c);
     return st;
 }
