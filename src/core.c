@@ -258,6 +258,8 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     core_job_detach(c, j);
     j->state = state;
     struct job_ext *x = result != NULL ? core_ext_need(c, j) : core_job_ext(c, j);
+    if (x != NULL)
+        x->unmet = 0; /* a waiting job waits no more */
     if (result != NULL) {
         x->result = result;
         x->result_len = result_len;

@@ -145,7 +145,7 @@ struct qcount {
 
 struct tally {
     const struct core *c;
-    uint64_t ready, scheduled, leased, completed, failed, jobs;
+    uint64_t ready, scheduled, leased, completed, failed, waiting, jobs;
     struct qcount *qs;
     size_t nq, capq;
     /* from the queues */
@@ -183,7 +183,9 @@ tally_ext(struct tally *t, const struct job *j)
     }
     t->exts++;
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
-    REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL);
+    REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL ||
+            x->cancelled || x->unmet > 0 || x->ndependents > 0);
+    REQUIRE((x->unmet > 0) == (j->state == JOB_WAITING));
     REQUIRE((x->result != NULL) == (x->result_len > 0));
     REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
     REQUIRE(job_is_done(j) || x->waiters.first == NULL ||
@@ -231,6 +233,10 @@ tally_job(void *elem, void *arg)
     case JOB_FAILED:
         REQUIRE(j->place == JOB_NOWHERE);
         t->failed++;
+        break;
+    case JOB_WAITING:
+        REQUIRE(j->place == JOB_NOWHERE);
+        t->waiting++;
         break;
     default:
         ck_abort_msg("job %u in state %d", job_num(j), (int)j->state);
@@ -288,8 +294,10 @@ check_core_(struct core *c, const char *file, int line)
     REQUIRE(live == t.nqueues && c->queues.used - c->queues.nfree == live);
     const struct core_stats *s = &c->stats;
     if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
-        s->completed != t.completed || s->failed != t.failed || t.jobs != core_job_count(c) ||
-        s->ready + s->scheduled + s->leased + s->completed + s->failed != core_job_count(c) ||
+        s->completed != t.completed || s->failed != t.failed || s->waiting != t.waiting ||
+        t.jobs != core_job_count(c) ||
+        s->ready + s->scheduled + s->leased + s->completed + s->failed + s->waiting !=
+            core_job_count(c) ||
         t.q_ready != t.ready || t.q_scheduled != t.scheduled || t.q_leased != t.leased ||
         s->parked != (uint64_t)g_outstanding || t.exts != registry_count(c->exts))
         ck_abort_msg("%s:%d: stats ready %llu/%llu/%llu scheduled %llu/%llu/%llu "
@@ -1609,6 +1617,302 @@ START_TEST(test_free_with_jobs)
 }
 END_TEST
 
+/* ---- the job model's extensions (ours) ---- */
+
+/* Is job n's result text (exactly)? */
+static bool
+result_is(const struct core *c, uint32_t n, const char *text)
+{
+    const struct job *j = find((struct core *)c, n);
+    uint32_t len;
+    const char *r = j != NULL ? core_job_result(c, j, &len) : NULL;
+    return r != NULL && len == strlen(text) && memcmp(r, text, len) == 0;
+}
+
+/* Add job n to name q after the jobs of list (numbers), at now. */
+static enum core_status
+add_after(struct core *c, uint32_t n, const uint32_t *list, size_t k, uint64_t now)
+{
+    struct job_spec s = spec(n, "q");
+    uint8_t(*after)[JOBID_LEN] = malloc((k + 1) * JOBID_LEN);
+    for (size_t i = 0; i < k; i++)
+        mkid(list[i], after[i]);
+    s.after = (const uint8_t(*)[JOBID_LEN])after;
+    s.nafter = k;
+    enum core_status st = core_add(c, &s, now);
+    free(after);
+    check_core(c);
+    return st;
+}
+
+START_TEST(test_deps_release_and_fail)
+{
+    struct core *c = core_fixture();
+    add(c, 1, "q", 0, 0);
+    add(c, 2, "q", 0, 0);
+    uint32_t ab[] = {1, 2, 1};
+    ck_assert_int_eq(add_after(c, 3, ab, 3, 0), CORE_OK);
+    ck_assert_int_eq(find(c, 3)->state, JOB_WAITING);
+    uint32_t unknown[] = {99};
+    ck_assert_int_eq(add_after(c, 4, unknown, 1, 0), CORE_BAD_PREREQ);
+    ck_assert_ptr_null(find(c, 4));
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2);
+    ck_assert_int_eq(finish(c, 1, true, "a", 0), CORE_OK);
+    ck_assert_int_eq(find(c, 3)->state, JOB_WAITING);
+    ck_assert_int_eq(finish(c, 2, true, "b", 0), CORE_OK);
+    ck_assert_int_eq(find(c, 3)->state, JOB_NEW);
+    /* one already completed counts for nothing */
+    uint32_t one[] = {1};
+    ck_assert_int_eq(add_after(c, 5, one, 1, 0), CORE_OK);
+    ck_assert_int_eq(find(c, 5)->state, JOB_NEW);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 3);
+    /* 6 waits for 3; 7 for 6: 3 fails for good, both follow */
+    uint32_t three[] = {3}, six[] = {6};
+    ck_assert_int_eq(add_after(c, 6, three, 1, 0), CORE_OK);
+    ck_assert_int_eq(add_after(c, 7, six, 1, 0), CORE_OK);
+    ck_assert_int_eq(finish(c, 3, false, "no", 0), CORE_OK);
+    ck_assert_int_eq(find(c, 6)->state, JOB_FAILED);
+    ck_assert(result_is(c, 6, "prerequisite aa000000-0000-0000-0000-000000000003 failed"));
+    ck_assert(result_is(c, 7, "prerequisite aa000000-0000-0000-0000-000000000006 failed"));
+    /* a prerequisite that failed already fails the job at once */
+    ck_assert_int_eq(add_after(c, 8, three, 1, 0), CORE_OK);
+    ck_assert_int_eq(find(c, 8)->state, JOB_FAILED);
+    core_done(c);
+}
+END_TEST
+
+/* A chain 10,000 deep fails in one go, without recursion; releasing one
+ * prerequisite touches only its own dependents. */
+START_TEST(test_deps_chain)
+{
+    struct core *c = core_fixture();
+    g_quiet = true;
+    enum { DEPTH = 10000 };
+    add(c, 1, "q", 0, 0);
+    for (uint32_t n = 2; n <= DEPTH; n++) {
+        uint32_t prev = n - 1;
+        REQUIRE(add_after(c, n, &prev, 1, 0) == CORE_OK);
+    }
+    g_quiet = false;
+    check_core(c);
+    ck_assert_uint_eq(c->stats.waiting, DEPTH - 1);
+    ck_assert_int_eq(del(c, 1), CORE_OK);
+    ck_assert_uint_eq(c->stats.waiting, 0);
+    ck_assert_uint_eq(c->stats.failed, DEPTH - 1);
+    ck_assert(result_is(c, 2, "prerequisite aa000000-0000-0000-0000-000000000001 is gone"));
+    ck_assert(result_is(c, DEPTH, "prerequisite aa000000-0000-0000-0000-00000000270f failed"));
+    core_done(c);
+}
+END_TEST
+
+/* A prerequisite that expires while its dependent waits fails it; the
+ * dependent's own TTL runs meanwhile. */
+START_TEST(test_deps_expire)
+{
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    s.ttl = 500;
+    add_spec(c, &s, 0);
+    uint32_t one[] = {1};
+    ck_assert_int_eq(add_after(c, 2, one, 1, 0), CORE_OK);
+    advance(c, 499);
+    ck_assert_int_eq(find(c, 2)->state, JOB_WAITING);
+    advance(c, 500);
+    ck_assert_ptr_null(find(c, 1));
+    ck_assert_int_eq(find(c, 2)->state, JOB_FAILED);
+    ck_assert(result_is(c, 2, "prerequisite aa000000-0000-0000-0000-000000000001 is gone"));
+    /* a waiting job of its own expires by its TTL */
+    add(c, 3, "q", 0, 1000);
+    s = spec(4, "q");
+    s.ttl = 100;
+    uint8_t three[1][JOBID_LEN];
+    mkid(3, three[0]);
+    s.after = (const uint8_t(*)[JOBID_LEN])three;
+    s.nafter = 1;
+    add_spec(c, &s, 1000);
+    advance(c, 1100);
+    ck_assert_ptr_null(find(c, 4));
+    ck_assert_uint_eq(lease_now(c, "q", 1100), 3);
+    ck_assert_int_eq(finish(c, 3, true, "ok", 1100), CORE_OK);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_cancel)
+{
+    struct core *c = core_fixture();
+    uint8_t id[JOBID_LEN];
+    add(c, 1, "q", 0, 0);
+    add(c, 2, "q", 0, 0);
+    mkid(1, id);
+    /* a ready job */
+    ck_assert_int_eq(core_cancel_job(c, id, 0), CORE_OK);
+    ck_assert_int_eq(find(c, 1)->state, JOB_FAILED);
+    ck_assert(result_is(c, 1, "cancelled"));
+    ck_assert_int_eq(core_cancel_job(c, id, 0), CORE_DUP_RESULT);
+    ck_assert_int_eq(finish(c, 1, true, "late", 0), CORE_CANCELLED);
+    /* a leased job: its worker is told, whatever it sends */
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2);
+    struct owner o;
+    owner_init(&o, c, 1);
+    struct job *got;
+    ck_assert_int_eq(result(c, 2, 5000, 0, &o, &got), CORE_PARKED);
+    mkid(2, id);
+    ck_assert_int_eq(core_cancel_job(c, id, 0), CORE_OK);
+    ck_assert_int_eq(o.calls, 1);
+    ck_assert_int_eq(o.how, WAITER_GOT);
+    ck_assert_int_eq(o.state, JOB_FAILED);
+    ck_assert_int_eq(core_touch(c, id, 0, 0, 0), CORE_CANCELLED);
+    ck_assert_int_eq(finish(c, 2, false, "late", 0), CORE_CANCELLED);
+    ck_assert_uint_eq(c->stats.leased, 0);
+    /* complete first, cancel after: the result stands */
+    add(c, 3, "q", 0, 0);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 3);
+    ck_assert_int_eq(finish(c, 3, true, "done", 0), CORE_OK);
+    mkid(3, id);
+    ck_assert_int_eq(core_cancel_job(c, id, 0), CORE_DUP_RESULT);
+    ck_assert(result_is(c, 3, "done"));
+    mkid(9, id);
+    ck_assert_int_eq(core_cancel_job(c, id, 0), CORE_NOT_FOUND);
+    core_done(c);
+}
+END_TEST
+
+/* A worker whose lease ran out is refused by its fencing token; touch
+ * keeps a lease alive. */
+START_TEST(test_fencing_and_touch)
+{
+    struct core *c = core_fixture();
+    uint8_t id[JOBID_LEN];
+    mkid(1, id);
+    add(c, 1, "q", 0, 0); /* TTR 1000 */
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_uint_eq(find(c, 1)->attempts, 1);
+    advance(c, 900);
+    ck_assert_int_eq(core_touch(c, id, 0, 1, 900), CORE_OK);
+    advance(c, 1899);
+    ck_assert_int_eq(find(c, 1)->state, JOB_LEASED);
+    ck_assert_int_eq(core_touch(c, id, 50, 0, 1899), CORE_OK); /* this once: 50 ms */
+    advance(c, 1949);
+    ck_assert_int_eq(find(c, 1)->state, JOB_PENDING);
+    ck_assert_int_eq(core_touch(c, id, 0, 0, 1949), CORE_NOT_FOUND);
+    ck_assert_uint_eq(lease_now(c, "q", 1949), 1);
+    ck_assert_uint_eq(find(c, 1)->attempts, 2);
+    ck_assert_uint_eq(find(c, 1)->ttr, 1000); /* the job's TTR is its own */
+    ck_assert_int_eq(core_finish(c, id, true, "old", 3, 1, 1950), CORE_STALE);
+    ck_assert_int_eq(core_touch(c, id, 0, 1, 1950), CORE_STALE);
+    ck_assert_int_eq(find(c, 1)->state, JOB_LEASED);
+    ck_assert_int_eq(core_finish(c, id, true, "new", 3, 2, 1950), CORE_OK);
+    ck_assert_int_eq(core_finish(c, id, true, "old", 3, 1, 1950), CORE_STALE);
+    ck_assert(result_is(c, 1, "new"));
+    core_done(c);
+}
+END_TEST
+
+/* What a fan-in's owner was told. */
+static int g_all_calls;
+static enum waiter_outcome g_all_how;
+static size_t g_all_n;
+
+static void
+on_all_done(void *arg, enum waiter_outcome how, const struct core *c,
+            const uint8_t (*ids)[JOBID_LEN], size_t n)
+{
+    g_all_calls++;
+    g_all_how = how;
+    g_all_n = n;
+    g_outstanding--;
+    REQUIRE(c->stats.parked == (uint64_t)g_outstanding);
+}
+
+static enum core_status
+wait_all(struct core *c, const uint32_t *list, size_t k, uint64_t wait, uint64_t now,
+         struct waiter **w)
+{
+    uint8_t(*ids)[JOBID_LEN] = malloc(k * JOBID_LEN);
+    for (size_t i = 0; i < k; i++)
+        mkid(list[i], ids[i]);
+    enum core_status st =
+        core_wait_all(c, (const uint8_t(*)[JOBID_LEN])ids, k, wait, now, on_all_done, NULL, w);
+    if (st == CORE_PARKED)
+        g_outstanding++;
+    free(ids);
+    check_core(c);
+    return st;
+}
+
+START_TEST(test_wait_all)
+{
+    struct core *c = core_fixture();
+    g_all_calls = 0;
+    for (uint32_t n = 1; n <= 3; n++)
+        add(c, n, "q", 0, 0);
+    struct waiter *w;
+    uint32_t all[] = {1, 2, 3, 2}, missing[] = {1, 9};
+    ck_assert_int_eq(wait_all(c, missing, 2, 1000, 0, &w), CORE_NOT_FOUND);
+    ck_assert_int_eq(wait_all(c, all, 4, 0, 0, &w), CORE_TIMEOUT);
+    ck_assert_int_eq(wait_all(c, all, 4, 1000, 0, &w), CORE_PARKED);
+    ck_assert_uint_eq(c->stats.parked, 1); /* one client, however many jobs */
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_int_eq(finish(c, 1, true, "a", 0), CORE_OK);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2);
+    ck_assert_int_eq(finish(c, 2, false, "b", 0), CORE_OK);
+    ck_assert_int_eq(g_all_calls, 0);
+    ck_assert_int_eq(del(c, 3), CORE_OK); /* gone counts as an end */
+    ck_assert_int_eq(g_all_calls, 1);
+    ck_assert_int_eq(g_all_how, WAITER_GOT);
+    ck_assert_uint_eq(g_all_n, 4);
+    uint32_t done[] = {1, 2};
+    ck_assert_int_eq(wait_all(c, done, 2, 1000, 0, &w), CORE_OK);
+    /* the time runs out; then a client that leaves */
+    add(c, 4, "q", 0, 0);
+    uint32_t some[] = {1, 4};
+    ck_assert_int_eq(wait_all(c, some, 2, 100, 0, &w), CORE_PARKED);
+    advance(c, 100);
+    ck_assert_int_eq(g_all_calls, 2);
+    ck_assert_int_eq(g_all_how, WAITER_TIMEOUT);
+    ck_assert_int_eq(wait_all(c, some, 2, 100, 100, &w), CORE_PARKED);
+    core_cancel(c, w);
+    g_outstanding--;
+    check_core(c);
+    advance(c, 1000);
+    ck_assert_int_eq(g_all_calls, 2);
+    core_done(c);
+}
+END_TEST
+
+START_TEST(test_same_job)
+{
+    struct core *c = core_fixture();
+    struct job_spec s = spec(1, "q");
+    add_spec(c, &s, 0);
+    ck_assert(core_same_job(c, find(c, 1), &s));
+    struct job_spec t = s;
+    t.payload = "other!!";
+    ck_assert(!core_same_job(c, find(c, 1), &t));
+    t = s;
+    t.ttr = 999;
+    ck_assert(!core_same_job(c, find(c, 1), &t));
+    t = s;
+    t.name = (struct wq_str){"r", 1};
+    ck_assert(!core_same_job(c, find(c, 1), &t));
+    t = s;
+    t.timed = true;
+    t.time_ms = 5;
+    ck_assert(!core_same_job(c, find(c, 1), &t));
+    s = spec(2, "q");
+    s.timed = true;
+    s.time_ms = 5000;
+    s.time_ns = 7;
+    add_spec(c, &s, 0);
+    ck_assert(core_same_job(c, find(c, 2), &s));
+    s.time_ns = 8;
+    ck_assert(!core_same_job(c, find(c, 2), &s));
+    core_done(c);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -1637,6 +1941,13 @@ core_suite(void)
         {"queue_lifetime", test_queue_lifetime},
         {"random_workload", test_random_workload},
         {"free_with_jobs", test_free_with_jobs},
+        {"deps_release_and_fail", test_deps_release_and_fail},
+        {"deps_chain", test_deps_chain},
+        {"deps_expire", test_deps_expire},
+        {"cancel", test_cancel},
+        {"fencing_and_touch", test_fencing_and_touch},
+        {"wait_all", test_wait_all},
+        {"same_job", test_same_job},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }
