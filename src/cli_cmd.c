@@ -28,20 +28,28 @@ struct cli_cmd_spec {
 
 static const struct cli_cmd_spec cli_cmd_table[] = {
     {"add", CLI_CMD_SEND, 5, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N]"},
+     "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N] "
+     "[-after=ID,...] [-idempotent=1]"},
     {"schedule", CLI_CMD_SEND, 6, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] [-max-attempts=N] "
-     "[-max-fails=N]"},
+     "[-max-fails=N] "
+     "[-after=ID,...] [-idempotent=1]"},
     {"run", CLI_CMD_SEND, 5, true, true, CLI_VIEW_RESULT, 3, 2,
      "run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]"},
     {"result", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,
      "result <id> <wait-timeout>"},
     {"lease", CLI_CMD_SEND, 0, false, false, CLI_VIEW_LEASE, CLI_ARG_LAST, CLI_ARG_NONE,
-     "lease <name>... <wait-timeout>"},
+     "lease <name>... <wait-timeout> [-fencing=1]"},
     {"complete", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "complete <id> <result>"},
+     "complete <id> <result> [-attempt=N]"},
     {"fail", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "fail <id> <result>"},
+     "fail <id> <result> [-attempt=N]"},
+    {"touch", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "touch <id> [<ttr>] [-attempt=N]"},
+    {"cancel", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "cancel <id>"},
+    {"wait", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 0, CLI_ARG_NONE,
+     "wait <wait-timeout> <id>..."},
     {"delete", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "delete <id>"},
     {"inspect", CLI_CMD_SEND, 0, false, false, CLI_VIEW_SERVER, CLI_ARG_NONE, CLI_ARG_NONE,
@@ -231,6 +239,10 @@ cli_cmd_expect(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struc
 {
     size_t npos = cli_cmd_arg(tok, n, SIZE_MAX);
     cmd->view = spec->view;
+    if (strcmp(spec->name, "lease") == 0)
+        for (size_t i = 1; i < n; i++)
+            if (cli_token_is(&tok[i], "-fencing=1"))
+                cmd->view = CLI_VIEW_FENCED;
     if (strcmp(spec->name, "inspect") == 0 && npos > 0)
         for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_inspect_views); i++)
             if (cli_token_is(&tok[cli_cmd_arg(tok, n, 0)], cli_cmd_inspect_views[i].object))

@@ -33,11 +33,12 @@ enum cli_reply_state {
 /* Tokens on an entry's head line, the size included. */
 static const int cli_reply_entry_tokens[CLI_VIEW_COUNT] = {
     [CLI_VIEW_LEASE] = 4,
+    [CLI_VIEW_FENCED] = 5,
     [CLI_VIEW_RESULT] = 3,
 };
 
-static const char *const cli_reply_job_states[] = {"NEW", "COMPLETED", "FAILED", "PENDING",
-                                                   "LEASED"};
+static const char *const cli_reply_job_states[] = {"NEW",     "COMPLETED", "FAILED",
+                                                   "PENDING", "LEASED",    "WAITING"};
 
 /* Columns of the jobs table after the id, when some job has them. */
 static const char *const cli_reply_job_columns[] = {"state", "priority", "attempts",
@@ -188,7 +189,7 @@ cli_reply_add_field(struct cli_reply *r, size_t key, size_t key_len, size_t val,
 static void
 cli_reply_next_block(struct cli_reply *r)
 {
-    bool entries = r->view == CLI_VIEW_LEASE || r->view == CLI_VIEW_RESULT;
+    bool entries = cli_reply_entry_tokens[r->view] > 0;
     if (--r->blocks_left == 0)
         r->state = CLI_RS_DONE;
     else
@@ -512,11 +513,14 @@ static void
 cli_reply_print_entry(const struct cli_reply *r, const struct cli_reply_block *b, FILE *out)
 {
     static const char *const lease_labels[] = {"id", "name", "ttr", "payload"};
+    static const char *const fenced_labels[] = {"id", "name", "ttr", "attempt", "payload"};
     static const char *const result_labels[] = {"id", "status", "result"};
-    bool lease = r->view == CLI_VIEW_LEASE;
-    const char *const *labels = lease ? lease_labels : result_labels;
+    bool lease = r->view != CLI_VIEW_RESULT;
+    const char *const *labels = r->view == CLI_VIEW_FENCED ? fenced_labels
+                                : lease                    ? lease_labels
+                                                           : result_labels;
     size_t ntok = (size_t)cli_reply_entry_tokens[r->view];
-    struct cli_text cells[8] = {{0}};
+    struct cli_text cells[10] = {{0}};
     const char *p = r->buf + b->head, *end = p + b->head_len;
     for (size_t i = 0; i + 1 < ntok; i++) {
         while (*p == ' ')
@@ -693,7 +697,7 @@ cli_reply_print(const struct cli_reply *r, FILE *out)
     for (size_t b = 0; b < r->nblocks; b++) {
         if (b > 0)
             fputc('\n', out);
-        if (r->view == CLI_VIEW_LEASE || r->view == CLI_VIEW_RESULT)
+        if (cli_reply_entry_tokens[r->view] > 0)
             cli_reply_print_entry(r, &r->blocks[b], out);
         else
             cli_reply_print_kv(r, &r->blocks[b], out);

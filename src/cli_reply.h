@@ -14,6 +14,7 @@
 enum cli_view {
     CLI_VIEW_STATUS, /* one line: +OK */
     CLI_VIEW_LEASE,  /* +OK n, then n of "<id> <name> <ttr> <size>" + payload */
+    CLI_VIEW_FENCED, /* the same with the attempt: "<id> <name> <ttr> <attempt> <size>" */
     CLI_VIEW_RESULT, /* +OK n, then n of "<id> <1|0> <size>" + result */
     CLI_VIEW_SERVER, /* +OK n, then blocks; shown as key/value lists */
     CLI_VIEW_JOB,    /* the same, a job's id first */

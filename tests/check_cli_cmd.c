@@ -174,14 +174,14 @@ START_TEST(test_cmd_local)
     fclose(out);
     static const char *const lines[] = {
         "\n  add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-        "[-max-fails=N]\n",
+        "[-max-fails=N] [-after=ID,...] [-idempotent=1]\n",
         "\n  schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] "
-        "[-max-attempts=N] [-max-fails=N]\n",
+        "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1]\n",
         "\n  run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]\n",
         "\n  result <id> <wait-timeout>\n",
-        "\n  lease <name>... <wait-timeout>\n",
-        "\n  complete <id> <result>\n",
-        "\n  fail <id> <result>\n",
+        "\n  lease <name>... <wait-timeout> [-fencing=1]\n",
+        "\n  complete <id> <result> [-attempt=N]\n",
+        "\n  fail <id> <result> [-attempt=N]\n",
         "\n  delete <id>\n",
         "\n  inspect server\n",
         "\n  inspect scheduled-jobs <name> <offset> <limit>\n",
@@ -226,15 +226,17 @@ START_TEST(test_cmd_errors)
     static const char *const cases[][2] = {
         {"add " ID " q 1 2",
          "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-         "[-max-fails=N]"},
-        {"add " ID " q 1 2 -a=b", "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
-                                  "[-max-attempts=N] [-max-fails=N]"},
-        {"schedule " ID " q 1 2 x", "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
-                                    "[-priority=N] [-max-attempts=N] [-max-fails=N]"},
+         "[-max-fails=N] [-after=ID,...] [-idempotent=1]"},
+        {"add " ID " q 1 2 -a=b",
+         "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
+         "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1]"},
+        {"schedule " ID " q 1 2 x",
+         "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
+         "[-priority=N] [-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1]"},
         {"run " ID " q 1 2 x y", "usage: run <id> <name> <ttr> <wait-timeout> <payload> "
                                  "[-priority=N]"},
-        {"complete " ID " a b", "usage: complete <id> <result>"},
-        {"fail " ID, "usage: fail <id> <result>"},
+        {"complete " ID " a b", "usage: complete <id> <result> [-attempt=N]"},
+        {"fail " ID, "usage: fail <id> <result> [-attempt=N]"},
         {"frobnicate x", "unknown command \"frobnicate\" (help lists them)"},
         {"ADD - q 1 2 x", "unknown command \"ADD\" (help lists them)"},
         {"\"add\" - q 1 2 x", "unknown command \"add\" (help lists them)"},

@@ -69,6 +69,8 @@ static const struct {
     {CLI_VIEW_LEASE, "-TIMEOUT\r\n"},
     {CLI_VIEW_LEASE, "+OK 1\r\n" ID " q 1000 4\r\na\r\nb\r\n"},
     {CLI_VIEW_LEASE, "+OK 2\n" ID " q 1000 0\n\n" ID " q 1000 1\nx\n"},
+    {CLI_VIEW_FENCED, "+OK 1\r\n" ID " q 1000 3 4\r\na\r\nb\r\n"},
+    {CLI_VIEW_RESULT, "+OK 2\r\n" ID " 1 2\r\nok\r\n" ID " 0 9\r\ncancelled\r\n"},
     {CLI_VIEW_RESULT, "+OK 1\r\n" ID " 0 0\r\n\r\n"},
     {CLI_VIEW_SERVER, "+OK 1\r\nserver 2\r\nactive-clients 1\r\nversion 0.1.0\r\n"},
     {CLI_VIEW_QUEUES, "+OK 2\r\na 2\r\nready-len 1\r\nscheduled-len 0\r\nb 0\r\n"},
@@ -114,6 +116,7 @@ START_TEST(test_reply_malformed)
         {CLI_VIEW_LEASE, "+OK\r\n", "expected +OK <count>"},
         {CLI_VIEW_SERVER, "+OK x\r\n", "expected +OK <count>"},
         {CLI_VIEW_LEASE, "+OK 1\r\n" ID " q 5\r\n", "unexpected job line"},
+        {CLI_VIEW_FENCED, "+OK 1\r\n" ID " q 5 0\r\n\r\n", "unexpected job line"},
         {CLI_VIEW_RESULT, "+OK 1\r\n" ID " 1 x\r\n", "unexpected job line"},
         {CLI_VIEW_LEASE, "+OK 1\r\n" ID " q 5 2\r\nabc\r\n",
          "data block not followed by a line end"},
@@ -183,6 +186,13 @@ START_TEST(test_reply_print_jobs)
         printed("+OK 2\r\n" ID " a 1 1\r\nx\r\n" ID " b 2 0\r\n\r\n", CLI_VIEW_LEASE, false),
         "id       " ID "\nname     a\nttr      1\npayload  \"x\"\n\n"
         "id       " ID "\nname     b\nttr      2\npayload  \"\"\n");
+    /* lease -fencing=1: the attempt too */
+    ck_assert_str_eq(printed("+OK 1\r\n" ID " emails 30000 2 2\r\nhi\r\n", CLI_VIEW_FENCED, false),
+                     "id       " ID "\n"
+                     "name     emails\n"
+                     "ttr      30000\n"
+                     "attempt  2\n"
+                     "payload  \"hi\"\n");
 }
 END_TEST
 
