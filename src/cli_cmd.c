@@ -60,6 +60,8 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
      "inspect jobs <name> <offset> <limit>\n"
      "inspect scheduled-jobs <name> <offset> <limit>\n"
      "inspect workers <offset> <limit>"},
+    {"hello", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "hello <name> [-labels=a,b]"},
     {"worker", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "worker quiet <wid>\n"
      "worker terminate <wid>"},

@@ -3,6 +3,7 @@
 #include "wq.h"
 #include "cmd.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "conn.h"
@@ -11,6 +12,7 @@
 #include "jobid.h"
 #include "reply.h"
 #include "util.h"
+#include "workers.h"
 
 const struct cmd_flag cmd_job_flags[] = {
     {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false},
@@ -30,6 +32,12 @@ const struct cmd_flag cmd_lease_flags[] = {
 /* complete, fail, touch -attempt=N: only the lease of attempt N (ours). */
 const struct cmd_flag cmd_attempt_flags[] = {
     {"attempt", "Invalid Attempt", 1, JOB_ATTEMPTS_MAX, false},
+    {NULL, NULL, 0, 0, false},
+};
+
+/* hello -labels=a,b (ours). */
+const struct cmd_flag cmd_hello_flags[] = {
+    {"labels", "Invalid Labels", 0, 0, true},
     {NULL, NULL, 0, 0, false},
 };
 
@@ -54,6 +62,7 @@ static const struct cmd_spec cmd_table[] = {
     {{"touch", 1, 2, false, NULL}, cmd_attempt_flags, cmd_touch},
     {{"cancel", 1, 1, false, NULL}, NULL, cmd_cancel},
     {{"wait", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_wait},
+    {{"hello", 1, 1, false, NULL}, cmd_hello_flags, cmd_hello},
 };
 
 const struct proto_syntax *
@@ -88,11 +97,19 @@ cmd_client_error(struct reply *out, const char *msg)
 
 /* ---- the protocol module ---- */
 
+/* A connection's state: the parser's, and the worker it named (hello). */
+struct cmd_conn {
+    struct proto proto; /* first: proto_parse takes the state as its own */
+    struct worker *worker;
+};
+
 static void
 cmd_proto_open(void *ctx, void *state, struct reply *out)
 {
     const struct cmd_ctx *c = ctx;
-    proto_init(state, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
+    struct cmd_conn *cc = state;
+    proto_init(&cc->proto, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
+    cc->worker = NULL;
 }
 
 /* Parse the first request of in[0..len) and run it. */
@@ -103,8 +120,13 @@ cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size
     struct request req;
     const char *err = NULL;
     size_t consumed;
-    switch (proto_parse(state, in, len, &req, &err, &consumed, need)) {
+    struct cmd_conn *cc = state;
+    switch (proto_parse(&cc->proto, in, len, &req, &err, &consumed, need)) {
     case PROTO_REQUEST:
+        ((struct cmd_ctx *)ctx)->worker = &cc->worker;
+        if (cc->worker != NULL)
+            snprintf(cc->worker->last_command, sizeof cc->worker->last_command, "%s",
+                     req.cmd->name);
         cmd_dispatch(ctx, out, &req);
         *need = 0;
         break;
@@ -133,12 +155,17 @@ cmd_proto_cancel(void *ctx, void *waiting)
 static void
 cmd_proto_close(void *ctx, void *state)
 {
-    proto_clear(state);
+    struct cmd_ctx *c = ctx;
+    struct cmd_conn *cc = state;
+    proto_clear(&cc->proto);
+    if (cc->worker != NULL)
+        workers_detach(c->core->workers, cc->worker);
+    cc->worker = NULL;
 }
 
 const struct conn_proto cmd_protocol = {
     .name = "workq",
-    .state_size = sizeof(struct proto),
+    .state_size = sizeof(struct cmd_conn),
     .open = cmd_proto_open,
     .handle = cmd_proto_handle,
     .cancel = cmd_proto_cancel,

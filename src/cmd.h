@@ -10,6 +10,7 @@
 struct conn_proto;
 struct core;
 struct reply;
+struct worker;
 
 /* What handlers share: the core, the time of the current batch, the
  * server figures that inspect shows, and the framing limits. */
@@ -22,6 +23,7 @@ struct cmd_ctx {
     bool faktory;     /* a Faktory listener is on (inspect server shows it) */
     size_t max_line;  /* proto.h's limits */
     uint64_t max_payload;
+    struct worker **worker; /* the current connection's named worker (hello) */
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its
@@ -88,6 +90,7 @@ void cmd_worker(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 void cmd_touch(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_wait(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_hello(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 
 /* Flag tables: add and schedule take all four (in this order), run only
  * the priority; lease takes -fencing, complete, fail and touch -attempt. */
@@ -95,6 +98,7 @@ extern const struct cmd_flag cmd_job_flags[];
 extern const struct cmd_flag cmd_run_flags[];
 extern const struct cmd_flag cmd_lease_flags[];
 extern const struct cmd_flag cmd_attempt_flags[];
+extern const struct cmd_flag cmd_hello_flags[];
 enum {
     CMD_FLAG_PRIORITY,
     CMD_FLAG_MAX_ATTEMPTS,

@@ -172,14 +172,22 @@ inspect_workers(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_
     uint64_t count = WQ_MIN(limit, (uint64_t)n - first);
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     for (uint64_t i = first; i < first + count; i++) {
+        static const char *const kinds[] = {"", "faktory", "workq", "faktory,workq"};
         char host[256], labels[256];
-        inspect_line(out, "%s 6", k[i]->wid);
-        inspect_line(out, "hostname %s", inspect_printable(k[i]->hostname, host, sizeof host));
-        inspect_line(out, "pid %lld", (long long)k[i]->pid);
-        inspect_line(out, "labels %s", inspect_printable(k[i]->labels, labels, sizeof labels));
-        inspect_line(out, "connections %u", (unsigned)k[i]->connections);
-        inspect_time_line(out, "last-beat", (int64_t)k[i]->last_beat_ms);
-        inspect_line(out, "state %s", worker_state_name(k[i]->state));
+        const struct worker *w = k[i];
+        inspect_line(out, "%s 12", w->wid);
+        inspect_line(out, "hostname %s", inspect_printable(w->hostname, host, sizeof host));
+        inspect_line(out, "pid %lld", (long long)w->pid);
+        inspect_line(out, "labels %s", inspect_printable(w->labels, labels, sizeof labels));
+        inspect_line(out, "connections %u", (unsigned)w->connections);
+        inspect_time_line(out, "last-beat", (int64_t)w->last_beat_ms);
+        inspect_line(out, "state %s", worker_state_name(w->state));
+        inspect_line(out, "kind %s", kinds[w->kinds & 3]);
+        inspect_line(out, "address %s", w->address);
+        inspect_time_line(out, "connected", (int64_t)w->connected_ms);
+        inspect_line(out, "last-command %s", w->last_command);
+        inspect_line(out, "waiting-on %s", w->waiting_on != NULL ? w->waiting_on : "");
+        inspect_line(out, "jobs %u", (unsigned)w->holding);
     }
     wq_free(k);
 }

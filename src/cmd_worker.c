@@ -74,6 +74,7 @@ cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     struct job *j;
     struct waiter *w;
     switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms,
+                       ctx->worker != NULL ? *ctx->worker : NULL,
                        fencing ? cmd_lease_done_fenced : cmd_lease_done, out, &j, &w)) {
     case CORE_OK:
         cmd_reply_lease(out, ctx->core, j, fencing);

@@ -1,10 +1,15 @@
 /* cmd_workers.c - the Workq protocol's command on the worker registry
- * (workers.h), an extension of ours: `worker quiet|terminate <wid>`
- * (doc/protocol.md, "Workers"; `inspect workers` is in cmd_inspect.c). */
+ * (workers.h), extensions of ours: `worker quiet|terminate <wid>` and
+ * `hello <name>` (doc/protocol.md, "Workers"; `inspect workers` is in
+ * cmd_inspect.c). */
 #include "wq.h"
 #include "cmd.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "core.h"
 #include "reply.h"
@@ -37,5 +42,59 @@ cmd_worker(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
     if (want > k->state)
         k->state = want;
+    cmd_reply_ok(out);
+}
+
+/* The labels of hello's -labels=a,b as a compact JSON array (jansson);
+ * NULL when one is empty or not visible ASCII. */
+static char *
+cmd_hello_labels(const struct wq_str *flag)
+{
+    struct wq_str key, value;
+    proto_flag_split(flag, &key, &value);
+    json_t *labels = json_array();
+    const char *p = value.p, *end = value.p + value.n;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
+        if (!workers_valid_id(p, n)) {
+            json_decref(labels);
+            return NULL;
+        }
+        json_array_append_new(labels, json_stringn(p, n));
+        p += n + 1;
+    }
+    char *text = json_dumps(labels, JSON_COMPACT);
+    json_decref(labels);
+    return text;
+}
+
+/* hello <name> [-labels=a,b]: the connection belongs to the named worker
+ * (ours), in the registry Faktory's workers share. */
+void
+cmd_hello(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
+{
+    const struct wq_str *name = &r->args[0];
+    if (!workers_valid_id(name->p, name->n)) {
+        cmd_client_error(out, "Invalid wid");
+        return;
+    }
+    int64_t flags[1] = {0};
+    const char *err = cmd_parse_flags(r, flags);
+    char *labels = NULL;
+    if (err == NULL && flags[0] > 0 && (labels = cmd_hello_labels(&r->flags[flags[0] - 1])) == NULL)
+        err = "Invalid Labels";
+    if (err == NULL && *ctx->worker != NULL)
+        err = "Worker already named";
+    if (err != NULL) {
+        cmd_client_error(out, err);
+        free(labels);
+        return;
+    }
+    *ctx->worker =
+        workers_attach(ctx->core->workers, name->p, name->n, "", 0, labels != NULL ? labels : "[]",
+                       WORKER_WORKQ, reply_peer(out), ctx->now_ms);
+    snprintf((*ctx->worker)->last_command, sizeof(*ctx->worker)->last_command, "hello");
+    free(labels);
     cmd_reply_ok(out);
 }

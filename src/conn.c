@@ -3,6 +3,9 @@
 #include "wq.h"
 #include "conn.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -69,6 +72,7 @@ struct conn {
     uint64_t mark;         /* records appended when the last request began */
     size_t need;           /* input bytes needed before handling again */
     uint64_t active_ms;    /* last input, or the end of the last wait */
+    char peer[64];         /* the client's address, HOST:PORT */
 };
 
 static void conn_process(struct conn *c);
@@ -234,9 +238,31 @@ conn_reply_close(void *to)
     conn_close_soon(to, true);
 }
 
+static const char *
+conn_reply_peer(void *to)
+{
+    return ((struct conn *)to)->peer;
+}
+
 static const struct reply_ops conn_reply_ops = {
-    conn_reply_bytes, conn_reply_payload, conn_reply_park, conn_reply_wake, conn_reply_close,
+    conn_reply_bytes, conn_reply_payload, conn_reply_park,
+    conn_reply_wake,  conn_reply_close,   conn_reply_peer,
 };
+
+/* "HOST:PORT" of the socket's peer into out ("" if it has none). */
+static void
+conn_peer_text(int fd, char *out, size_t cap)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    char host[INET6_ADDRSTRLEN], port[8];
+    out[0] = '\0';
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0 ||
+        getnameinfo((struct sockaddr *)&sa, len, host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        return;
+    snprintf(out, cap, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
 
 struct reply *
 conn_reply(struct conn *c)
@@ -462,6 +488,7 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->svc = svc;
     c->reply = (struct reply){&conn_reply_ops, c};
     c->active_ms = util_now_ms();
+    conn_peer_text(fd, c->peer, sizeof c->peer);
     c->direct = svc->transport == NULL;
     c->bev = c->direct ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)
                        : svc->transport(s->base, fd, svc->transport_arg);

@@ -170,13 +170,18 @@ core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, c
 
 /* ---- transitions ---- */
 
-/* Lease j (NEW or PENDING, out of any heap) to a worker. */
+/* Lease j (NEW or PENDING, out of any heap) to a worker (who: a named
+ * one, or NULL). */
 void
-core_lease_job(struct core *c, struct job *j, uint64_t now_ms)
+core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *who)
 {
     WQ_ASSERT(j->place == JOB_NOWHERE);
     core_record_id(c, j, CMDLOG_START_ATTEMPT);
     j->state = JOB_LEASED;
+    if (who != NULL) {
+        core_ext_need(c, j)->holder = who;
+        workers_hold(who);
+    }
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
     core_job_queue(c, j)->leased++;
@@ -213,7 +218,7 @@ core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
         }
         return;
     }
-    core_lease_job(c, j, now_ms);
+    core_lease_job(c, j, now_ms, node->waiter->who);
     core_waiter_finish(c, node->waiter, WAITER_GOT, j);
 }
 
@@ -232,7 +237,7 @@ core_dispatch(struct core *c)
         struct job *j;
         while ((node = queue_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
             core_job_detach(c, j);
-            core_lease_job(c, j, c->now_ms);
+            core_lease_job(c, j, c->now_ms, node->waiter->who);
             core_waiter_finish(c, node->waiter, WAITER_GOT, j);
         }
         queue_table_unref(&c->queues, q);
@@ -244,10 +249,17 @@ void
 core_job_detach(struct core *c, struct job *j)
 {
     (*core_bucket(c, j))--;
-    if (j->place != JOB_NOWHERE)
+    if (j->place != JOB_NOWHERE) {
         queue_remove(core_job_queue(c, j), j);
-    else if (j->state == JOB_LEASED)
+    } else if (j->state == JOB_LEASED) {
         core_job_queue(c, j)->leased--;
+        struct job_ext *x = core_job_ext(c, j);
+        if (x != NULL && x->holder != NULL) { /* its worker holds it no more */
+            workers_unhold(x->holder);
+            x->holder = NULL;
+            core_ext_trim(c, j);
+        }
+    }
 }
 
 /* Give j its final state and result (result is owned by j from now). */
@@ -501,7 +513,8 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
 
 enum core_status
 core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
-           waiter_done_fn done, void *owner, struct job **out, struct waiter **parked)
+           struct worker *who, waiter_done_fn done, void *owner, struct job **out,
+           struct waiter **parked)
 {
     /* Pick uniformly among the distinct names with a ready job (reservoir
      * sampling); the stamp makes a name listed twice count once. */
@@ -519,7 +532,7 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
     if (pick != NULL) {
         struct job *j = queue_peek_ready(pick);
         core_job_detach(c, j);
-        core_lease_job(c, j, now_ms);
+        core_lease_job(c, j, now_ms, who);
         *out = j;
         return CORE_OK;
     }
@@ -528,6 +541,9 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
 
     /* Park on every distinct name, creating the queues that do not exist. */
     struct waiter *w = core_waiter_new(c, WAITER_LEASE, now_ms + wait_ms, done, owner);
+    w->who = who;
+    if (who != NULL)
+        core_worker_waits(who, names, n);
     stamp = ++c->lease_stamp;
     struct queue **qs = NULL;
     size_t nq = 0;
@@ -757,6 +773,8 @@ static void
 core_free_ext(void *elem, void *arg)
 {
     struct job_ext *x = elem;
+    if (x->holder != NULL)
+        workers_unhold(x->holder); /* frees a worker that is gone */
     payload_free(x->result, x->result_len);
 }
 

@@ -64,7 +64,9 @@ struct waiter {
     waiter_done_fn done;
     void *owner;  /* the caller's (its connection) */
     uint8_t kind; /* enum waiter_kind */
-    /* WAITER_LEASE: one node per distinct name */
+    /* WAITER_LEASE: one node per distinct name, and who leases (NULL:
+     * an anonymous client) */
+    struct worker *who;
     struct park_node *nodes;
     uint32_t nnodes;
     struct park_node one; /* storage when there is a single name */
@@ -214,10 +216,11 @@ enum core_status core_run(struct core *c, const struct job_spec *s, uint64_t wai
 /* Lease the first job of one of names[0..n) that has a ready job (picked at
  * random among them): CORE_OK with *out leased.  Otherwise CORE_TIMEOUT if
  * wait_ms is 0, else CORE_PARKED with *parked set up to call done(owner).
- * Names must be valid. */
+ * Names must be valid.  who (NULL: anonymous) is the named worker that
+ * leases: the job counts as held by it while LEASED. */
 enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
-                            uint64_t now_ms, waiter_done_fn done, void *owner, struct job **out,
-                            struct waiter **parked);
+                            uint64_t now_ms, struct worker *who, waiter_done_fn done, void *owner,
+                            struct job **out, struct waiter **parked);
 
 /* Store a result: success true for complete, false for fail (which may
  * retry).  With attempt > 0 (a fencing token), only while the job is

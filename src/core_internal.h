@@ -41,8 +41,10 @@ enum core_status core_add_job(struct core *c, const struct job_spec *s, uint64_t
                               bool limited);
 /* Take j out of its heap and its stats bucket. */
 void core_job_detach(struct core *c, struct job *j);
-/* Lease detached job j from now_ms. */
-void core_lease_job(struct core *c, struct job *j, uint64_t now_ms);
+/* Lease detached job j from now_ms (to named worker who, or NULL). */
+void core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *who);
+/* Named worker who waits in a lease on names[0..n) (for inspect). */
+void core_worker_waits(struct worker *who, const struct wq_str *names, size_t n);
 /* j's TTR ran out: fail it or put it back. */
 void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
 /* Give j its result and final state, and wake its waiters. */

@@ -63,7 +63,7 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         /* The lease starts over with a fresh TTR from now. */
         if (j != NULL && (j->state == JOB_NEW || j->state == JOB_PENDING)) {
             core_job_detach(c, j);
-            core_lease_job(c, j, now_ms);
+            core_lease_job(c, j, now_ms, NULL);
         }
         break;
     case CMDLOG_TIMEOUT_ATTEMPT:

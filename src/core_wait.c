@@ -9,6 +9,22 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "workers.h"
+
+void
+core_worker_waits(struct worker *who, const struct wq_str *names, size_t n)
+{
+    char text[256];
+    size_t at = 0;
+    for (size_t i = 0; i < n && at + names[i].n + 2 < sizeof text; i++) {
+        if (i > 0)
+            text[at++] = ',';
+        memcpy(text + at, names[i].p, names[i].n);
+        at += names[i].n;
+    }
+    text[at] = '\0';
+    workers_set_waiting(who, text);
+}
 
 /* Has fan-in w a part waiting on j already (an id listed twice)? */
 static bool
@@ -48,6 +64,8 @@ core_waiter_free(struct core *c, struct waiter *w)
         wq_free(w->parts);
         wq_free(w->ids);
     } else if (w->kind == WAITER_LEASE) {
+        if (w->who != NULL)
+            workers_set_waiting(w->who, NULL);
         for (uint32_t i = 0; i < w->nnodes; i++) {
             struct queue *q = w->nodes[i].queue;
             queue_unpark(q, &w->nodes[i]);

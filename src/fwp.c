@@ -174,15 +174,17 @@ fwp_json_str(json_t *o, const char *key, size_t *len)
 /* Register the worker a HELLO names (wid), with its details. */
 static void
 fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, const char *wid,
-                 size_t wid_len)
+                 size_t wid_len, const char *address)
 {
     const char *hostname = fwp_json_str(hello, "hostname", NULL);
     int64_t pid = 0;
     fwp_json_int(json_object_get(hello, "pid"), &pid);
     json_t *labels = json_object_get(hello, "labels");
     char *labels_text = json_is_array(labels) ? json_dumps(labels, JSON_COMPACT) : NULL;
-    st->worker = workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "", pid,
-                                labels_text ? labels_text : "[]", *f->now_ms);
+    st->worker =
+        workers_attach(f->core->workers, wid, wid_len, hostname ? hostname : "", pid,
+                       labels_text ? labels_text : "[]", WORKER_FAKTORY, address, *f->now_ms);
+    snprintf(st->worker->last_command, sizeof st->worker->last_command, "HELLO");
     free(labels_text);
 }
 
@@ -221,7 +223,7 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
         reply_close(out);
     } else {
         if (wid != NULL)
-            fwp_hello_worker(f, st, hello, wid, wid_len);
+            fwp_hello_worker(f, st, hello, wid, wid_len, reply_peer(out));
         st->stage = FWP_IDENTIFIED;
         reply_str(out, "+OK\r\n");
     }
@@ -285,6 +287,9 @@ fwp_command(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, const ch
     struct fwp_args a = {space ? space + 1 : line + n, 0};
     a.n = n - (size_t)(a.p - line);
     f->commands++;
+    if (st->worker != NULL)
+        snprintf(st->worker->last_command, sizeof st->worker->last_command, "%.*s",
+                 (int)WQ_MIN(verb, sizeof st->worker->last_command - 1), line);
     if (verb == 3 && memcmp(line, "END", 3) == 0 && space == NULL) {
         reply_close(out); /* at once, no reply: the client waits for the close */
         return;

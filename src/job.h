@@ -37,6 +37,7 @@ enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 
 struct queue;
 struct waiter;
+struct worker;
 
 /* 88 bytes: a queued job costs this, its heap item and its registry slot.
  * What most jobs never have lives in a struct job_ext found by id. */
@@ -73,8 +74,9 @@ struct job_ext {
     int64_t created_ms;   /* JOB_F_TIMED: Unix ms (base_ms is the time) */
     uint32_t time_ns;     /* JOB_F_TIMED: the time below the millisecond */
     uint32_t result_len;
-    bool cancelled; /* failed by cancel: its worker's complete is refused */
-    uint32_t unmet; /* JOB_WAITING: prerequisites not yet completed */
+    bool cancelled;        /* failed by cancel: its worker's complete is refused */
+    uint32_t unmet;        /* JOB_WAITING: prerequisites not yet completed */
+    struct worker *holder; /* LEASED by a named worker (workers.h) */
     /* the jobs waiting for this one (add -after) */
     struct job_dep *dependents;
     uint32_t ndependents, dependents_cap;

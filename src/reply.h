@@ -23,6 +23,8 @@ struct reply_ops {
     void (*wake)(void *to);
     /* Close the connection once everything queued is written. */
     void (*close)(void *to);
+    /* The client's address, "HOST:PORT" ("" if unknown). */
+    const char *(*peer)(void *to);
 };
 
 struct reply {
@@ -64,6 +66,12 @@ static inline void
 reply_close(struct reply *r)
 {
     r->ops->close(r->to);
+}
+
+static inline const char *
+reply_peer(struct reply *r)
+{
+    return r->ops->peer(r->to);
 }
 
 #endif /* WQ_REPLY_H */

@@ -2,6 +2,7 @@
 #include "wq.h"
 #include "workers.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,9 +46,13 @@ workers_free_one(void *elem, void *arg)
     wq_free(k->wid);
     wq_free(k->hostname);
     wq_free(k->labels);
+    wq_free(k->waiting_on);
     wq_free(k);
 }
 
+/* At the server's end: a worker still holding jobs is freed with them
+ * (core_free frees the workers before the jobs, which never touch them
+ * then). */
 void
 workers_free(struct workers *w)
 {
@@ -72,7 +77,7 @@ workers_find(const struct workers *w, const char *wid, size_t len)
 
 struct worker *
 workers_attach(struct workers *w, const char *wid, size_t len, const char *hostname, int64_t pid,
-               const char *labels, uint64_t now_ms)
+               const char *labels, uint8_t kind, const char *address, uint64_t now_ms)
 {
     WQ_ASSERT(len > 0 && len <= WORKERS_MAX_ID);
     struct worker *k = workers_find(w, wid, len);
@@ -83,8 +88,11 @@ workers_attach(struct workers *w, const char *wid, size_t len, const char *hostn
         k->hostname = workers_strndup(hostname, strlen(hostname));
         k->pid = pid;
         k->labels = workers_strndup(labels, strlen(labels));
+        snprintf(k->address, sizeof k->address, "%s", address);
+        k->connected_ms = now_ms;
         registry_insert(w->by_wid, k);
     }
+    k->kinds |= kind;
     k->connections++;
     k->last_beat_ms = now_ms;
     return k;
@@ -97,7 +105,30 @@ workers_detach(struct workers *w, struct worker *k)
     if (--k->connections > 0)
         return;
     registry_remove(w->by_wid, k->wid, k->wid_len);
-    workers_free_one(k, NULL);
+    k->gone = true;
+    if (k->holding == 0)
+        workers_free_one(k, NULL);
+}
+
+void
+workers_hold(struct worker *k)
+{
+    k->holding++;
+}
+
+void
+workers_unhold(struct worker *k)
+{
+    WQ_ASSERT(k->holding > 0);
+    if (--k->holding == 0 && k->gone)
+        workers_free_one(k, NULL);
+}
+
+void
+workers_set_waiting(struct worker *k, const char *names)
+{
+    wq_free(k->waiting_on);
+    k->waiting_on = names != NULL ? workers_strndup(names, strlen(names)) : NULL;
 }
 
 struct workers_list {

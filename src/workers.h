@@ -13,6 +13,10 @@
 
 enum worker_state { WORKER_RUNNING, WORKER_QUIET, WORKER_TERMINATE };
 
+/* Which protocols a worker spoke through (a name may be used by both). */
+#define WORKER_FAKTORY 0x1 /* a Faktory HELLO with a wid */
+#define WORKER_WORKQ   0x2 /* a Workq hello (ours) */
+
 struct worker {
     char *wid; /* NUL-terminated */
     size_t wid_len;
@@ -22,6 +26,13 @@ struct worker {
     uint32_t connections;
     uint64_t last_beat_ms;
     enum worker_state state;
+    uint8_t kinds;         /* WORKER_* */
+    char address[64];      /* its first connection's peer, "" if unknown */
+    uint64_t connected_ms; /* since when it is known */
+    char last_command[16]; /* the verb of its last command */
+    char *waiting_on;      /* the names of its waiting lease, or NULL */
+    uint32_t holding;      /* LEASED jobs it leased */
+    bool gone;             /* out of the registry, kept while it holds jobs */
 };
 
 struct workers;
@@ -32,13 +43,22 @@ struct workers *workers_new(void);
 void workers_free(struct workers *w);
 size_t workers_count(const struct workers *w);
 
-/* A connection of worker wid[0..len) opened (a HELLO): the worker, created
- * with these details if it is new (a known one keeps its own), with one
- * more connection, as if it beat at now_ms. */
+/* A connection of worker wid[0..len) opened (a HELLO of kind, a
+ * WORKER_* bit, from address): the worker, created with these details if
+ * it is new (a known one keeps its own), with one more connection, as if
+ * it beat at now_ms. */
 struct worker *workers_attach(struct workers *w, const char *wid, size_t len, const char *hostname,
-                              int64_t pid, const char *labels, uint64_t now_ms);
-/* One of k's connections closed; the last one forgets k. */
+                              int64_t pid, const char *labels, uint8_t kind, const char *address,
+                              uint64_t now_ms);
+/* One of k's connections closed; the last one takes k out of the registry
+ * (it is freed once it holds no job). */
 void workers_detach(struct workers *w, struct worker *k);
+/* k leased a job / one of its leased jobs left LEASED (the last one frees
+ * a worker that is gone). */
+void workers_hold(struct worker *k);
+void workers_unhold(struct worker *k);
+/* What k's waiting lease waits on (names, comma-separated); NULL: none. */
+void workers_set_waiting(struct worker *k, const char *names);
 /* The worker with this wid, or NULL. */
 struct worker *workers_find(const struct workers *w, const char *wid, size_t len);
 

@@ -202,22 +202,26 @@ START_TEST(test_workers)
         {"inspect workers 0\r\n", CE("Invalid command args")},
     };
     require_exchanges(x, WQ_ARRAY_LEN(x));
-    struct worker *w1 = workers_attach(ctx.core->workers, "w1", 2, "host\r\n", 42, "[\"a\"]", NOW);
-    workers_attach(ctx.core->workers, "w0", 2, "", 0, "[]", NOW + 1000);
+    struct worker *w1 = workers_attach(ctx.core->workers, "w1", 2, "host\r\n", 42, "[\"a\"]",
+                                       WORKER_FAKTORY, "10.0.0.1:5", NOW);
+    workers_attach(ctx.core->workers, "w0", 2, "", 0, "[]", WORKER_FAKTORY, "", NOW + 1000);
     ck_assert_str_eq(ask("worker quiet w1\r\n"), "+OK\r\n");
     ck_assert_int_eq(w1->state, WORKER_QUIET);
     ck_assert_str_eq(ask("worker terminate w1\r\n"), "+OK\r\n");
     ck_assert_str_eq(ask("worker quiet w1\r\n"), "+OK\r\n"); /* terminate is final */
     ck_assert_int_eq(w1->state, WORKER_TERMINATE);
+#define W1                                                                                         \
+    "w1 12\r\nhostname host??\r\npid 42\r\nlabels [\"a\"]\r\nconnections 1\r\n"                    \
+    "last-beat 2023-11-14T22:13:20Z\r\nstate terminate\r\nkind faktory\r\n"                        \
+    "address 10.0.0.1:5\r\nconnected 2023-11-14T22:13:20Z\r\nlast-command \r\nwaiting-on \r\n"     \
+    "jobs 0\r\n"
     ck_assert_str_eq(ask("inspect workers 0 10\r\n"),
                      "+OK 2\r\n"
-                     "w0 6\r\nhostname \r\npid 0\r\nlabels []\r\nconnections 1\r\n"
-                     "last-beat 2023-11-14T22:13:21Z\r\nstate running\r\n"
-                     "w1 6\r\nhostname host??\r\npid 42\r\nlabels [\"a\"]\r\nconnections 1\r\n"
-                     "last-beat 2023-11-14T22:13:20Z\r\nstate terminate\r\n");
-    ck_assert_str_eq(ask("inspect workers 1 1\r\n"),
-                     "+OK 1\r\nw1 6\r\nhostname host??\r\npid 42\r\nlabels [\"a\"]\r\n"
-                     "connections 1\r\nlast-beat 2023-11-14T22:13:20Z\r\nstate terminate\r\n");
+                     "w0 12\r\nhostname \r\npid 0\r\nlabels []\r\nconnections 1\r\n"
+                     "last-beat 2023-11-14T22:13:21Z\r\nstate running\r\nkind faktory\r\n"
+                     "address \r\nconnected 2023-11-14T22:13:21Z\r\nlast-command \r\n"
+                     "waiting-on \r\njobs 0\r\n" W1);
+    ck_assert_str_eq(ask("inspect workers 1 1\r\n"), "+OK 1\r\n" W1);
     ck_assert_str_eq(ask("inspect workers 2 1\r\n"), "+OK 0\r\n");
 }
 END_TEST

@@ -390,7 +390,7 @@ START_TEST(test_replay_ready_order)
         struct wq_str name = {"q", 1};
         struct job *j = NULL;
         struct waiter *w = NULL;
-        ck_assert_int_eq(core_lease(r.core, &name, 1, 0, NOW, NULL, NULL, &j, &w), CORE_OK);
+        ck_assert_int_eq(core_lease(r.core, &name, 1, 0, NOW, NULL, NULL, NULL, &j, &w), CORE_OK);
         uint8_t wid[JOBID_LEN];
         id_of(want[i], wid);
         ck_assert_mem_eq(j->id, wid, JOBID_LEN);

@@ -383,7 +383,7 @@ lease(struct core *c, const char *list, uint64_t wait, uint64_t now, struct owne
     }
     struct job *j = NULL;
     struct waiter *w = NULL;
-    enum core_status st = core_lease(c, names, n, wait, now, on_done, o, &j, &w);
+    enum core_status st = core_lease(c, names, n, wait, now, NULL, on_done, o, &j, &w);
     if (st == CORE_PARKED) {
         REQUIRE(o != NULL && w != NULL && !o->active);
         o->active = true;

@@ -55,8 +55,14 @@ fake_close(void *to)
     ((struct fake *)to)->closed = true;
 }
 
-static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,
-                                          fake_close};
+static inline const char *
+fake_peer(void *to)
+{
+    return "127.0.0.1:4242";
+}
+
+static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park,
+                                          fake_wake,  fake_close,   fake_peer};
 
 /* A fresh client (f's protocol state, if any, is the caller's). */
 static inline void

@@ -164,9 +164,13 @@ START_TEST(test_quiet_and_terminate)
     int fk = hello(port, NULL, "+OK\r\n");
     int wq = systest_connect_port(p.s.port);
     systest_sends(wq, "inspect workers 0 10\r\n");
-    static const char *const lines[] = {"+OK 1",       "w9 6",         "hostname h",
-                                        "pid 1",       "labels []",    "connections 1",
-                                        "last-beat 2", "state running"};
+    static const char *const lines[] = {"+OK 1",        "w9 12",
+                                        "hostname h",   "pid 1",
+                                        "labels []",    "connections 1",
+                                        "last-beat 2",  "state running",
+                                        "kind faktory", "address 127.0.0.1:",
+                                        "connected 2",  "last-command HELLO",
+                                        "waiting-on ",  "jobs 0"};
     for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
         const char *l = systest_read_line(wq);
         ck_assert_msg(strncmp(l, lines[i], strlen(lines[i])) == 0, "\"%s\", want \"%s\"", l,
