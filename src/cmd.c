@@ -20,6 +20,7 @@ const struct cmd_flag cmd_job_flags[] = {
     {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS, false},
     {"idempotent", "Invalid Idempotent", 0, 1, false},
     {"after", "Invalid After", 0, 0, true},
+    {"worker", "Invalid Worker", 0, 0, true},
     {NULL, NULL, 0, 0, false},
 };
 

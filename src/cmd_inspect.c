@@ -47,9 +47,10 @@ inspect_job_block(struct reply *out, const struct core *core, const struct job *
 {
     char id[JOBID_TEXT_LEN + 1];
     bool timed = j->flags & JOB_F_TIMED;
+    const struct queue *q = core_job_queue(core, j);
     jobid_format(j->id, id);
-    inspect_line(out, "%s %d", id, timed ? 13 : 12);
-    inspect_line(out, "name %s", core_job_queue(core, j)->name);
+    inspect_line(out, "%s %d", id, (timed ? 13 : 12) + (q->base != NULL));
+    inspect_line(out, "name %s", queue_visible_name(q));
     inspect_line(out, "ttr %u", (unsigned)j->ttr);
     inspect_line(out, "ttl %llu", (unsigned long long)j->ttl);
     inspect_line(out, "payload-size %u", j->payload_len);
@@ -65,6 +66,8 @@ inspect_job_block(struct reply *out, const struct core *core, const struct job *
     inspect_time_line(out, "created", core_job_created(core, j));
     if (timed)
         inspect_time_line(out, "time", j->base_ms);
+    if (q->base != NULL) /* ours: the workers it is for (add -worker) */
+        inspect_line(out, "workers %s", strchr(q->name, QUEUE_TARGET_SEP) + 1);
 }
 
 static void
@@ -120,7 +123,7 @@ queue_list_add(void *elem, void *arg)
 {
     struct queue_list *l = arg;
     const struct queue *q = elem;
-    if (queue_is_active(q))
+    if (queue_is_active(q) && q->base == NULL) /* targeted queues are hidden */
         l->q[l->n++] = q;
 }
 

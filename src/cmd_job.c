@@ -3,10 +3,13 @@
 #include "cmd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "queue.h"
 #include "reply.h"
+#include "workers.h"
 #include "core.h"
 #include "util.h"
 
@@ -60,13 +63,58 @@ cmd_after_ids(const struct wq_str *flag, uint8_t (*after)[JOBID_LEN])
     return n;
 }
 
+static int
+cmd_str_cmp(const void *a, const void *b)
+{
+    const struct wq_str *x = a, *y = b;
+    int d = memcmp(x->p, y->p, WQ_MIN(x->n, y->n));
+    return d != 0 ? d : (x->n > y->n) - (x->n < y->n);
+}
+
+/* The hidden queue name of s's name with -worker=A,B: "<name>" SEP and
+ * the distinct workers sorted, comma-separated (queue.h), into buf (256
+ * bytes); false if the list is not one or the whole is too long. */
+static bool
+cmd_target_name(const struct wq_str *flag, struct job_spec *s, char *buf)
+{
+    struct wq_str key, value, names[WQ_MAX_NAME];
+    size_t n = 0;
+    proto_flag_split(flag, &key, &value);
+    const char *p = value.p, *end = value.p + value.n;
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
+        if (n == WQ_ARRAY_LEN(names) || !workers_valid_id(one.p, one.n))
+            return false;
+        names[n++] = one;
+        p += one.n + 1;
+    }
+    qsort(names, n, sizeof *names, cmd_str_cmp);
+    size_t at = s->name.n;
+    memcpy(buf, s->name.p, at);
+    buf[at++] = QUEUE_TARGET_SEP;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && cmd_str_cmp(&names[i - 1], &names[i]) == 0)
+            continue; /* named twice */
+        if (at + names[i].n + 1 > WQ_MAX_NAME)
+            return false;
+        if (buf[at - 1] != QUEUE_TARGET_SEP)
+            buf[at++] = ',';
+        memcpy(buf + at, names[i].p, names[i].n);
+        at += names[i].n;
+    }
+    s->name = (struct wq_str){buf, at};
+    return true;
+}
+
 /* Validate the flags (last, as they come) and put them in s; *idempotent
- * gets -idempotent and after the ids of -after (NULL: not taken). */
+ * gets -idempotent, after the ids of -after and target the name with
+ * -worker's targets (NULL: not taken). */
 static const char *
 cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent,
-                   uint8_t (*after)[JOBID_LEN])
+                   uint8_t (*after)[JOBID_LEN], char *target)
 {
-    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0};
+    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0, 0};
     const char *err = cmd_parse_flags(r, flags);
     s->priority = (int32_t)flags[CMD_FLAG_PRIORITY];
     s->max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
@@ -80,6 +128,9 @@ cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent
         s->after = (const uint8_t(*)[JOBID_LEN])after;
         s->nafter = (size_t)n;
     }
+    if (err == NULL && flags[CMD_FLAG_WORKER] > 0 &&
+        !cmd_target_name(&r->flags[flags[CMD_FLAG_WORKER] - 1], s, target))
+        return "Invalid Worker";
     return err;
 }
 
@@ -106,8 +157,9 @@ cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (err == NULL && !cmd_arg_ttl(&r->args[3], &s.ttl))
         err = "Invalid TTL";
     uint8_t after[CORE_MAX_AFTER][JOBID_LEN];
+    char target[WQ_MAX_NAME + 1];
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s, &idempotent, after);
+        err = cmd_job_flags_into(r, &s, &idempotent, after, target);
     if (err != NULL) {
         cmd_client_error(out, err);
         return;
@@ -314,8 +366,9 @@ cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (err == NULL && util_parse_time_ns(r->args[4].p, r->args[4].n, &s.time_ms, &s.time_ns) != 0)
         err = "Invalid Time";
     uint8_t after[CORE_MAX_AFTER][JOBID_LEN];
+    char target[WQ_MAX_NAME + 1];
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s, &idempotent, after);
+        err = cmd_job_flags_into(r, &s, &idempotent, after, target);
     /* A job whose life would be over before it starts is refused. */
     if (err == NULL && core_expiry(s.time_ms, s.ttl) <= ctx->now_ms)
         err = "Invalid Time";
@@ -338,7 +391,7 @@ cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (err == NULL && !cmd_arg_wait(&r->args[3], &wait))
         err = "Invalid wait timeout";
     if (err == NULL)
-        err = cmd_job_flags_into(r, &s, NULL, NULL);
+        err = cmd_job_flags_into(r, &s, NULL, NULL, NULL);
     if (err != NULL) {
         cmd_client_error(out, err);
         return;

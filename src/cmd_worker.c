@@ -19,7 +19,8 @@ cmd_reply_lease(struct reply *out, const struct core *core, const struct job *j,
     if (fencing)
         snprintf(attempt, sizeof attempt, " %u", (unsigned)j->attempts);
     int n = snprintf(head, sizeof head, "+OK 1\r\n%s %s %u%s %u\r\n", id,
-                     core_job_queue(core, j)->name, (unsigned)j->ttr, attempt, j->payload_len);
+                     queue_visible_name(core_job_queue(core, j)), (unsigned)j->ttr, attempt,
+                     j->payload_len);
     cmd_reply_block(out, head, (size_t)n, j->payload, j->payload_len);
 }
 

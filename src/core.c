@@ -206,7 +206,7 @@ static void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
     struct queue *q = core_job_queue(c, j);
-    struct park_node *node = queue_first_parked(q);
+    struct park_node *node = core_target_first_parked(q);
     if (node == NULL || c->firing) {
         queue_push_ready(q, j);
         c->stats.ready++;
@@ -235,7 +235,7 @@ core_dispatch(struct core *c)
         q->dispatch_queued = false;
         struct park_node *node;
         struct job *j;
-        while ((node = queue_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
+        while ((node = core_target_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
             core_job_detach(c, j);
             core_lease_job(c, j, c->now_ms, node->waiter->who);
             core_waiter_finish(c, node->waiter, WAITER_GOT, j);
@@ -394,7 +394,10 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
     memcpy(j->id, s->id, JOBID_LEN);
-    j->queue_ix = queue_table_ref(&c->queues, s->name.p, s->name.n, c->exts)->ix;
+    struct queue *q = queue_table_ref(&c->queues, s->name.p, s->name.n, c->exts);
+    j->queue_ix = q->ix;
+    if (q->base != NULL)
+        core_target_register(c, q);
     wheel_entry_init(&j->timer);
     WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
     j->seq = c->next_seq++;
@@ -526,8 +529,12 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
         if (q == NULL || q->mark == stamp)
             continue;
         q->mark = stamp;
-        if (heap_len(&q->ready) > 0 && core_random(c) % ++seen == 0)
-            pick = q;
+        /* the base queue, or one of the named worker's targeted ones */
+        struct queue *best = who != NULL               ? core_target_pick(c, q, who)
+                             : heap_len(&q->ready) > 0 ? q
+                                                       : NULL;
+        if (best != NULL && core_random(c) % ++seen == 0)
+            pick = best;
     }
     if (pick != NULL) {
         struct job *j = queue_peek_ready(pick);
@@ -791,6 +798,7 @@ core_free(struct core *c)
     queue_table_clear(&c->queues);
     workers_free(c->workers);
     fjobs_free(c->fjobs);
+    core_targets_free(c);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);
     pool_clear(&c->waiter_pool);

@@ -107,14 +107,15 @@ struct core {
     struct registry *jobs; /* id -> job */
     struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;
-    struct workers *workers; /* workers.h: who identified themselves */
-    struct fjobs *fjobs;     /* fjobs.h: the Faktory front-end's jobs */
-    struct wheel wheel;      /* jobs' deadlines */
-    struct wheel wait_wheel; /* waiters' timeouts */
-    bool firing;             /* the job wheel is firing: see core_make_ready */
-    struct dep_work *deps;   /* dependents to release or fail (core_deps.c) */
-    bool deps_busy;          /* they are being worked through */
-    struct queue *dispatch;  /* queues with jobs made ready for parked leasers */
+    struct workers *workers;  /* workers.h: who identified themselves */
+    struct fjobs *fjobs;      /* fjobs.h: the Faktory front-end's jobs */
+    struct registry *targets; /* core_target.c: targeted queues by base and worker */
+    struct wheel wheel;       /* jobs' deadlines */
+    struct wheel wait_wheel;  /* waiters' timeouts */
+    bool firing;              /* the job wheel is firing: see core_make_ready */
+    struct dep_work *deps;    /* dependents to release or fail (core_deps.c) */
+    bool deps_busy;           /* they are being worked through */
+    struct queue *dispatch;   /* queues with jobs made ready for parked leasers */
     struct pool job_pool;
     struct pool ext_pool;
     struct pool waiter_pool;

@@ -79,4 +79,16 @@ void core_deps_settled(struct core *c, struct job *j);
 /* j is going (deleted, expired): fail its dependents. */
 void core_deps_gone(struct core *c, struct job *j);
 
+/* core_target.c */
+/* Index targeted queue q (new or not) under its base and each worker. */
+void core_target_register(struct core *c, const struct queue *q);
+/* May who (NULL: anonymous) lease the jobs of q? */
+bool core_target_allows(const struct queue *q, const struct worker *who);
+/* The queue whose first ready job who should lease from base: base itself
+ * or one of who's targeted queues of it; NULL if none has a ready job. */
+struct queue *core_target_pick(struct core *c, struct queue *base, const struct worker *who);
+/* The first lease parked on q's base that may take q's jobs, or NULL. */
+struct park_node *core_target_first_parked(const struct queue *q);
+void core_targets_free(struct core *c);
+
 #endif /* WQ_CORE_INTERNAL_H */

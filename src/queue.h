@@ -23,6 +23,13 @@ struct park_node {
     struct queue *queue;
 };
 
+/* A queue of jobs that only some named workers may lease (add -worker,
+ * ours) is a hidden queue named "<name>" QUEUE_TARGET_SEP "<workers>",
+ * the workers sorted and comma-separated; it refers to its base queue
+ * "<name>", where their leases park.  Client names never hold the
+ * separator. */
+#define QUEUE_TARGET_SEP '\x1f'
+
 struct queue {
     struct heap ready;
     struct heap scheduled;
@@ -34,6 +41,7 @@ struct queue {
     uint32_t ix;          /* in the core's queue table (jobs name their queue by it) */
     bool dispatch_queued; /* on the core's list of queues to dispatch */
     struct queue *dispatch_next;
+    struct queue *base; /* a hidden targeted queue's base queue, else NULL */
     uint8_t name_len;
     char name[]; /* NUL-terminated */
 };
@@ -86,10 +94,18 @@ void queue_table_init(struct queue_table *t);
 /* Free every queue, whatever it holds (the core frees the jobs). */
 void queue_table_clear(struct queue_table *t);
 /* The queue named name[0..len), created if need be (exts as in queue_new),
- * with one more reference. */
+ * with one more reference.  A new targeted queue takes a reference to its
+ * base. */
 struct queue *queue_table_ref(struct queue_table *t, const char *name, size_t len,
                               struct registry *exts);
-/* Drop a reference; the last one frees q. */
+/* The name clients know q by: its base's for a targeted queue. */
+static inline const char *
+queue_visible_name(const struct queue *q)
+{
+    return q->base != NULL ? q->base->name : q->name;
+}
+
+/* Drop a reference; the last one frees q (and drops its base's). */
 void queue_table_unref(struct queue_table *t, struct queue *q);
 
 static inline struct queue *

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rng.h"
+#include "workers.h"
 #include "unit.h"
 
 #define RESULT_MAX 64
@@ -184,7 +185,8 @@ tally_ext(struct tally *t, const struct job *j)
     t->exts++;
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
     REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL ||
-            x->cancelled || x->unmet > 0 || x->ndependents > 0);
+            x->cancelled || x->unmet > 0 || x->ndependents > 0 || x->holder != NULL);
+    REQUIRE(x->holder == NULL || j->state == JOB_LEASED);
     REQUIRE((x->unmet > 0) == (j->state == JOB_WAITING));
     REQUIRE((x->result != NULL) == (x->result_len > 0));
     REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
@@ -259,8 +261,12 @@ tally_q(void *elem, void *arg)
         if (t->qs[i].q == q)
             jobs = t->qs[i].jobs;
     }
+    /* targeted queues (add -worker) each hold their base */
+    uint64_t bases = 0;
+    for (uint32_t i = 0; i < t->c->queues.used; i++)
+        bases += t->c->queues.tab[i] != NULL && t->c->queues.tab[i]->base == q;
     REQUIRE(q->refs > 0);
-    REQUIRE(q->refs == jobs + q->parked);
+    REQUIRE(q->refs == jobs + q->parked + bases);
     REQUIRE(q->ix < t->c->queues.used && t->c->queues.tab[q->ix] == q);
     uint32_t n = 0;
     for (const struct list *l = q->parked_fifo.next; l != &q->parked_fifo; l = l->next, n++) {
@@ -1913,6 +1919,82 @@ START_TEST(test_same_job)
 }
 END_TEST
 
+/* Lease as named worker who (NULL: anonymous) without waiting: the job's
+ * number, 0 for none. */
+static uint32_t
+lease_as(struct core *c, const char *name, struct worker *who, uint64_t now)
+{
+    struct wq_str n = {name, strlen(name)};
+    struct job *j;
+    struct waiter *w;
+    enum core_status st = core_lease(c, &n, 1, 0, now, who, on_done, NULL, &j, &w);
+    check_core(c);
+    return st == CORE_OK ? job_num(j) : 0;
+}
+
+/* Jobs for named workers only (add -worker): the others never see them;
+ * a named worker takes the better of its own and the common jobs; a
+ * parked worker gets its job at once; the hidden queue goes with its last
+ * job. */
+START_TEST(test_targeted)
+{
+    struct core *c = core_fixture();
+    struct worker *a = workers_attach(c->workers, "a", 1, "", 0, "[]", WORKER_WORKQ, "", 0);
+    struct worker *b = workers_attach(c->workers, "b", 1, "", 0, "[]", WORKER_WORKQ, "", 0);
+    struct worker *x = workers_attach(c->workers, "x", 1, "", 0, "[]", WORKER_WORKQ, "", 0);
+    add(c, 1,
+        "q\x1f"
+        "a,b",
+        5, 0);
+    add(c, 2, "q", 1, 0);
+    ck_assert_uint_eq(lease_as(c, "q", x, 0), 2); /* not for x */
+    ck_assert_uint_eq(lease_as(c, "q", x, 0), 0);
+    ck_assert_uint_eq(lease_as(c, "q", NULL, 0), 0);
+    add(c, 3, "q", 9, 0);
+    ck_assert_uint_eq(lease_as(c, "q", a, 0), 3); /* priority 9 before its own 5 */
+    ck_assert_uint_eq(lease_as(c, "q", a, 0), 1);
+    /* the hidden queue goes with its last job */
+    ck_assert_int_eq(finish(c, 2, true, "ok", 0), CORE_OK);
+    ck_assert_int_eq(finish(c, 3, true, "ok", 0), CORE_OK);
+    ck_assert_int_eq(finish(c, 1, true, "ok", 0), CORE_OK);
+    ck_assert_int_eq(del(c, 1), CORE_OK);
+    ck_assert_ptr_null(registry_find(c->queues.by_name,
+                                     "q\x1f"
+                                     "a,b",
+                                     4));
+    /* a parked worker of the set gets the job at once; an anonymous one not */
+    struct owner anon, mine;
+    owner_init(&anon, c, 1);
+    owner_init(&mine, c, 2);
+    struct wq_str q = {"q", 1};
+    struct job *j;
+    ck_assert_int_eq(core_lease(c, &q, 1, 5000, 0, NULL, on_done, &anon, &j, &anon.w), CORE_PARKED);
+    anon.active = true;
+    g_outstanding++;
+    ck_assert_int_eq(core_lease(c, &q, 1, 5000, 0, b, on_done, &mine, &j, &mine.w), CORE_PARKED);
+    mine.active = true;
+    g_outstanding++;
+    add(c, 4,
+        "q\x1f"
+        "b",
+        0, 0);
+    ck_assert_int_eq(mine.calls, 1);
+    ck_assert_uint_eq(mine.job, 4);
+    ck_assert_int_eq(anon.calls, 0);
+    ck_assert_uint_eq(b->holding, 1);
+    advance(c, 5000);
+    ck_assert_int_eq(anon.calls, 1);
+    ck_assert_int_eq(anon.how, WAITER_TIMEOUT);
+    /* b leaves: its job stays LEASED until its TTR */
+    workers_detach(c->workers, b);
+    advance(c, 6000);
+    ck_assert_int_eq(find(c, 4)->state, JOB_PENDING);
+    ck_assert_uint_eq(lease_as(c, "q", a, 6000), 0); /* only for b */
+    (void)x;
+    core_done(c);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -1948,6 +2030,7 @@ core_suite(void)
         {"fencing_and_touch", test_fencing_and_touch},
         {"wait_all", test_wait_all},
         {"same_job", test_same_job},
+        {"targeted", test_targeted},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }
