@@ -232,7 +232,7 @@ bench_core_cycle(size_t n)
         core_add(c, &s, now);
         struct job *j;
         struct waiter *w;
-        if (core_lease(c, &name, 1, 0, now, done_nothing, NULL, &j, &w) != CORE_OK)
+        if (core_lease(c, &name, 1, 0, now, NULL, done_nothing, NULL, &j, &w) != CORE_OK)
             abort();
         core_finish(c, j->id, true, "ok", 2, 0, now);
         core_delete(c, j->id);
