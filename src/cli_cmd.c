@@ -29,11 +29,11 @@ struct cli_cmd_spec {
 static const struct cli_cmd_spec cli_cmd_table[] = {
     {"add", CLI_CMD_SEND, 5, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N] "
-     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...]"},
+     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
     {"schedule", CLI_CMD_SEND, 6, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] [-max-attempts=N] "
      "[-max-fails=N] "
-     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...]"},
+     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
     {"run", CLI_CMD_SEND, 5, true, true, CLI_VIEW_RESULT, 3, 2,
      "run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]"},
     {"result", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,

@@ -21,6 +21,7 @@ const struct cmd_flag cmd_job_flags[] = {
     {"idempotent", "Invalid Idempotent", 0, 1, false},
     {"after", "Invalid After", 0, 0, true},
     {"worker", "Invalid Worker", 0, 0, true},
+    {"target", "Invalid Target", 0, 0, true},
     {NULL, NULL, 0, 0, false},
 };
 

@@ -114,7 +114,7 @@ static const char *
 cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent,
                    uint8_t (*after)[JOBID_LEN], char *target)
 {
-    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0, 0};
+    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0, 0, 0};
     const char *err = cmd_parse_flags(r, flags);
     s->priority = (int32_t)flags[CMD_FLAG_PRIORITY];
     s->max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
@@ -131,6 +131,15 @@ cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent
     if (err == NULL && flags[CMD_FLAG_WORKER] > 0 &&
         !cmd_target_name(&r->flags[flags[CMD_FLAG_WORKER] - 1], s, target))
         return "Invalid Worker";
+    if (err == NULL && flags[CMD_FLAG_TARGET] > 0) {
+        /* -target=all: a copy for each worker; alone, without -after */
+        struct wq_str key, value;
+        proto_flag_split(&r->flags[flags[CMD_FLAG_TARGET] - 1], &key, &value);
+        if (value.n != 3 || memcmp(value.p, "all", 3) != 0 || flags[CMD_FLAG_WORKER] > 0 ||
+            flags[CMD_FLAG_AFTER] > 0)
+            return "Invalid Target";
+        s->broadcast = true;
+    }
     return err;
 }
 
@@ -169,18 +178,47 @@ cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     cmd_reply_added(ctx, out, core_add(ctx->core, &s, ctx->now_ms), &s, idempotent);
 }
 
-/* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done. */
+/* "<id> <1|0> <len>\r\n<result>\r\n": the result record of done job j;
+ * head gets "+OK <n>\r\n" first when n > 0. */
 static void
-cmd_reply_result(struct reply *out, const struct core *core, const struct job *j)
+cmd_reply_result_record(struct reply *out, const struct core *core, const struct job *j, size_t n)
 {
     char id[JOBID_TEXT_LEN + 1];
     char head[96];
     uint32_t len;
     char *result = core_job_result(core, j, &len);
     jobid_format(j->id, id);
-    int n = snprintf(head, sizeof head, "+OK 1\r\n%s %d %u\r\n", id,
-                     j->state == JOB_COMPLETED ? 1 : 0, len);
-    cmd_reply_block(out, head, (size_t)n, result, len);
+    int h = n > 0 ? snprintf(head, sizeof head, "+OK %zu\r\n", n) : 0;
+    h += snprintf(head + h, sizeof head - (size_t)h, "%s %d %u\r\n", id,
+                  j->state == JOB_COMPLETED ? 1 : 0, len);
+    cmd_reply_block(out, head, (size_t)h, result, len);
+}
+
+/* "+OK 1\r\n<id> <1|0> <len>\r\n<result>\r\n" for a job that is done;
+ * for a broadcast's original, "+OK <n>" and the record of each copy that
+ * is still there (ours). */
+static void
+cmd_reply_result(struct reply *out, const struct core *core, const struct job *j)
+{
+    size_t n;
+    const uint8_t(*copies)[JOBID_LEN] = core_job_copies(core, j, &n);
+    if (copies == NULL && !(core_job_ext(core, j) != NULL && core_job_ext(core, j)->broadcast)) {
+        cmd_reply_result_record(out, core, j, 1);
+        return;
+    }
+    size_t have = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct job *c = core_find(core, copies[i]);
+        have += c != NULL && job_is_done(c);
+    }
+    char head[32];
+    int h = snprintf(head, sizeof head, "+OK %zu\r\n", have);
+    reply_bytes(out, head, (size_t)h);
+    for (size_t i = 0; i < n; i++) {
+        const struct job *c = core_find(core, copies[i]);
+        if (c != NULL && job_is_done(c))
+            cmd_reply_result_record(out, core, c, 0);
+    }
 }
 
 /* waiter_done_fn of a parked result. */

@@ -240,6 +240,7 @@ cmdlog_payload_size(const struct cmdlog_rec *r)
         n += uvarint_len(r->result.n) + r->result.n;
         break;
     case CMDLOG_AFTER:
+    case CMDLOG_BROADCAST:
         n += uvarint_len(r->after.n / JOBID_LEN) + r->after.n;
         break;
     default:
@@ -319,7 +320,7 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
         o += CMDLOG_TIME_LEN;
     } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
         o = put_bytes(o, &r->result);
-    } else if (r->code == CMDLOG_AFTER) {
+    } else if (r->code == CMDLOG_AFTER || r->code == CMDLOG_BROADCAST) {
         o += cmdlog_uvarint_put(o, r->after.n / JOBID_LEN);
         memcpy(o, r->after.p, r->after.n);
         o += r->after.n;
@@ -439,7 +440,7 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
         rd_time(&rd, &has_created, &r->created_ms, &created_ns);
     } else if (r->code == CMDLOG_COMPLETE || r->code == CMDLOG_FAIL) {
         r->result = rd_bytes(&rd);
-    } else if (r->code == CMDLOG_AFTER) {
+    } else if (r->code == CMDLOG_AFTER || r->code == CMDLOG_BROADCAST) {
         uint64_t count = rd_uvarint(&rd);
         const uint8_t *ids =
             count <= (uint64_t)len / JOBID_LEN ? rd_take(&rd, count * JOBID_LEN) : NULL;

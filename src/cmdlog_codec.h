@@ -42,9 +42,10 @@ enum cmdlog_code {
     CMDLOG_F_MAX = 24,
     /* The job model's extensions, 32 to 47 (a 16-byte id first, as
      * Workq's): */
-    CMDLOG_CANCEL = 32, /* id: failed with "cancelled", its worker refused */
-    CMDLOG_AFTER = 33,  /* id, its prerequisites: follows the job's add */
-    CMDLOG_CODE_MAX = 33,
+    CMDLOG_CANCEL = 32,    /* id: failed with "cancelled", its worker refused */
+    CMDLOG_AFTER = 33,     /* id, its prerequisites: follows the job's add */
+    CMDLOG_BROADCAST = 34, /* id, its copies: follows the copies' adds */
+    CMDLOG_CODE_MAX = 34,
 };
 
 /* Is code one of the Faktory front-end's? */
@@ -74,7 +75,8 @@ struct cmdlog_rec {
     int64_t created_ms;
     /* CMDLOG_COMPLETE, CMDLOG_FAIL */
     struct wq_str result;
-    /* CMDLOG_AFTER: the prerequisites' ids, 16 bytes each */
+    /* CMDLOG_AFTER, CMDLOG_BROADCAST: the prerequisites' or copies' ids,
+     * 16 bytes each */
     struct wq_str after;
     /* The Faktory codes: the job's jid (in place of id); name is the queue,
      * priority, ttr (reserve_for, seconds), payload (the job's text) and

@@ -468,6 +468,11 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
         core_job_arm(c, j);
         return CORE_OK;
     }
+    if (s->broadcast) {
+        core_broadcast(c, j, s, now_ms);
+        core_job_arm(c, j);
+        return CORE_OK;
+    }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
         c->stats.scheduled++;
@@ -540,6 +545,10 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
         struct job *j = queue_peek_ready(pick);
         core_job_detach(c, j);
         core_lease_job(c, j, now_ms, who);
+        if (who != NULL) {
+            const char *base = queue_visible_name(pick);
+            workers_note_queue(who, base, strlen(base));
+        }
         *out = j;
         return CORE_OK;
     }
@@ -689,6 +698,13 @@ core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
         return CORE_DUP_RESULT;
     core_job_cancel(c, j);
     return CORE_OK;
+}
+
+const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN]
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    *n = x != NULL && x->broadcast ? x->ncopies : 0;
+    return *n > 0 ? (const uint8_t(*)[JOBID_LEN])x->copies : NULL;
 }
 
 bool

@@ -145,6 +145,7 @@ struct job_spec {
     int64_t created_ms;                /* Unix ms; 0 means now (replay passes the original) */
     const uint8_t (*after)[JOBID_LEN]; /* prerequisites (ours), nafter of them */
     size_t nafter;
+    bool broadcast; /* ours: a copy for every named worker present on the name */
 };
 
 #define CORE_MAX_AFTER 100 /* prerequisites of one job */
@@ -198,10 +199,17 @@ char *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
 /* When j was created, Unix ms. */
 int64_t core_job_created(const struct core *c, const struct job *j);
 
+/* The ids of broadcast original j's copies (NULL, 0 for any other job). */
+const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN];
+
 /* Create a job: CORE_OK, CORE_DUPLICATE, CORE_BAD_PREREQ (s->after names
  * an unknown job) or CORE_NOMEM (nothing changed).  With prerequisites
  * the job is WAITING until each has COMPLETED; one that fails for good,
- * is deleted or expires fails it (and its own dependents) at once. */
+ * is deleted or expires fails it (and its own dependents) at once.  With
+ * s->broadcast the job itself is never leased: a copy (id derived from its
+ * id and the worker's name) goes to each named worker present on its name,
+ * and the original waits (WAITING) until each copy has its result or is
+ * gone, then COMPLETED with no result of its own. */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
 /* Queue a run job (no TTL, one attempt, no retry) and park the caller on it:

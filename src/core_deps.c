@@ -70,6 +70,12 @@ core_deps_run(struct core *c)
             struct job *d = core_find(c, w->deps[i].id);
             if (d == NULL || d->seq != w->deps[i].seq || d->state != JOB_WAITING)
                 continue;
+            struct job_ext *dx = core_job_ext(c, d);
+            if (dx->broadcast) { /* a copy is done, whatever came of it */
+                if (--dx->unmet == 0)
+                    core_job_settle(c, d, JOB_COMPLETED, NULL, 0);
+                continue;
+            }
             if (!w->completed) {
                 core_deps_fail(c, d, w);
             } else if (--core_job_ext(c, d)->unmet == 0) {
@@ -131,6 +137,30 @@ core_deps_check(const struct core *c, const uint8_t (*after)[JOBID_LEN], size_t 
             return CORE_BAD_PREREQ;
     }
     return CORE_OK;
+}
+
+void
+core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID_LEN], size_t n)
+{
+    struct job_ext *x = core_ext_need(c, j);
+    x->broadcast = true;
+    x->copies = wq_malloc((n + 1) * JOBID_LEN);
+    memcpy(x->copies, copies, n * JOBID_LEN);
+    x->ncopies = (uint32_t)n;
+    c->bytes += (uint64_t)n * JOBID_LEN;
+    uint32_t unmet = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct job *p = core_find(c, copies[i]);
+        if (p == NULL || job_is_done(p))
+            continue;
+        core_deps_link(c, p, j);
+        unmet++;
+    }
+    j->state = JOB_WAITING;
+    c->stats.waiting++;
+    x->unmet = unmet;
+    if (unmet == 0)
+        core_job_settle(c, j, JOB_COMPLETED, NULL, 0);
 }
 
 bool

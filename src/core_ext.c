@@ -54,7 +54,8 @@ core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
     if (x != NULL && x->result == NULL && x->waiters.first == NULL && !x->cancelled &&
-        x->ndependents == 0 && x->unmet == 0 && x->holder == NULL && !(j->flags & JOB_F_TIMED))
+        x->ndependents == 0 && x->unmet == 0 && x->holder == NULL && !x->broadcast &&
+        !(j->flags & JOB_F_TIMED))
         core_ext_drop(c, j, x);
 }
 

@@ -74,6 +74,11 @@ enum core_status core_deps_check(const struct core *c, const uint8_t (*after)[JO
  * when none is left to wait for.  Unknown ones count as completed (in
  * replay: cleaned away). */
 bool core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN], size_t n);
+/* Unplaced job j is the original of the broadcast copies[0..n): it waits
+ * (WAITING) until each has its result or is gone (unknown ones count as
+ * gone), then COMPLETED. */
+void core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID_LEN],
+                         size_t n);
 /* j has its final state: release (COMPLETED) or fail its dependents. */
 void core_deps_settled(struct core *c, struct job *j);
 /* j is going (deleted, expired): fail its dependents. */
@@ -90,5 +95,8 @@ struct queue *core_target_pick(struct core *c, struct queue *base, const struct 
 /* The first lease parked on q's base that may take q's jobs, or NULL. */
 struct park_node *core_target_first_parked(const struct queue *q);
 void core_targets_free(struct core *c);
+/* New unplaced job j (s->broadcast): add its copies, log them, and make
+ * it wait for them. */
+void core_broadcast(struct core *c, struct job *j, const struct job_spec *s, uint64_t now_ms);
 
 #endif /* WQ_CORE_INTERNAL_H */

@@ -90,6 +90,14 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         if (j != NULL && !job_is_done(j))
             core_job_cancel(c, j);
         break;
+    case CMDLOG_BROADCAST:
+        if (j != NULL && j->state == JOB_NEW && j->place != JOB_NOWHERE) {
+            core_job_detach(c, j);
+            core_deps_broadcast(c, j, (const uint8_t(*)[JOBID_LEN])r->after.p,
+                                r->after.n / JOBID_LEN);
+            core_job_arm(c, j);
+        }
+        break;
     case CMDLOG_AFTER:
         /* right after its add: the job waits again for what is left */
         if (j != NULL && j->state == JOB_NEW && j->place != JOB_NOWHERE &&

@@ -16,6 +16,8 @@ core_worker_waits(struct worker *who, const struct wq_str *names, size_t n)
 {
     char text[256];
     size_t at = 0;
+    for (size_t i = 0; i < n; i++)
+        workers_note_queue(who, names[i].p, names[i].n);
     for (size_t i = 0; i < n && at + names[i].n + 2 < sizeof text; i++) {
         if (i > 0)
             text[at++] = ',';

@@ -77,6 +77,10 @@ struct job_ext {
     bool cancelled;        /* failed by cancel: its worker's complete is refused */
     uint32_t unmet;        /* JOB_WAITING: prerequisites not yet completed */
     struct worker *holder; /* LEASED by a named worker (workers.h) */
+    /* a broadcast's original (add -target=all): its copies, one per worker */
+    uint8_t (*copies)[JOBID_LEN];
+    uint32_t ncopies;
+    bool broadcast;
     /* the jobs waiting for this one (add -after) */
     struct job_dep *dependents;
     uint32_t ndependents, dependents_cap;

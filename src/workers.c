@@ -47,6 +47,8 @@ workers_free_one(void *elem, void *arg)
     wq_free(k->hostname);
     wq_free(k->labels);
     wq_free(k->waiting_on);
+    for (uint32_t i = 0; i < k->nseen; i++)
+        wq_free(k->seen[i]);
     wq_free(k);
 }
 
@@ -122,6 +124,31 @@ workers_unhold(struct worker *k)
     WQ_ASSERT(k->holding > 0);
     if (--k->holding == 0 && k->gone)
         workers_free_one(k, NULL);
+}
+
+void
+workers_note_queue(struct worker *k, const char *name, size_t len)
+{
+    for (uint32_t i = 0; i < k->nseen; i++)
+        if (strlen(k->seen[i]) == len && memcmp(k->seen[i], name, len) == 0)
+            return;
+    if (k->nseen == WORKERS_SEEN) { /* forget the oldest */
+        wq_free(k->seen[0]);
+        memmove(k->seen, k->seen + 1, (WORKERS_SEEN - 1) * sizeof *k->seen);
+        k->nseen--;
+    }
+    k->seen[k->nseen++] = workers_strndup(name, len);
+}
+
+bool
+workers_present(const struct worker *k, const char *name, size_t len)
+{
+    if (k->gone || k->connections == 0)
+        return false;
+    for (uint32_t i = 0; i < k->nseen; i++)
+        if (strlen(k->seen[i]) == len && memcmp(k->seen[i], name, len) == 0)
+            return true;
+    return false;
 }
 
 void

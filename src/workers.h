@@ -10,6 +10,7 @@
 #include "wq.h"
 
 #define WORKERS_MAX_ID 255 /* bytes of a wid */
+#define WORKERS_SEEN   32  /* queues a worker is remembered on */
 
 enum worker_state { WORKER_RUNNING, WORKER_QUIET, WORKER_TERMINATE };
 
@@ -33,6 +34,9 @@ struct worker {
     char *waiting_on;      /* the names of its waiting lease, or NULL */
     uint32_t holding;      /* LEASED jobs it leased */
     bool gone;             /* out of the registry, kept while it holds jobs */
+    /* the queues it leased from or waited on, the latest WORKERS_SEEN */
+    char *seen[WORKERS_SEEN];
+    uint32_t nseen;
 };
 
 struct workers;
@@ -59,6 +63,10 @@ void workers_hold(struct worker *k);
 void workers_unhold(struct worker *k);
 /* What k's waiting lease waits on (names, comma-separated); NULL: none. */
 void workers_set_waiting(struct worker *k, const char *names);
+/* k leased from or waits on the queue named name[0..len). */
+void workers_note_queue(struct worker *k, const char *name, size_t len);
+/* Is k connected and has it leased from or waited on that queue lately? */
+bool workers_present(const struct worker *k, const char *name, size_t len);
 /* The worker with this wid, or NULL. */
 struct worker *workers_find(const struct workers *w, const char *wid, size_t len);
 

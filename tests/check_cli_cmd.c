@@ -174,9 +174,10 @@ START_TEST(test_cmd_local)
     fclose(out);
     static const char *const lines[] = {
         "\n  add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-        "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...]\n",
+        "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]\n",
         "\n  schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] "
-        "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...]\n",
+        "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] "
+        "[-target=all]\n",
         "\n  run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]\n",
         "\n  result <id> <wait-timeout>\n",
         "\n  lease <name>... <wait-timeout> [-fencing=1]\n",
@@ -226,13 +227,14 @@ START_TEST(test_cmd_errors)
     static const char *const cases[][2] = {
         {"add " ID " q 1 2",
          "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-         "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...]"},
-        {"add " ID " q 1 2 -a=b",
-         "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
-         "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...]"},
-        {"schedule " ID " q 1 2 x", "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
-                                    "[-priority=N] [-max-attempts=N] [-max-fails=N] "
-                                    "[-after=ID,...] [-idempotent=1] [-worker=NAME,...]"},
+         "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
+        {"add " ID " q 1 2 -a=b", "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
+                                  "[-max-attempts=N] [-max-fails=N] [-after=ID,...] "
+                                  "[-idempotent=1] [-worker=NAME,...] [-target=all]"},
+        {"schedule " ID " q 1 2 x",
+         "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
+         "[-priority=N] [-max-attempts=N] [-max-fails=N] "
+         "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
         {"run " ID " q 1 2 x y", "usage: run <id> <name> <ttr> <wait-timeout> <payload> "
                                  "[-priority=N]"},
         {"complete " ID " a b", "usage: complete <id> <result> [-attempt=N]"},

@@ -185,7 +185,8 @@ tally_ext(struct tally *t, const struct job *j)
     t->exts++;
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
     REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL ||
-            x->cancelled || x->unmet > 0 || x->ndependents > 0 || x->holder != NULL);
+            x->cancelled || x->unmet > 0 || x->ndependents > 0 || x->holder != NULL ||
+            x->broadcast);
     REQUIRE(x->holder == NULL || j->state == JOB_LEASED);
     REQUIRE((x->unmet > 0) == (j->state == JOB_WAITING));
     REQUIRE((x->result != NULL) == (x->result_len > 0));
@@ -1995,6 +1996,63 @@ START_TEST(test_targeted)
 }
 END_TEST
 
+/* A broadcast: a copy for each worker present on the name; the original
+ * completes once every copy has its result or is gone. */
+START_TEST(test_broadcast)
+{
+    struct core *c = core_fixture();
+    struct worker *w[3];
+    const char *names[] = {"a", "b", "c"};
+    for (int i = 0; i < 3; i++)
+        w[i] = workers_attach(c->workers, names[i], 1, "", 0, "[]", WORKER_WORKQ, "", 0);
+    /* a and b leased from q lately, c only from other */
+    add(c, 50, "q", 0, 0);
+    add(c, 51, "q", 0, 0);
+    add(c, 52, "other", 0, 0);
+    ck_assert_uint_eq(lease_as(c, "q", w[0], 0), 50);
+    ck_assert_uint_eq(lease_as(c, "q", w[1], 0), 51);
+    ck_assert_uint_eq(lease_as(c, "other", w[2], 0), 52);
+    for (uint32_t k = 50; k <= 52; k++)
+        ck_assert_int_eq(finish(c, k, true, "ok", 0), CORE_OK);
+    struct job_spec s = spec(1, "q");
+    s.broadcast = true;
+    add_spec(c, &s, 0);
+    ck_assert_int_eq(find(c, 1)->state, JOB_WAITING);
+    size_t n;
+    const uint8_t(*copies)[JOBID_LEN] = core_job_copies(c, find(c, 1), &n);
+    ck_assert_uint_eq(n, 2);
+    uint8_t ids[2][JOBID_LEN];
+    memcpy(ids, copies, sizeof ids);
+    ck_assert_uint_eq(lease_as(c, "q", NULL, 0), 0); /* copies are for a and b only */
+    ck_assert_uint_eq(lease_as(c, "q", w[2], 0), 0);
+    struct wq_str q = {"q", 1};
+    struct job *ja, *jb;
+    struct waiter *wt;
+    ck_assert_int_eq(core_lease(c, &q, 1, 0, 0, w[0], on_done, NULL, &ja, &wt), CORE_OK);
+    ck_assert_int_eq(core_lease(c, &q, 1, 0, 0, w[1], on_done, NULL, &jb, &wt), CORE_OK);
+    ck_assert_int_eq(memcmp(ja->id, ids[0], JOBID_LEN), 0);
+    ck_assert_int_eq(memcmp(jb->id, ids[1], JOBID_LEN), 0);
+    ck_assert_int_eq(core_finish(c, ids[0], true, "x", 1, 0, 0), CORE_OK);
+    ck_assert_int_eq(find(c, 1)->state, JOB_WAITING);
+    ck_assert_int_eq(core_delete(c, ids[1]), CORE_OK); /* gone counts as done */
+    ck_assert_int_eq(find(c, 1)->state, JOB_COMPLETED);
+    check_core(c);
+    /* the same job and worker give the same copy id (a's copy is still
+     * there with its result, so only b gets a new one) */
+    ck_assert_int_eq(core_delete(c, s.id), CORE_OK);
+    add_spec(c, &s, 0);
+    copies = core_job_copies(c, find(c, 1), &n);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_int_eq(memcmp(copies[0], ids[1], JOBID_LEN), 0);
+    /* nobody present: complete at once */
+    struct job_spec t = spec(9, "empty");
+    t.broadcast = true;
+    add_spec(c, &t, 0);
+    ck_assert_int_eq(find(c, 9)->state, JOB_COMPLETED);
+    core_done(c);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -2031,6 +2089,7 @@ core_suite(void)
         {"wait_all", test_wait_all},
         {"same_job", test_same_job},
         {"targeted", test_targeted},
+        {"broadcast", test_broadcast},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }

@@ -313,10 +313,10 @@ END_TEST
 START_TEST(test_usage)
 {
     /* None of these reaches a server: the port is never used. */
-    expect_usage(
-        "workq-cli: usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
-        "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...]\n",
-        "-a", "127.0.0.1:1", "add", "-", "q");
+    expect_usage("workq-cli: usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
+                 "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] "
+                 "[-worker=NAME,...] [-target=all]\n",
+                 "-a", "127.0.0.1:1", "add", "-", "q");
     expect_usage("workq-cli: usage: complete <id> <result> [-attempt=N]\n", "complete", ID);
     expect_usage("workq-cli: unknown command \"frob\" (help lists them)\n", "frob");
     expect_usage("workq-cli: \"a b\": only a payload may be empty or hold spaces or line breaks\n",
@@ -548,7 +548,7 @@ START_TEST(test_script)
     ck_assert_str_eq(o.err.p, "workq-cli: unknown command \"bogus\" (help lists them)\n"
                               "workq-cli: usage: add <id> <name> <ttr> <ttl> <payload> "
                               "[-priority=N] [-max-attempts=N] [-max-fails=N] [-after=ID,...] "
-                              "[-idempotent=1] [-worker=NAME,...]\n");
+                              "[-idempotent=1] [-worker=NAME,...] [-target=all]\n");
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
 
