@@ -18,6 +18,7 @@
 #include "pool.h"
 #include "registry.h"
 #include "wheel.h"
+#include "workers.h"
 
 #define RUNS 5
 
@@ -242,6 +243,107 @@ bench_core_cycle(size_t n)
     return t;
 }
 
+/* A chain of n jobs, each waiting for the one before (add -after): ns per
+ * job to build it, complete it link by link (each release touches one
+ * dependent), then (a second chain) to fail it all from its root. */
+static double
+bench_chain(size_t n)
+{
+    uint64_t now = 1000000;
+    struct core *c = core_new(now);
+    struct job_spec s;
+    struct wq_str name = {"bench", 5};
+    double t0 = now_ns();
+    for (size_t i = 0; i < n; i++) {
+        uint8_t prev[1][JOBID_LEN];
+        make_spec(&s, i);
+        if (i > 0) {
+            uint64_t p = i - 1;
+            memset(prev[0], 0, JOBID_LEN);
+            memcpy(prev[0], &p, sizeof p);
+            prev[0][15] = 0x42;
+            s.after = (const uint8_t(*)[JOBID_LEN])prev;
+            s.nafter = 1;
+        }
+        if (core_add(c, &s, now) != CORE_OK)
+            abort();
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct job *j;
+        struct waiter *w;
+        if (core_lease(c, &name, 1, 0, now, NULL, done_nothing, NULL, &j, &w) != CORE_OK)
+            abort();
+        core_finish(c, j->id, true, "ok", 2, 0, now);
+    }
+    double t = (now_ns() - t0) / (double)n;
+    core_free(c);
+    return t;
+}
+
+/* A chain of n jobs failed all at once from its root: ns per job. */
+static double
+bench_chain_fail(size_t n)
+{
+    uint64_t now = 1000000;
+    struct core *c = core_new(now);
+    struct job_spec s;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t prev[1][JOBID_LEN];
+        make_spec(&s, i);
+        if (i > 0) {
+            uint64_t p = i - 1;
+            memset(prev[0], 0, JOBID_LEN);
+            memcpy(prev[0], &p, sizeof p);
+            prev[0][15] = 0x42;
+            s.after = (const uint8_t(*)[JOBID_LEN])prev;
+            s.nafter = 1;
+        }
+        core_add(c, &s, now);
+    }
+    make_spec(&s, 0);
+    double t0 = now_ns();
+    core_delete(c, s.id);
+    double t = (now_ns() - t0) / (double)n;
+    core_free(c);
+    return t;
+}
+
+/* A broadcast to n named workers present on the name: ns per copy to add
+ * it, lease and complete every copy. */
+static double
+bench_broadcast(size_t n)
+{
+    uint64_t now = 1000000;
+    struct core *c = core_new(now);
+    struct wq_str name = {"bench", 5};
+    struct worker **ws = malloc(n * sizeof *ws);
+    for (size_t i = 0; i < n; i++) {
+        char wid[32];
+        int len = snprintf(wid, sizeof wid, "worker-%zu", i);
+        ws[i] = workers_attach(c->workers, wid, (size_t)len, "", 0, "[]", WORKER_WORKQ, "", now);
+        workers_note_queue(ws[i], "bench", 5);
+    }
+    struct job_spec s;
+    make_spec(&s, 1);
+    s.broadcast = true;
+    double t0 = now_ns();
+    if (core_add(c, &s, now) != CORE_OK)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        struct job *j;
+        struct waiter *w;
+        if (core_lease(c, &name, 1, 0, now, ws[i], done_nothing, NULL, &j, &w) != CORE_OK)
+            abort();
+        core_finish(c, j->id, true, "ok", 2, 0, now);
+    }
+    double t = (now_ns() - t0) / (double)n;
+    if (core_find(c, s.id)->state != JOB_COMPLETED)
+        abort();
+    free(ws);
+    core_free(c);
+    return t;
+}
+
 /* The process's resident set, bytes. */
 static size_t
 rss_bytes(void)
@@ -292,5 +394,8 @@ main(void)
     report("malloc+free (job size)", bench_malloc, 100000);
     report("core add->lease->complete", bench_core_cycle, 1000);
     report("core add->lease->complete", bench_core_cycle, 1000000);
+    report("dependency chain, per job", bench_chain, 10000);
+    report("dependency chain failed, per job", bench_chain_fail, 10000);
+    report("broadcast, per copy", bench_broadcast, 1000);
     return 0;
 }

@@ -14,38 +14,75 @@
 #include "util.h"
 #include "workers.h"
 
+/* -after=ID[,ID...]: 1 to CORE_MAX_AFTER ids. */
+static bool
+cmd_check_after(const struct wq_str *v)
+{
+    size_t n = 0;
+    for (const char *p = v->p, *end = v->p + v->n; p <= end; n++) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
+        uint8_t id[JOBID_LEN];
+        if (n == CORE_MAX_AFTER || !cmd_arg_id(&one, id))
+            return false;
+        p += one.n + 1;
+    }
+    return true;
+}
+
+/* -worker=NAME[,NAME...]: names as hello takes them. */
+static bool
+cmd_check_workers(const struct wq_str *v)
+{
+    for (const char *p = v->p, *end = v->p + v->n; p <= end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
+        if (!workers_valid_id(p, n) || memchr(p, ',', n) != NULL)
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/* -target=all. */
+static bool
+cmd_check_target(const struct wq_str *v)
+{
+    return v->n == 3 && memcmp(v->p, "all", 3) == 0;
+}
+
 const struct cmd_flag cmd_job_flags[] = {
-    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false},
-    {"max-attempts", "Invalid Max Attempts", 0, WQ_MAX_ATTEMPTS, false},
-    {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS, false},
-    {"idempotent", "Invalid Idempotent", 0, 1, false},
-    {"after", "Invalid After", 0, 0, true},
-    {"worker", "Invalid Worker", 0, 0, true},
-    {"target", "Invalid Target", 0, 0, true},
-    {NULL, NULL, 0, 0, false},
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false, NULL},
+    {"max-attempts", "Invalid Max Attempts", 0, WQ_MAX_ATTEMPTS, false, NULL},
+    {"max-fails", "Invalid Max Fails", 0, WQ_MAX_FAILS, false, NULL},
+    {"idempotent", "Invalid Idempotent", 0, 1, false, NULL},
+    {"after", "Invalid After", 0, 0, true, cmd_check_after},
+    {"worker", "Invalid Worker", 0, 0, true, cmd_check_workers},
+    {"target", "Invalid Target", 0, 0, true, cmd_check_target},
+    {NULL, NULL, 0, 0, false, NULL},
 };
 
 /* lease -fencing=1: the reply carries the attempt (our extension). */
 const struct cmd_flag cmd_lease_flags[] = {
-    {"fencing", "Invalid Fencing", 0, 1, false},
-    {NULL, NULL, 0, 0, false},
+    {"fencing", "Invalid Fencing", 0, 1, false, NULL},
+    {NULL, NULL, 0, 0, false, NULL},
 };
 
 /* complete, fail, touch -attempt=N: only the lease of attempt N (ours). */
 const struct cmd_flag cmd_attempt_flags[] = {
-    {"attempt", "Invalid Attempt", 1, JOB_ATTEMPTS_MAX, false},
-    {NULL, NULL, 0, 0, false},
+    {"attempt", "Invalid Attempt", 1, JOB_ATTEMPTS_MAX, false, NULL},
+    {NULL, NULL, 0, 0, false, NULL},
 };
 
 /* hello -labels=a,b (ours). */
 const struct cmd_flag cmd_hello_flags[] = {
-    {"labels", "Invalid Labels", 0, 0, true},
-    {NULL, NULL, 0, 0, false},
+    {"labels", "Invalid Labels", 0, 0, true, NULL},
+    {NULL, NULL, 0, 0, false, NULL},
 };
 
 const struct cmd_flag cmd_run_flags[] = {
-    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false},
-    {NULL, NULL, 0, 0, false},
+    {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false, NULL},
+    {NULL, NULL, 0, 0, false, NULL},
 };
 
 static const struct cmd_spec cmd_table[] = {
@@ -194,6 +231,8 @@ cmd_parse_flags(const struct request *r, int64_t *values)
         const struct cmd_flag *def = &spec->flags[f];
         int rc;
         if (def->text) {
+            if (def->check != NULL && !def->check(&value))
+                return def->error;
             values[f] = (int64_t)i + 1;
             continue;
         }
@@ -210,6 +249,12 @@ cmd_parse_flags(const struct request *r, int64_t *values)
             return def->error;
     }
     return NULL;
+}
+
+const char *
+cmd_flag_error_compat(const char *err)
+{
+    return strcmp(err, "Invalid command flags") == 0 ? "Invalid command args" : err;
 }
 
 bool

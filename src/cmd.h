@@ -39,6 +39,7 @@ struct cmd_flag {
     const char *error; /* for a bad value */
     int64_t min, max;
     bool text; /* a text value: its value is the flag's index in the request + 1 */
+    bool (*check)(const struct wq_str *value); /* a text value's form */
 };
 
 struct cmd_spec {
@@ -57,6 +58,11 @@ void cmd_client_error(struct reply *out, const char *msg);
 /* Parse r's flags against r's command: values[i] gets flag i's value, or
  * keeps its default when absent.  Returns NULL, or the error to answer. */
 const char *cmd_parse_flags(const struct request *r, int64_t *values);
+
+/* The error of a flag on a command that took none before our extensions
+ * (lease, complete, fail): a flag it does not know is still "Invalid
+ * command args"; a bad value of one it knows, its own error. */
+const char *cmd_flag_error_compat(const char *err);
 
 /* Argument parsers: true when valid. */
 bool cmd_arg_id(const struct wq_str *s, uint8_t id[16]);

@@ -202,7 +202,7 @@ cmd_reply_result(struct reply *out, const struct core *core, const struct job *j
 {
     size_t n;
     const uint8_t(*copies)[JOBID_LEN] = core_job_copies(core, j, &n);
-    if (copies == NULL && !(core_job_ext(core, j) != NULL && core_job_ext(core, j)->broadcast)) {
+    if (!core_job_is_broadcast(core, j)) {
         cmd_reply_result_record(out, core, j, 1);
         return;
     }

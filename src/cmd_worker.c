@@ -64,10 +64,10 @@ cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_client_error(out, "Invalid wait timeout");
         return;
     }
-    /* any other flag is refused as before there were flags */
     int64_t fencing = 0;
-    if (cmd_parse_flags(r, &fencing) != NULL) {
-        cmd_client_error(out, "Invalid command args");
+    const char *err = cmd_parse_flags(r, &fencing);
+    if (err != NULL) {
+        cmd_client_error(out, cmd_flag_error_compat(err));
         return;
     }
     if (cmd_refuse_readonly(ctx, out))
@@ -98,10 +98,10 @@ cmd_finish(struct cmd_ctx *ctx, struct reply *out, const struct request *r, bool
         cmd_client_error(out, "Invalid ID");
         return;
     }
-    /* any other flag is refused as before there were flags */
     int64_t attempt = 0;
-    if (cmd_parse_flags(r, &attempt) != NULL) {
-        cmd_client_error(out, "Invalid command args");
+    const char *err = cmd_parse_flags(r, &attempt);
+    if (err != NULL) {
+        cmd_client_error(out, cmd_flag_error_compat(err));
         return;
     }
     if (cmd_refuse_readonly(ctx, out))

@@ -179,7 +179,7 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
     core_record_id(c, j, CMDLOG_START_ATTEMPT);
     j->state = JOB_LEASED;
     if (who != NULL) {
-        core_ext_need(c, j)->holder = who;
+        core_more_need(c, j)->holder = who;
         workers_hold(who);
     }
     if (j->attempts < JOB_ATTEMPTS_MAX)
@@ -206,7 +206,7 @@ static void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
     struct queue *q = core_job_queue(c, j);
-    struct park_node *node = core_target_first_parked(q);
+    struct park_node *node = q->base == NULL ? queue_first_parked(q) : core_target_first_parked(q);
     if (node == NULL || c->firing) {
         queue_push_ready(q, j);
         c->stats.ready++;
@@ -253,10 +253,10 @@ core_job_detach(struct core *c, struct job *j)
         queue_remove(core_job_queue(c, j), j);
     } else if (j->state == JOB_LEASED) {
         core_job_queue(c, j)->leased--;
-        struct job_ext *x = core_job_ext(c, j);
-        if (x != NULL && x->holder != NULL) { /* its worker holds it no more */
-            workers_unhold(x->holder);
-            x->holder = NULL;
+        struct job_more *m = (j->flags & JOB_F_EXT) ? core_more_of(core_job_ext(c, j)) : NULL;
+        if (m != NULL && m->holder != NULL) { /* its worker holds it no more */
+            workers_unhold(m->holder);
+            m->holder = NULL;
             core_ext_trim(c, j);
         }
     }
@@ -270,8 +270,8 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     core_job_detach(c, j);
     j->state = state;
     struct job_ext *x = result != NULL ? core_ext_need(c, j) : core_job_ext(c, j);
-    if (x != NULL)
-        x->unmet = 0; /* a waiting job waits no more */
+    if (core_more_of(x) != NULL)
+        x->more->unmet = 0; /* a waiting job waits no more */
     if (result != NULL) {
         x->result = result;
         x->result_len = result_len;
@@ -279,12 +279,13 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     }
     (*core_bucket(c, j))++;
     core_job_arm(c, j); /* only the TTL is left */
-    core_wake_result_waiters(c, j, x, WAITER_GOT);
+    x = core_wake_result_waiters(c, j, x, WAITER_GOT);
     if (j->flags & JOB_F_RUN) {
         core_job_destroy(c, j); /* its client has the result */
         return;
     }
-    core_deps_settled(c, j);
+    if (core_more_of(x) != NULL)
+        core_deps_settled(c, j, x);
 }
 
 void
@@ -304,6 +305,8 @@ void
 core_job_release(struct core *c, struct job *j, uint64_t now_ms)
 {
     core_job_detach(c, j);
+    WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
+    j->seq = c->next_seq++; /* in line as if added now */
     core_job_place(c, j, now_ms);
 }
 
@@ -314,8 +317,10 @@ core_job_destroy(struct core *c, struct job *j)
     core_job_detach(c, j);
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
-    core_deps_gone(c, j); /* its dependents fail (it is out of the registry) */
-    struct job_ext *x = core_wake_result_waiters(c, j, core_job_ext(c, j), WAITER_GONE);
+    struct job_ext *x = core_job_ext(c, j);
+    if (core_more_of(x) != NULL)
+        core_deps_gone(c, j, x); /* its dependents fail (it is out of the registry) */
+    x = core_wake_result_waiters(c, j, x, WAITER_GONE);
     if (x != NULL)
         core_ext_drop(c, j, x);
     c->bytes -= core_job_bytes(j->payload_len);
@@ -432,7 +437,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
 {
     if (core_find(c, s->id) != NULL)
         return CORE_DUPLICATE;
-    if (limited && core_deps_check(c, s->after, s->nafter) != CORE_OK)
+    if (limited && s->nafter > 0 && core_deps_check(c, s->after, s->nafter) != CORE_OK)
         return CORE_BAD_PREREQ;
     if (limited && core_over_memory(c, s->payload_len, s->timed))
         return CORE_NOMEM;
@@ -602,8 +607,8 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
 static enum core_status
 core_lease_check(const struct core *c, const struct job *j, uint32_t attempt)
 {
-    const struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL && x->cancelled)
+    const struct job_more *m = (j->flags & JOB_F_EXT) ? core_more_of(core_job_ext(c, j)) : NULL;
+    if (m != NULL && m->cancelled)
         return CORE_CANCELLED;
     if (attempt > 0 && (j->state != JOB_LEASED || j->attempts != attempt))
         return CORE_STALE;
@@ -684,7 +689,7 @@ core_job_cancel(struct core *c, struct job *j)
     char *result = payload_new(CORE_CANCELLED_RESULT, strlen(CORE_CANCELLED_RESULT));
     if (result == NULL)
         wq_panic(__FILE__, __LINE__, "out of memory cancelling a job");
-    core_ext_need(c, j)->cancelled = true;
+    core_more_need(c, j)->cancelled = true;
     core_job_settle(c, j, JOB_FAILED, result, (uint32_t)strlen(CORE_CANCELLED_RESULT));
 }
 
@@ -703,8 +708,16 @@ core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
 const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN]
 {
     const struct job_ext *x = core_job_ext(c, j);
-    *n = x != NULL && x->broadcast ? x->ncopies : 0;
-    return *n > 0 ? (const uint8_t(*)[JOBID_LEN])x->copies : NULL;
+    const struct job_more *m = core_more_of(x);
+    *n = m != NULL && m->broadcast ? m->ncopies : 0;
+    return *n > 0 ? (const uint8_t(*)[JOBID_LEN])m->copies : NULL;
+}
+
+bool
+core_job_is_broadcast(const struct core *c, const struct job *j)
+{
+    const struct job_more *m = core_more_of(core_job_ext(c, j));
+    return m != NULL && m->broadcast;
 }
 
 bool
@@ -796,8 +809,9 @@ static void
 core_free_ext(void *elem, void *arg)
 {
     struct job_ext *x = elem;
-    if (x->holder != NULL)
-        workers_unhold(x->holder); /* frees a worker that is gone */
+    if (x->more != NULL && x->more->holder != NULL)
+        workers_unhold(x->more->holder); /* frees a worker that is gone */
+    core_more_free(x->more);
     payload_free(x->result, x->result_len);
 }
 

@@ -199,6 +199,8 @@ char *core_job_result(const struct core *c, const struct job *j, uint32_t *len);
 /* When j was created, Unix ms. */
 int64_t core_job_created(const struct core *c, const struct job *j);
 
+/* Is j the original of a broadcast (add -target=all)? */
+bool core_job_is_broadcast(const struct core *c, const struct job *j);
 /* The ids of broadcast original j's copies (NULL, 0 for any other job). */
 const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN];
 

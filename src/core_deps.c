@@ -29,14 +29,14 @@ struct dep_work {
 static void
 core_deps_link(struct core *c, struct job *p, const struct job *j)
 {
-    struct job_ext *x = core_ext_need(c, p);
-    if (x->ndependents == x->dependents_cap) {
-        uint32_t cap = x->dependents_cap == 0 ? 4 : x->dependents_cap * 2;
-        x->dependents = wq_realloc(x->dependents, cap * sizeof *x->dependents);
-        c->bytes += (uint64_t)(cap - x->dependents_cap) * sizeof *x->dependents;
-        x->dependents_cap = cap;
+    struct job_more *m = core_more_need(c, p);
+    if (m->ndependents == m->dependents_cap) {
+        uint32_t cap = m->dependents_cap == 0 ? 4 : m->dependents_cap * 2;
+        m->dependents = wq_realloc(m->dependents, cap * sizeof *m->dependents);
+        c->bytes += (uint64_t)(cap - m->dependents_cap) * sizeof *m->dependents;
+        m->dependents_cap = cap;
     }
-    struct job_dep *d = &x->dependents[x->ndependents++];
+    struct job_dep *d = &m->dependents[m->ndependents++];
     memcpy(d->id, j->id, JOBID_LEN);
     d->seq = j->seq;
 }
@@ -70,15 +70,15 @@ core_deps_run(struct core *c)
             struct job *d = core_find(c, w->deps[i].id);
             if (d == NULL || d->seq != w->deps[i].seq || d->state != JOB_WAITING)
                 continue;
-            struct job_ext *dx = core_job_ext(c, d);
-            if (dx->broadcast) { /* a copy is done, whatever came of it */
-                if (--dx->unmet == 0)
+            struct job_more *dm = core_more_of(core_job_ext(c, d));
+            if (dm->broadcast) { /* a copy is done, whatever came of it */
+                if (--dm->unmet == 0)
                     core_job_settle(c, d, JOB_COMPLETED, NULL, 0);
                 continue;
             }
             if (!w->completed) {
                 core_deps_fail(c, d, w);
-            } else if (--core_job_ext(c, d)->unmet == 0) {
+            } else if (--dm->unmet == 0) {
                 core_job_release(c, d, c->now_ms);
                 core_ext_trim(c, d);
             }
@@ -90,24 +90,25 @@ core_deps_run(struct core *c)
     c->deps_busy = false;
 }
 
-/* Hand j's dependents over to the work list (completed: release them). */
+/* Hand j's dependents (x is its job_ext, or NULL) over to the work list
+ * (completed: release them). */
 static void
-core_deps_take(struct core *c, struct job *j, bool completed, bool gone)
+core_deps_take(struct core *c, struct job *j, struct job_ext *x, bool completed, bool gone)
 {
-    struct job_ext *x = core_job_ext(c, j);
-    if (x == NULL || x->ndependents == 0)
+    struct job_more *m = core_more_of(x);
+    if (m == NULL || m->ndependents == 0)
         return;
     struct dep_work *w = wq_malloc(sizeof *w);
     *w = (struct dep_work){
-        .deps = x->dependents,
-        .n = x->ndependents,
-        .cap = x->dependents_cap,
+        .deps = m->dependents,
+        .n = m->ndependents,
+        .cap = m->dependents_cap,
         .completed = completed,
         .gone = gone,
     };
     memcpy(w->prereq, j->id, JOBID_LEN);
-    x->dependents = NULL;
-    x->ndependents = x->dependents_cap = 0;
+    m->dependents = NULL;
+    m->ndependents = m->dependents_cap = 0;
     /* last in line, so a chain fails in the order its links were made */
     struct dep_work **tail = &c->deps;
     while (*tail != NULL)
@@ -117,15 +118,15 @@ core_deps_take(struct core *c, struct job *j, bool completed, bool gone)
 }
 
 void
-core_deps_settled(struct core *c, struct job *j)
+core_deps_settled(struct core *c, struct job *j, struct job_ext *x)
 {
-    core_deps_take(c, j, j->state == JOB_COMPLETED, false);
+    core_deps_take(c, j, x, j->state == JOB_COMPLETED, false);
 }
 
 void
-core_deps_gone(struct core *c, struct job *j)
+core_deps_gone(struct core *c, struct job *j, struct job_ext *x)
 {
-    core_deps_take(c, j, false, true);
+    core_deps_take(c, j, x, false, true);
 }
 
 enum core_status
@@ -142,11 +143,11 @@ core_deps_check(const struct core *c, const uint8_t (*after)[JOBID_LEN], size_t 
 void
 core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID_LEN], size_t n)
 {
-    struct job_ext *x = core_ext_need(c, j);
-    x->broadcast = true;
-    x->copies = wq_malloc((n + 1) * JOBID_LEN);
-    memcpy(x->copies, copies, n * JOBID_LEN);
-    x->ncopies = (uint32_t)n;
+    struct job_more *m = core_more_need(c, j);
+    m->broadcast = true;
+    m->copies = wq_malloc((n + 1) * JOBID_LEN);
+    memcpy(m->copies, copies, n * JOBID_LEN);
+    m->ncopies = (uint32_t)n;
     c->bytes += (uint64_t)n * JOBID_LEN;
     uint32_t unmet = 0;
     for (size_t i = 0; i < n; i++) {
@@ -158,7 +159,7 @@ core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID
     }
     j->state = JOB_WAITING;
     c->stats.waiting++;
-    x->unmet = unmet;
+    m->unmet = unmet;
     if (unmet == 0)
         core_job_settle(c, j, JOB_COMPLETED, NULL, 0);
 }
@@ -195,7 +196,7 @@ core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN],
     }
     if (unmet == 0)
         return false;
-    core_ext_need(c, j)->unmet = unmet;
+    core_more_need(c, j)->unmet = unmet;
     j->state = JOB_WAITING;
     c->stats.waiting++;
     return true;

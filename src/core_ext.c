@@ -39,10 +39,13 @@ core_ext_need(struct core *c, struct job *j)
 void
 core_ext_drop(struct core *c, struct job *j, struct job_ext *x)
 {
-    c->bytes -=
-        CORE_EXT_BYTES + x->result_len + (uint64_t)x->dependents_cap * sizeof(struct job_dep);
+    c->bytes -= CORE_EXT_BYTES + x->result_len;
+    struct job_more *m = x->more;
+    if (m != NULL)
+        c->bytes -= sizeof *m + (uint64_t)m->dependents_cap * sizeof(struct job_dep) +
+                    (uint64_t)m->ncopies * JOBID_LEN;
+    core_more_free(m);
     payload_free(x->result, x->result_len);
-    wq_free(x->dependents);
     registry_remove(c->exts, j->id, JOBID_LEN);
     pool_put(&c->ext_pool, x);
     j->flags &= ~JOB_F_EXT;
@@ -53,8 +56,10 @@ void
 core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
-    if (x != NULL && x->result == NULL && x->waiters.first == NULL && !x->cancelled &&
-        x->ndependents == 0 && x->unmet == 0 && x->holder == NULL && !x->broadcast &&
+    const struct job_more *m = core_more_of(x);
+    if (x != NULL && x->result == NULL && x->waiters.first == NULL &&
+        (m == NULL || (!m->cancelled && m->ndependents == 0 && m->unmet == 0 && m->holder == NULL &&
+                       !m->broadcast)) &&
         !(j->flags & JOB_F_TIMED))
         core_ext_drop(c, j, x);
 }
@@ -71,4 +76,25 @@ int64_t
 core_job_created(const struct core *c, const struct job *j)
 {
     return (j->flags & JOB_F_TIMED) ? core_job_ext(c, j)->created_ms : j->base_ms;
+}
+
+struct job_more *
+core_more_need(struct core *c, struct job *j)
+{
+    struct job_ext *x = core_ext_need(c, j);
+    if (x->more == NULL) {
+        x->more = wq_calloc(1, sizeof *x->more);
+        c->bytes += sizeof *x->more;
+    }
+    return x->more;
+}
+
+void
+core_more_free(struct job_more *m)
+{
+    if (m == NULL)
+        return;
+    wq_free(m->dependents);
+    wq_free(m->copies);
+    wq_free(m);
 }

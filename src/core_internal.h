@@ -13,6 +13,16 @@
 struct job_ext *core_ext_need(struct core *c, struct job *j);
 /* Free j's job_ext x and its result: the reverse of core_ext_need. */
 void core_ext_drop(struct core *c, struct job *j, struct job_ext *x);
+/* j's struct job_more (and job_ext), created empty if it has none. */
+struct job_more *core_more_need(struct core *c, struct job *j);
+/* The struct job_more of job_ext x (NULL, or NULL when it has none). */
+static inline struct job_more *
+core_more_of(const struct job_ext *x)
+{
+    return x != NULL ? x->more : NULL;
+}
+/* Free m and what it holds (core_free: workers are not told). */
+void core_more_free(struct job_more *m);
 /* Drop j's job_ext if nothing in it is needed any more. */
 void core_ext_trim(struct core *c, struct job *j);
 
@@ -79,10 +89,11 @@ bool core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_
  * gone), then COMPLETED. */
 void core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID_LEN],
                          size_t n);
-/* j has its final state: release (COMPLETED) or fail its dependents. */
-void core_deps_settled(struct core *c, struct job *j);
+/* j has its final state: release (COMPLETED) or fail its dependents (x
+ * is j's job_ext, or NULL: no lookup on the common path). */
+void core_deps_settled(struct core *c, struct job *j, struct job_ext *x);
 /* j is going (deleted, expired): fail its dependents. */
-void core_deps_gone(struct core *c, struct job *j);
+void core_deps_gone(struct core *c, struct job *j, struct job_ext *x);
 
 /* core_target.c */
 /* Index targeted queue q (new or not) under its base and each worker. */

@@ -74,16 +74,20 @@ struct job_ext {
     int64_t created_ms;   /* JOB_F_TIMED: Unix ms (base_ms is the time) */
     uint32_t time_ns;     /* JOB_F_TIMED: the time below the millisecond */
     uint32_t result_len;
-    bool cancelled;        /* failed by cancel: its worker's complete is refused */
-    uint32_t unmet;        /* JOB_WAITING: prerequisites not yet completed */
-    struct worker *holder; /* LEASED by a named worker (workers.h) */
-    /* a broadcast's original (add -target=all): its copies, one per worker */
-    uint8_t (*copies)[JOBID_LEN];
-    uint32_t ncopies;
-    bool broadcast;
-    /* the jobs waiting for this one (add -after) */
-    struct job_dep *dependents;
+    struct job_more *more; /* the job model's extensions, when used */
+};
+
+/* What only jobs that use the job model's extensions (ours) need, kept out
+ * of struct job_ext so that the common job_ext (a result) stays small. */
+struct job_more {
+    struct worker *holder;        /* LEASED by a named worker (workers.h) */
+    struct job_dep *dependents;   /* the jobs waiting for this one (add -after) */
+    uint8_t (*copies)[JOBID_LEN]; /* a broadcast's original: its copies */
     uint32_t ndependents, dependents_cap;
+    uint32_t unmet; /* JOB_WAITING: prerequisites (or copies) not yet done */
+    uint32_t ncopies;
+    bool cancelled; /* failed by cancel: its worker's complete is refused */
+    bool broadcast; /* the original of a broadcast (add -target=all) */
 };
 
 /* A dependent job, by id and by its arrival number (an id used again by

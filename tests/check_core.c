@@ -184,11 +184,12 @@ tally_ext(struct tally *t, const struct job *j)
     }
     t->exts++;
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
+    const struct job_more *m = x->more;
     REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL ||
-            x->cancelled || x->unmet > 0 || x->ndependents > 0 || x->holder != NULL ||
-            x->broadcast);
-    REQUIRE(x->holder == NULL || j->state == JOB_LEASED);
-    REQUIRE((x->unmet > 0) == (j->state == JOB_WAITING));
+            (m != NULL && (m->cancelled || m->unmet > 0 || m->ndependents > 0 ||
+                           m->holder != NULL || m->broadcast)));
+    REQUIRE(m == NULL || m->holder == NULL || j->state == JOB_LEASED);
+    REQUIRE((m != NULL && m->unmet > 0) == (j->state == JOB_WAITING));
     REQUIRE((x->result != NULL) == (x->result_len > 0));
     REQUIRE(((j->flags & JOB_F_NS) != 0) == ((j->flags & JOB_F_TIMED) && x->time_ns != 0));
     REQUIRE(job_is_done(j) || x->waiters.first == NULL ||
