@@ -1453,6 +1453,163 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* Named workers, jobs for them, broadcasts */
+
+/* Read `inspect workers 0 10` of one worker: its key lines into out
+ * ("key value" each), their number. */
+static int
+worker_record(int fd, const char *wid, char out[][128], int cap)
+{
+    systest_sends(fd, "inspect workers 0 10\r\n");
+    const char *l = systest_read_line(fd);
+    int records = 0;
+    ck_assert_int_eq(sscanf(l, "+OK %d", &records), 1);
+    int found = 0;
+    for (int r = 0; r < records; r++) {
+        char name[64];
+        int k = 0;
+        ck_assert_int_eq(sscanf(systest_read_line(fd), "%63s %d", name, &k), 2);
+        for (int i = 0; i < k; i++) {
+            l = systest_read_line(fd);
+            if (strcmp(name, wid) == 0 && found < cap)
+                snprintf(out[found++], 128, "%s", l);
+        }
+    }
+    return found;
+}
+
+/* The value of key in a worker record, or NULL. */
+static const char *
+worker_key(char rec[][128], int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strncmp(rec[i], key, strlen(key)) == 0 && rec[i][strlen(key)] == ' ')
+            return rec[i] + strlen(key) + 1;
+    return NULL;
+}
+
+START_TEST(test_hello_and_inspect)
+{
+    systest_start_srv();
+    int a = systest_conn(), c = systest_conn();
+    systest_roundtrip(a, "hello alice -labels=gpu,fast\r\n", OK);
+    systest_roundtrip(a, "hello alice\r\n", ERR("Worker already named"));
+    systest_roundtrip(c, "hello bob -labels=ok,\r\n", ERR("Invalid Labels"));
+    systest_roundtrip(c, "hello\r\n", ERR("Invalid command args"));
+    systest_sends(a, "lease q1 q2 " PARK "\r\n");
+    char rec[16][128];
+    int n = 0;
+    for (int tries = 0; tries < 100; tries++) { /* the lease is parked */
+        n = worker_record(c, "alice", rec, 16);
+        if (n > 0 && strcmp(worker_key(rec, n, "waiting-on"), "q1,q2") == 0)
+            break;
+        systest_sleep_ms(10);
+    }
+    ck_assert_int_eq(n, 12);
+    ck_assert_str_eq(worker_key(rec, n, "labels"), "[\"gpu\",\"fast\"]");
+    ck_assert_str_eq(worker_key(rec, n, "kind"), "workq");
+    ck_assert_str_eq(worker_key(rec, n, "connections"), "1");
+    ck_assert_str_eq(worker_key(rec, n, "last-command"), "lease");
+    ck_assert_str_eq(worker_key(rec, n, "waiting-on"), "q1,q2");
+    ck_assert_str_eq(worker_key(rec, n, "jobs"), "0");
+    ck_assert(strncmp(worker_key(rec, n, "address"), "127.0.0.1:", 10) == 0);
+    systest_add(c, id4(1), "q2", "work");
+    systest_expect(a, f("+OK 1\r\n%s q2 %u 4\r\nwork\r\n", id4(1), TTR));
+    n = worker_record(c, "alice", rec, 16);
+    ck_assert_str_eq(worker_key(rec, n, "jobs"), "1");
+    ck_assert_str_eq(worker_key(rec, n, "waiting-on"), "");
+    /* gone with its connection; its lease stays until its TTR */
+    close(a);
+    for (int tries = 0; tries < 100 && worker_record(c, "alice", rec, 16) > 0; tries++)
+        systest_sleep_ms(10);
+    ck_assert_int_eq(worker_record(c, "alice", rec, 16), 0);
+    expect_state(c, id4(1), 4);
+    close(c);
+    systest_stop_srv();
+}
+END_TEST
+
+START_TEST(test_targeted)
+{
+    systest_start_srv();
+    int bob = systest_conn(), anon = systest_conn();
+    systest_roundtrip(bob, "hello bob\r\n", OK);
+    add_reply(anon, id4(1), "q", "for bob", "-worker=carol,bob,bob -priority=9", OK);
+    add_reply(anon, id4(2), "q", "common", NULL, OK);
+    add_reply(anon, id4(3), "q", "x", "-worker=bad,,x", ERR("Invalid Worker"));
+    add_reply(anon, id4(3), "q", "x", "-worker=", ERR("Invalid command flags"));
+    systest_lease_now(anon, "q", id4(2), "common");
+    systest_roundtrip(anon, "lease q 0\r\n", TO);
+    systest_sends(anon, f("inspect job %s\r\n", id4(1)));
+    ck_assert_str_eq(systest_read_line(anon), "+OK 1");
+    ck_assert_str_eq(systest_read_line(anon), f("%s 13", id4(1)));
+    ck_assert_str_eq(systest_read_line(anon), "name q");
+    const char *l;
+    while (strncmp(l = systest_read_line(anon), "workers ", 8) != 0)
+        ;
+    ck_assert_str_eq(l, "workers bob,carol");
+    systest_roundtrip(anon, "inspect queues 0 10\r\n",
+                      "+OK 1\r\nq 2\r\nready-len 0\r\nscheduled-len 0\r\n");
+    systest_lease_now(bob, "q", id4(1), "for bob");
+    /* a parked worker of the set gets its job at once */
+    systest_sends(bob, "lease q " PARK "\r\n");
+    systest_sleep_ms(50);
+    add_reply(anon, id4(4), "q", "later", "-worker=bob", OK);
+    systest_expect(bob, f("+OK 1\r\n%s q %u 5\r\nlater\r\n", id4(4), TTR));
+    close(bob);
+    close(anon);
+    systest_stop_srv();
+}
+END_TEST
+
+/* Read a lease reply: the job's id into id (37 bytes). */
+static void
+lease_reply_id(int fd, const char *payload, char id[37])
+{
+    ck_assert_str_eq(systest_read_line(fd), "+OK 1");
+    const char *head = systest_read_line(fd);
+    ck_assert_msg(strlen(head) > 36, "lease head %s", head);
+    memcpy(id, head, 36);
+    id[36] = '\0';
+    ck_assert_str_eq(head + 36, f(" q %u %zu", TTR, strlen(payload)));
+    ck_assert_str_eq(systest_read_line(fd), payload);
+}
+
+START_TEST(test_broadcast)
+{
+    systest_start_srv();
+    int a = systest_conn(), b = systest_conn(), c = systest_conn();
+    systest_roundtrip(a, "hello a\r\n", OK);
+    systest_roundtrip(b, "hello b\r\n", OK);
+    add_reply(c, id4(9), "q", "x", "-target=some", ERR("Invalid Target"));
+    add_reply(c, id4(9), "q", "x", "-target=all -worker=a", ERR("Invalid Target"));
+    systest_sends(a, "lease q " PARK "\r\n");
+    systest_sends(b, "lease q " PARK "\r\n");
+    systest_sleep_ms(100 * systest_slow());
+    add_reply(c, id4(1), "q", "to all", "-target=all", OK);
+    char ida[37], idb[37];
+    lease_reply_id(a, "to all", ida);
+    lease_reply_id(b, "to all", idb);
+    ck_assert_str_ne(ida, idb);
+    ck_assert_str_ne(ida, id4(1));
+    expect_state(c, id4(1), WAITING);
+    systest_roundtrip(c, f("result %s 0\r\n", id4(1)), TO);
+    systest_sends(c, f("result %s " PARK "\r\n", id4(1)));
+    finish(a, "complete", ida, "done a", NULL, OK);
+    finish(b, "fail", idb, "no b", NULL, OK);
+    systest_expect(c, f("+OK 2\r\n%s%s", rec(ida, 1, "done a"), rec(idb, 0, "no b")));
+    expect_state(c, id4(1), 1);
+    /* nobody present on the name: done at once, with no copy */
+    add_reply(c, id4(2), "empty", "x", "-target=all", OK);
+    systest_roundtrip(c, f("result %s 0\r\n", id4(2)), "+OK 0\r\n");
+    close(a);
+    close(b);
+    close(c);
+    systest_stop_srv();
+}
+END_TEST
+
 static Suite *
 jobmodel_suite(void)
 {
@@ -1475,6 +1632,7 @@ jobmodel_suite(void)
           test_wait_gone, test_wait_disconnect, NULL}},
         {"idempotent", {test_idempotent_add, test_idempotent_schedule, NULL}},
         {"persist", {test_persist_kill, NULL}},
+        {"workers", {test_hello_and_inspect, test_targeted, test_broadcast, NULL}},
     };
     return systest_suite("jobmodel", groups, sizeof groups / sizeof groups[0]);
 }
