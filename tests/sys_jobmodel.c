@@ -1610,6 +1610,44 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
+/* Jobs for named workers and a broadcast come back after a SIGKILL. */
+START_TEST(test_persist_targets)
+{
+    char dir[64], log[96];
+    systest_tmpdir_new(dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    struct systest_server s;
+    systest_start(&s, "-cmdlog-path", log, "-cmdlog-sync", "always", NULL);
+    int a = systest_connect(&s), fd = systest_connect(&s);
+    systest_roundtrip(a, "hello a\r\n", OK);
+    systest_add(fd, id4(1), "q", "plain");
+    systest_lease_now(a, "q", id4(1), "plain"); /* a is present on q */
+    finish(a, "complete", id4(1), "", NULL, OK);
+    add_reply(fd, id4(2), "q", "for a", "-worker=a", OK);
+    add_reply(fd, id4(3), "q", "all", "-target=all", OK);
+    systest_kill(&s);
+    close(a);
+    close(fd);
+
+    systest_start(&s, "-cmdlog-path", log, "-cmdlog-sync", "always", NULL);
+    a = systest_connect(&s);
+    fd = systest_connect(&s);
+    systest_roundtrip(fd, "lease q 0\r\n", TO); /* neither is for it */
+    expect_state(fd, id4(3), WAITING);
+    systest_roundtrip(a, "hello a\r\n", OK);
+    systest_lease_now(a, "q", id4(2), "for a");
+    char copy[37];
+    systest_sends(a, "lease q 0\r\n");
+    lease_reply_id(a, "all", copy);
+    finish(a, "complete", copy, "got it", NULL, OK);
+    systest_roundtrip(fd, f("result %s 0\r\n", id4(3)), f("+OK 1\r\n%s", rec(copy, 1, "got it")));
+    close(a);
+    close(fd);
+    systest_stop(&s);
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
 static Suite *
 jobmodel_suite(void)
 {
@@ -1631,7 +1669,7 @@ jobmodel_suite(void)
          {test_wait_all_there, test_wait_until_last, test_wait_timeout, test_wait_errors,
           test_wait_gone, test_wait_disconnect, NULL}},
         {"idempotent", {test_idempotent_add, test_idempotent_schedule, NULL}},
-        {"persist", {test_persist_kill, NULL}},
+        {"persist", {test_persist_kill, test_persist_targets, NULL}},
         {"workers", {test_hello_and_inspect, test_targeted, test_broadcast, NULL}},
     };
     return systest_suite("jobmodel", groups, sizeof groups / sizeof groups[0]);
