@@ -243,17 +243,13 @@ bench_core_cycle(size_t n)
     return t;
 }
 
-/* A chain of n jobs, each waiting for the one before (add -after): ns per
- * job to build it, complete it link by link (each release touches one
- * dependent), then (a second chain) to fail it all from its root. */
-static double
-bench_chain(size_t n)
+/* A core holding a chain of n jobs, each waiting for the one before
+ * (add -after). */
+static struct core *
+make_chain(size_t n, uint64_t now)
 {
-    uint64_t now = 1000000;
     struct core *c = core_new(now);
     struct job_spec s;
-    struct wq_str name = {"bench", 5};
-    double t0 = now_ns();
     for (size_t i = 0; i < n; i++) {
         uint8_t prev[1][JOBID_LEN];
         make_spec(&s, i);
@@ -268,6 +264,18 @@ bench_chain(size_t n)
         if (core_add(c, &s, now) != CORE_OK)
             abort();
     }
+    return c;
+}
+
+/* A chain of n jobs: ns per job to build it and complete it link by link
+ * (each release touches one dependent). */
+static double
+bench_chain(size_t n)
+{
+    uint64_t now = 1000000;
+    struct wq_str name = {"bench", 5};
+    double t0 = now_ns();
+    struct core *c = make_chain(n, now);
     for (size_t i = 0; i < n; i++) {
         struct job *j;
         struct waiter *w;
@@ -285,21 +293,8 @@ static double
 bench_chain_fail(size_t n)
 {
     uint64_t now = 1000000;
-    struct core *c = core_new(now);
+    struct core *c = make_chain(n, now);
     struct job_spec s;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t prev[1][JOBID_LEN];
-        make_spec(&s, i);
-        if (i > 0) {
-            uint64_t p = i - 1;
-            memset(prev[0], 0, JOBID_LEN);
-            memcpy(prev[0], &p, sizeof p);
-            prev[0][15] = 0x42;
-            s.after = (const uint8_t(*)[JOBID_LEN])prev;
-            s.nafter = 1;
-        }
-        core_add(c, &s, now);
-    }
     make_spec(&s, 0);
     double t0 = now_ns();
     core_delete(c, s.id);

@@ -266,15 +266,24 @@ cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
 }
 
+/* The id of a command that changes one job (its first argument): false
+ * after answering a bad id, or the read-only error. */
+static bool
+cmd_job_change(struct cmd_ctx *ctx, struct reply *out, const struct request *r,
+               uint8_t id[JOBID_LEN])
+{
+    if (!cmd_arg_id(&r->args[0], id)) {
+        cmd_client_error(out, "Invalid ID");
+        return false;
+    }
+    return !cmd_refuse_readonly(ctx, out);
+}
+
 void
 cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     uint8_t id[JOBID_LEN];
-    if (!cmd_arg_id(&r->args[0], id)) {
-        cmd_client_error(out, "Invalid ID");
-        return;
-    }
-    if (cmd_refuse_readonly(ctx, out))
+    if (!cmd_job_change(ctx, out, r, id))
         return;
     if (core_delete(ctx->core, id) == CORE_OK)
         cmd_reply_ok(out);
@@ -374,11 +383,7 @@ void
 cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 {
     uint8_t id[JOBID_LEN];
-    if (!cmd_arg_id(&r->args[0], id)) {
-        cmd_client_error(out, "Invalid ID");
-        return;
-    }
-    if (cmd_refuse_readonly(ctx, out))
+    if (!cmd_job_change(ctx, out, r, id))
         return;
     switch (core_cancel_job(ctx->core, id, ctx->now_ms)) {
     case CORE_OK:

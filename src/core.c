@@ -289,9 +289,9 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
 }
 
 void
-core_job_place(struct core *c, struct job *j, uint64_t now_ms)
+core_job_place(struct core *c, struct job *j, enum job_state state, uint64_t now_ms)
 {
-    j->state = JOB_NEW;
+    j->state = state;
     if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
         c->stats.scheduled++;
@@ -307,7 +307,7 @@ core_job_release(struct core *c, struct job *j, uint64_t now_ms)
     core_job_detach(c, j);
     WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
     j->seq = c->next_seq++; /* in line as if added now */
-    core_job_place(c, j, now_ms);
+    core_job_place(c, j, JOB_NEW, now_ms);
 }
 
 /* Forget j entirely: heap, registry, waiters, memory. */
@@ -637,14 +637,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
             core_record_id(c, j, CMDLOG_FAIL_RETRY);
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
-                j->state = JOB_PENDING;
-                if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
-                    queue_push_scheduled(core_job_queue(c, j), j);
-                    c->stats.scheduled++;
-                } else {
-                    core_make_ready(c, j, now_ms);
-                }
-                core_job_arm(c, j);
+                core_job_place(c, j, JOB_PENDING, now_ms);
             } else {
                 j->state = JOB_PENDING;
             }

@@ -63,9 +63,9 @@ void core_job_settle(struct core *c, struct job *j, enum job_state state, char *
 /* Log a result (complete or final fail) of j. */
 void core_record_result(struct core *c, const struct job *j, enum cmdlog_code code,
                         const char *data, size_t len);
-/* Detached j (out of every bucket) is NEW: ready, scheduled, or leased
- * at once to a parked leaser, as add places a job. */
-void core_job_place(struct core *c, struct job *j, uint64_t now_ms);
+/* Detached j (out of every bucket) is in state (NEW, PENDING): ready,
+ * scheduled, or leased at once to a parked leaser, as add places a job. */
+void core_job_place(struct core *c, struct job *j, enum job_state state, uint64_t now_ms);
 /* WAITING j's prerequisites have all completed: place it as add would. */
 void core_job_release(struct core *c, struct job *j, uint64_t now_ms);
 /* Arm j's timer for the nearest of its deadlines. */

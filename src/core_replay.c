@@ -107,7 +107,7 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
                                r->after.n / JOBID_LEN))
                 core_job_arm(c, j);
             else
-                core_job_place(c, j, now_ms);
+                core_job_place(c, j, JOB_NEW, now_ms);
         }
         break;
     case CMDLOG_DELETE:
