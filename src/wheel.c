@@ -100,6 +100,8 @@ wheel_level_event(const struct wheel *w, unsigned level)
 uint64_t
 wheel_next_event(const struct wheel *w)
 {
+    if (w->count == 0) /* the common case of an idle wheel: no level walk */
+        return WHEEL_NEVER;
     if (w->due.first != NULL)
         return w->now;
     uint64_t next = WHEEL_NEVER;
@@ -145,6 +147,10 @@ wheel_step_to(struct wheel *w, uint64_t t)
 void
 wheel_advance(struct wheel *w, uint64_t now_ms)
 {
+    if (w->count == 0) { /* nothing to place relative to the old time */
+        w->now = WQ_MAX(w->now, now_ms);
+        return;
+    }
     for (;;) {
         while (w->due.first != NULL) {
             struct wheel_entry *e = wheel_entry_of(w->due.first);
