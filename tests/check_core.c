@@ -2045,6 +2045,25 @@ START_TEST(test_broadcast)
     copies = core_job_copies(c, find(c, 1), &n);
     ck_assert_uint_eq(n, 1);
     ck_assert_int_eq(memcmp(copies[0], ids[1], JOBID_LEN), 0);
+    /* workers that leave: a's copy, leased, stays until its TTR and goes
+     * back to a's hidden queue; b's copy is deleted; then the original is
+     * done */
+    struct job_spec u = spec(20, "q");
+    u.broadcast = true;
+    add_spec(c, &u, 1000);
+    copies = core_job_copies(c, find(c, 20), &n);
+    ck_assert_uint_eq(n, 2);
+    memcpy(ids, copies, sizeof ids);
+    ck_assert_int_eq(core_lease(c, &q, 1, 0, 1000, w[0], on_done, NULL, &ja, &wt), CORE_OK);
+    workers_detach(c->workers, w[0]);
+    workers_detach(c->workers, w[1]);
+    advance(c, 2000); /* a's TTR (1000 ms) ends */
+    ck_assert_int_eq(core_find(c, ids[0])->state, JOB_PENDING);
+    ck_assert_uint_eq(lease_as(c, "q", NULL, 2000), 0);
+    ck_assert_int_eq(find(c, 20)->state, JOB_WAITING);
+    ck_assert_int_eq(core_delete(c, ids[0]), CORE_OK);
+    ck_assert_int_eq(core_delete(c, ids[1]), CORE_OK);
+    ck_assert_int_eq(find(c, 20)->state, JOB_COMPLETED);
     /* nobody present: complete at once */
     struct job_spec t = spec(9, "empty");
     t.broadcast = true;
