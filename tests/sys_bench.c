@@ -359,6 +359,7 @@ struct fk_fake {
     int corrupt;          /* give the corrupt-th job fetched a wrong payload (0: none) */
     struct fk_job jobs[FK_JOBS];
     int njobs, fetched, acked;
+    bool refused; /* a HELLO was refused: the run ends with status 91 */
 };
 
 /* SHA-256 iterated as doc/faktory.md says, with OpenSSL's one-shot SHA256. */
@@ -401,8 +402,11 @@ fk_command(struct fk_fake *fk, struct fk_conn *c, char *line)
         else
             fk_hash(fk->password, hash), snprintf(want, sizeof want, "\"pwdhash\":\"%s\"}", hash);
         if (strncmp(line, "HELLO {\"v\":2", 12) != 0 || strstr(line, want) == NULL) {
+            /* every connection is refused alike: which one the client
+             * hears first does not matter */
             fk_send(c->fd, "-ERR Invalid password\r\n");
-            return 91;
+            fk->refused = true;
+            return 0;
         }
         c->hello = true;
         fk_send(c->fd, "+OK\r\n");
@@ -497,7 +501,7 @@ fk_serve(struct fk_fake *fk, int lfd, int acks)
                 close(c->fd);
                 c->fd = -1;
                 if (--open == 0)
-                    return fk->acked == acks ? 0 : 98;
+                    return fk->refused ? 91 : fk->acked == acks ? 0 : 98;
                 continue;
             }
             c->len += (size_t)got;
