@@ -1586,7 +1586,17 @@ START_TEST(test_broadcast)
     add_reply(c, id4(9), "q", "x", "-target=all -worker=a", ERR("Invalid Target"));
     systest_sends(a, "lease q " PARK "\r\n");
     systest_sends(b, "lease q " PARK "\r\n");
-    systest_sleep_ms(100 * systest_slow());
+    /* both wait on q (so both are present there) before the broadcast */
+    const char *names[] = {"a", "b"};
+    for (int i = 0; i < 2; i++) {
+        char wr[16][128];
+        int tries = 0, n = 0;
+        while ((n = worker_record(c, names[i], wr, 16)) == 0 ||
+               strcmp(worker_key(wr, n, "waiting-on"), "q") != 0) {
+            ck_assert_int_lt(tries++, 500 * systest_slow());
+            systest_sleep_ms(10);
+        }
+    }
     add_reply(c, id4(1), "q", "to all", "-target=all", OK);
     char ida[37], idb[37];
     lease_reply_id(a, "to all", ida);
