@@ -14,33 +14,37 @@
 #include "util.h"
 #include "workers.h"
 
+int
+cmd_after_ids(const struct wq_str *v, uint8_t (*after)[JOBID_LEN])
+{
+    int n = 0;
+    const char *p = v->p;
+    struct wq_str one;
+    while (util_list_next(&p, v->p + v->n, &one)) {
+        if (n == CORE_MAX_AFTER || !cmd_arg_id(&one, after[n]))
+            return -1;
+        n++;
+    }
+    return n;
+}
+
 /* -after=ID[,ID...]: 1 to CORE_MAX_AFTER ids. */
 static bool
 cmd_check_after(const struct wq_str *v)
 {
-    size_t n = 0;
-    for (const char *p = v->p, *end = v->p + v->n; p <= end; n++) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
-        uint8_t id[JOBID_LEN];
-        if (n == CORE_MAX_AFTER || !cmd_arg_id(&one, id))
-            return false;
-        p += one.n + 1;
-    }
-    return true;
+    uint8_t ids[CORE_MAX_AFTER][JOBID_LEN];
+    return cmd_after_ids(v, ids) > 0;
 }
 
 /* -worker=NAME[,NAME...]: names as hello takes them. */
 static bool
 cmd_check_workers(const struct wq_str *v)
 {
-    for (const char *p = v->p, *end = v->p + v->n; p <= end;) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
-        if (!workers_valid_id(p, n) || memchr(p, ',', n) != NULL)
+    const char *p = v->p;
+    struct wq_str one;
+    while (util_list_next(&p, v->p + v->n, &one))
+        if (!workers_valid_id(one.p, one.n))
             return false;
-        p += n + 1;
-    }
     return true;
 }
 

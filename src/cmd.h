@@ -64,6 +64,10 @@ const char *cmd_parse_flags(const struct request *r, int64_t *values);
  * command args"; a bad value of one it knows, its own error. */
 const char *cmd_flag_error_compat(const char *err);
 
+/* The ids of a comma-separated list (the value of -after) into after (room
+ * for CORE_MAX_AFTER): their number, or -1 if the list is not one. */
+int cmd_after_ids(const struct wq_str *v, uint8_t (*after)[16]);
+
 /* Argument parsers: true when valid. */
 bool cmd_arg_id(const struct wq_str *s, uint8_t id[16]);
 bool cmd_arg_name(const struct wq_str *s);

@@ -43,26 +43,6 @@ cmd_job_head(const struct request *r, struct job_spec *s)
     return NULL;
 }
 
-/* The ids of -after=ID[,ID...] into after (at most CORE_MAX_AFTER); their
- * number, or -1 if the list is not one. */
-static int
-cmd_after_ids(const struct wq_str *flag, uint8_t (*after)[JOBID_LEN])
-{
-    struct wq_str key, value;
-    proto_flag_split(flag, &key, &value);
-    int n = 0;
-    const char *p = value.p, *end = value.p + value.n;
-    while (p <= end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
-        if (n == CORE_MAX_AFTER || !cmd_arg_id(&one, after[n]))
-            return -1;
-        n++;
-        p += one.n + 1;
-    }
-    return n;
-}
-
 static int
 cmd_str_cmp(const void *a, const void *b)
 {
@@ -77,17 +57,14 @@ cmd_str_cmp(const void *a, const void *b)
 static bool
 cmd_target_name(const struct wq_str *flag, struct job_spec *s, char *buf)
 {
-    struct wq_str key, value, names[WQ_MAX_NAME];
+    struct wq_str key, value, names[WQ_MAX_NAME], one;
     size_t n = 0;
     proto_flag_split(flag, &key, &value);
-    const char *p = value.p, *end = value.p + value.n;
-    while (p <= end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        struct wq_str one = {p, comma != NULL ? (size_t)(comma - p) : (size_t)(end - p)};
+    const char *p = value.p;
+    while (util_list_next(&p, value.p + value.n, &one)) {
         if (n == WQ_ARRAY_LEN(names) || !workers_valid_id(one.p, one.n))
             return false;
         names[n++] = one;
-        p += one.n + 1;
     }
     qsort(names, n, sizeof *names, cmd_str_cmp);
     size_t at = s->name.n;
@@ -122,7 +99,9 @@ cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent
     if (idempotent != NULL)
         *idempotent = flags[CMD_FLAG_IDEMPOTENT] == 1;
     if (err == NULL && flags[CMD_FLAG_AFTER] > 0) {
-        int n = cmd_after_ids(&r->flags[flags[CMD_FLAG_AFTER] - 1], after);
+        struct wq_str key, value;
+        proto_flag_split(&r->flags[flags[CMD_FLAG_AFTER] - 1], &key, &value);
+        int n = cmd_after_ids(&value, after);
         if (n < 0)
             return "Invalid After";
         s->after = (const uint8_t(*)[JOBID_LEN])after;
@@ -291,6 +270,18 @@ cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_reply_not_found(out);
 }
 
+/* The job of ids[i] if a fan-in's reply carries its record: it has its
+ * result, and its id is not listed earlier. */
+static const struct job *
+cmd_fanin_record(const struct core *core, const uint8_t (*ids)[JOBID_LEN], size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (memcmp(ids[k], ids[i], JOBID_LEN) == 0)
+            return NULL;
+    const struct job *j = core_find(core, ids[i]);
+    return j != NULL && job_is_done(j) ? j : NULL;
+}
+
 /* The reply to a fan-in: "+OK <n>" and a result record for each listed
  * job that has its result (in the order listed, once each), or -TIMEOUT
  * when none has. */
@@ -299,13 +290,8 @@ cmd_reply_fanin(struct reply *out, const struct core *core, const uint8_t (*ids)
                 size_t n)
 {
     size_t have = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct job *j = core_find(core, ids[i]);
-        bool again = false;
-        for (size_t k = 0; k < i && !again; k++)
-            again = memcmp(ids[k], ids[i], JOBID_LEN) == 0;
-        have += j != NULL && job_is_done(j) && !again;
-    }
+    for (size_t i = 0; i < n; i++)
+        have += cmd_fanin_record(core, ids, i) != NULL;
     if (have == 0) {
         cmd_reply_timeout(out);
         return;
@@ -314,18 +300,9 @@ cmd_reply_fanin(struct reply *out, const struct core *core, const uint8_t (*ids)
     int h = snprintf(head, sizeof head, "+OK %zu\r\n", have);
     reply_bytes(out, head, (size_t)h);
     for (size_t i = 0; i < n; i++) {
-        const struct job *j = core_find(core, ids[i]);
-        bool again = false;
-        for (size_t k = 0; k < i && !again; k++)
-            again = memcmp(ids[k], ids[i], JOBID_LEN) == 0;
-        if (j == NULL || !job_is_done(j) || again)
-            continue;
-        char id[JOBID_TEXT_LEN + 1];
-        uint32_t len;
-        char *result = core_job_result(core, j, &len);
-        jobid_format(j->id, id);
-        h = snprintf(head, sizeof head, "%s %d %u\r\n", id, j->state == JOB_COMPLETED ? 1 : 0, len);
-        cmd_reply_block(out, head, (size_t)h, result, len);
+        const struct job *j = cmd_fanin_record(core, ids, i);
+        if (j != NULL)
+            cmd_reply_result_record(out, core, j, 0);
     }
 }
 

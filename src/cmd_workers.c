@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "core.h"
+#include "util.h"
 #include "reply.h"
 #include "workers.h"
 
@@ -53,16 +54,14 @@ cmd_hello_labels(const struct wq_str *flag)
     struct wq_str key, value;
     proto_flag_split(flag, &key, &value);
     json_t *labels = json_array();
-    const char *p = value.p, *end = value.p + value.n;
-    while (p <= end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
-        if (!workers_valid_id(p, n)) {
+    const char *p = value.p;
+    struct wq_str one;
+    while (util_list_next(&p, value.p + value.n, &one)) {
+        if (!workers_valid_id(one.p, one.n)) {
             json_decref(labels);
             return NULL;
         }
-        json_array_append_new(labels, json_stringn(p, n));
-        p += n + 1;
+        json_array_append_new(labels, json_stringn(one.p, one.n));
     }
     char *text = json_dumps(labels, JSON_COMPACT);
     json_decref(labels);

@@ -13,6 +13,7 @@
 #include <uuid/uuid.h>
 
 #include "alloc.h"
+#include "util.h"
 #include "registry.h"
 #include "workers.h"
 
@@ -84,11 +85,10 @@ core_target_register(struct core *c, const struct queue *q)
 {
     const char *sep = memchr(q->name, QUEUE_TARGET_SEP, q->name_len);
     size_t base_len = (size_t)(sep - q->name);
-    const char *p = sep + 1, *end = q->name + q->name_len;
-    while (p < end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
-        struct target_index *t = core_target_entry(c, q->name, base_len, p, n, true);
+    const char *p = sep + 1;
+    struct wq_str w;
+    while (util_list_next(&p, q->name + q->name_len, &w)) {
+        struct target_index *t = core_target_entry(c, q->name, base_len, w.p, w.n, true);
         bool known = false;
         for (uint32_t i = 0; i < t->n && !known; i++)
             known = strcmp(t->sets[i], q->name) == 0;
@@ -100,7 +100,6 @@ core_target_register(struct core *c, const struct queue *q)
             t->sets[t->n] = wq_malloc(q->name_len + 1u);
             memcpy(t->sets[t->n++], q->name, q->name_len + 1u);
         }
-        p += n + 1;
     }
 }
 
@@ -112,14 +111,10 @@ core_target_allows(const struct queue *q, const struct worker *who)
     if (who == NULL)
         return false;
     const char *p = (const char *)memchr(q->name, QUEUE_TARGET_SEP, q->name_len) + 1;
-    const char *end = q->name + q->name_len;
-    while (p < end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        size_t n = comma != NULL ? (size_t)(comma - p) : (size_t)(end - p);
-        if (n == who->wid_len && memcmp(p, who->wid, n) == 0)
+    struct wq_str w;
+    while (util_list_next(&p, q->name + q->name_len, &w))
+        if (w.n == who->wid_len && memcmp(w.p, who->wid, w.n) == 0)
             return true;
-        p += n + 1;
-    }
     return false;
 }
 

@@ -261,6 +261,19 @@ fwp_random(struct fwp_ctx *f)
     return f->rng * 0x2545F4914F6CDD1DULL;
 }
 
+/* The length of s[0..n) cut to at most max bytes on a character
+ * boundary (UTF-8). */
+static size_t
+fwp_utf8_cut(const char *s, size_t n, size_t max)
+{
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+        n--;
+    return n;
+}
+
 /* s trimmed of white space, then cut to at most max bytes on a character
  * boundary; "unknown" when empty. */
 static json_t *
@@ -273,11 +286,7 @@ fwp_failure_text(const char *s, size_t max)
         s++, n--;
     while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r'))
         n--;
-    if (n > max) {
-        n = max;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
+    n = fwp_utf8_cut(s, n, max);
     return n == 0 ? json_string("unknown") : json_stringn(s, n);
 }
 
@@ -285,12 +294,7 @@ fwp_failure_text(const char *s, size_t max)
 static json_t *
 fwp_failure_line(const char *s, size_t n)
 {
-    if (n > FWP_MAX_LINE_BYTES) {
-        n = FWP_MAX_LINE_BYTES;
-        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-            n--;
-    }
-    return json_stringn(s, n);
+    return json_stringn(s, fwp_utf8_cut(s, n, FWP_MAX_LINE_BYTES));
 }
 
 /* The failure hash after this failure: Faktory's fields, the retry count

@@ -4,6 +4,23 @@
 
 #include "wq.h"
 
+#include <string.h>
+
+/* The next item of the comma-separated list that ends at end, from *p
+ * (start it at the list's first byte): true with *item set and *p moved
+ * past its comma, false once the list is done.  "a,,b" has an empty item,
+ * and so does an empty list. */
+static inline bool
+util_list_next(const char **p, const char *end, struct wq_str *item)
+{
+    if (*p > end)
+        return false;
+    const char *comma = memchr(*p, ',', (size_t)(end - *p));
+    *item = (struct wq_str){*p, (size_t)((comma != NULL ? comma : end) - *p)};
+    *p += item->n + 1;
+    return true;
+}
+
 /* Parse s[0..len) as decimal digits only (no sign, no spaces, leading zeros
  * fine) into a value <= max.  0 on success, -1 otherwise. */
 int util_parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out);
