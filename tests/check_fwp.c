@@ -359,6 +359,38 @@ START_TEST(test_failures)
 }
 END_TEST
 
+/* Errors of the job commands that the system tests do not reach, byte for
+ * byte; none of them changes anything. */
+START_TEST(test_job_errors)
+{
+    struct client a;
+    client_open(&a);
+    ck_assert_str_eq(feed(&a, "HELLO {\"v\":2}\r\n"), "+OK\r\n");
+    ck_assert_str_eq(feed(&a, "FETCH ok bad!name\r\n"),
+                     "-ERR FETCH: queue names must match \\A[a-zA-Z0-9._-]+\\z\r\n");
+    char line[1200];
+    memset(line, 0, sizeof line);
+    strcpy(line, "MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"regexp\":\"");
+    memset(line + strlen(line), 'x', 1025);
+    strcat(line, "\"}}\r\n");
+    ctx.max_line = sizeof line;
+    ck_assert_str_eq(feed(&a, line), "-ERR regexp too long (at most 1024 bytes)\r\n");
+    ck_assert_str_eq(feed(&a, "MUTATE {\"cmd\":\"discard\",\"target\":\"dead\","
+                              "\"filter\":{\"regexp\":\"[z-a]\"}}\r\n"),
+                     "-ERR invalid regexp\r\n");
+    ck_assert_str_eq(feed(&a, "PUSH {\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":"
+                              "[18446744073709551616],\"enqueued_at\":\"x\"}\r\n"),
+                     "-ERR a job with enqueued_at or failure must not hold integers beyond 64 "
+                     "bits\r\n");
+    ck_assert_uint_eq(registry_count(core->fjobs->jobs), 0);
+    /* without enqueued_at the same job is taken, its big integer kept */
+    ck_assert_str_eq(feed(&a, "PUSH {\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":"
+                              "[18446744073709551616]}\r\n"),
+                     "+OK\r\n");
+    client_close(&a);
+}
+END_TEST
+
 START_TEST(test_line_limits)
 {
     struct client c;
@@ -390,6 +422,7 @@ main(void)
         {"password", test_password},
         {"workers_and_beat", test_workers_and_beat},
         {"failures", test_failures},
+        {"job_errors", test_job_errors},
         {"line_limits", test_line_limits},
     };
     return unit_run(unit_suite_fixture("fwp", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);
