@@ -84,6 +84,11 @@ const struct cmd_flag cmd_hello_flags[] = {
     {NULL, NULL, 0, 0, false, NULL},
 };
 
+/* auth: a password that looks like a flag is still the password. */
+static const struct cmd_flag cmd_auth_flags[] = {
+    {NULL, NULL, 0, 0, false, NULL},
+};
+
 const struct cmd_flag cmd_run_flags[] = {
     {"priority", "Invalid Priority", INT32_MIN, INT32_MAX, false, NULL},
     {NULL, NULL, 0, 0, false, NULL},
@@ -106,6 +111,9 @@ static const struct cmd_spec cmd_table[] = {
     {{"cancel", 1, 1, false, NULL}, NULL, cmd_cancel},
     {{"wait", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_wait},
     {{"hello", 1, 1, false, NULL}, cmd_hello_flags, cmd_hello},
+    /* any count: auth's own handler answers a wrong one, even before the
+       connection has authenticated (cmd_proto_handle) */
+    {{"auth", 0, PROTO_ANY_ARGS, false, NULL}, cmd_auth_flags, cmd_auth},
 };
 
 const struct proto_syntax *
@@ -140,10 +148,12 @@ cmd_client_error(struct reply *out, const char *msg)
 
 /* ---- the protocol module ---- */
 
-/* A connection's state: the parser's, and the worker it named (hello). */
+/* A connection's state: the parser's, the worker it named (hello), and
+ * whether it gave the password (auth). */
 struct cmd_conn {
     struct proto proto; /* first: proto_parse takes the state as its own */
     struct worker *worker;
+    bool authed;
 };
 
 static void
@@ -153,6 +163,17 @@ cmd_proto_open(void *ctx, void *state, struct reply *out)
     struct cmd_conn *cc = state;
     proto_init(&cc->proto, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
     cc->worker = NULL;
+    cc->authed = false;
+}
+
+/* Until a connection gives the password, every request but auth (and
+ * every request that does not parse: a data block is read and dropped
+ * first, as for any error) gets this, and changes nothing. */
+static bool
+cmd_needs_auth(const struct cmd_ctx *ctx, const struct cmd_conn *cc, const struct request *r)
+{
+    return ctx->auth != NULL && !cc->authed &&
+           (r == NULL || WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax)->handler != cmd_auth);
 }
 
 /* Parse the first request of in[0..len) and run it. */
@@ -166,15 +187,20 @@ cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size
     struct cmd_conn *cc = state;
     switch (proto_parse(&cc->proto, in, len, &req, &err, &consumed, need)) {
     case PROTO_REQUEST:
+        *need = 0;
+        if (cmd_needs_auth(ctx, cc, &req)) {
+            cmd_client_error(out, "Authentication required");
+            break;
+        }
         ((struct cmd_ctx *)ctx)->worker = &cc->worker;
+        ((struct cmd_ctx *)ctx)->authed = &cc->authed;
         if (cc->worker != NULL)
             snprintf(cc->worker->last_command, sizeof cc->worker->last_command, "%s",
                      req.cmd->name);
         cmd_dispatch(ctx, out, &req);
-        *need = 0;
         break;
     case PROTO_ERROR:
-        cmd_client_error(out, err);
+        cmd_client_error(out, cmd_needs_auth(ctx, cc, NULL) ? "Authentication required" : err);
         *need = 0;
         break;
     case PROTO_FATAL: /* framing is lost */

@@ -40,6 +40,7 @@ enum conn_state {
     CONN_READY,     /* taking requests */
     CONN_PARKED,    /* a command waits (c->waiting) */
     CONN_THROTTLED, /* the client reads replies too slowly: its input waits */
+    CONN_PAUSED,    /* the protocol answers later (reply_pause): input and replies wait */
     CONN_FLUSH,     /* the peer left, or the server stops: write what is due, close */
     CONN_LINGER,    /* the protocol closes: write, shut down writing, drain the peer */
 };
@@ -65,14 +66,15 @@ struct conn {
     struct event *wake_ev;
     struct reply reply;
     enum conn_state state;
-    bool direct;           /* plain TCP: written to straight from the loop */
-    void *waiting;         /* CONN_PARKED: what the protocol parked */
-    struct evbuffer *held; /* replies waiting for the log */
-    uint64_t hold_lsn;     /* ... until it releases this record */
-    uint64_t mark;         /* records appended when the last request began */
-    size_t need;           /* input bytes needed before handling again */
-    uint64_t active_ms;    /* last input, or the end of the last wait */
-    char peer[64];         /* the client's address, HOST:PORT */
+    bool direct;            /* plain TCP: written to straight from the loop */
+    void *waiting;          /* CONN_PARKED: what the protocol parked */
+    struct evbuffer *held;  /* replies waiting for the log */
+    struct evbuffer *later; /* CONN_PAUSED: replies made during the pause */
+    uint64_t hold_lsn;      /* ... until it releases this record */
+    uint64_t mark;          /* records appended when the last request began */
+    size_t need;            /* input bytes needed before handling again */
+    uint64_t active_ms;     /* last input, or the end of the last wait */
+    char peer[64];          /* the client's address, HOST:PORT */
 };
 
 static void conn_process(struct conn *c);
@@ -142,6 +144,11 @@ static struct evbuffer *
 conn_out(struct conn *c)
 {
     struct conn_set *s = c->set;
+    if (c->state == CONN_PAUSED) {
+        if (c->later == NULL)
+            c->later = evbuffer_new();
+        return c->later;
+    }
     if (s->cmdlog == NULL ||
         (!list_linked(&c->held_node) && !cmdlog_holds_replies(s->cmdlog, c->mark)))
         return bufferevent_get_output(c->bev);
@@ -244,9 +251,18 @@ conn_reply_peer(void *to)
     return ((struct conn *)to)->peer;
 }
 
+static void
+conn_reply_pause(void *to, uint64_t ms)
+{
+    struct conn *c = to;
+    c->state = CONN_PAUSED;
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    event_add(c->wake_ev, &tv);
+}
+
 static const struct reply_ops conn_reply_ops = {
-    conn_reply_bytes, conn_reply_payload, conn_reply_park,
-    conn_reply_wake,  conn_reply_close,   conn_reply_peer,
+    conn_reply_bytes, conn_reply_payload, conn_reply_park,  conn_reply_wake,
+    conn_reply_close, conn_reply_peer,    conn_reply_pause,
 };
 
 /* "HOST:PORT" of the socket's peer into out ("" if it has none). */
@@ -294,6 +310,8 @@ conn_free(struct conn *c)
         list_unlink(&c->held_node);
     if (c->held != NULL)
         evbuffer_free(c->held);
+    if (c->later != NULL)
+        evbuffer_free(c->later);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
     pool_put(&s->pool, c);
@@ -463,6 +481,13 @@ conn_wake_cb(evutil_socket_t fd, short what, void *arg)
             conn_flushed(c);
     } else if (c->state == CONN_LINGER && (what & EV_TIMEOUT)) {
         conn_free(c); /* the peer took too long to close */
+    } else if (c->state == CONN_PAUSED && (what & EV_TIMEOUT)) {
+        /* The pause is over: send what was answered meanwhile, go on. */
+        c->state = CONN_READY;
+        if (c->later != NULL)
+            evbuffer_add_buffer(conn_out(c), c->later);
+        c->active_ms = util_now_ms();
+        conn_process(c);
     } else if (c->state == CONN_READY) {
         conn_process(c);
     }

@@ -46,7 +46,7 @@ main_start(struct server *srv, const struct options *o)
 {
     if (server_init(srv, o) != 0)
         return EX_SOFTWARE;
-    if (server_faktory_password(srv) != 0)
+    if (server_faktory_password(srv) != 0 || server_workq_password(srv) != 0)
         return EX_CONFIG;
     if (server_listen(srv) != 0)
         return EX_UNAVAILABLE;

@@ -67,6 +67,10 @@ static const struct opt_def opt_defs[] = {
      "addresses to listen on; HOST may be a name, an IPv4\naddress or [IPv6]; port 0 picks a "
      "free port\n",
      "Options (one dash or two; -flag value or -flag=value):"},
+    {"password-file", 0, OPT_PATH, AT(password_file), 0, 0, NULL, "(expected a file name)", "FILE",
+     "Workq clients must authenticate with this password\n(the file's first line, one word) "
+     "before any\nother command; re-read on SIGHUP (default: off)",
+     NULL},
     {"faktory-listen", 0, OPT_LISTEN, AT(faktory_listen), 0, 0, NULL,
      "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
      "also serve the Faktory work protocol there\n(default: off; 7419 is Faktory's port)", NULL},

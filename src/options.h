@@ -32,6 +32,7 @@ struct options {
     struct listen_set listen;          /* the Workq protocol */
     struct listen_set faktory_listen;  /* the Faktory protocol (n 0: off) */
     const char *faktory_password_file; /* NULL: FAKTORY_PASSWORD, if set */
+    const char *password_file;         /* Workq clients must auth; NULL: off */
     uint64_t faktory_dead_ttl_ms;      /* how long a dead job stays */
     uint64_t faktory_dead_max;         /* at most this many dead jobs */
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */

@@ -25,6 +25,9 @@ struct reply_ops {
     void (*close)(void *to);
     /* The client's address, "HOST:PORT" ("" if unknown). */
     const char *(*peer)(void *to);
+    /* Answer later: what is replied from now on leaves, and input is taken
+     * again, only after ms milliseconds (a timer, never a sleep). */
+    void (*pause)(void *to, uint64_t ms);
 };
 
 struct reply {
@@ -72,6 +75,12 @@ static inline const char *
 reply_peer(struct reply *r)
 {
     return r->ops->peer(r->to);
+}
+
+static inline void
+reply_pause(struct reply *r, uint64_t ms)
+{
+    r->ops->pause(r->to, ms);
 }
 
 #endif /* WQ_REPLY_H */

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
+#include <openssl/crypto.h>
 
 #include "cmdlog.h"
 #include "conn.h"
@@ -267,6 +268,28 @@ server_bind(struct server *srv, const struct listen_addr *a, const struct conn_s
     return 0;
 }
 
+/* The first line of a password file into line (cap bytes, its end of line
+ * cut); what names the password in errors.  0, or -1 (logged). */
+static int
+server_read_password(const char *file, const char *what, char *line, size_t cap)
+{
+    FILE *fp = fopen(file, "r");
+    if (fp == NULL || fgets(line, (int)cap, fp) == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot read the %s password file=%s error=\"%s\"", what, file,
+               fp == NULL ? strerror(errno) : "it is empty");
+        if (fp != NULL)
+            fclose(fp);
+        return -1;
+    }
+    fclose(fp);
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\0') {
+        wq_log(LOG_LVL_ERROR, "the %s password file=%s starts with an empty line", what, file);
+        return -1;
+    }
+    return 0;
+}
+
 int
 server_faktory_password(struct server *srv)
 {
@@ -277,26 +300,36 @@ server_faktory_password(struct server *srv)
         if (env == NULL || env[0] == '\0')
             return 0;
         snprintf(line, sizeof line, "%s", env);
-    } else {
-        FILE *fp = fopen(file, "r");
-        if (fp == NULL || fgets(line, sizeof line, fp) == NULL) {
-            wq_log(LOG_LVL_ERROR, "cannot read the Faktory password file=%s error=\"%s\"", file,
-                   fp == NULL ? strerror(errno) : "it is empty");
-            if (fp != NULL)
-                fclose(fp);
-            return -1;
-        }
-        fclose(fp);
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] == '\0') {
-            wq_log(LOG_LVL_ERROR, "the Faktory password file=%s starts with an empty line", file);
-            return -1;
-        }
+    } else if (server_read_password(file, "Faktory", line, sizeof line) != 0) {
+        return -1;
     }
     srv->faktory_password = wq_malloc(strlen(line) + 1);
     strcpy(srv->faktory_password, line);
     srv->fwp.password = srv->faktory_password;
     return 0;
+}
+
+int
+server_workq_password(struct server *srv)
+{
+    const char *file = srv->opts->password_file;
+    char line[CMD_AUTH_MAX_PASSWORD + 2];
+    if (file == NULL)
+        return 0;
+    int rc = server_read_password(file, "Workq", line, sizeof line);
+    if (rc == 0 && !cmd_auth_valid_password(line)) {
+        wq_log(LOG_LVL_ERROR,
+               "the Workq password in file=%s is not one word of at most %d printable "
+               "characters",
+               file, CMD_AUTH_MAX_PASSWORD);
+        rc = -1;
+    }
+    if (rc == 0 && srv->ctx.auth == NULL)
+        srv->ctx.auth = cmd_auth_new(line);
+    else if (rc == 0)
+        cmd_auth_set_password(srv->ctx.auth, line);
+    OPENSSL_cleanse(line, sizeof line);
+    return rc;
 }
 
 int
@@ -315,10 +348,17 @@ server_listen(struct server *srv)
 static void
 server_hup_cb(evutil_socket_t sig, short what, void *arg)
 {
+    struct server *srv = arg;
     if (log_reopen() != 0)
         wq_log(LOG_LVL_ERROR, "cannot reopen the log file error=\"%s\"", strerror(errno));
     else
         wq_log(LOG_LVL_INFO, "log reopened");
+    if (srv->opts->password_file == NULL)
+        return;
+    if (server_workq_password(srv) == 0)
+        wq_log(LOG_LVL_INFO, "Workq password re-read file=%s", srv->opts->password_file);
+    else
+        wq_log(LOG_LVL_ERROR, "keeping the Workq password in use");
 }
 
 /* Close the connections that have been idle for the idle timeout. */
@@ -526,6 +566,7 @@ server_clear(struct server *srv)
     cmdlog_close(srv->cmdlog); /* writes and syncs what is left */
     core_free(srv->ctx.core);
     wq_free(srv->faktory_password);
+    cmd_auth_free(srv->ctx.auth);
     if (srv->base != NULL)
         event_base_free(srv->base);
     memset(srv, 0, sizeof *srv);

@@ -56,6 +56,9 @@ int server_open_cmdlog(struct server *srv);
 /* Read the Faktory listeners' password (-faktory-password-file, else
  * FAKTORY_PASSWORD).  Returns 0, or -1 after logging (EX_CONFIG). */
 int server_faktory_password(struct server *srv);
+/* Read the Workq password (-password-file) into srv->ctx.auth; again on
+ * SIGHUP.  0, or -1 (logged; a password already in use is kept). */
+int server_workq_password(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int server_listen(struct server *srv);

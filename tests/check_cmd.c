@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "core.h"
 #include "proto.h"
+#include "registry.h"
 #include "reply.h"
 #include "fake_reply.h"
 #include "unit.h"
@@ -300,6 +301,117 @@ START_TEST(test_line_too_long_closes)
 }
 END_TEST
 
+/* With a password, every request but auth answers "Authentication
+ * required" and changes nothing: data blocks are read and dropped, and
+ * requests that do not parse get it too; the right password opens the
+ * connection, and a wrong one on an open connection does not close it. */
+START_TEST(test_auth_required)
+{
+    ctx.auth = cmd_auth_new("s3cret");
+    static const char *const refused[] = {
+        "add " ID1 " q 1000 60000 5\r\nhello\r\n",
+        "schedule " ID1 " q 1000 60000 2016-01-02T15:04:05Z 1\r\nx\r\n",
+        "run " ID1 " q 1000 60000 1\r\nx\r\n",
+        "result " ID1 " 10\r\n",
+        "lease q 10\r\n",
+        "complete " ID1 " 1\r\nx\r\n",
+        "fail " ID1 " 1\r\nx\r\n",
+        "delete " ID1 "\r\n",
+        "inspect server\r\n",
+        "worker quiet w1\r\n",
+        "touch " ID1 "\r\n",
+        "cancel " ID1 "\r\n",
+        "wait 10 " ID1 "\r\n",
+        "hello w1\r\n",
+        "bogus\r\n",
+        "add\r\n",
+        "add " ID1 " q 1000 60000 x\r\n",
+        "add " ID1 " q 1000 60000 20\r\n01234567890123456789\r\n",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(refused); i++)
+        ck_assert_msg(strcmp(ask(refused[i]), CE("Authentication required")) == 0, "%zu: %s", i,
+                      ask(refused[i]));
+    ck_assert_uint_eq(registry_count(ctx.core->jobs), 0);
+
+    struct client c;
+    client_open(&c);
+    const char *in = "auth\r\nauth a b\r\nauth wrong\r\n";
+    ck_assert_str_eq(feed(&c, in, strlen(in)),
+                     CE("Invalid command args") CE("Invalid command args") CE("Invalid password"));
+    ck_assert_uint_eq(c.f.paused_ms, cmd_auth_delay_ms(1));
+    in = "auth s3cret\r\nadd " ID1 " q 1000 60000 1\r\nx\r\nauth wrong\r\nresult " ID1 " 0\r\n";
+    ck_assert_str_eq(feed(&c, in, strlen(in)),
+                     "+OK\r\n+OK\r\n" CE("Invalid password") "-TIMEOUT\r\n");
+    ck_assert_uint_eq(c.f.paused_ms, cmd_auth_delay_ms(1) + cmd_auth_delay_ms(1));
+    client_close(&c);
+    ck_assert_uint_eq(registry_count(ctx.core->jobs), 1);
+    cmd_auth_free(ctx.auth);
+}
+END_TEST
+
+/* Each failure from one address waits twice as long as the one before, up
+ * to 10 s; a right password forgives them; another address starts afresh. */
+START_TEST(test_auth_delays)
+{
+    ck_assert_uint_eq(cmd_auth_delay_ms(1), 250);
+    ck_assert_uint_eq(cmd_auth_delay_ms(2), 500);
+    ck_assert_uint_eq(cmd_auth_delay_ms(6), 8000);
+    ck_assert_uint_eq(cmd_auth_delay_ms(7), 10000);
+    ck_assert_uint_eq(cmd_auth_delay_ms(100000), 10000);
+
+    ctx.auth = cmd_auth_new("-x=y"); /* looks like a flag: still a password */
+    struct client c;
+    client_open(&c);
+    for (int i = 1; i <= 3; i++) {
+        uint64_t before = c.f.paused_ms;
+        ck_assert_str_eq(feed(&c, "auth nope\r\n", 11), CE("Invalid password"));
+        ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms((uint32_t)i));
+    }
+    ck_assert_str_eq(feed(&c, "auth -x=y\r\n", 11), "+OK\r\n");
+    uint64_t before = c.f.paused_ms;
+    ck_assert_str_eq(feed(&c, "auth nope\r\n", 11), CE("Invalid password"));
+    ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms(1));
+    /* the record of failures outlives a SIGHUP's new password */
+    cmd_auth_set_password(ctx.auth, "other");
+    before = c.f.paused_ms;
+    ck_assert_str_eq(feed(&c, "auth -x=y\r\n", 11), CE("Invalid password"));
+    ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms(2));
+    ck_assert_str_eq(feed(&c, "auth other\r\n", 12), "+OK\r\n");
+    client_close(&c);
+    cmd_auth_free(ctx.auth);
+}
+END_TEST
+
+/* Without -password-file, auth is an error and nothing needs it. */
+START_TEST(test_auth_not_enabled)
+{
+    static const struct exchange x[] = {
+        {"auth x\r\n", CE("Authentication not enabled")},
+        {"auth\r\n", CE("Invalid command args")},
+        {"result " ID1 " 0\r\n", "-NOT-FOUND\r\n"},
+    };
+    require_exchanges(x, WQ_ARRAY_LEN(x));
+}
+END_TEST
+
+/* A password file's line must be one word of printable ASCII. */
+START_TEST(test_auth_valid_password)
+{
+    ck_assert(cmd_auth_valid_password("s3cret!"));
+    ck_assert(!cmd_auth_valid_password(""));
+    ck_assert(!cmd_auth_valid_password("two words"));
+    ck_assert(!cmd_auth_valid_password("tab\there"));
+    ck_assert(!cmd_auth_valid_password("del\x7f"));
+    char long_one[CMD_AUTH_MAX_PASSWORD + 2];
+    memset(long_one, 'a', sizeof long_one);
+    long_one[CMD_AUTH_MAX_PASSWORD] = '\0';
+    ck_assert(cmd_auth_valid_password(long_one));
+    long_one[CMD_AUTH_MAX_PASSWORD] = 'a';
+    long_one[CMD_AUTH_MAX_PASSWORD + 1] = '\0';
+    ck_assert(!cmd_auth_valid_password(long_one));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -312,6 +424,10 @@ main(void)
         {"lease_parks", test_lease_parks},
         {"cancelled_lease", test_cancelled_lease},
         {"line_too_long_closes", test_line_too_long_closes},
+        {"auth_required", test_auth_required},
+        {"auth_delays", test_auth_delays},
+        {"auth_not_enabled", test_auth_not_enabled},
+        {"auth_valid_password", test_auth_valid_password},
     };
     return unit_run(unit_suite_fixture("cmd", cases, WQ_ARRAY_LEN(cases), setup, teardown), NULL);
 }

@@ -1,7 +1,7 @@
 /* fake_reply.h - a client as protocol modules see it (reply.h), for their
  * unit tests: it records what was answered, whether the command parked
- * (and on what), how often it was woken, and whether the module closed
- * it. */
+ * (and on what), how often it was woken, whether the module closed it,
+ * and for how long it paused it. */
 #ifndef WQ_TESTS_FAKE_REPLY_H
 #define WQ_TESTS_FAKE_REPLY_H
 
@@ -17,6 +17,7 @@ struct fake {
     void *waiting;
     int wakes;
     bool closed;
+    uint64_t paused_ms; /* the sum of the pauses asked for */
 };
 
 static inline void
@@ -61,8 +62,14 @@ fake_peer(void *to)
     return "127.0.0.1:4242";
 }
 
-static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park,
-                                          fake_wake,  fake_close,   fake_peer};
+static inline void
+fake_pause(void *to, uint64_t ms)
+{
+    ((struct fake *)to)->paused_ms += ms;
+}
+
+static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,
+                                          fake_close, fake_peer,    fake_pause};
 
 /* A fresh client (f's protocol state, if any, is the caller's). */
 static inline void
