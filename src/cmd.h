@@ -10,6 +10,7 @@
 struct conn_proto;
 struct core;
 struct reply;
+struct stats;
 struct worker;
 
 /* What handlers share: the core, the time of the current batch, the
@@ -24,6 +25,7 @@ struct cmd_ctx {
     size_t max_line;  /* proto.h's limits */
     uint64_t max_payload;
     struct worker **worker; /* the current connection's named worker (hello) */
+    struct stats *stats;    /* commands by outcome are counted there; NULL: not */
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its
@@ -47,6 +49,11 @@ struct cmd_spec {
     const struct cmd_flag *flags; /* NULL-key terminated; NULL: takes none */
     cmd_handler_fn handler;
 };
+
+/* The commands as the metrics name them: cmd_count() of them, the last
+ * "unknown" (a name not in the table). */
+size_t cmd_count(void);
+const char *cmd_name(size_t i);
 
 /* proto_lookup_fn over the command table. */
 const struct proto_syntax *cmd_lookup(const char *name, size_t len);
