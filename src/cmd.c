@@ -172,14 +172,16 @@ struct cmd_conn {
     bool answered; /* the command's outcome is counted */
 };
 
+/* The first bytes of the answer: count the outcome, then let the rest of
+ * this command's answer go straight to the connection (the tap becomes a
+ * copy of its reply until the next command). */
 static void
 cmd_tap_bytes(void *to, const void *data, size_t len)
 {
     struct cmd_conn *cc = to;
-    if (!cc->answered) {
-        cc->answered = true;
-        cc->stats->commands[cc->cmd][stats_outcome_of(data, len)]++;
-    }
+    cc->answered = true;
+    cc->stats->commands[cc->cmd][stats_outcome_of(data, len)]++;
+    cc->tap = *cc->out;
     reply_bytes(cc->out, data, len);
 }
 
@@ -250,6 +252,7 @@ cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size
                     ? (uint32_t)(WQ_CONTAINER_OF(req.cmd, struct cmd_spec, syntax) - cmd_table)
                     : (uint32_t)CMD_UNKNOWN;
         cc->answered = false;
+        cc->tap = (struct reply){&cmd_tap_ops, cc};
         out = &cc->tap;
     } else if (cc->stats != NULL && req.cmd != NULL) {
         cc->cmd = (uint32_t)(WQ_CONTAINER_OF(req.cmd, struct cmd_spec, syntax) - cmd_table);
