@@ -458,6 +458,49 @@ START_TEST(test_flags)
 }
 END_TEST
 
+START_TEST(test_faktory)
+{
+    struct systest_proc p;
+    const char *extra[] = {"-faktory-listen", "127.0.0.1:0", NULL};
+    int port = start(&p, extra);
+    const char *line = strstr(p.out.p, "faktory listening on 127.0.0.1:");
+    ck_assert_ptr_nonnull(line);
+    int fk = systest_connect_port(atoi(strchr(line, ':') + 1));
+    ck_assert_str_eq(systest_read_line(fk), "+HI {\"v\":2}");
+    systest_roundtrip(fk, "HELLO {\"v\":2,\"wid\":\"w1\",\"hostname\":\"h\",\"pid\":1}\r\n", OK);
+    char *r = http(port, "GET", "/metrics", NULL);
+    ASSERT_LINE(body(r), "workq_faktory_pushed_total 0");
+    ASSERT_LINE(body(r), "workq_workers{kind=\"faktory\",state=\"running\"} 1");
+    free(r);
+    systest_roundtrip(fk, "PUSH {\"jid\":\"jid-0000000001\",\"jobtype\":\"t\",\"args\":[]}\r\n",
+                      OK);
+    systest_roundtrip(fk, "PUSH {\"jid\":\"jid-0000000002\",\"jobtype\":\"t\",\"args\":[]}\r\n",
+                      OK);
+    r = http(port, "GET", "/metrics", NULL);
+    ASSERT_LINE(body(r), "workq_faktory_pushed_total 2");
+    ASSERT_LINE(body(r), "workq_faktory_jobs{state=\"enqueued\"} 2");
+    free(r);
+    systest_sends(fk, "FETCH default\r\n");
+    const char *len = systest_read_line(fk);
+    ck_assert_int_eq(len[0], '$');
+    systest_read_line(fk);
+    systest_roundtrip(fk, "ACK {\"jid\":\"jid-0000000001\"}\r\n", OK);
+    r = http(port, "GET", "/metrics", NULL);
+    const char *m = body(r);
+    ASSERT_LINE(m, "workq_faktory_fetched_total 1");
+    ASSERT_LINE(m, "workq_faktory_acked_total 1");
+    ASSERT_LINE(m, "workq_faktory_failed_total 0");
+    ASSERT_LINE(m, "workq_faktory_jobs{state=\"enqueued\"} 1");
+    ASSERT_LINE(m, "workq_faktory_jobs{state=\"working\"} 0");
+    ASSERT_LINE(m, "workq_faktory_jobs{state=\"dead\"} 0");
+    ASSERT_LINE(m, "workq_connections 1");
+    free(r);
+    close(fk);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -465,6 +508,7 @@ metrics_suite(void)
         {"endpoints", {test_endpoints, NULL}},     {"counters", {test_counters_move, NULL}},
         {"cap", {test_queue_cap, NULL}},           {"openmetrics", {test_openmetrics, NULL}},
         {"readyz", {test_readyz_read_only, NULL}}, {"flags", {test_flags, NULL}},
+        {"faktory", {test_faktory, NULL}},
     };
     return systest_suite("metrics", groups, sizeof groups / sizeof groups[0]);
 }
