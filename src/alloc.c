@@ -133,3 +133,24 @@ alloc_memory_used(void)
     return used;
 #endif
 }
+
+int
+alloc_jemalloc_stats(size_t *allocated, size_t *resident)
+{
+#ifdef HAVE_JEMALLOC
+    uint64_t epoch = 1;
+    size_t len = sizeof epoch;
+    mallctl("epoch", &epoch, &len, &epoch, len); /* refresh the cached stats */
+    len = sizeof *allocated;
+    if (mallctl("stats.allocated", allocated, &len, NULL, 0) != 0)
+        return -1;
+    len = sizeof *resident;
+    if (mallctl("stats.resident", resident, &len, NULL, 0) != 0)
+        return -1;
+    return 0;
+#else
+    (void)allocated;
+    (void)resident;
+    return -1;
+#endif
+}

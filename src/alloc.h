@@ -26,5 +26,8 @@ const char *alloc_name(void);
  * (jemalloc's stats.allocated; with libc, mallinfo2's in-use bytes, or the
  * resident size where a sanitizer hides those). */
 size_t alloc_memory_used(void);
+/* jemalloc's stats.allocated and stats.resident, after an epoch refresh:
+ * 0, or -1 when not built with jemalloc (or the stats are unavailable). */
+int alloc_jemalloc_stats(size_t *allocated, size_t *resident);
 
 #endif /* WQ_ALLOC_H */

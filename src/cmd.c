@@ -11,6 +11,7 @@
 #include "job.h"
 #include "jobid.h"
 #include "reply.h"
+#include "stats.h"
 #include "util.h"
 #include "workers.h"
 
@@ -116,6 +117,23 @@ static const struct cmd_spec cmd_table[] = {
     {{"auth", 0, PROTO_ANY_ARGS, false, NULL}, cmd_auth_flags, cmd_auth},
 };
 
+_Static_assert(WQ_ARRAY_LEN(cmd_table) + 1 <= STATS_MAX_COMMANDS, "raise STATS_MAX_COMMANDS");
+
+/* The row of "unknown" in the commands' counts. */
+#define CMD_UNKNOWN WQ_ARRAY_LEN(cmd_table)
+
+size_t
+cmd_count(void)
+{
+    return WQ_ARRAY_LEN(cmd_table) + 1;
+}
+
+const char *
+cmd_name(size_t i)
+{
+    return i < WQ_ARRAY_LEN(cmd_table) ? cmd_table[i].syntax.name : "unknown";
+}
+
 const struct proto_syntax *
 cmd_lookup(const char *name, size_t len)
 {
@@ -149,11 +167,73 @@ cmd_client_error(struct reply *out, const char *msg)
 /* ---- the protocol module ---- */
 
 /* A connection's state: the parser's, the worker it named (hello), and
- * whether it gave the password (auth). */
+ * whether it gave the password (auth), and what counts the outcome of its
+ * command: handlers answer through tap, which passes everything on to the
+ * connection's reply (out) and counts the command (cmd) by the first bytes
+ * of its answer, however late. */
 struct cmd_conn {
     struct proto proto; /* first: proto_parse takes the state as its own */
     struct worker *worker;
     bool authed;
+    struct reply tap;
+    struct reply *out;
+    struct stats *stats;
+    uint32_t cmd;  /* row in stats->commands */
+    bool answered; /* the command's outcome is counted */
+};
+
+/* The first bytes of the answer: count the outcome, then let the rest of
+ * this command's answer go straight to the connection (the tap becomes a
+ * copy of its reply until the next command). */
+static void
+cmd_tap_bytes(void *to, const void *data, size_t len)
+{
+    struct cmd_conn *cc = to;
+    cc->answered = true;
+    cc->stats->commands[cc->cmd][stats_outcome_of(data, len)]++;
+    cc->tap = *cc->out;
+    reply_bytes(cc->out, data, len);
+}
+
+static void
+cmd_tap_payload(void *to, char *p, size_t len)
+{
+    reply_payload(((struct cmd_conn *)to)->out, p, len);
+}
+
+static void
+cmd_tap_park(void *to, void *waiting)
+{
+    reply_park(((struct cmd_conn *)to)->out, waiting);
+}
+
+static void
+cmd_tap_wake(void *to)
+{
+    reply_wake(((struct cmd_conn *)to)->out);
+}
+
+static void
+cmd_tap_close(void *to)
+{
+    reply_close(((struct cmd_conn *)to)->out);
+}
+
+static const char *
+cmd_tap_peer(void *to)
+{
+    return reply_peer(((struct cmd_conn *)to)->out);
+}
+
+static void
+cmd_tap_pause(void *to, uint64_t ms)
+{
+    reply_pause(((struct cmd_conn *)to)->out, ms);
+}
+
+static const struct reply_ops cmd_tap_ops = {
+    cmd_tap_bytes, cmd_tap_payload, cmd_tap_park, cmd_tap_wake,
+    cmd_tap_close, cmd_tap_peer,    cmd_tap_pause,
 };
 
 static void
@@ -163,6 +243,10 @@ cmd_proto_open(void *ctx, void *state, struct reply *out)
     struct cmd_conn *cc = state;
     proto_init(&cc->proto, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
     cc->worker = NULL;
+    cc->out = out;
+    cc->stats = c->stats;
+    cc->tap = (struct reply){&cmd_tap_ops, cc};
+    cc->answered = true;
     cc->authed = false;
 }
 
@@ -185,7 +269,23 @@ cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size
     const char *err = NULL;
     size_t consumed;
     struct cmd_conn *cc = state;
-    switch (proto_parse(&cc->proto, in, len, &req, &err, &consumed, need)) {
+    /* dropping an oversized block: the error of cc->cmd is to come */
+    bool skipping = cc->proto.state == PROTO_SKIP_BLOCK || cc->proto.state == PROTO_SKIP_END;
+    req.cmd = NULL;
+    enum proto_result rc = proto_parse(&cc->proto, in, len, &req, &err, &consumed, need);
+    if (cc->stats != NULL && rc != PROTO_NEED) {
+        if (!skipping)
+            cc->cmd =
+                req.cmd != NULL
+                    ? (uint32_t)(WQ_CONTAINER_OF(req.cmd, struct cmd_spec, syntax) - cmd_table)
+                    : (uint32_t)CMD_UNKNOWN;
+        cc->answered = false;
+        cc->tap = (struct reply){&cmd_tap_ops, cc};
+        out = &cc->tap;
+    } else if (cc->stats != NULL && req.cmd != NULL) {
+        cc->cmd = (uint32_t)(WQ_CONTAINER_OF(req.cmd, struct cmd_spec, syntax) - cmd_table);
+    }
+    switch (rc) {
     case PROTO_REQUEST:
         *need = 0;
         if (cmd_needs_auth(ctx, cc, &req)) {
@@ -226,6 +326,8 @@ cmd_proto_close(void *ctx, void *state)
 {
     struct cmd_ctx *c = ctx;
     struct cmd_conn *cc = state;
+    if (!cc->answered) /* it waited, and its client left */
+        cc->stats->commands[cc->cmd][STATS_ABANDONED]++;
     proto_clear(&cc->proto);
     if (cc->worker != NULL)
         workers_detach(c->core->workers, cc->worker);

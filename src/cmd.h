@@ -11,6 +11,7 @@ struct cmd_auth;
 struct conn_proto;
 struct core;
 struct reply;
+struct stats;
 struct worker;
 
 /* What handlers share: the core, the time of the current batch, the
@@ -27,6 +28,7 @@ struct cmd_ctx {
     struct worker **worker; /* the current connection's named worker (hello) */
     struct cmd_auth *auth;  /* -password-file: clients must authenticate; NULL: off */
     bool *authed;           /* the current connection has authenticated */
+    struct stats *stats;    /* commands by outcome are counted there; NULL: not */
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its
@@ -50,6 +52,11 @@ struct cmd_spec {
     const struct cmd_flag *flags; /* NULL-key terminated; NULL: takes none */
     cmd_handler_fn handler;
 };
+
+/* The commands as the metrics name them: cmd_count() of them, the last
+ * "unknown" (a name not in the table). */
+size_t cmd_count(void);
+const char *cmd_name(size_t i);
 
 /* proto_lookup_fn over the command table. */
 const struct proto_syntax *cmd_lookup(const char *name, size_t len);

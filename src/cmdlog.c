@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "cmdlog_files.h"
 #include "core.h"
+#include "hist.h"
 #include "log.h"
 
 /* A batch buffer larger than this is freed once written, so that one burst
@@ -65,8 +66,11 @@ struct cmdlog {
     bool prealloc;     /* preallocate (always, large segments) */
     uint64_t appended, written;
     bool write_failed;
-    uint64_t retry_ms;    /* when a failed write may be tried again */
-    uint64_t synced_seen; /* as of the last ack */
+    uint64_t retry_ms;       /* when a failed write may be tried again */
+    uint64_t synced_seen;    /* as of the last ack */
+    uint64_t bytes_written;  /* handed to the kernel since start */
+    uint64_t replay_records; /* read back at start */
+    uint64_t replay_ms;      /* and how long that took */
     bool sync_failed_seen;
 
     /* Shared with the threads, under lock. */
@@ -84,6 +88,9 @@ struct cmdlog {
     bool sync_failed;
     uint32_t open_seg; /* segments below it are closed for good */
     bool stop;
+    struct hist sync_hist;  /* the syncs' durations */
+    uint64_t sync_failures; /* syncs that failed */
+    uint64_t cleanings;     /* cleaning passes done */
 
     pthread_t syncer, cleaner;
     bool has_syncer, has_cleaner;
@@ -166,6 +173,7 @@ cmdlog_open(const struct cmdlog_config *cfg)
     l->prealloc = cfg->sync == CMDLOG_SYNC_ALWAYS && cfg->seg_size >= CMDLOG_PREALLOC_MIN;
     l->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     pthread_mutex_init(&l->lock, NULL);
+    hist_init(&l->sync_hist, hist_sync_bounds, hist_sync_nbounds);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -185,6 +193,8 @@ cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
                             &records) != 0)
         return -1;
     l->replayed_seg = last;
+    l->replay_records = records;
+    l->replay_ms = cmdlog_mono_ms() - t0;
     l->seg = last > 0 ? last : 1;
     l->seg_bytes = size;
     l->open_seg = l->seg;
@@ -335,6 +345,7 @@ cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
     }
     l->fd_size += n;
     l->fd_alloc = WQ_MAX(l->fd_alloc, l->fd_size);
+    l->bytes_written += n;
     return 0;
 }
 
@@ -517,6 +528,10 @@ cmdlog_sync_main(void *arg)
             l->close_fd = -1;
         }
         bool changed = failing != (rc != 0);
+        if (rc == 0)
+            hist_observe(&l->sync_hist, took);
+        else
+            l->sync_failures++;
         if (rc == 0) {
             l->gather_goal = target + (target - l->synced) * 3 / 4;
             gather_until = now + took + WQ_MIN(took, CMDLOG_GATHER_MAX_NS);
@@ -556,6 +571,7 @@ cmdlog_cleaner_main(void *arg)
         if (below > 1)
             cmdlog_files_clean(l->dirfd, below);
         pthread_mutex_lock(&l->lock);
+        l->cleanings++;
     }
     pthread_mutex_unlock(&l->lock);
     return NULL;
@@ -621,4 +637,22 @@ cmdlog_close(struct cmdlog *l)
     pthread_cond_destroy(&l->sync_wake);
     pthread_cond_destroy(&l->clean_wake);
     wq_free(l);
+}
+
+void
+cmdlog_get_stats(struct cmdlog *l, struct cmdlog_stats *out)
+{
+    out->bytes_written = l->bytes_written;
+    out->segment = l->seg;
+    out->replay_records = l->replay_records;
+    out->replay_ms = l->replay_ms;
+    uint32_t *nums = NULL;
+    size_t n = 0;
+    out->segments = cmdlog_files_list(l->dirfd, &nums, &n) == 0 ? n : 0;
+    wq_free(nums);
+    pthread_mutex_lock(&l->lock);
+    out->sync = l->sync_hist;
+    out->sync_failures = l->sync_failures;
+    out->cleanings = l->cleanings;
+    pthread_mutex_unlock(&l->lock);
 }

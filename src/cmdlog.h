@@ -24,6 +24,7 @@
 
 #include "wq.h"
 #include "cmdlog_codec.h"
+#include "hist.h"
 
 struct core;
 
@@ -83,6 +84,22 @@ bool cmdlog_holds_replies(const struct cmdlog *l, uint64_t mark);
 /* Readable when the threads have news; cmdlog_event_ack takes it. */
 int cmdlog_event_fd(const struct cmdlog *l);
 void cmdlog_event_ack(struct cmdlog *l);
+
+/* What the metrics show of the log.  Written by the loop, except sync,
+ * sync_failures and cleanings, which the threads keep under their lock. */
+struct cmdlog_stats {
+    uint64_t bytes_written;  /* record bytes handed to the kernel since start */
+    uint32_t segment;        /* the number of the segment being written */
+    uint64_t segments;       /* segment files in the directory */
+    uint64_t replay_records; /* records read back at start */
+    uint64_t replay_ms;      /* how long replay took */
+    struct hist sync;        /* fdatasync / syncfs durations */
+    uint64_t sync_failures;
+    uint64_t cleanings; /* cleaning passes */
+};
+
+/* Fill out (takes the threads' lock briefly; lists the directory). */
+void cmdlog_get_stats(struct cmdlog *l, struct cmdlog_stats *out);
 
 /* Parse "os", "interval" or "always"; 0 or -1. */
 int cmdlog_sync_parse(const char *s, enum cmdlog_sync *out);

@@ -25,11 +25,13 @@ u32_cmp(const void *a, const void *b)
 }
 
 /* A directory stream over dirfd from its first entry (dirfd stays open);
- * NULL (errno). */
+ * NULL (errno).  A new open of the directory, not a dup: a dup shares its
+ * offset, and the loop (the metrics) and the cleaner thread may list at
+ * once. */
 static DIR *
 cmdlog_files_opendir(int dirfd)
 {
-    int fd = dup(dirfd);
+    int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (d == NULL) {
         if (fd >= 0)

@@ -39,7 +39,25 @@ core_new(uint64_t now_ms)
         c->rng = (uint64_t)time(NULL);
     c->rng |= 1; /* xorshift state must not be zero */
     c->now_ms = now_ms;
+    core_clear_totals(c);
     return c;
+}
+
+void
+core_clear_totals(struct core *c)
+{
+    memset(&c->totals, 0, sizeof c->totals);
+    hist_init(&c->totals.lease_wait, hist_job_bounds, hist_job_nbounds);
+    hist_init(&c->totals.result, hist_job_bounds, hist_job_nbounds);
+    c->fjobs->stats.pushed = c->fjobs->stats.fetched = c->fjobs->stats.acked = 0;
+}
+
+/* Milliseconds from a job's due time (base_ms) to now_ms, in ns for a
+ * histogram (0 when the clock says it is not due yet). */
+static uint64_t
+core_since_due_ns(const struct job *j, uint64_t now_ms)
+{
+    return (int64_t)now_ms > j->base_ms ? (now_ms - (uint64_t)j->base_ms) * 1000000u : 0;
 }
 
 /* xorshift64*: uniform enough to pick among a lease's names. */
@@ -127,6 +145,33 @@ core_bucket(struct core *c, const struct job *j)
     }
 }
 
+/* The count of j's queue for a job out of the heaps and not leased (the
+ * queue counts those itself): WAITING, COMPLETED or FAILED. */
+static uint32_t *
+core_queue_bucket(struct core *c, const struct job *j)
+{
+    struct queue *q = core_job_queue(c, j);
+    switch (j->state) {
+    case JOB_COMPLETED:
+        return &q->completed;
+    case JOB_FAILED:
+        return &q->failed;
+    default:
+        return &q->waiting;
+    }
+}
+
+/* Count j in (delta 1) or out of (-1) the bucket of its place and state,
+ * in the core's stats and, for a job neither queued nor leased, its
+ * queue's. */
+static void
+core_count(struct core *c, const struct job *j, int delta)
+{
+    *core_bucket(c, j) += (uint64_t)(int64_t)delta;
+    if (j->place == JOB_NOWHERE && j->state != JOB_LEASED)
+        *core_queue_bucket(c, j) += (uint32_t)delta;
+}
+
 /* ---- timers ---- */
 
 /* Arm the job's one timer for the nearest of its deadlines. */
@@ -182,10 +227,13 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
         core_more_need(c, j)->holder = who;
         workers_hold(who);
     }
+    if (j->attempts == 0)
+        hist_observe(&c->totals.lease_wait, core_since_due_ns(j, now_ms));
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
     core_job_queue(c, j)->leased++;
     c->stats.leased++;
+    c->totals.leased++;
     j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + j->ttr);
     core_job_arm(c, j);
     if (j->flags & JOB_F_RUN) {
@@ -248,7 +296,7 @@ core_dispatch(struct core *c)
 void
 core_job_detach(struct core *c, struct job *j)
 {
-    (*core_bucket(c, j))--;
+    core_count(c, j, -1);
     if (j->place != JOB_NOWHERE) {
         queue_remove(core_job_queue(c, j), j);
     } else if (j->state == JOB_LEASED) {
@@ -277,7 +325,12 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
         x->result_len = result_len;
         c->bytes += result_len;
     }
-    (*core_bucket(c, j))++;
+    core_count(c, j, 1);
+    if (state == JOB_COMPLETED)
+        c->totals.completed++;
+    else
+        c->totals.failed++;
+    hist_observe(&c->totals.result, core_since_due_ns(j, c->now_ms));
     core_job_arm(c, j); /* only the TTL is left */
     x = core_wake_result_waiters(c, j, x, WAITER_GOT);
     if (j->flags & JOB_F_RUN) {
@@ -341,10 +394,12 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
         return;
     }
     core_record_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
+    c->totals.ttr_expired++;
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         return;
     }
+    c->totals.retried++;
     core_job_detach(c, j);
     j->state = JOB_PENDING;
     core_make_ready(c, j, now_ms);
@@ -361,8 +416,10 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     struct job *j = WQ_CONTAINER_OF(e, struct job, timer);
 
     if (now_ms >= core_job_expiry(j)) {
-        if (!job_is_done(j))
+        if (!job_is_done(j)) {
             c->stats.evicted++;
+            c->totals.evicted++;
+        }
         core_record_id(c, j, CMDLOG_EXPIRE);
         core_job_destroy(c, j);
         return;
@@ -420,6 +477,7 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0);
     j->base_ms = s->timed ? s->time_ms : created;
     registry_insert(c->jobs, j);
+    c->totals.added++;
     if (s->timed) {
         struct job_ext *x = core_ext_need(c, j);
         x->created_ms = created;
@@ -635,6 +693,7 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
         if (retry) {
             /* Back to waiting; a job still in a heap keeps its place there. */
             core_record_id(c, j, CMDLOG_FAIL_RETRY);
+            c->totals.retried++;
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 core_job_place(c, j, JOB_PENDING, now_ms);

@@ -8,6 +8,7 @@
 
 #include "wq.h"
 #include "cmdlog_codec.h"
+#include "hist.h"
 #include "job.h"
 #include "pool.h"
 #include "queue.h"
@@ -97,6 +98,20 @@ struct core_stats {
     uint64_t parked;  /* waiting clients: leases and results */
 };
 
+/* Counters of transitions since start (replay's transitions are not
+ * counted: the server clears them after replay), for the metrics. */
+struct core_totals {
+    uint64_t added;         /* jobs created: add, schedule, run, broadcast copies */
+    uint64_t leased;        /* leases, every attempt */
+    uint64_t completed;     /* jobs that reached COMPLETED */
+    uint64_t failed;        /* jobs that reached FAILED (for good) */
+    uint64_t retried;       /* back to the queue after a fail or a TTR end */
+    uint64_t ttr_expired;   /* leases whose TTR ran out */
+    uint64_t evicted;       /* jobs expired by TTL before their result */
+    struct hist lease_wait; /* due time (created or scheduled) to first lease */
+    struct hist result;     /* due time to result (completed or failed) */
+};
+
 /* Called with the record of every state change, before the change is made
  * (the command log appends it).  Run jobs are never logged. */
 typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
@@ -126,6 +141,7 @@ struct core {
     uint64_t bytes;     /* held by jobs, as core_job_bytes counts */
     uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
     struct core_stats stats;
+    struct core_totals totals;
 };
 
 /* What add and schedule ask for; the values are already validated. */
@@ -300,6 +316,9 @@ core_job_count(const struct core *c)
 {
     return registry_count(c->jobs);
 }
+
+/* Clear c->totals (after replay, so that they count from the start). */
+void core_clear_totals(struct core *c);
 
 /* The active queue with this name, or NULL. */
 struct queue *core_queue(const struct core *c, const char *name, size_t len);

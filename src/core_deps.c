@@ -159,6 +159,7 @@ core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID
     }
     j->state = JOB_WAITING;
     c->stats.waiting++;
+    core_job_queue(c, j)->waiting++;
     m->unmet = unmet;
     if (unmet == 0)
         core_job_settle(c, j, JOB_COMPLETED, NULL, 0);
@@ -191,6 +192,7 @@ core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN],
         memcpy(w.prereq, failed->id, JOBID_LEN);
         j->state = JOB_WAITING; /* so that it fails as a waiting job */
         c->stats.waiting++;
+        core_job_queue(c, j)->waiting++;
         core_deps_fail(c, j, &w);
         return true;
     }
@@ -199,5 +201,6 @@ core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN],
     core_more_need(c, j)->unmet = unmet;
     j->state = JOB_WAITING;
     c->stats.waiting++;
+    core_job_queue(c, j)->waiting++;
     return true;
 }

@@ -243,6 +243,7 @@ fjobs_reserve(struct core *c, struct fjob *j, uint64_t now_ms)
     j->due_ms = now_ms + (uint64_t)j->reserve_s * 1000;
     wheel_add(&f->wheel, &j->timer, j->due_ms);
     f->stats.count[FJOB_WORKING]++;
+    f->stats.fetched++;
 }
 
 /* End parked FETCH w: take it out of everything, then tell its owner. */
@@ -363,6 +364,7 @@ fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms)
         };
         c->record(c->record_arg, &r);
     }
+    c->fjobs->stats.pushed++;
     if (later)
         fjobs_put_in_set(c, j, FJOB_SCHEDULED, (uint64_t)s->at_ms);
     else
@@ -439,6 +441,7 @@ fjobs_ack(struct core *c, const char *jid, size_t len)
     fjobs_record(c, CMDLOG_F_ACK, j, NULL, 0, 0);
     fjobs_detach(c, j);
     c->fjobs->stats.processed++;
+    c->fjobs->stats.acked++;
     fjobs_destroy(c, j);
     return CORE_OK;
 }

@@ -92,6 +92,10 @@ struct fjobs_stats {
     uint64_t count[FJOB_STATE_COUNT];
     uint64_t processed; /* acknowledged or failed since start (as Faktory counts) */
     uint64_t failures;  /* failed or expired since start */
+    /* since start, not counting replay (the metrics) */
+    uint64_t pushed;  /* PUSH, PUSHB's jobs */
+    uint64_t fetched; /* jobs handed to a FETCH */
+    uint64_t acked;   /* ACK */
 };
 
 struct fjobs {

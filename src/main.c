@@ -48,7 +48,7 @@ main_start(struct server *srv, const struct options *o)
         return EX_SOFTWARE;
     if (server_faktory_password(srv) != 0 || server_workq_password(srv) != 0)
         return EX_CONFIG;
-    if (server_listen(srv) != 0)
+    if (server_listen(srv) != 0 || server_listen_metrics(srv, NULL, NULL) != 0)
         return EX_UNAVAILABLE;
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
         return EX_CANTCREAT;
@@ -94,6 +94,8 @@ main_serve(const struct options *o)
         else
             printf("workq-server %s listening on %s\n", sl->svc->proto->name, sl->bound);
     }
+    for (size_t i = 0; i < srv.nmetrics; i++)
+        printf("workq-server metrics listening on %s\n", srv.metrics_bound[i]);
     fflush(stdout);
     char state[160];
     snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld",

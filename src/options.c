@@ -107,6 +107,15 @@ static const struct opt_def opt_defs[] = {
      "refuse new jobs with -SERVER-ERROR Out of memory\nonce jobs hold this much, e.g. 512M, "
      "2G (default 0:\nno limit)",
      NULL},
+    {"metrics-listen", 0, OPT_LISTEN, AT(metrics_listen), 0, 0, NULL,
+     "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
+     "serve Prometheus metrics over HTTP there: /metrics,\n/healthz, /readyz (default: off)",
+     "Metrics:"},
+    {"metrics-max-queues", 0, OPT_NUMBER, AT(metrics_max_queues), 0, 1000000, "1000",
+     "(expected RANGE)", "N",
+     "queues with series of their own (the first N by\nname); the rest are summed into "
+     "queue=\"other\"",
+     NULL},
     {"cmdlog-path", 0, OPT_PATH, AT(cmdlog.dir), 0, 0, NULL, "(expected a directory)", "DIR",
      "keep a command log in DIR (default: none, jobs live in\nmemory only)", "Command log:"},
     {"cmdlog-seg-size", 0, OPT_SIZE, AT(cmdlog.seg_size), 1, UINT64_MAX, "67108864",

@@ -36,6 +36,8 @@ struct options {
     uint64_t faktory_dead_ttl_ms;      /* how long a dead job stays */
     uint64_t faktory_dead_max;         /* at most this many dead jobs */
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
+    struct listen_set metrics_listen;  /* the HTTP metrics endpoint (n 0: off) */
+    uint64_t metrics_max_queues;       /* queues with series of their own */
     size_t max_line;
     uint64_t max_payload;
     struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */

@@ -38,6 +38,9 @@ struct queue {
     uint64_t mark;           /* scratch stamp for de-duplicating names in one lease */
     uint32_t leased;
     uint32_t parked;
+    /* jobs of the name neither queued nor leased, by state (the core
+     * keeps them; the metrics read them) */
+    uint32_t waiting, completed, failed;
     uint32_t ix;          /* in the core's queue table (jobs name their queue by it) */
     bool dispatch_queued; /* on the core's list of queues to dispatch */
     struct queue *dispatch_next;

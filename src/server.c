@@ -55,6 +55,9 @@ void
 server_accept(struct server *srv)
 {
     server_accepting(srv, true);
+    if (srv->metrics != NULL)
+        metrics_accept(srv->metrics);
+    srv->accepting = true;
 }
 
 /* Read the clock for a new batch of work and run the deadlines due by it. */
@@ -165,6 +168,7 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
         if (!srv->full)
             wq_log(LOG_LVL_WARN, "refusing clients max_connections=%llu", (unsigned long long)max);
         srv->full = true;
+        srv->stats.refused++;
         (void)!send(fd, SERVER_FULL_REPLY, sizeof SERVER_FULL_REPLY - 1,
                     MSG_DONTWAIT | MSG_NOSIGNAL);
         evutil_closesocket(fd);
@@ -179,6 +183,7 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     conn_new(srv->conns, sl->svc, fd);
     srv->ctx.clients = conn_count(srv->conns);
+    srv->stats.accepted++;
 }
 
 static void
@@ -203,39 +208,36 @@ server_accept_error_cb(struct evconnlistener *l, void *arg)
     evtimer_add(srv->accept_ev, &tv);
 }
 
-/* Describe the address listener i really bound (port 0 becomes a port). */
+/* Describe the address listener l really bound (port 0 becomes a port)
+ * into out[0..96). */
 static void
-server_describe_bound(struct server *srv, size_t i)
+server_describe_bound(struct evconnlistener *l, char *out)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     char host[INET6_ADDRSTRLEN] = "?";
     unsigned port = 0;
-    char *out = srv->listeners[i].bound;
-    evutil_socket_t fd = evconnlistener_get_fd(srv->listeners[i].l);
+    evutil_socket_t fd = evconnlistener_get_fd(l);
     if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
         if (ss.ss_family == AF_INET6) {
             struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
             inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
             port = ntohs(s6->sin6_port);
-            snprintf(out, sizeof srv->listeners[i].bound, "[%s]:%u", host, port);
+            snprintf(out, 96, "[%s]:%u", host, port);
             return;
         }
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
         port = ntohs(s4->sin_port);
     }
-    snprintf(out, sizeof srv->listeners[i].bound, "%s:%u", host, port);
+    snprintf(out, 96, "%s:%u", host, port);
 }
 
-/* Bind one listener, disabled, for a, serving svc: the first of its
- * addresses that works.  0, or -1 after logging. */
-static int
-server_bind(struct server *srv, const struct listen_addr *a, const struct conn_service *svc)
+/* Bind a listener, disabled, for a (the first of its addresses that
+ * works), calling cb(arg) (NULL: none yet).  NULL after logging. */
+static struct evconnlistener *
+server_bind_addr(struct server *srv, const struct listen_addr *a, evconnlistener_cb cb, void *arg)
 {
-    struct server_listener *sl = &srv->listeners[srv->nlisteners];
-    sl->srv = srv;
-    sl->svc = svc;
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -244,12 +246,12 @@ server_bind(struct server *srv, const struct listen_addr *a, const struct conn_s
     if (rc != 0) {
         wq_log(LOG_LVL_ERROR, "cannot resolve listen address host=%s error=\"%s\"", a->host,
                gai_strerror(rc));
-        return -1;
+        return NULL;
     }
     int err = 0;
     struct evconnlistener *l = NULL;
     for (struct addrinfo *ai = res; ai != NULL && l == NULL; ai = ai->ai_next) {
-        l = evconnlistener_new_bind(srv->base, server_accept_cb, sl,
+        l = evconnlistener_new_bind(srv->base, cb, arg,
                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
                                         LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_DISABLED,
                                     SERVER_BACKLOG, ai->ai_addr, (int)ai->ai_addrlen);
@@ -260,11 +262,91 @@ server_bind(struct server *srv, const struct listen_addr *a, const struct conn_s
     if (l == NULL) {
         wq_log(LOG_LVL_ERROR, "cannot listen address=%s:%s error=\"%s\"", a->host, a->port,
                strerror(err));
-        return -1;
+        return NULL;
     }
+    return l;
+}
+
+/* Bind one listener, disabled, for a, serving svc.  0, or -1 after
+ * logging. */
+static int
+server_bind(struct server *srv, const struct listen_addr *a, const struct conn_service *svc)
+{
+    struct server_listener *sl = &srv->listeners[srv->nlisteners];
+    sl->srv = srv;
+    sl->svc = svc;
+    struct evconnlistener *l = server_bind_addr(srv, a, server_accept_cb, sl);
+    if (l == NULL)
+        return -1;
     evconnlistener_set_error_cb(l, server_accept_error_cb);
     sl->l = l;
-    server_describe_bound(srv, srv->nlisteners++);
+    server_describe_bound(l, sl->bound);
+    srv->nlisteners++;
+    return 0;
+}
+
+/* metrics_render_fn: the server's figures, as stats.c writes them. */
+static void
+server_metrics_render(void *arg, bool om, struct stats_buf *out)
+{
+    static const char *names[STATS_MAX_COMMANDS];
+    struct server *srv = arg;
+    size_t n = cmd_count();
+    for (size_t i = 0; i < n; i++)
+        names[i] = cmd_name(i);
+    const struct stats_source src = {
+        .core = srv->ctx.core,
+        .cmdlog = srv->cmdlog,
+        .counted = &srv->stats,
+        .commands = names,
+        .ncommands = n,
+        .connections = conn_count(srv->conns),
+        .readonly = srv->ctx.readonly,
+        .faktory = srv->opts->faktory_listen.n > 0,
+        .max_queues = srv->opts->metrics_max_queues,
+        .max_memory = srv->opts->max_memory,
+        .now_ms = util_now_ms(),
+        .started_ms = srv->started_ms,
+        .version = PACKAGE_VERSION,
+        .allocator = alloc_name(),
+    };
+    stats_render(&src, om, out);
+}
+
+/* metrics_ready_fn: replay done, listeners open, writable, not stopping. */
+static const char *
+server_metrics_ready(void *arg)
+{
+    struct server *srv = arg;
+    if (srv->stopping)
+        return "stopping";
+    if (!srv->accepting)
+        return "starting: replaying the command log";
+    if (srv->ctx.readonly)
+        return "read-only: command log write failed";
+    return NULL;
+}
+
+int
+server_listen_metrics(struct server *srv, metrics_bev_fn bev, void *bev_arg)
+{
+    const struct listen_set *set = &srv->opts->metrics_listen;
+    if (set->n == 0)
+        return 0;
+    const struct metrics_config cfg = {server_metrics_render, server_metrics_ready, srv, bev,
+                                       bev_arg};
+    srv->metrics = metrics_new(srv->base, &cfg);
+    if (srv->metrics == NULL)
+        return -1;
+    for (size_t i = 0; i < set->n; i++) {
+        struct evconnlistener *l = server_bind_addr(srv, &set->addr[i], NULL, NULL);
+        if (l == NULL)
+            return -1;
+        server_describe_bound(l, srv->metrics_bound[srv->nmetrics]);
+        if (metrics_add_listener(srv->metrics, l) != 0)
+            return -1;
+        srv->nmetrics++;
+    }
     return 0;
 }
 
@@ -393,6 +475,7 @@ server_init(struct server *srv, const struct options *opts)
     srv->ctx.max_line = opts->max_line;
     srv->ctx.max_payload = opts->max_payload;
     srv->ctx.faktory = opts->faktory_listen.n > 0;
+    srv->ctx.stats = &srv->stats;
     srv->workq = (struct conn_service){
         .proto = &cmd_protocol,
         .ctx = &srv->ctx,
@@ -505,6 +588,7 @@ server_open_cmdlog(struct server *srv)
         return -1;
     if (cmdlog_replay(srv->cmdlog, srv->ctx.core, util_now_ms()) != 0)
         return -1;
+    core_clear_totals(srv->ctx.core); /* the metrics count from here */
     if (cmdlog_start(srv->cmdlog) != 0) {
         wq_log(LOG_LVL_ERROR, "cmdlog cannot start its threads");
         return -1;
@@ -540,6 +624,7 @@ void
 server_clear(struct server *srv)
 {
     srv->stopping = false; /* freeing the rest is not a graceful stop */
+    metrics_free(srv->metrics);
     conn_set_free(srv->conns);
     for (size_t i = 0; i < srv->nlisteners; i++)
         evconnlistener_free(srv->listeners[i].l);

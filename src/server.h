@@ -9,10 +9,13 @@
 #include "conn.h"
 #include "fwp.h"
 #include "options.h"
+#include "metrics.h"
+#include "stats.h"
 
 struct options;
 struct cmdlog;
 struct event_base;
+struct metrics;
 
 /* One listening socket and the protocol it serves. */
 struct server_listener {
@@ -46,6 +49,11 @@ struct server {
     struct event *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
     uint64_t cmdlog_released;      /* cmdlog_released when held replies were last sent */
     uint64_t started_ms;
+    struct stats stats;                         /* commands and connections (stats.h) */
+    struct metrics *metrics;                    /* the HTTP endpoint (-metrics-listen), or NULL */
+    char metrics_bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" it really bound */
+    size_t nmetrics;
+    bool accepting; /* server_accept was called: replay is done, listeners open */
 };
 
 /* Set up the loop and the core.  Returns 0, or -1 after logging. */
@@ -62,6 +70,10 @@ int server_workq_password(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int server_listen(struct server *srv);
+/* Bind the metrics endpoint (-metrics-listen), not accepting yet, its
+ * connections made by bev (NULL: plain TCP; a TLS transport later).
+ * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
+int server_listen_metrics(struct server *srv, metrics_bev_fn bev, void *bev_arg);
 /* Start accepting clients. */
 void server_accept(struct server *srv);
 /* Run until SIGINT or SIGTERM. */

@@ -1,0 +1,425 @@
+/* stats.c - the figures a scrape shows, written in the Prometheus text
+ * format 0.0.4 or OpenMetrics 1.0 (doc/metrics.md lists every series). */
+#include "wq.h"
+#include "stats.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cmdlog.h"
+#include "core.h"
+#include "fjobs.h"
+#include "hist.h"
+#include "job.h"
+#include "queue.h"
+#include "workers.h"
+
+static const char *const stats_outcome_names[] = {
+    "ok", "timeout", "not_found", "client_error", "server_error", "abandoned",
+};
+_Static_assert(WQ_ARRAY_LEN(stats_outcome_names) == STATS_OUTCOME_COUNT,
+               "stats_outcome_names out of sync");
+
+const char *
+stats_outcome_name(enum stats_outcome o)
+{
+    return stats_outcome_names[o];
+}
+
+/* Does reply[0..len) start with word, followed by its end, CR or space? */
+static bool
+stats_word(const char *reply, size_t len, const char *word)
+{
+    size_t n = strlen(word);
+    return len >= n && memcmp(reply, word, n) == 0 &&
+           (len == n || reply[n] == '\r' || reply[n] == ' ' || reply[n] == '\n');
+}
+
+enum stats_outcome
+stats_outcome_of(const char *reply, size_t len)
+{
+    if (len > 0 && reply[0] == '+')
+        return STATS_OK;
+    if (stats_word(reply, len, "-TIMEOUT"))
+        return STATS_TIMEOUT;
+    if (stats_word(reply, len, "-NOT-FOUND"))
+        return STATS_NOT_FOUND;
+    if (stats_word(reply, len, "-CLIENT-ERROR"))
+        return STATS_CLIENT_ERROR;
+    return STATS_SERVER_ERROR;
+}
+
+/* ---- the buffer ---- */
+
+static void stats_printf(struct stats_buf *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+stats_printf(struct stats_buf *o, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        size_t room = o->cap - o->len;
+        int n = vsnprintf(o->p ? o->p + o->len : NULL, room, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            wq_panic(__FILE__, __LINE__, "vsnprintf failed");
+        if ((size_t)n < room) {
+            o->len += (size_t)n;
+            return;
+        }
+        o->cap = WQ_MAX(o->cap * 2, o->len + (size_t)n + 4096);
+        o->p = wq_realloc(o->p, o->cap);
+    }
+}
+
+void
+stats_buf_clear(struct stats_buf *out)
+{
+    wq_free(out->p);
+    memset(out, 0, sizeof *out);
+}
+
+/* ---- families and samples ---- */
+
+struct stats_out {
+    struct stats_buf *b;
+    bool om; /* OpenMetrics */
+};
+
+/* The metadata of a family.  name is the family's name: a counter's
+ * samples add _total (which 0.0.4 also puts in HELP and TYPE); unit, for
+ * OpenMetrics' UNIT line, is the name's last word or NULL. */
+static void
+stats_family(struct stats_out *o, const char *name, const char *type, const char *unit,
+             const char *help)
+{
+    const char *sfx = strcmp(type, "counter") == 0 && !o->om ? "_total" : "";
+    if (o->om) {
+        stats_printf(o->b, "# TYPE %s %s\n", name, type);
+        if (unit != NULL)
+            stats_printf(o->b, "# UNIT %s %s\n", name, unit);
+        stats_printf(o->b, "# HELP %s %s\n", name, help);
+    } else {
+        stats_printf(o->b, "# HELP %s%s %s\n# TYPE %s%s %s\n", name, sfx, help, name, sfx, type);
+    }
+}
+
+static void
+stats_gauge(struct stats_out *o, const char *name, const char *unit, const char *help, uint64_t v)
+{
+    stats_family(o, name, "gauge", unit, help);
+    stats_printf(o->b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void
+stats_counter(struct stats_out *o, const char *name, const char *unit, const char *help, uint64_t v)
+{
+    stats_family(o, name, "counter", unit, help);
+    stats_printf(o->b, "%s_total %llu\n", name, (unsigned long long)v);
+}
+
+/* ns as seconds, exactly: "1.5", "0.000250000" trimmed to "0.00025". */
+static void
+stats_seconds(char *out, size_t size, uint64_t ns)
+{
+    int n = snprintf(out, size, "%llu.%09llu", (unsigned long long)(ns / 1000000000u),
+                     (unsigned long long)(ns % 1000000000u));
+    while (n > 0 && out[n - 1] == '0' && out[n - 2] != '.')
+        out[--n] = '\0';
+}
+
+static void
+stats_histogram(struct stats_out *o, const char *name, const char *help, const struct hist *h)
+{
+    stats_family(o, name, "histogram", "seconds", help);
+    uint64_t cum = 0;
+    char le[40];
+    for (uint32_t i = 0; i < h->nbounds; i++) {
+        cum += h->counts[i];
+        stats_seconds(le, sizeof le, h->bounds[i]);
+        stats_printf(o->b, "%s_bucket{le=\"%s\"} %llu\n", name, le, (unsigned long long)cum);
+    }
+    stats_printf(o->b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count);
+    stats_seconds(le, sizeof le, h->sum_ns);
+    stats_printf(o->b, "%s_sum %s\n%s_count %llu\n", name, le, name, (unsigned long long)h->count);
+}
+
+/* ---- queues ---- */
+
+enum { QS_READY, QS_SCHEDULED, QS_LEASED, QS_WAITING, QS_COMPLETED, QS_FAILED, QS_COUNT };
+static const char *const stats_queue_states[] = {"ready",   "scheduled", "leased",
+                                                 "waiting", "completed", "failed"};
+_Static_assert(WQ_ARRAY_LEN(stats_queue_states) == QS_COUNT, "stats_queue_states out of sync");
+
+/* One visible queue: its own figures plus its hidden targeted queues'. */
+struct stats_queue {
+    const char *name;
+    uint64_t n[QS_COUNT];
+    uint64_t head_age_ms; /* of the first job of the ready heap(s), 0 if none */
+};
+
+static void
+stats_queue_add(struct stats_queue *e, const struct queue *q, uint64_t now_ms)
+{
+    e->n[QS_READY] += heap_len(&q->ready);
+    e->n[QS_SCHEDULED] += heap_len(&q->scheduled);
+    e->n[QS_LEASED] += q->leased;
+    e->n[QS_WAITING] += q->waiting;
+    e->n[QS_COMPLETED] += q->completed;
+    e->n[QS_FAILED] += q->failed;
+    const struct job *j = queue_peek_ready(q);
+    if (j != NULL && (int64_t)now_ms > j->base_ms)
+        e->head_age_ms = WQ_MAX(e->head_age_ms, now_ms - (uint64_t)j->base_ms);
+}
+
+static int
+stats_queue_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct stats_queue *)a)->name, ((const struct stats_queue *)b)->name);
+}
+
+/* The visible queues, sorted by name, the first max of them apart (a
+ * queue named "other" never), the rest summed into *other. */
+static struct stats_queue *
+stats_queues(const struct core *c, uint64_t now_ms, uint64_t max, size_t *n_out,
+             struct stats_queue *other, bool *has_other)
+{
+    const struct queue_table *t = &c->queues;
+    struct stats_queue *v = wq_calloc(t->used + 1, sizeof *v);
+    uint32_t *slot = wq_malloc((t->cap + 1) * sizeof *slot);
+    size_t n = 0;
+    for (uint32_t ix = 0; ix < t->used; ix++) {
+        const struct queue *q = t->tab[ix];
+        if (q != NULL && q->base == NULL) {
+            slot[ix] = (uint32_t)n;
+            v[n++].name = q->name;
+        }
+    }
+    for (uint32_t ix = 0; ix < t->used; ix++) {
+        const struct queue *q = t->tab[ix];
+        if (q != NULL)
+            stats_queue_add(&v[slot[q->base != NULL ? q->base->ix : ix]], q, now_ms);
+    }
+    wq_free(slot);
+    qsort(v, n, sizeof *v, stats_queue_cmp);
+    memset(other, 0, sizeof *other);
+    other->name = "other";
+    *has_other = false;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept < max && strcmp(v[i].name, "other") != 0) {
+            v[kept++] = v[i];
+            continue;
+        }
+        *has_other = true;
+        for (int s = 0; s < QS_COUNT; s++)
+            other->n[s] += v[i].n[s];
+        other->head_age_ms = WQ_MAX(other->head_age_ms, v[i].head_age_ms);
+    }
+    *n_out = kept;
+    return v;
+}
+
+static void
+stats_render_queues(struct stats_out *o, const struct stats_source *src)
+{
+    size_t n;
+    struct stats_queue other;
+    bool has_other;
+    struct stats_queue *v =
+        stats_queues(src->core, src->now_ms, src->max_queues, &n, &other, &has_other);
+    if (has_other)
+        v[n++] = other;
+    stats_gauge(o, "workq_queues", NULL, "Queues (job names) that hold jobs or waiting leasers.",
+                src->core->queues.used - src->core->queues.nfree);
+    stats_family(o, "workq_jobs", "gauge", NULL,
+                 "Jobs by queue and state (queues beyond -metrics-max-queues are summed into "
+                 "queue=\"other\").");
+    for (size_t i = 0; i < n; i++)
+        for (int s = 0; s < QS_COUNT; s++)
+            stats_printf(o->b, "workq_jobs{queue=\"%s\",state=\"%s\"} %llu\n", v[i].name,
+                         stats_queue_states[s], (unsigned long long)v[i].n[s]);
+    stats_family(o, "workq_queue_head_age_seconds", "gauge", "seconds",
+                 "Age of the job first in line in the ready queue (the oldest ready job when "
+                 "its jobs share a priority); 0 when none is ready.");
+    char age[40];
+    for (size_t i = 0; i < n; i++) {
+        stats_seconds(age, sizeof age, v[i].head_age_ms * 1000000u);
+        stats_printf(o->b, "workq_queue_head_age_seconds{queue=\"%s\"} %s\n", v[i].name, age);
+    }
+    wq_free(v);
+}
+
+/* ---- the rest ---- */
+
+static void
+stats_render_commands(struct stats_out *o, const struct stats_source *src)
+{
+    const struct stats *s = src->counted;
+    stats_family(o, "workq_commands", "counter", NULL,
+                 "Workq protocol commands by name and outcome (unknown names count as "
+                 "command=\"unknown\").");
+    for (size_t i = 0; i < src->ncommands; i++)
+        for (int k = 0; k < STATS_OUTCOME_COUNT; k++)
+            stats_printf(o->b, "workq_commands_total{command=\"%s\",outcome=\"%s\"} %llu\n",
+                         src->commands[i], stats_outcome_names[k],
+                         (unsigned long long)s->commands[i][k]);
+    stats_gauge(o, "workq_connections", NULL, "Open client connections (every protocol).",
+                src->connections);
+    stats_counter(o, "workq_connections_accepted", NULL, "Client connections accepted.",
+                  s->accepted);
+    stats_counter(o, "workq_connections_refused", NULL,
+                  "Client connections refused at -max-connections.", s->refused);
+}
+
+static void
+stats_render_jobs(struct stats_out *o, const struct stats_source *src)
+{
+    const struct core_totals *t = &src->core->totals;
+    stats_counter(o, "workq_jobs_added", NULL,
+                  "Jobs created (add, schedule, run, broadcast copies).", t->added);
+    stats_counter(o, "workq_jobs_leased", NULL, "Leases of jobs (every attempt).", t->leased);
+    stats_counter(o, "workq_jobs_completed", NULL, "Jobs completed.", t->completed);
+    stats_counter(o, "workq_jobs_failed", NULL,
+                  "Jobs failed for good (out of attempts or fails, cancelled, or a failed "
+                  "prerequisite).",
+                  t->failed);
+    stats_counter(o, "workq_jobs_retried", NULL,
+                  "Jobs put back in their queue after a fail or the end of their TTR.", t->retried);
+    stats_counter(o, "workq_jobs_ttr_expired", NULL, "Leases whose TTR ran out.", t->ttr_expired);
+    stats_counter(o, "workq_jobs_evicted", NULL, "Jobs expired by their TTL before a result.",
+                  t->evicted);
+    stats_histogram(o, "workq_lease_wait_seconds",
+                    "Time from a job's due time (creation, or its scheduled time) to its first "
+                    "lease.",
+                    &t->lease_wait);
+    stats_histogram(o, "workq_result_latency_seconds",
+                    "Time from a job's due time to its result (completed or failed).", &t->result);
+    stats_gauge(o, "workq_parked_clients", NULL, "Clients waiting in lease, result, run or wait.",
+                src->core->stats.parked);
+}
+
+static void
+stats_render_memory(struct stats_out *o, const struct stats_source *src)
+{
+    stats_gauge(o, "workq_memory_jobs_bytes", "bytes",
+                "Bytes held by jobs as -max-memory counts them.", src->core->bytes);
+    if (src->max_memory > 0)
+        stats_gauge(o, "workq_memory_limit_bytes", "bytes", "The -max-memory limit.",
+                    src->max_memory);
+    size_t allocated, resident;
+    if (alloc_jemalloc_stats(&allocated, &resident) == 0) {
+        stats_gauge(o, "workq_allocator_allocated_bytes", "bytes",
+                    "jemalloc stats.allocated: bytes allocated by the application.", allocated);
+        stats_gauge(o, "workq_allocator_resident_bytes", "bytes",
+                    "jemalloc stats.resident: bytes in physically resident allocator pages.",
+                    resident);
+    }
+}
+
+static void
+stats_render_cmdlog(struct stats_out *o, const struct stats_source *src)
+{
+    stats_gauge(o, "workq_read_only", NULL,
+                "1 while the command log cannot be written and changes are refused.",
+                src->readonly ? 1 : 0);
+    if (src->cmdlog == NULL)
+        return;
+    struct cmdlog_stats cs;
+    cmdlog_get_stats(src->cmdlog, &cs);
+    stats_counter(o, "workq_cmdlog_written_bytes", "bytes",
+                  "Command log bytes handed to the kernel.", cs.bytes_written);
+    stats_histogram(o, "workq_cmdlog_sync_seconds",
+                    "Duration of the command log's syncs (fdatasync, or syncfs after a new "
+                    "segment).",
+                    &cs.sync);
+    stats_counter(o, "workq_cmdlog_sync_failures", NULL, "Command log syncs that failed.",
+                  cs.sync_failures);
+    stats_gauge(o, "workq_cmdlog_segments", NULL, "Segment files in the command log directory.",
+                cs.segments);
+    stats_gauge(o, "workq_cmdlog_segment_number", NULL, "The number of the segment being written.",
+                cs.segment);
+    stats_counter(o, "workq_cmdlog_cleanings", NULL, "Cleaning passes of closed segments.",
+                  cs.cleanings);
+    char secs[40];
+    stats_seconds(secs, sizeof secs, cs.replay_ms * 1000000u);
+    stats_family(o, "workq_cmdlog_replay_seconds", "gauge", "seconds",
+                 "How long replaying the command log took at start.");
+    stats_printf(o->b, "workq_cmdlog_replay_seconds %s\n", secs);
+    stats_gauge(o, "workq_cmdlog_replay_records", NULL, "Records replayed at start.",
+                cs.replay_records);
+}
+
+static void
+stats_render_faktory(struct stats_out *o, const struct stats_source *src)
+{
+    static const char *const states[] = {"scheduled", "enqueued", "working", "retry", "dead"};
+    _Static_assert(WQ_ARRAY_LEN(states) == FJOB_STATE_COUNT, "states out of sync");
+    const struct fjobs_stats *f = &src->core->fjobs->stats;
+    stats_counter(o, "workq_faktory_pushed", NULL, "Faktory jobs pushed (PUSH, PUSHB).", f->pushed);
+    stats_counter(o, "workq_faktory_fetched", NULL, "Faktory jobs handed to a FETCH.", f->fetched);
+    stats_counter(o, "workq_faktory_acked", NULL, "Faktory jobs acknowledged (ACK).", f->acked);
+    stats_counter(o, "workq_faktory_failed", NULL,
+                  "Faktory jobs failed (FAIL, or reservation expired).", f->failures);
+    stats_family(o, "workq_faktory_jobs", "gauge", NULL,
+                 "Faktory jobs by state (scheduled, retry and dead are Faktory's sets).");
+    for (int s = 0; s < FJOB_STATE_COUNT; s++)
+        stats_printf(o->b, "workq_faktory_jobs{state=\"%s\"} %llu\n", states[s],
+                     (unsigned long long)f->count[s]);
+}
+
+static void
+stats_render_workers(struct stats_out *o, const struct stats_source *src)
+{
+    /* kinds: 1 faktory, 2 workq, 3 both */
+    static const char *const kinds[] = {"faktory", "workq", "both"};
+    uint64_t n[3][3] = {{0}};
+    size_t count;
+    struct worker **w = workers_sorted(src->core->workers, &count);
+    for (size_t i = 0; i < count; i++)
+        if (w[i]->kinds >= 1 && w[i]->kinds <= 3 && w[i]->state <= WORKER_TERMINATE)
+            n[w[i]->kinds - 1][w[i]->state]++;
+    wq_free(w);
+    stats_family(o, "workq_workers", "gauge", NULL,
+                 "Named workers (Faktory HELLO with a wid, Workq hello) by protocol and state.");
+    for (int k = 0; k < 3; k++)
+        for (int s = WORKER_RUNNING; s <= WORKER_TERMINATE; s++)
+            stats_printf(o->b, "workq_workers{kind=\"%s\",state=\"%s\"} %llu\n", kinds[k],
+                         worker_state_name((enum worker_state)s), (unsigned long long)n[k][s]);
+}
+
+void
+stats_render(const struct stats_source *src, bool openmetrics, struct stats_buf *out)
+{
+    struct stats_out o = {out, openmetrics};
+    if (openmetrics) {
+        stats_printf(out, "# TYPE workq_build info\n# HELP workq_build The server's version and "
+                          "allocator.\n");
+    } else {
+        stats_printf(out, "# HELP workq_build_info The server's version and allocator.\n"
+                          "# TYPE workq_build_info gauge\n");
+    }
+    stats_printf(out, "workq_build_info{version=\"%s\",allocator=\"%s\"} 1\n", src->version,
+                 src->allocator);
+    char secs[40];
+    stats_seconds(secs, sizeof secs, src->started_ms * 1000000u);
+    stats_family(&o, "workq_start_time_seconds", "gauge", "seconds",
+                 "When the server started, in seconds since the Unix epoch.");
+    stats_printf(out, "workq_start_time_seconds %s\n", secs);
+    stats_render_queues(&o, src);
+    stats_render_jobs(&o, src);
+    if (src->counted != NULL)
+        stats_render_commands(&o, src);
+    stats_render_memory(&o, src);
+    stats_render_cmdlog(&o, src);
+    stats_render_workers(&o, src);
+    if (src->faktory)
+        stats_render_faktory(&o, src);
+    if (openmetrics)
+        stats_printf(out, "# EOF\n");
+}
