@@ -232,7 +232,7 @@ cmd_tap_pause(void *to, uint64_t ms)
 }
 
 static const struct reply_ops cmd_tap_ops = {
-    cmd_tap_bytes, cmd_tap_payload, cmd_tap_park, cmd_tap_wake,
+    cmd_tap_bytes, cmd_tap_payload, cmd_tap_park,  cmd_tap_wake,
     cmd_tap_close, cmd_tap_peer,    cmd_tap_pause,
 };
 
