@@ -47,7 +47,7 @@ struct event_base;
 #define BENCH_MAX_ALL_JOBS   2000000000u /* -n plus the backlog: indices fit in uint32_t */
 #define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
 #define BENCH_ID_BATCH       4096        /* ids per getrandom call */
-#define BENCH_MAX_PASSWORD   1024        /* Faktory password, bytes */
+#define BENCH_MAX_PASSWORD   1024        /* a password, bytes */
 
 /* The TTL of backlog jobs: the largest `add` takes (2^64 - 1 ms).  workq
  * caps created + TTL at 2^64 - 1, which its clock never reaches, so they
@@ -95,6 +95,7 @@ enum wb_op {
     OP_ACK,
     OP_HI,    /* Faktory's greeting, which comes unasked: set-up, not measured */
     OP_HELLO, /* Faktory's HELLO: set-up, not measured */
+    OP_AUTH,  /* workq's auth: set-up, not measured */
     OP_COUNT
 };
 extern const char *const wb_op_names[]; /* wb_conn.c */

@@ -20,9 +20,9 @@
 #include <event2/util.h>
 
 /* Request types by name, for errors and reports. */
-const char *const wb_op_names[] = {"add",  "schedule", "run",    "lease", "complete",
-                                   "put",  "reserve",  "delete", "use",   "watch",
-                                   "push", "fetch",    "ack",    "hi",    "hello"};
+const char *const wb_op_names[] = {"add",     "schedule", "run",   "lease", "complete", "put",
+                                   "reserve", "delete",   "use",   "watch", "push",     "fetch",
+                                   "ack",     "hi",       "hello", "auth"};
 _Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* Classes of requests, for the counters: producing requests bring a job
@@ -43,7 +43,7 @@ op_is_lease(enum wb_op op)
 static bool
 op_is_measured(enum wb_op op)
 {
-    return op != OP_USE && op != OP_WATCH && op != OP_HI && op != OP_HELLO;
+    return op != OP_USE && op != OP_WATCH && op != OP_HI && op != OP_HELLO && op != OP_AUTH;
 }
 
 /* Queue bytes of a request; wb_conn_push marks the connection for flushing. */
@@ -221,7 +221,7 @@ static const wb_reply_fn reply_table[] = {
     [OP_USE] = wb_bs_reply_use,           [OP_WATCH] = wb_bs_reply_watch,
     [OP_PUSH] = wb_fk_reply_push,         [OP_FETCH] = wb_fk_reply_fetch,
     [OP_ACK] = wb_fk_reply_ack,           [OP_HI] = wb_fk_reply_hi,
-    [OP_HELLO] = wb_fk_reply_hello,
+    [OP_HELLO] = wb_fk_reply_hello,       [OP_AUTH] = wb_wq_reply_auth,
 };
 _Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
 
@@ -280,7 +280,8 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /* beanstalkd consumers watch every name first; every Faktory connection
- * waits for the greeting and says HELLO. */
+ * waits for the greeting and says HELLO; with a password, every workq
+ * connection sends auth. */
 static void
 wb_conn_setup(struct wb_conn *c)
 {
@@ -290,6 +291,8 @@ wb_conn_setup(struct wb_conn *c)
         c->setup_left = wb_bs_watch_all(c);
     else if (b->opt.proto == WB_PROTO_FAKTORY)
         c->setup_left = wb_fk_greet(c);
+    else if (b->opt.proto == WB_PROTO_WORKQ && b->opt.password != NULL)
+        c->setup_left = wb_wq_auth(c);
     if (c->setup_left == 0)
         wb_conn_ready(c);
 }

@@ -20,15 +20,6 @@
 #define FK_MAX_ITERATIONS 1000000
 #define FK_MAX_SALT       256 /* bytes; Faktory's are 16 hex digits */
 
-/* A set-up reply that makes the run impossible: say why, and stop. */
-static void
-fk_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what)
-{
-    wb_error_reply(c, r, f, what);
-    c->b->fatal = true;
-    wb_run_stop(c->b);
-}
-
 /* Lowercase hex of SHA-256 applied iterations times: first over password
  * and salt, then over the previous 32-byte digest.  The password is at most
  * BENCH_MAX_PASSWORD bytes, the salt at most FK_MAX_SALT. */
@@ -81,7 +72,7 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
         what = "malformed password challenge";
     if (what != NULL) {
         json_decref(hi);
-        fk_setup_fail(c, r, f, what);
+        wb_setup_fail(c, r, f, what);
         return;
     }
     uint64_t iter = i != NULL ? (uint64_t)json_integer_value(i) : 0;
@@ -93,7 +84,7 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
     }
     json_decref(hi);
     if (iter > 0 && b->opt.password == NULL) {
-        fk_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)");
+        wb_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)");
         return;
     }
     char line[256];
@@ -116,7 +107,7 @@ void
 wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     if (!wb_frame_is(f, "+OK"))
-        fk_setup_fail(c, r, f, "HELLO refused");
+        wb_setup_fail(c, r, f, "HELLO refused");
 }
 
 /* PUSH job ji: its id's text as jid, the payload as the one argument; a

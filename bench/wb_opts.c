@@ -47,8 +47,9 @@ opts_usage(FILE *out)
             "                      count too\n"
             "  --protocol P        workq (default), beanstalkd, or faktory (the Faktory\n"
             "                      Work Protocol: PUSH, FETCH + ACK)\n"
-            "  --password-file F   faktory: the password is F's first line (default: the\n"
-            "                      FAKTORY_PASSWORD environment variable, if set)\n"
+            "  --password-file F   the server's password is F's first line (default: the\n"
+            "                      WORKQ_PASSWORD environment variable, or with --protocol\n"
+            "                      faktory FAKTORY_PASSWORD, if set)\n"
             "  --csv               a header line and one line of results\n"
             "  --json              one JSON object\n"
             "  -q                  quiet: one summary line, no progress\n"
@@ -248,19 +249,20 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
     opt_finish(o, password_file);
 }
 
-/* The Faktory password: the first line of path (without its line end), or
- * FAKTORY_PASSWORD if path is NULL (none if that is unset or empty); exits
- * 2 if the file cannot be read, or its first line is empty or too long. */
+/* The password: the first line of path (without its line end), or the
+ * environment variable env if path is NULL (none if that is unset or
+ * empty); exits 2 if the file cannot be read, or its first line is empty or
+ * too long. */
 static char *
-opt_password(const char *path)
+opt_password(const char *path, const char *env_name)
 {
     char line[BENCH_MAX_PASSWORD + 3];
     if (path == NULL) {
-        const char *env = getenv("FAKTORY_PASSWORD");
+        const char *env = getenv(env_name);
         if (env == NULL || env[0] == '\0')
             return NULL;
         if (strlen(env) > BENCH_MAX_PASSWORD) {
-            fprintf(stderr, "workq-bench: FAKTORY_PASSWORD is longer than %d bytes\n",
+            fprintf(stderr, "workq-bench: %s is longer than %d bytes\n", env_name,
                     BENCH_MAX_PASSWORD);
             exit(2);
         }
@@ -313,8 +315,8 @@ opt_finish(struct wb_opts *o, const char *password_file)
         fprintf(stderr, "workq-bench: Faktory has no equivalent of run\n");
         exit(2);
     }
-    if (password_file != NULL && o->proto != WB_PROTO_FAKTORY) {
-        fprintf(stderr, "workq-bench: --password-file works only with --protocol faktory\n");
+    if (password_file != NULL && o->proto == WB_PROTO_BEANSTALKD) {
+        fprintf(stderr, "workq-bench: beanstalkd has no password (--password-file)\n");
         exit(2);
     }
     /* add measures no lease, and run and schedule consumers cannot lease
@@ -330,5 +332,7 @@ opt_finish(struct wb_opts *o, const char *password_file)
         exit(2);
     }
     if (o->proto == WB_PROTO_FAKTORY)
-        o->password = opt_password(password_file);
+        o->password = opt_password(password_file, "FAKTORY_PASSWORD");
+    else if (o->proto == WB_PROTO_WORKQ)
+        o->password = opt_password(password_file, "WORKQ_PASSWORD");
 }

@@ -51,6 +51,13 @@ void wb_wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct
 void wb_wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 void wb_wq_reply_complete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 void wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+/* Send auth with the password; the set-up replies it waits for (1). */
+unsigned wb_wq_auth(struct wb_conn *c);
+/* auth: +OK, else (a wrong password) the run cannot go on. */
+void wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+/* A set-up reply that makes the run impossible: say why, and stop. */
+void wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                   const char *what);
 
 /* ------------------------------------------------------------------------ */
 /* wb_bs.c: the beanstalkd client                                           */

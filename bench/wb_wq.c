@@ -33,6 +33,32 @@ wb_sched_offset_ms(struct bench *b)
            BENCH_SCHED_PAST_MS;
 }
 
+void
+wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what)
+{
+    wb_error_reply(c, r, f, what);
+    c->b->fatal = true;
+    wb_run_stop(c->b);
+}
+
+unsigned
+wb_wq_auth(struct wb_conn *c)
+{
+    const char *pw = c->b->opt.password;
+    wb_conn_send(c, "auth ", 5);
+    wb_conn_send(c, pw, strlen(pw));
+    wb_conn_send(c, "\r\n", 2);
+    wb_conn_push(c, OP_AUTH, BENCH_JOB_NONE);
+    return 1;
+}
+
+void
+wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    if (!wb_frame_is(f, "+OK"))
+        wb_setup_fail(c, r, f, "auth refused");
+}
+
 /* workq: add, schedule or run job ji. */
 void
 wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)

@@ -610,15 +610,19 @@ START_TEST(test_bench_faktory_wrong_payload)
 }
 END_TEST
 
-/* run, which has no Faktory equivalent, and a password file without Faktory
+/* run, which has no Faktory equivalent, and a password file for beanstalkd
  * or without a password are refused, with exit status 2. */
 START_TEST(test_bench_faktory_refused)
 {
     char err[1024];
     ck_assert_int_eq(bench_run_stderr("--protocol faktory -t run -n 10 -c 2", err, sizeof err), 2);
     ck_assert_str_eq(err, "workq-bench: Faktory has no equivalent of run\n");
+    ck_assert_int_eq(
+        bench_run_stderr("--protocol beanstalkd --password-file /dev/null", err, sizeof err), 2);
+    ck_assert_str_eq(err, "workq-bench: beanstalkd has no password (--password-file)\n");
     ck_assert_int_eq(bench_run_stderr("-t cycle --password-file /dev/null", err, sizeof err), 2);
-    ck_assert_str_eq(err, "workq-bench: --password-file works only with --protocol faktory\n");
+    ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
+                          "1024 bytes)\n");
     ck_assert_int_eq(
         bench_run_stderr("--protocol faktory --password-file /dev/null", err, sizeof err), 2);
     ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
@@ -764,6 +768,48 @@ START_TEST(test_bench_faktory_password)
 }
 END_TEST
 
+/* workq with -password-file: every connection sends auth first, from
+ * --password-file or WORKQ_PASSWORD; a wrong one ends the run with the
+ * server's refusal and no report. */
+START_TEST(test_bench_workq_password)
+{
+    char out[8192], err[4096], pw[] = "/tmp/sys_bench_pw.XXXXXX",
+                               err_path[] = "/tmp/sys_bench.XXXXXX";
+    int pfd = mkstemp(pw);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "s3cret\r\n", 8), 8);
+    close(pfd);
+    const char *args[] = {"-listen", "127.0.0.1:0", "-password-file", pw, NULL};
+    struct systest_proc p;
+    systest_proc_start(&p, args);
+    ck_assert_int_eq(bench_run_port(p.s.port, f("-t cycle -n 100 -c 4 --password-file %s", pw),
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 100);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    ck_assert_int_eq(setenv("WORKQ_PASSWORD", "s3cret", 1), 0);
+    ck_assert_int_eq(bench_run_port(p.s.port, "-t add -n 10 -c 2", NULL, out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 10);
+
+    int efd = mkstemp(err_path);
+    ck_assert_int_ge(efd, 0);
+    ck_assert_int_eq(setenv("WORKQ_PASSWORD", "s3cre", 1), 0);
+    ck_assert_int_eq(bench_run_port(p.s.port, "-t add -n 10 -c 2", err_path, out, sizeof out), 1);
+    ck_assert_int_eq(unsetenv("WORKQ_PASSWORD"), 0);
+    ssize_t n = read(efd, err, sizeof err - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(err_path);
+    ck_assert_msg(strstr(err, ": auth: auth refused: \"-CLIENT-ERROR Invalid password\"") != NULL,
+                  "stderr: %s", err);
+    ck_assert_str_eq(out, "");
+    unlink(pw);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 START_TEST(test_bench_refused)
 {
     char out[8192];
@@ -784,7 +830,7 @@ bench_suite(void)
           test_bench_lease_other_queue, test_bench_backlog_refused, NULL}},
         {"faktory",
          {test_bench_faktory_fake, test_bench_faktory_wrong_payload, test_bench_faktory_refused,
-          test_bench_faktory_server, test_bench_faktory_password, NULL}},
+          test_bench_faktory_server, test_bench_faktory_password, test_bench_workq_password, NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }
