@@ -45,7 +45,8 @@ struct cli {
     char prompt[288];
     int timeout_ms; /* -1: wait forever */
     bool raw;
-    int fd; /* -1 while not connected */
+    char *password; /* sent with auth on every connection; NULL: none */
+    int fd;         /* -1 while not connected */
     bool connected_once;
     struct cli_reply reply;
 };
@@ -65,12 +66,15 @@ cli_usage(FILE *out)
           "                         and result may also take their wait-timeout\n"
           "                         (default 10, 0 = no limit)\n"
           "  -r, --raw              show each reply's bytes, escaped, not pretty output\n"
+          "      --password-file F  authenticate with F's first line (default\n"
+          "                         $WORKQ_PASSWORD, if set)\n"
           "  -h, --help             show this help and exit\n"
           "  -V, --version          show the version and exit\n"
           "\n"
           "Exit status: 0 after a + reply, 1 after a - reply (in a script: if any\n"
           "line failed), 64 on a usage error, 69 if the server cannot be reached or\n"
-          "the connection fails, 76 if a reply cannot be parsed.\n"
+          "the connection fails, 76 if a reply cannot be parsed, 77 if the server\n"
+          "refuses the password.\n"
           "\n",
           out);
     cli_cmd_print_help(out);
@@ -209,6 +213,33 @@ cli_connect(struct cli *c)
     return 0;
 }
 
+static enum cli_reply_status cli_roundtrip(struct cli *c, const struct cli_cmd *cmd);
+
+/* Send auth with the password on a new connection.  0, or the exit status
+ * (EX_NOPERM for a refusal, which is shown). */
+static int
+cli_authenticate(struct cli *c)
+{
+    struct cli_cmd auth = {.kind = CLI_CMD_SEND, .view = CLI_VIEW_STATUS};
+    size_t n = strlen(c->password) + 7;
+    auth.wire = malloc(n + 1);
+    if (auth.wire == NULL)
+        return EX_OSERR;
+    auth.wire_len = (size_t)snprintf(auth.wire, n + 1, "auth %s\r\n", c->password);
+    enum cli_reply_status st = cli_roundtrip(c, &auth);
+    free(auth.wire);
+    if (st != CLI_REPLY_DONE) {
+        fprintf(stderr, "workq-cli: no answer to auth from %s\n", c->addr);
+        return EX_UNAVAILABLE;
+    }
+    if (cli_reply_is_error(&c->reply)) {
+        fprintf(stderr, "workq-cli: %s refused the password: %.*s\n", c->addr,
+                (int)c->reply.line_len, c->reply.buf);
+        return EX_NOPERM;
+    }
+    return 0;
+}
+
 /* True if the server has closed the idle connection. */
 static bool
 cli_peer_closed(int fd)
@@ -280,6 +311,11 @@ cli_execute(struct cli *c, const struct cli_cmd *cmd)
         bool fresh = c->fd < 0;
         if (fresh && cli_connect(c) != 0)
             return EX_UNAVAILABLE;
+        int auth = fresh && c->password != NULL ? cli_authenticate(c) : 0;
+        if (auth != 0) {
+            cli_disconnect(c);
+            return auth;
+        }
         st = cli_roundtrip(c, cmd);
         if (st != CLI_REPLY_CLOSED || c->reply.len > 0 || fresh || retried)
             break;
@@ -321,7 +357,9 @@ cli_read_line(const struct cli *c, bool interactive)
 #ifdef CLI_LINE_EDITING
     if (interactive) {
         char *line = readline(c->prompt);
-        if (line != NULL && line[strspn(line, " \t")] != '\0')
+        /* a typed password stays out of the history file */
+        if (line != NULL && line[strspn(line, " \t")] != '\0' &&
+            strncmp(line + strspn(line, " \t"), "auth ", 5) != 0)
             add_history(line);
         return line;
     }
@@ -431,14 +469,47 @@ cli_one_shot(struct cli *c, char *const *words, size_t n)
     return status;
 }
 
+/* The password: the first line of file (without its line end), else
+ * WORKQ_PASSWORD if set and not empty, else none.  0, or -1 (reported). */
+static int
+cli_read_password(struct cli *c, const char *file)
+{
+    char line[1100];
+    if (file == NULL) {
+        const char *env = getenv("WORKQ_PASSWORD");
+        if (env != NULL && env[0] != '\0')
+            c->password = strdup(env);
+        return 0;
+    }
+    FILE *fp = fopen(file, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "workq-cli: %s: %s\n", file, strerror(errno));
+        return -1;
+    }
+    bool got = fgets(line, sizeof line, fp) != NULL;
+    fclose(fp);
+    line[got ? strcspn(line, "\r\n") : 0] = '\0';
+    if (line[0] == '\0') {
+        fprintf(stderr, "workq-cli: %s: the first line must hold the password\n", file);
+        return -1;
+    }
+    c->password = strdup(line);
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"addr", required_argument, NULL, 'a'}, {"timeout", required_argument, NULL, 't'},
-        {"raw", no_argument, NULL, 'r'},        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},    {NULL, 0, NULL, 0},
+        {"addr", required_argument, NULL, 'a'},
+        {"timeout", required_argument, NULL, 't'},
+        {"raw", no_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {"password-file", required_argument, NULL, 'p'},
+        {NULL, 0, NULL, 0},
     };
+    const char *password_file = NULL;
     struct cli c = {.fd = -1, .timeout_ms = CLI_DEFAULT_TIMEOUT_S * 1000};
     const char *addr = getenv("WORKQ_ADDR");
     if (addr == NULL || addr[0] == '\0')
@@ -460,6 +531,9 @@ main(int argc, char **argv)
         case 'r':
             c.raw = true;
             break;
+        case 'p':
+            password_file = optarg;
+            break;
         case 'h':
             cli_usage(stdout);
             return CLI_EXIT_OK;
@@ -474,6 +548,8 @@ main(int argc, char **argv)
     }
     if (cli_parse_addr(&c, addr) != 0)
         return cli_usage_error("bad address", addr);
+    if (cli_read_password(&c, password_file) != 0)
+        return EX_NOINPUT;
 
     int status;
     if (optind < argc)
@@ -483,5 +559,6 @@ main(int argc, char **argv)
     else
         status = cli_loop(&c, false);
     cli_disconnect(&c);
+    free(c.password);
     return status;
 }

@@ -65,6 +65,8 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
     {"worker", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "worker quiet <wid>\n"
      "worker terminate <wid>"},
+    {"auth", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     "auth <password>"},
     {"help", CLI_CMD_HELP, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, "help"},
     {"quit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      "quit, exit"},

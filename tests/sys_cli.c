@@ -741,13 +741,60 @@ START_TEST(test_tty)
 }
 END_TEST
 
+/* Against a server with -password-file: the password from --password-file
+ * or WORKQ_PASSWORD goes first on every connection (a script runs on);
+ * without it the server's refusal is shown; a wrong one exits 77. */
+START_TEST(test_password)
+{
+    char pw[] = "/tmp/sys_cli_pw.XXXXXX";
+    int pfd = mkstemp(pw);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "s3cret\n", 7), 7);
+    close(pfd);
+    const char *args[] = {"-listen", "127.0.0.1:0", "-password-file", pw, NULL};
+    struct systest_proc p;
+    systest_proc_start(&p, args);
+    const char *addr = f("127.0.0.1:%d", p.s.port);
+    struct cli_out o = cli_run(NULL, NULL, "-a", addr, "--password-file", pw, "delete", ID);
+    ck_assert_str_eq(o.out.p, "NOT-FOUND\n");
+    ck_assert_str_eq(o.err.p, "");
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+    o = cli_run("WORKQ_PASSWORD=s3cret", "delete " ID "\ndelete " ID "\n", "-a", addr);
+    ck_assert_str_eq(o.out.p, "NOT-FOUND\nNOT-FOUND\n");
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+    o = cli_run(NULL, NULL, "-a", addr, "delete", ID);
+    ck_assert_str_eq(o.out.p, "error: Authentication required\n");
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+    o = cli_run(NULL, "auth s3cret\ndelete " ID "\n", "-a", addr);
+    ck_assert_str_eq(o.out.p, "OK\nNOT-FOUND\n");
+    cli_out_free(&o);
+    o = cli_run("WORKQ_PASSWORD=s3cre", NULL, "-a", addr, "delete", ID);
+    ck_assert_str_eq(o.out.p, "");
+    ck_assert_str_eq(o.err.p, f("workq-cli: %s refused the password: -CLIENT-ERROR Invalid "
+                                "password\n",
+                                addr));
+    ck_assert_int_eq(o.status, 77);
+    cli_out_free(&o);
+    unlink(pw);
+    o = cli_run(NULL, NULL, "-a", addr, "--password-file", pw, "delete", ID);
+    ck_assert_str_eq(o.err.p, f("workq-cli: %s: No such file or directory\n", pw));
+    ck_assert_int_eq(o.status, 66);
+    cli_out_free(&o);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 static Suite *
 cli_suite(void)
 {
     const struct systest_group groups[] = {
         {"one_shot",
          {test_one_shot, test_one_shot_inspect, test_new_id, test_raw, test_usage,
-          test_help_version, test_addr, test_bad_server, test_long_wait, NULL}},
+          test_help_version, test_addr, test_bad_server, test_long_wait, test_password, NULL}},
         {"script", {test_script, test_reconnect, test_resend, NULL}},
         {"tty", {test_tty, NULL}},
     };
