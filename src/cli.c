@@ -7,14 +7,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sysexits.h>
 #include <unistd.h>
 #if defined(HAVE_LIBEDIT)
@@ -27,6 +22,7 @@
 #endif
 
 #include "cli_cmd.h"
+#include "cli_conn.h"
 #include "cli_reply.h"
 #include "util.h"
 
@@ -43,10 +39,9 @@ struct cli {
     char host[256], port[8];
     char addr[272]; /* host:port as shown, [v6]:port for IPv6 */
     char prompt[288];
-    int timeout_ms; /* -1: wait forever */
     bool raw;
     char *password; /* sent with auth on every connection; NULL: none */
-    int fd;         /* -1 while not connected */
+    struct cli_conn conn;
     bool connected_once;
     struct cli_reply reply;
 };
@@ -68,13 +63,18 @@ cli_usage(FILE *out)
           "  -r, --raw              show each reply's bytes, escaped, not pretty output\n"
           "      --password-file F  authenticate with F's first line (default\n"
           "                         $WORKQ_PASSWORD, if set)\n"
+          "      --tls              connect over TLS, checking the server's certificate\n"
+          "      --cacert FILE      trust the CAs in FILE (PEM; default: the system's)\n"
+          "      --cert FILE        show this client certificate (PEM), with --key\n"
+          "      --key FILE         the client certificate's private key (PEM)\n"
           "  -h, --help             show this help and exit\n"
           "  -V, --version          show the version and exit\n"
           "\n"
           "Exit status: 0 after a + reply, 1 after a - reply (in a script: if any\n"
           "line failed), 64 on a usage error, 69 if the server cannot be reached or\n"
-          "the connection fails, 76 if a reply cannot be parsed, 77 if the server\n"
-          "refuses the password.\n"
+          "the connection (or its TLS handshake) fails, 76 if a reply cannot be\n"
+          "parsed, 77 if the server refuses the password, 78 if the TLS files cannot\n"
+          "be loaded.\n"
           "\n",
           out);
     cli_cmd_print_help(out);
@@ -141,71 +141,17 @@ cli_parse_addr(struct cli *c, const char *s)
 static void
 cli_disconnect(struct cli *c)
 {
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
+    cli_conn_close(&c->conn);
     cli_reply_clear(&c->reply);
 }
 
-/* Wait up to the timeout for fd to become ready for events. */
-static int
-cli_wait(const struct cli *c, int fd, short events)
-{
-    struct pollfd p = {fd, events, 0};
-    int pr;
-    while ((pr = poll(&p, 1, c->timeout_ms)) < 0 && errno == EINTR)
-        ;
-    if (pr == 0)
-        errno = ETIMEDOUT;
-    return pr > 0 ? 0 : -1;
-}
-
-/* Connect one address without blocking longer than the timeout. */
-static int
-cli_connect_one(const struct cli *c, const struct addrinfo *ai)
-{
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0)
-        return -1;
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (errno != EINPROGRESS || cli_wait(c, fd, POLLOUT) != 0 ||
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
-            if (err != 0)
-                errno = err;
-            int saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
-/* Connect to the server, trying each address it resolves to.  Reports the
- * failure on stderr. */
+/* Connect to the server (and do the TLS handshake when TLS is on).
+ * Reports the failure on stderr. */
 static int
 cli_connect(struct cli *c)
 {
-    struct addrinfo hints = {0}, *res;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    int gai = getaddrinfo(c->host, c->port, &hints, &res);
-    if (gai != 0) {
-        fprintf(stderr, "workq-cli: cannot resolve %s: %s\n", c->host, gai_strerror(gai));
+    if (cli_conn_open(&c->conn, c->host, c->port, c->addr) != 0)
         return -1;
-    }
-    for (const struct addrinfo *ai = res; ai != NULL && c->fd < 0; ai = ai->ai_next)
-        c->fd = cli_connect_one(c, ai);
-    int err = errno;
-    freeaddrinfo(res);
-    if (c->fd < 0) {
-        fprintf(stderr, "workq-cli: cannot connect to %s: %s\n", c->addr, strerror(err));
-        return -1;
-    }
     cli_reply_init(&c->reply);
     if (c->connected_once)
         fprintf(stderr, "workq-cli: reconnected to %s\n", c->addr);
@@ -240,45 +186,12 @@ cli_authenticate(struct cli *c)
     return 0;
 }
 
-/* True if the server has closed the idle connection. */
-static bool
-cli_peer_closed(int fd)
-{
-    struct pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, 0) <= 0)
-        return false;
-    char b;
-    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
-}
-
-/* Send the whole command.  0, or -1 with errno (ETIMEDOUT for the timeout). */
-static int
-cli_send(const struct cli *c, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = send(c->fd, p, len, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN) {
-            if (cli_wait(c, c->fd, POLLOUT) != 0)
-                return -1;
-            continue;
-        }
-        if (w < 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Send cmd and read its reply into c->reply. */
 static enum cli_reply_status
 cli_roundtrip(struct cli *c, const struct cli_cmd *cmd)
 {
     cli_reply_start(&c->reply, cmd->view);
-    if (cli_send(c, cmd->wire, cmd->wire_len) != 0) {
+    if (cli_conn_send(&c->conn, cmd->wire, cmd->wire_len) != 0) {
         if (errno == ETIMEDOUT)
             return CLI_REPLY_TIMEOUT;
         /* The server may have answered before it closed: read that. */
@@ -286,9 +199,9 @@ cli_roundtrip(struct cli *c, const struct cli_cmd *cmd)
             return CLI_REPLY_IO_ERROR;
     }
     int first = -1;
-    if (c->timeout_ms >= 0)
-        first = (int)WQ_MIN(cmd->wait_ms + (uint64_t)c->timeout_ms, (uint64_t)INT_MAX);
-    return cli_reply_read(&c->reply, c->fd, first, c->timeout_ms);
+    if (c->conn.timeout_ms >= 0)
+        first = (int)WQ_MIN(cmd->wait_ms + (uint64_t)c->conn.timeout_ms, (uint64_t)INT_MAX);
+    return cli_conn_read_reply(&c->conn, &c->reply, first);
 }
 
 /* Run one command against the server and print its reply.  A connection
@@ -306,9 +219,9 @@ cli_execute(struct cli *c, const struct cli_cmd *cmd)
     }
     enum cli_reply_status st;
     for (bool retried = false;; retried = true) {
-        if (c->fd >= 0 && cli_peer_closed(c->fd))
+        if (c->conn.fd >= 0 && cli_conn_peer_closed(&c->conn))
             cli_disconnect(c);
-        bool fresh = c->fd < 0;
+        bool fresh = c->conn.fd < 0;
         if (fresh && cli_connect(c) != 0)
             return EX_UNAVAILABLE;
         int auth = fresh && c->password != NULL ? cli_authenticate(c) : 0;
@@ -507,10 +420,15 @@ main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {"password-file", required_argument, NULL, 'p'},
+        {"tls", no_argument, NULL, 'T'},
+        {"cacert", required_argument, NULL, 'C'},
+        {"cert", required_argument, NULL, 'E'},
+        {"key", required_argument, NULL, 'K'},
         {NULL, 0, NULL, 0},
     };
-    const char *password_file = NULL;
-    struct cli c = {.fd = -1, .timeout_ms = CLI_DEFAULT_TIMEOUT_S * 1000};
+    const char *password_file = NULL, *cacert = NULL, *cert = NULL, *key = NULL;
+    bool tls = false;
+    struct cli c = {.conn = {.fd = -1, .timeout_ms = CLI_DEFAULT_TIMEOUT_S * 1000}};
     const char *addr = getenv("WORKQ_ADDR");
     if (addr == NULL || addr[0] == '\0')
         addr = WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT;
@@ -526,13 +444,25 @@ main(int argc, char **argv)
         case 't':
             if (util_parse_u64(optarg, strlen(optarg), CLI_MAX_TIMEOUT_S, &secs) != 0)
                 return cli_usage_error("bad timeout", optarg);
-            c.timeout_ms = secs == 0 ? -1 : (int)secs * 1000;
+            c.conn.timeout_ms = secs == 0 ? -1 : (int)secs * 1000;
             break;
         case 'r':
             c.raw = true;
             break;
         case 'p':
             password_file = optarg;
+            break;
+        case 'T':
+            tls = true;
+            break;
+        case 'C':
+            cacert = optarg;
+            break;
+        case 'E':
+            cert = optarg;
+            break;
+        case 'K':
+            key = optarg;
             break;
         case 'h':
             cli_usage(stdout);
@@ -550,6 +480,13 @@ main(int argc, char **argv)
         return cli_usage_error("bad address", addr);
     if (cli_read_password(&c, password_file) != 0)
         return EX_NOINPUT;
+    if ((cacert != NULL || cert != NULL || key != NULL) && !tls)
+        return cli_usage_error("--cacert, --cert and --key need", "--tls");
+    if (tls && cli_conn_tls(&c.conn, cacert, cert, key) != 0) {
+        cli_conn_free(&c.conn);
+        free(c.password);
+        return EX_CONFIG;
+    }
 
     int status;
     if (optind < argc)
@@ -559,6 +496,7 @@ main(int argc, char **argv)
     else
         status = cli_loop(&c, false);
     cli_disconnect(&c);
+    cli_conn_free(&c.conn);
     free(c.password);
     return status;
 }

@@ -6,11 +6,8 @@
 #include "wq.h"
 #include "cli_reply.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "util.h"
 
@@ -347,36 +344,6 @@ cli_reply_feed(struct cli_reply *r, const void *data, size_t len)
     }
     if (st == CLI_REPLY_DONE)
         r->end = r->pos;
-    return st;
-}
-
-enum cli_reply_status
-cli_reply_read(struct cli_reply *r, int fd, int first_ms, int idle_ms)
-{
-    enum cli_reply_status st = cli_reply_feed(r, NULL, 0);
-    char chunk[65536];
-    bool got = r->len > 0;
-    while (st == CLI_REPLY_MORE) {
-        struct pollfd p = {fd, POLLIN, 0};
-        int pr = poll(&p, 1, got ? idle_ms : first_ms);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr < 0)
-            return CLI_REPLY_IO_ERROR;
-        if (pr == 0)
-            return CLI_REPLY_TIMEOUT;
-        ssize_t n = recv(fd, chunk, sizeof chunk, 0);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n < 0 && errno == ECONNRESET)
-            return CLI_REPLY_CLOSED;
-        if (n < 0)
-            return CLI_REPLY_IO_ERROR;
-        if (n == 0)
-            return CLI_REPLY_CLOSED;
-        got = true;
-        st = cli_reply_feed(r, chunk, (size_t)n);
-    }
     return st;
 }
 

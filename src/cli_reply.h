@@ -58,9 +58,9 @@ enum cli_reply_status {
     CLI_REPLY_DONE,      /* a complete reply is in buf[0..end) */
     CLI_REPLY_MORE,      /* feed more bytes */
     CLI_REPLY_MALFORMED, /* not a reply of this view; r->error says why */
-    CLI_REPLY_CLOSED,    /* cli_reply_read: the peer closed before the end */
-    CLI_REPLY_TIMEOUT,   /* cli_reply_read: nothing arrived in time */
-    CLI_REPLY_IO_ERROR,  /* cli_reply_read: recv failed, see errno */
+    CLI_REPLY_CLOSED,    /* cli_conn_read_reply: the peer closed before the end */
+    CLI_REPLY_TIMEOUT,   /* cli_conn_read_reply: nothing arrived in time */
+    CLI_REPLY_IO_ERROR,  /* cli_conn_read_reply: recv failed, see errno */
 };
 
 /* A growing byte string, NUL terminated once anything was added (also
@@ -79,10 +79,6 @@ void cli_reply_clear(struct cli_reply *r);
 void cli_reply_start(struct cli_reply *r, enum cli_view view);
 /* Append len bytes and parse as far as they go: DONE, MORE or MALFORMED. */
 enum cli_reply_status cli_reply_feed(struct cli_reply *r, const void *data, size_t len);
-/* Read from fd until the reply is complete.  Waits up to first_ms for the
- * first byte and idle_ms between later ones (-1: forever).  DONE, MALFORMED,
- * CLOSED (r->len tells whether any byte came), TIMEOUT or IO_ERROR. */
-enum cli_reply_status cli_reply_read(struct cli_reply *r, int fd, int first_ms, int idle_ms);
 
 /* True if the complete reply is an error (starts with '-'). */
 bool cli_reply_is_error(const struct cli_reply *r);

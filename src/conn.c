@@ -462,6 +462,10 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct conn *c = arg;
     struct conn_set *s = c->set;
+    if (what == BEV_EVENT_CONNECTED)
+        return; /* a transport's handshake is done */
+    if ((what & BEV_EVENT_ERROR) && c->svc->transport_failed != NULL)
+        c->svc->transport_failed(bev, c->peer);
     if ((what & BEV_EVENT_EOF) && c->state < CONN_FLUSH) {
         /* The peer is done sending: cancel what waits (before any timer
          * could hand it a job), write what was already answered, close. */
@@ -507,6 +511,16 @@ conn_drained_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void 
 struct conn *
 conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
 {
+    struct bufferevent *bev = svc->transport == NULL
+                                  ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)
+                                  : svc->transport(s->base, fd, svc->transport_arg);
+    if (bev == NULL && svc->transport != NULL) {
+        wq_log(LOG_LVL_WARN, "cannot set up a connection's transport, closing it");
+        evutil_closesocket(fd);
+        return NULL;
+    }
+    if (bev == NULL)
+        wq_panic(__FILE__, __LINE__, "cannot make a bufferevent for a connection");
     struct conn *c = pool_get(&s->pool);
     memset(c, 0, s->state_off + svc->proto->state_size);
     c->set = s;
@@ -515,10 +529,7 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->active_ms = util_now_ms();
     conn_peer_text(fd, c->peer, sizeof c->peer);
     c->direct = svc->transport == NULL;
-    c->bev = c->direct ? bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE)
-                       : svc->transport(s->base, fd, svc->transport_arg);
-    if (c->bev == NULL)
-        wq_panic(__FILE__, __LINE__, "cannot make a bufferevent for a connection");
+    c->bev = bev;
     c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     if (!c->direct) {

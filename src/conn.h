@@ -40,8 +40,9 @@ struct conn_proto {
     bool (*may_idle_close)(void *ctx, void *state);
 };
 
-/* A transport: wraps an accepted socket in a bufferevent (TLS later).
- * NULL in a service means plain TCP, which the layer writes to directly. */
+/* A transport: wraps an accepted socket in a bufferevent (TLS: tls.h);
+ * NULL if it cannot (the socket is then closed).  NULL in a service means
+ * plain TCP, which the layer writes to directly. */
 typedef struct bufferevent *(*conn_transport_fn)(struct event_base *base, int fd, void *arg);
 
 /* A protocol as one listener serves it. */
@@ -53,6 +54,9 @@ struct conn_service {
                            of what is handled (and a fixed slack) */
     conn_transport_fn transport;
     void *transport_arg;
+    /* The transport's connection failed (a TLS handshake, say): log why.
+     * NULL: say nothing. */
+    void (*transport_failed)(struct bufferevent *bev, const char *peer);
 };
 
 /* What the server does around the connections' work. */
@@ -79,7 +83,8 @@ void conn_set_cmdlog(struct conn_set *s, struct cmdlog *log);
 /* Open connections. */
 size_t conn_count(const struct conn_set *s);
 
-/* Take over accepted socket fd for service svc (which must outlive it). */
+/* Take over accepted socket fd for service svc (which must outlive it);
+ * NULL if its transport could not take it (fd is closed). */
 struct conn *conn_new(struct conn_set *s, const struct conn_service *svc, int fd);
 /* The connection's reply interface (as handle gets it). */
 struct reply *conn_reply(struct conn *c);

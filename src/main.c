@@ -21,13 +21,14 @@ static void
 main_log_started(const struct server *srv, const struct options *o)
 {
     static const char *const sync_names[] = {"interval", "os", "always"};
-    char listen[OPTIONS_MAX_LISTEN * 97] = "";
+    char listen[2 * OPTIONS_MAX_LISTEN * 115] = "";
     size_t n = 0;
-    for (size_t i = 0; i < srv->nlisteners; i++)
-        n += (size_t)snprintf(
-            listen + n, sizeof listen - n, "%s%s%s%s", i ? "," : "",
-            srv->listeners[i].svc == &srv->workq ? "" : srv->listeners[i].svc->proto->name,
-            srv->listeners[i].svc == &srv->workq ? "" : "=", srv->listeners[i].bound);
+    for (size_t i = 0; i < srv->nlisteners; i++) {
+        const struct server_listener *sl = &srv->listeners[i];
+        bool workq = sl->svc->proto == srv->workq.proto;
+        n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s%s%s", i ? "," : "",
+                              workq ? "" : sl->svc->proto->name, workq ? "" : "=", sl->bound);
+    }
     wq_log(LOG_LVL_INFO,
            "workq-server started version=%s pid=%ld listen=%s allocator=%s max_line=%zu "
            "max_payload=%llu max_connections=%llu idle_timeout_ms=%llu max_memory=%llu "
@@ -46,9 +47,10 @@ main_start(struct server *srv, const struct options *o)
 {
     if (server_init(srv, o) != 0)
         return EX_SOFTWARE;
-    if (server_faktory_password(srv) != 0 || server_workq_password(srv) != 0)
+    if (server_faktory_password(srv) != 0 || server_workq_password(srv) != 0 ||
+        server_tls(srv) != 0)
         return EX_CONFIG;
-    if (server_listen(srv) != 0 || server_listen_metrics(srv, NULL, NULL) != 0)
+    if (server_listen(srv) != 0 || server_listen_metrics(srv) != 0)
         return EX_UNAVAILABLE;
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
         return EX_CANTCREAT;
@@ -89,7 +91,7 @@ main_serve(const struct options *o)
     /* Lines on stdout that scripts and tests read to learn the ports. */
     for (size_t i = 0; i < srv.nlisteners; i++) { /* the Workq ones first */
         const struct server_listener *sl = &srv.listeners[i];
-        if (sl->svc == &srv.workq)
+        if (sl->svc->proto == srv.workq.proto)
             printf("workq-server listening on %s\n", sl->bound);
         else
             printf("workq-server %s listening on %s\n", sl->svc->proto->name, sl->bound);

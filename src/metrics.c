@@ -26,8 +26,10 @@
 #define METRICS_MAX_BODY    4096
 
 struct metrics {
-    struct evhttp *http;
+    struct evhttp *http;  /* plain HTTP */
+    struct evhttp *https; /* over cfg.bev (TLS); NULL until a listener needs it */
     struct metrics_config cfg;
+    struct event_base *base;
     struct evconnlistener *listeners[8 * 2];
     size_t nlisteners;
 };
@@ -168,36 +170,52 @@ metrics_request_cb(struct evhttp_request *req, void *arg)
     }
 }
 
+/* An HTTP server on m's base answering m's routes, its connections made
+ * by bev (NULL: plain TCP).  NULL after logging. */
+static struct evhttp *
+metrics_http_new(struct metrics *m, struct event_base *base, metrics_bev_fn bev)
+{
+    struct evhttp *http = evhttp_new(base);
+    if (http == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot create the metrics HTTP server");
+        return NULL;
+    }
+    /* Every method reaches the callback, which answers 405 (evhttp would
+     * answer 501 to the ones it was not told to allow). */
+    evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+                                         EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+                                         EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+    evhttp_set_timeout(http, METRICS_TIMEOUT_S);
+    evhttp_set_max_headers_size(http, METRICS_MAX_HEADERS);
+    evhttp_set_max_body_size(http, METRICS_MAX_BODY);
+    evhttp_set_gencb(http, metrics_request_cb, m);
+    if (bev != NULL)
+        evhttp_set_bevcb(http, bev, m->cfg.bev_arg);
+    return http;
+}
+
 struct metrics *
 metrics_new(struct event_base *base, const struct metrics_config *cfg)
 {
     struct metrics *m = wq_calloc(1, sizeof *m);
     m->cfg = *cfg;
-    m->http = evhttp_new(base);
+    m->base = base;
+    m->http = metrics_http_new(m, base, NULL);
     if (m->http == NULL) {
-        wq_log(LOG_LVL_ERROR, "cannot create the metrics HTTP server");
         wq_free(m);
         return NULL;
     }
-    /* Every method reaches the callback, which answers 405 (evhttp would
-     * answer 501 to the ones it was not told to allow). */
-    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
-                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
-    evhttp_set_timeout(m->http, METRICS_TIMEOUT_S);
-    evhttp_set_max_headers_size(m->http, METRICS_MAX_HEADERS);
-    evhttp_set_max_body_size(m->http, METRICS_MAX_BODY);
-    evhttp_set_gencb(m->http, metrics_request_cb, m);
-    if (cfg->bev != NULL)
-        evhttp_set_bevcb(m->http, cfg->bev, cfg->bev_arg);
     return m;
 }
 
 int
-metrics_add_listener(struct metrics *m, struct evconnlistener *l)
+metrics_add_listener(struct metrics *m, struct evconnlistener *l, bool tls)
 {
-    if (m->nlisteners == WQ_ARRAY_LEN(m->listeners) || evhttp_bind_listener(m->http, l) == NULL) {
+    if (tls && m->https == NULL && m->cfg.bev != NULL)
+        m->https = metrics_http_new(m, m->base, m->cfg.bev);
+    struct evhttp *http = tls ? m->https : m->http;
+    if (m->nlisteners == WQ_ARRAY_LEN(m->listeners) || http == NULL ||
+        evhttp_bind_listener(http, l) == NULL) {
         wq_log(LOG_LVL_ERROR, "cannot serve metrics on a listener");
         evconnlistener_free(l);
         return -1;
@@ -219,5 +237,7 @@ metrics_free(struct metrics *m)
     if (m == NULL)
         return;
     evhttp_free(m->http); /* and the listeners it was bound to */
+    if (m->https != NULL)
+        evhttp_free(m->https);
     wq_free(m);
 }

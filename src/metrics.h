@@ -18,8 +18,8 @@ struct stats_buf;
 typedef void (*metrics_render_fn)(void *arg, bool om, struct stats_buf *out);
 /* NULL when the server is ready, else why not (one line, no newline). */
 typedef const char *(*metrics_ready_fn)(void *arg);
-/* Make the bufferevent of an accepted HTTP connection (evhttp_set_bevcb):
- * a transport such as TLS.  NULL in the config: plain TCP. */
+/* Make the bufferevent of an accepted HTTP connection on a TLS listener
+ * (evhttp_set_bevcb): tls_http_bev.  NULL in the config: no TLS. */
 typedef struct bufferevent *(*metrics_bev_fn)(struct event_base *base, void *arg);
 
 struct metrics_config {
@@ -32,10 +32,10 @@ struct metrics_config {
 
 /* A new endpoint on base serving no socket yet; NULL after logging. */
 struct metrics *metrics_new(struct event_base *base, const struct metrics_config *cfg);
-/* Serve HTTP on l, a listener created disabled and without a callback;
- * the endpoint owns it from now (even on failure).  0, or -1 after
- * logging. */
-int metrics_add_listener(struct metrics *m, struct evconnlistener *l);
+/* Serve HTTP on l, a listener created disabled and without a callback,
+ * over TLS if tls (the config's bev); the endpoint owns it from now (even
+ * on failure).  0, or -1 after logging. */
+int metrics_add_listener(struct metrics *m, struct evconnlistener *l, bool tls);
 /* Start accepting on every listener. */
 void metrics_accept(struct metrics *m);
 /* Close the listeners and every HTTP connection; NULL is ignored. */

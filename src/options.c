@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -65,7 +66,7 @@ static const struct opt_def opt_defs[] = {
     {"listen", 'l', OPT_LISTEN, AT(listen), 0, 0, WQ_DEFAULT_HOST ":" WQ_DEFAULT_PORT,
      "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
      "addresses to listen on; HOST may be a name, an IPv4\naddress or [IPv6]; port 0 picks a "
-     "free port\n",
+     "free port;\ntls://HOST:PORT serves TLS there (-tls-cert)\n",
      "Options (one dash or two; -flag value or -flag=value):"},
     {"password-file", 0, OPT_PATH, AT(password_file), 0, 0, NULL, "(expected a file name)", "FILE",
      "Workq clients must authenticate with this password\n(the file's first line, one word) "
@@ -115,6 +116,16 @@ static const struct opt_def opt_defs[] = {
      "(expected RANGE)", "N",
      "queues with series of their own (the first N by\nname); the rest are summed into "
      "queue=\"other\"",
+     NULL},
+    {"tls-cert", 0, OPT_PATH, AT(tls_cert), 0, 0, NULL, "(expected a file name)", "FILE",
+     "the certificate chain (PEM) of the tls:// addresses\nof -listen, -faktory-listen and "
+     "-metrics-listen;\nre-read with the key on SIGHUP",
+     "TLS:"},
+    {"tls-key", 0, OPT_PATH, AT(tls_key), 0, 0, NULL, "(expected a file name)", "FILE",
+     "the private key (PEM) of -tls-cert", NULL},
+    {"tls-ca", 0, OPT_PATH, AT(tls_ca), 0, 0, NULL, "(expected a file name)", "FILE",
+     "require TLS clients to show a certificate issued by\none of these CAs (PEM; default: "
+     "none asked)",
      NULL},
     {"cmdlog-path", 0, OPT_PATH, AT(cmdlog.dir), 0, 0, NULL, "(expected a directory)", "DIR",
      "keep a command log in DIR (default: none, jobs live in\nmemory only)", "Command log:"},
@@ -233,10 +244,13 @@ options_usage(FILE *f)
     }
 }
 
-/* Parse one "HOST:PORT" of n bytes into a. */
+/* Parse one "[tls://]HOST:PORT" of n bytes into a. */
 static int
 options_parse_addr(const char *addr, size_t n, struct listen_addr *a)
 {
+    a->tls = n > 6 && strncasecmp(addr, "tls://", 6) == 0;
+    if (a->tls)
+        addr += 6, n -= 6;
     const char *colon = NULL;
     for (size_t i = 0; i < n; i++)
         if (addr[i] == ':')
@@ -517,6 +531,22 @@ options_pass(struct options *opts, int argc, char **argv, bool apply, const char
     return -1;
 }
 
+/* Do the settings fit together?  -1, or EX_CONFIG after saying why. */
+static int
+options_check(const struct options *o)
+{
+    const struct listen_set *sets[] = {&o->listen, &o->faktory_listen, &o->metrics_listen};
+    bool tls = false;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(sets); i++)
+        for (size_t j = 0; j < sets[i]->n; j++)
+            tls |= sets[i]->addr[j].tls;
+    if (tls && (o->tls_cert == NULL || o->tls_key == NULL)) {
+        fprintf(stderr, "workq-server: a tls:// address needs -tls-cert and -tls-key\n");
+        return EX_CONFIG;
+    }
+    return -1;
+}
+
 int
 options_parse(struct options *opts, int argc, char **argv)
 {
@@ -533,7 +563,8 @@ options_parse(struct options *opts, int argc, char **argv)
         if (status >= 0)
             return status;
     }
-    return options_pass(opts, argc, argv, true, &config);
+    status = options_pass(opts, argc, argv, true, &config);
+    return status >= 0 ? status : options_check(opts);
 }
 
 void

@@ -15,11 +15,12 @@
 
 /* Room for the options of the table in options.c, each of which may keep
  * an owned copy of its text (a later value frees the earlier one). */
-#define OPTIONS_MAX_DEFS 32
+#define OPTIONS_MAX_DEFS 40
 
 struct listen_addr {
     char host[256]; /* "" means every address */
     char port[16];
+    bool tls; /* written tls://HOST:PORT */
 };
 
 /* The addresses one protocol listens on. */
@@ -38,6 +39,9 @@ struct options {
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
     struct listen_set metrics_listen;  /* the HTTP metrics endpoint (n 0: off) */
     uint64_t metrics_max_queues;       /* queues with series of their own */
+    const char *tls_cert;              /* PEM chain for tls:// addresses */
+    const char *tls_key;               /* its private key */
+    const char *tls_ca;                /* client certificates must chain here; NULL: none asked */
     size_t max_line;
     uint64_t max_payload;
     struct cmdlog_config cmdlog; /* cmdlog.dir NULL: no command log */
@@ -57,14 +61,17 @@ struct options {
 /* Fill opts from the config file named in argv (if any), then from argv.
  * Returns -1 to continue, or an exit status: 0 after --help or --version,
  * EX_USAGE for a bad flag, EX_NOINPUT for an unreadable config file,
- * EX_CONFIG for a bad line in it, each after printing the problem.
+ * EX_CONFIG for a bad line in it or for settings that do not fit together
+ * (a tls:// address without -tls-cert and -tls-key), each after printing
+ * the problem.
  * Relative paths are made absolute, so -d may change directory. */
 int options_parse(struct options *opts, int argc, char **argv);
 /* Free what options_parse copied. */
 void options_free(struct options *opts);
 
-/* Parse a comma-separated list of "HOST:PORT", "[V6]:PORT" or ":PORT"
- * into set; 0, or -1 leaving set unchanged. */
+/* Parse a comma-separated list of "HOST:PORT", "[V6]:PORT" or ":PORT",
+ * each of which may start with "tls://", into set; 0, or -1 leaving set
+ * unchanged. */
 int options_set_listen(struct listen_set *set, const char *list);
 
 #endif /* WQ_OPTIONS_H */

@@ -209,10 +209,14 @@ server_accept_error_cb(struct evconnlistener *l, void *arg)
 }
 
 /* Describe the address listener l really bound (port 0 becomes a port)
- * into out[0..96). */
+ * into out[0..104), after "tls://" if it is TLS. */
 static void
-server_describe_bound(struct evconnlistener *l, char *out)
+server_describe_bound(struct evconnlistener *l, bool tls, char *out)
 {
+    if (tls) {
+        memcpy(out, "tls://", 6);
+        out += 6;
+    }
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
     char host[INET6_ADDRSTRLEN] = "?";
@@ -267,11 +271,14 @@ server_bind_addr(struct server *srv, const struct listen_addr *a, evconnlistener
     return l;
 }
 
-/* Bind one listener, disabled, for a, serving svc.  0, or -1 after
- * logging. */
+/* Bind one listener, disabled, for a, serving svc (over TLS: svc_tls).
+ * 0, or -1 after logging. */
 static int
-server_bind(struct server *srv, const struct listen_addr *a, const struct conn_service *svc)
+server_bind(struct server *srv, const struct listen_addr *a, const struct conn_service *svc,
+            const struct conn_service *svc_tls)
 {
+    if (a->tls)
+        svc = svc_tls;
     struct server_listener *sl = &srv->listeners[srv->nlisteners];
     sl->srv = srv;
     sl->svc = svc;
@@ -280,7 +287,7 @@ server_bind(struct server *srv, const struct listen_addr *a, const struct conn_s
         return -1;
     evconnlistener_set_error_cb(l, server_accept_error_cb);
     sl->l = l;
-    server_describe_bound(l, sl->bound);
+    server_describe_bound(l, a->tls, sl->bound);
     srv->nlisteners++;
     return 0;
 }
@@ -328,13 +335,13 @@ server_metrics_ready(void *arg)
 }
 
 int
-server_listen_metrics(struct server *srv, metrics_bev_fn bev, void *bev_arg)
+server_listen_metrics(struct server *srv)
 {
     const struct listen_set *set = &srv->opts->metrics_listen;
     if (set->n == 0)
         return 0;
-    const struct metrics_config cfg = {server_metrics_render, server_metrics_ready, srv, bev,
-                                       bev_arg};
+    const struct metrics_config cfg = {server_metrics_render, server_metrics_ready, srv,
+                                       srv->tls ? tls_http_bev : NULL, srv->tls};
     srv->metrics = metrics_new(srv->base, &cfg);
     if (srv->metrics == NULL)
         return -1;
@@ -342,8 +349,8 @@ server_listen_metrics(struct server *srv, metrics_bev_fn bev, void *bev_arg)
         struct evconnlistener *l = server_bind_addr(srv, &set->addr[i], NULL, NULL);
         if (l == NULL)
             return -1;
-        server_describe_bound(l, srv->metrics_bound[srv->nmetrics]);
-        if (metrics_add_listener(srv->metrics, l) != 0)
+        server_describe_bound(l, set->addr[i].tls, srv->metrics_bound[srv->nmetrics]);
+        if (metrics_add_listener(srv->metrics, l, set->addr[i].tls) != 0)
             return -1;
         srv->nmetrics++;
     }
@@ -415,13 +422,32 @@ server_workq_password(struct server *srv)
 }
 
 int
+server_tls(struct server *srv)
+{
+    const struct options *o = srv->opts;
+    const struct listen_set *sets[] = {&o->listen, &o->faktory_listen, &o->metrics_listen};
+    bool needed = false;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(sets); i++)
+        for (size_t j = 0; j < sets[i]->n; j++)
+            needed |= sets[i]->addr[j].tls;
+    if (!needed)
+        return 0;
+    srv->tls = tls_new(o->tls_cert, o->tls_key, o->tls_ca);
+    if (srv->tls == NULL)
+        return -1;
+    srv->workq_tls.transport_arg = srv->faktory_tls.transport_arg = srv->tls;
+    return 0;
+}
+
+int
 server_listen(struct server *srv)
 {
     for (size_t i = 0; i < srv->opts->listen.n; i++)
-        if (server_bind(srv, &srv->opts->listen.addr[i], &srv->workq) != 0)
+        if (server_bind(srv, &srv->opts->listen.addr[i], &srv->workq, &srv->workq_tls) != 0)
             return -1;
     for (size_t i = 0; i < srv->opts->faktory_listen.n; i++)
-        if (server_bind(srv, &srv->opts->faktory_listen.addr[i], &srv->faktory) != 0)
+        if (server_bind(srv, &srv->opts->faktory_listen.addr[i], &srv->faktory,
+                        &srv->faktory_tls) != 0)
             return -1;
     return 0;
 }
@@ -435,6 +461,12 @@ server_hup_cb(evutil_socket_t sig, short what, void *arg)
         wq_log(LOG_LVL_ERROR, "cannot reopen the log file error=\"%s\"", strerror(errno));
     else
         wq_log(LOG_LVL_INFO, "log reopened");
+    if (srv->tls != NULL) {
+        if (tls_reload(srv->tls) == 0)
+            wq_log(LOG_LVL_INFO, "TLS certificate re-read cert=%s", srv->opts->tls_cert);
+        else
+            wq_log(LOG_LVL_ERROR, "keeping the TLS certificate in use");
+    }
     if (srv->opts->password_file == NULL)
         return;
     if (server_workq_password(srv) == 0)
@@ -503,6 +535,11 @@ server_init(struct server *srv, const struct options *opts)
         .pull_min = fwp_line + 2,
         .max_request = fwp_line + 2,
     };
+    /* The same protocols over TLS; server_tls gives them their context. */
+    srv->workq_tls = srv->workq;
+    srv->faktory_tls = srv->faktory;
+    srv->workq_tls.transport = srv->faktory_tls.transport = tls_accept_bev;
+    srv->workq_tls.transport_failed = srv->faktory_tls.transport_failed = tls_log_failure;
     const struct conn_hooks hooks = {srv, server_conns_begin, server_conns_end, server_conns_gone};
     srv->conns =
         conn_set_new(srv->base, &hooks, WQ_MAX(cmd_protocol.state_size, fwp_protocol.state_size));
@@ -652,6 +689,7 @@ server_clear(struct server *srv)
     core_free(srv->ctx.core);
     wq_free(srv->faktory_password);
     cmd_auth_free(srv->ctx.auth);
+    tls_free(srv->tls);
     if (srv->base != NULL)
         event_base_free(srv->base);
     memset(srv, 0, sizeof *srv);

@@ -11,6 +11,7 @@
 #include "options.h"
 #include "metrics.h"
 #include "stats.h"
+#include "tls.h"
 
 struct options;
 struct cmdlog;
@@ -22,7 +23,7 @@ struct server_listener {
     struct server *srv;
     struct evconnlistener *l;
     const struct conn_service *svc;
-    char bound[96]; /* "host:port" really bound */
+    char bound[104]; /* "host:port" really bound, after "tls://" for TLS */
 };
 
 struct server {
@@ -42,6 +43,9 @@ struct server {
     struct conn_set *conns;        /* every open connection */
     struct conn_service workq;     /* the Workq protocol, as the listeners serve it */
     struct conn_service faktory;   /* the Faktory protocol (-faktory-listen) */
+    struct conn_service workq_tls; /* each of them over TLS (tls:// addresses) */
+    struct conn_service faktory_tls;
+    struct tls *tls;               /* the TLS context, if an address needs one */
     struct fwp_ctx fwp;            /* its context */
     char *faktory_password;        /* NULL: none */
     struct cmdlog *cmdlog;         /* NULL without -cmdlog-path */
@@ -49,9 +53,9 @@ struct server {
     struct event *cmdlog_retry_ev; /* ends a pass now and then while writes fail */
     uint64_t cmdlog_released;      /* cmdlog_released when held replies were last sent */
     uint64_t started_ms;
-    struct stats stats;                         /* commands and connections (stats.h) */
-    struct metrics *metrics;                    /* the HTTP endpoint (-metrics-listen), or NULL */
-    char metrics_bound[OPTIONS_MAX_LISTEN][96]; /* "host:port" it really bound */
+    struct stats stats;                          /* commands and connections (stats.h) */
+    struct metrics *metrics;                     /* the HTTP endpoint (-metrics-listen), or NULL */
+    char metrics_bound[OPTIONS_MAX_LISTEN][104]; /* "host:port" it really bound */
     size_t nmetrics;
     bool accepting; /* server_accept was called: replay is done, listeners open */
 };
@@ -70,10 +74,12 @@ int server_workq_password(struct server *srv);
 /* Bind the listeners, not accepting yet (clients wait in the backlog).
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
 int server_listen(struct server *srv);
-/* Bind the metrics endpoint (-metrics-listen), not accepting yet, its
- * connections made by bev (NULL: plain TCP; a TLS transport later).
+/* Bind the metrics endpoint (-metrics-listen), not accepting yet.
  * Returns 0, or -1 after logging (EX_UNAVAILABLE). */
-int server_listen_metrics(struct server *srv, metrics_bev_fn bev, void *bev_arg);
+int server_listen_metrics(struct server *srv);
+/* Load the TLS certificate and key if a tls:// address needs them.
+ * Returns 0, or -1 after logging (EX_CONFIG). */
+int server_tls(struct server *srv);
 /* Start accepting clients. */
 void server_accept(struct server *srv);
 /* Run until SIGINT or SIGTERM. */
