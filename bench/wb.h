@@ -188,6 +188,10 @@ struct wb_opts {
     /* Faktory: --password-file's first line, else FAKTORY_PASSWORD, else
      * NULL (a server that asks for a password is then refused). */
     char *password;
+    /* --tls, and the PEM files of --cacert (NULL: the system's CAs),
+     * --cert and --key (NULL: no client certificate). */
+    bool tls;
+    const char *cacert, *cert, *key;
 };
 
 /* Everything about one run; one instance, passed around (no globals). */
@@ -196,6 +200,7 @@ struct bench {
     char addr[300]; /* as shown in reports */
     struct event_base *base;
     struct addrinfo *ai;
+    struct ssl_ctx_st *tls; /* the client context with --tls, else NULL */
     struct event *progress_ev, *timeout_ev, *sigint_ev;
     bool progress;
     struct wb_conn *conns;
@@ -326,6 +331,19 @@ void wb_conn_open(struct bench *b, struct wb_conn *c);
 
 /* Free what c holds (the structure itself is the caller's). */
 void wb_conn_clear(struct wb_conn *c);
+
+/* ------------------------------------------------------------------------ */
+/* wb_tls.c: --tls                                                          */
+
+/* Make b->tls from the options; exits 1 if a file cannot be loaded. */
+void wb_tls_init(struct bench *b);
+void wb_tls_clear(struct bench *b);
+/* Connect to b->ai (blocking: loopback is quick) and start the handshake;
+ * the bufferevent reports BEV_EVENT_CONNECTED once it is done.  Exits if
+ * the connection fails. */
+struct bufferevent *wb_tls_connect(struct bench *b);
+/* Why TLS connection bev failed (OpenSSL's text), or NULL if not TLS's. */
+const char *wb_tls_error(struct bufferevent *bev);
 
 /* ------------------------------------------------------------------------ */
 /* wb_run.c: roles, phases and what each connection sends next             */

@@ -185,7 +185,8 @@ bench_flush(struct bench *b)
         c->dirty = false;
         if (c->closed || evbuffer_get_length(c->out) == 0)
             continue;
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+        /* a TLS bufferevent encrypts and writes by itself */
+        if (b->tls != NULL || evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
             bufferevent_write_buffer(c->bev, c->out);
             continue;
         }
@@ -202,12 +203,14 @@ bench_flush(struct bench *b)
     b->ndirty = 0;
 }
 
-/* The bufferevent wrote what the socket refused before: back to flushing. */
+/* The bufferevent wrote what the socket refused before: back to flushing
+ * (a TLS one keeps writing by itself). */
 static void
 wb_conn_write_cb(struct bufferevent *bev, void *arg)
 {
-    (void)arg;
-    bufferevent_disable(bev, EV_WRITE);
+    struct wb_conn *c = arg;
+    if (c->b->tls == NULL)
+        bufferevent_disable(bev, EV_WRITE);
 }
 
 /* The handler of each request type's reply. */
@@ -311,7 +314,8 @@ wb_conn_event_cb(struct bufferevent *bev, short what, void *arg)
     } else if (what & BEV_EVENT_EOF) {
         wb_conn_fail(c, "server closed the connection");
     } else {
-        wb_conn_fail(c, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        const char *tls = c->b->tls != NULL ? wb_tls_error(bev) : NULL;
+        wb_conn_fail(c, tls ? tls : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
     }
     bench_flush(c->b);
 }
@@ -321,7 +325,8 @@ wb_conn_event_cb(struct bufferevent *bev, short what, void *arg)
 void
 wb_conn_open(struct bench *b, struct wb_conn *c)
 {
-    c->bev = bufferevent_socket_new(b->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->bev = b->tls != NULL ? wb_tls_connect(b)
+                            : bufferevent_socket_new(b->base, -1, BEV_OPT_CLOSE_ON_FREE);
     c->out = evbuffer_new();
     if (c->bev == NULL || c->out == NULL) {
         fprintf(stderr, "workq-bench: cannot create a connection\n");
@@ -330,7 +335,8 @@ wb_conn_open(struct bench *b, struct wb_conn *c)
     bufferevent_setcb(c->bev, wb_conn_read_cb, wb_conn_write_cb, wb_conn_event_cb, c);
     bufferevent_set_max_single_read(c->bev, 256 * 1024);
     bufferevent_enable(c->bev, EV_READ); /* EV_WRITE: see bench_flush */
-    if (bufferevent_socket_connect(c->bev, b->ai->ai_addr, (int)b->ai->ai_addrlen) < 0) {
+    if (b->tls == NULL &&
+        bufferevent_socket_connect(c->bev, b->ai->ai_addr, (int)b->ai->ai_addrlen) < 0) {
         fprintf(stderr, "workq-bench: cannot connect to %s\n", b->addr);
         exit(1);
     }

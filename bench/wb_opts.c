@@ -50,6 +50,10 @@ opts_usage(FILE *out)
             "  --password-file F   the server's password is F's first line (default: the\n"
             "                      WORKQ_PASSWORD environment variable, or with --protocol\n"
             "                      faktory FAKTORY_PASSWORD, if set)\n"
+            "  --tls               connect over TLS, checking the server's certificate\n"
+            "  --cacert FILE       trust the CAs in FILE (PEM; default: the system's)\n"
+            "  --cert FILE         show this client certificate (PEM), with --key\n"
+            "  --key FILE          the client certificate's private key (PEM)\n"
             "  --csv               a header line and one line of results\n"
             "  --json              one JSON object\n"
             "  -q                  quiet: one summary line, no progress\n"
@@ -134,6 +138,10 @@ enum {
     WB_OPT_TTL,
     WB_OPT_BACKLOG,
     WB_OPT_PASSWORD_FILE,
+    WB_OPT_TLS,
+    WB_OPT_CACERT,
+    WB_OPT_CERT,
+    WB_OPT_KEY,
     WB_OPT_HELP
 };
 
@@ -156,6 +164,10 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         {"ttl", required_argument, NULL, WB_OPT_TTL},
         {"backlog", required_argument, NULL, WB_OPT_BACKLOG},
         {"password-file", required_argument, NULL, WB_OPT_PASSWORD_FILE},
+        {"tls", no_argument, NULL, WB_OPT_TLS},
+        {"cacert", required_argument, NULL, WB_OPT_CACERT},
+        {"cert", required_argument, NULL, WB_OPT_CERT},
+        {"key", required_argument, NULL, WB_OPT_KEY},
         {"help", no_argument, NULL, WB_OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -233,6 +245,18 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
             break;
         case WB_OPT_PASSWORD_FILE:
             password_file = optarg;
+            break;
+        case WB_OPT_TLS:
+            o->tls = true;
+            break;
+        case WB_OPT_CACERT:
+            o->cacert = optarg;
+            break;
+        case WB_OPT_CERT:
+            o->cert = optarg;
+            break;
+        case WB_OPT_KEY:
+            o->key = optarg;
             break;
         case WB_OPT_HELP:
             opts_usage(stdout);
@@ -313,6 +337,14 @@ opt_finish(struct wb_opts *o, const char *password_file)
     }
     if (o->proto == WB_PROTO_FAKTORY && o->workload == WL_RUN) {
         fprintf(stderr, "workq-bench: Faktory has no equivalent of run\n");
+        exit(2);
+    }
+    if ((o->cacert != NULL || o->cert != NULL || o->key != NULL) && !o->tls) {
+        fprintf(stderr, "workq-bench: --cacert, --cert and --key need --tls\n");
+        exit(2);
+    }
+    if ((o->cert == NULL) != (o->key == NULL)) {
+        fprintf(stderr, "workq-bench: --cert and --key go together\n");
         exit(2);
     }
     if (password_file != NULL && o->proto == WB_PROTO_BEANSTALKD) {

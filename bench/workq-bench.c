@@ -185,6 +185,7 @@ bench_free(struct bench *b)
     event_free(b->timeout_ev);
     event_free(b->sigint_ev);
     event_base_free(b->base);
+    wb_tls_clear(b);
     freeaddrinfo(b->ai);
     free(b);
 }
@@ -213,6 +214,8 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     b->progress = !b->opt.quiet && isatty(STDERR_FILENO);
     bench_init(b);
+    if (b->opt.tls)
+        wb_tls_init(b);
     b->base = event_base_new();
     if (b->base == NULL) {
         fprintf(stderr, "workq-bench: cannot create an event base\n");

@@ -476,6 +476,29 @@ START_TEST(test_cli_over_tls)
 }
 END_TEST
 
+/* workq-bench --tls: a cycle over TLS with every reply checked; a server
+ * certificate from another CA ends the run. */
+START_TEST(test_bench_over_tls)
+{
+    const char *bench = getenv("WQ_BENCH");
+    ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
+    struct systest_proc p;
+    start(&p, NULL);
+    int port = tls_port(&p, "workq-server");
+    char *out = run_output(
+        f("%s -p %d --tls --cacert %s -c 4 -n 200 -q 2>&1; echo $?", bench, port, cert("ca.pem")));
+    ck_assert_msg(strstr(out, "errors 0\n0\n") != NULL, "got %s", out);
+    free(out);
+    out = run_output(
+        f("%s -p %d --tls --cacert %s -c 2 -n 10 -q 2>&1; echo $?", bench, port, cert("ca2.pem")));
+    ck_assert_msg(strstr(out, "certificate verify failed") != NULL, "got %s", out);
+    ck_assert_msg(strstr(out, "\n1\n") != NULL, "got %s", out);
+    free(out);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 /* Start-up errors: a tls:// address without a certificate, a missing
  * file, a key that does not match. */
 START_TEST(test_startup_errors)
@@ -516,7 +539,8 @@ main(void)
         {"tls",
          {test_workq_over_tls, test_plain_client_on_tls_port, test_faktory_and_metrics_over_tls,
           test_client_certificate_required, test_wrong_ca_and_old_protocol, test_reload_on_sighup,
-          test_openssl_s_client, test_cli_over_tls, test_startup_errors, NULL}},
+          test_openssl_s_client, test_cli_over_tls, test_bench_over_tls, test_startup_errors,
+          NULL}},
     };
     int status = systest_main(systest_suite("tls", groups, sizeof groups / sizeof groups[0]));
     char cmd[64];
