@@ -132,6 +132,12 @@ proto_line(struct proto *p, const char *b, size_t n, size_t line_len, struct req
         *error = req->cmd->size_error;
         return PROTO_ERROR;
     }
+    if (len > proto_skip_max(p->max_payload)) {
+        /* Reading past it would leave the client unanswered for too long
+         * (99999999999 bytes: 100 GB): answer now and close. */
+        *error = req->cmd->size_error;
+        return PROTO_FATAL;
+    }
     if (len > p->max_payload) {
         /* Drop the block as it streams in; answer when it has passed. */
         p->state = PROTO_SKIP_BLOCK;

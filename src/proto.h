@@ -12,6 +12,19 @@
 
 #define PROTO_ANY_ARGS 0xffff
 
+/* A data block declared larger than the limit is read past (dropped as it
+ * streams in) up to this size; a larger one is answered at once with the
+ * size error and the connection closed.  64 times the limit, and at least
+ * 64 MiB. */
+#define PROTO_SKIP_FACTOR 64
+#define PROTO_SKIP_FLOOR  (64ull << 20)
+static inline uint64_t
+proto_skip_max(uint64_t max_payload)
+{
+    return max_payload > PROTO_SKIP_FLOOR / PROTO_SKIP_FACTOR ? max_payload * PROTO_SKIP_FACTOR
+                                                              : PROTO_SKIP_FLOOR;
+}
+
 /* The shape of a command: what framing needs to know. */
 struct proto_syntax {
     const char *name;

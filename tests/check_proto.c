@@ -365,8 +365,18 @@ START_TEST(test_size_limit)
     /* A bare LF terminates a skipped block too. */
     expect_lim("fail x 17\r\n0123456789abcdefg\ndelete y\n", 64, 16,
                "E:Invalid result size\nR:delete a:y\n");
-    /* UINT64_MAX is a number, just too large: everything after is skipped. */
-    expect_lim("fail x 18446744073709551615\r\ndelete a\r\nfoo\r\n", 64, 16, "");
+    /* Up to 64 MiB (here: 64 times 16 is less) a block is read past... */
+    expect_lim("fail x 67108864\r\ndelete a\r\nfoo\r\n", 64, 16, "");
+    /* ...above it the size error comes at once, and the connection closes. */
+    expect_lim("fail x 67108865\r\ndelete a\r\n", 64, 16, "F:Invalid result size\n");
+    expect_lim("add " ID " q 1 1 99999999999\r\n", 64, 16, "F:Invalid payload size\n");
+    /* UINT64_MAX is a number, just too large. */
+    expect_lim("fail x 18446744073709551615\r\ndelete a\r\nfoo\r\n", 64, 16,
+               "F:Invalid result size\n");
+    /* The bound is 64 times a limit above 1 MiB. */
+    ck_assert_uint_eq(proto_skip_max(0), 64u << 20);
+    ck_assert_uint_eq(proto_skip_max(1u << 20), 64u << 20);
+    ck_assert_uint_eq(proto_skip_max(4u << 20), 256u << 20);
     /* max_payload 0: only empty blocks. */
     expect_lim("complete x 0\r\n\r\ncomplete x 1\r\na\r\n", 64, 0,
                "R:complete a:x a:0 b0:\nE:Invalid result size\n");
@@ -1045,7 +1055,7 @@ END_TEST
 START_TEST(test_huge_block_streams)
 {
     enum { CHUNK = 64 * 1024 };
-    const uint64_t total = 100ull * 1024 * 1024;
+    const uint64_t total = 60ull * 1024 * 1024; /* under the 64 MiB bound */
     static char chunk[CHUNK];
     for (size_t i = 0; i < CHUNK; i++)
         chunk[i] = "delete x\r\n"[i % 10]; /* commands and line ends: all block */
@@ -1056,7 +1066,7 @@ START_TEST(test_huge_block_streams)
     size_t consumed, need;
     proto_init(&p, test_lookup, WQ_DEFAULT_MAX_LINE, WQ_DEFAULT_MAX_PAYLOAD);
 
-    const char *line = "complete " ID " 104857600\r\n";
+    const char *line = "complete " ID " 62914560\r\n";
     ck_assert_int_eq(proto_parse(&p, line, strlen(line), &req, &err, &consumed, &need), PROTO_NEED);
     ck_assert_uint_eq(consumed, strlen(line));
     uint64_t fed = 0;

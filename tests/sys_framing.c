@@ -338,6 +338,36 @@ START_TEST(test_framing_line_too_long)
 }
 END_TEST
 
+/* A block declared past 64 times -max-payload (at least 64 MiB) is not read
+ * past: the size error at once, after the replies due, then the close. */
+START_TEST(test_framing_size_past_bound)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_sends(fd, f("delete %s\r\nadd %s q 1000 60000 99999999999\r\nxyz\r\n", id4(1), id4(1)));
+    systest_expect(fd, NF ERR("Invalid payload size"));
+    systest_expect_closed(fd);
+    close(fd);
+    fd = systest_conn();
+    systest_sends(fd, f("fail %s 67108865\r\n", id4(1)));
+    systest_expect(fd, ERR("Invalid result size"));
+    systest_expect_closed(fd);
+    close(fd);
+    /* up to the bound the block is read past and the connection goes on */
+    fd = systest_conn();
+    systest_sends(fd, f("complete %s 2000000\r\n", id4(1)));
+    char *big = malloc(2000002);
+    memset(big, 'x', 2000000);
+    memcpy(big + 2000000, "\r\n", 2);
+    systest_send(fd, big, 2000002);
+    free(big);
+    systest_expect(fd, ERR("Invalid payload size"));
+    systest_sync(fd);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
 START_TEST(test_framing_eof)
 {
     systest_start_srv();
@@ -435,8 +465,9 @@ framing_suite(void)
          {test_framing_lf_only, test_framing_pipelining, test_framing_split_every_byte,
           test_framing_split_terminator, test_framing_blank_lines, test_framing_spaces,
           test_framing_tabs_and_cr, test_framing_unknown_commands,
-          test_framing_flags_on_plain_commands, test_framing_line_too_long, test_framing_eof,
-          test_framing_disconnect_mid_payload, NULL}},
+          test_framing_flags_on_plain_commands, test_framing_line_too_long,
+          test_framing_size_past_bound, test_framing_eof, test_framing_disconnect_mid_payload,
+          NULL}},
     };
     return systest_suite("framing", groups, sizeof groups / sizeof groups[0]);
 }
