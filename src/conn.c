@@ -73,7 +73,10 @@ struct conn {
     uint64_t hold_lsn;      /* ... until it releases this record */
     uint64_t mark;          /* records appended when the last request began */
     size_t need;            /* input bytes needed before handling again */
-    uint64_t active_ms;     /* last input, or the end of the last wait */
+    uint64_t active_ms;     /* the last reply made, or the end of the last wait */
+    uint64_t queued;        /* reply bytes made, ever */
+    uint64_t sent_mark;     /* of which sent, at the last idle sweep */
+    uint64_t out_ms;        /* when some were last sent (or none waited) */
     char peer[64];          /* the client's address, HOST:PORT */
 };
 
@@ -201,11 +204,16 @@ conn_release_held(struct conn_set *s, uint64_t released)
 
 /* ---- the reply interface ---- */
 
+/* A reply is progress: a client's idleness counts from its last answer,
+ * so one that trickles in a request it never finishes is idle too. */
 static void
 conn_reply_bytes(void *to, const void *data, size_t len)
 {
+    struct conn *c = to;
+    c->active_ms = c->set->now_ms;
+    c->queued += len;
     if (len > 0)
-        evbuffer_add(conn_out(to), data, len);
+        evbuffer_add(conn_out(c), data, len);
 }
 
 static void
@@ -215,8 +223,11 @@ conn_reply_payload(void *to, char *p, size_t len)
         conn_reply_bytes(to, p, len);
         return;
     }
+    struct conn *c = to;
+    c->active_ms = c->set->now_ms;
+    c->queued += len;
     payload_ref(p);
-    if (evbuffer_add_reference(conn_out(to), p, len, payload_release, NULL) != 0)
+    if (evbuffer_add_reference(conn_out(c), p, len, payload_release, NULL) != 0)
         wq_panic(__FILE__, __LINE__, "evbuffer_add_reference failed");
 }
 
@@ -367,21 +378,44 @@ conn_close_all(struct conn_set *s)
     }
 }
 
+/* Has c's client taken none of its unsent output since before before_ms?
+ * Called by each idle sweep: bytes sent since the last sweep, or nothing
+ * waiting to be sent, are progress. */
+static bool
+conn_output_stalled(struct conn *c, uint64_t now_ms, uint64_t before_ms)
+{
+    size_t pending = conn_pending(c);
+    uint64_t unsent = pending + (c->held ? evbuffer_get_length(c->held) : 0) +
+                      (c->later ? evbuffer_get_length(c->later) : 0);
+    uint64_t sent = c->queued - unsent;
+    if (pending == 0 || sent > c->sent_mark)
+        c->out_ms = now_ms;
+    c->sent_mark = sent;
+    return pending > 0 && c->out_ms < before_ms;
+}
+
 void
-conn_close_idle(struct conn_set *s, uint64_t before_ms)
+conn_close_idle(struct conn_set *s, uint64_t now_ms, uint64_t before_ms)
 {
     struct list *n, *tmp;
     list_each_safe(n, tmp, &s->all)
     {
         struct conn *c = list_item(n, struct conn, node);
-        /* Waiting clients (parked commands, replies held for the log) are
-         * never idle, nor are clients still reading replies. */
         const struct conn_proto *proto = c->svc->proto;
-        if (c->state == CONN_READY && c->active_ms < before_ms && !list_linked(&c->held_node) &&
-            conn_pending(c) == 0 &&
-            (proto->may_idle_close == NULL ||
-             proto->may_idle_close(c->svc->ctx, conn_state_of(c)))) {
-            wq_log(LOG_LVL_DEBUG, "closing idle connection fd=%d", (int)bufferevent_getfd(c->bev));
+        /* Waiting clients (parked commands, replies held for the log, a
+         * pause) are never idle; nor are those the protocol keeps. */
+        if (c->state == CONN_PARKED || c->state == CONN_PAUSED || c->state == CONN_LINGER ||
+            list_linked(&c->held_node) ||
+            (proto->may_idle_close != NULL &&
+             !proto->may_idle_close(c->svc->ctx, conn_state_of(c))))
+            continue;
+        if (conn_output_stalled(c, now_ms, before_ms)) {
+            /* It does not read: what is due would never leave. */
+            wq_log(LOG_LVL_INFO, "closing a connection that reads nothing peer=%s unsent=%zu",
+                   c->peer, conn_pending(c));
+            conn_free(c);
+        } else if (c->state == CONN_READY && c->active_ms < before_ms && conn_pending(c) == 0) {
+            wq_log(LOG_LVL_DEBUG, "closing idle connection peer=%s", c->peer);
             conn_close_soon(c, false); /* may free c, no other */
         }
     }
@@ -431,12 +465,10 @@ conn_read_cb(struct bufferevent *bev, void *arg)
     struct conn *c = arg;
     if (c->state == CONN_READY) {
         conn_process(c);
-        c->active_ms = c->set->now_ms; /* the batch's time */
         return;
     }
     if (c->state >= CONN_FLUSH)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
-    c->active_ms = util_now_ms();
 }
 
 static void
@@ -526,7 +558,7 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->set = s;
     c->svc = svc;
     c->reply = (struct reply){&conn_reply_ops, c};
-    c->active_ms = util_now_ms();
+    c->active_ms = c->out_ms = util_now_ms();
     conn_peer_text(fd, c->peer, sizeof c->peer);
     c->direct = svc->transport == NULL;
     c->bev = bev;

@@ -95,8 +95,11 @@ void conn_close_all(struct conn_set *s);
 /* Send the held replies of every connection whose last held reply waited
  * for a record at or below released (cmdlog_released). */
 void conn_release_held(struct conn_set *s, uint64_t released);
-/* Close (writing what is due) every connection silent since before
- * before_ms (Unix ms) that is not waiting for something. */
-void conn_close_idle(struct conn_set *s, uint64_t before_ms);
+/* The idle sweep, now_ms being the time (Unix ms): close (writing what is
+ * due) every connection that has had no reply made since before before_ms
+ * and is not waiting for something (a client that trickles in a request
+ * it never finishes is idle too); close at once every connection whose
+ * client has taken none of its unsent replies since before before_ms. */
+void conn_close_idle(struct conn_set *s, uint64_t now_ms, uint64_t before_ms);
 
 #endif /* WQ_CONN_H */

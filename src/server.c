@@ -481,7 +481,7 @@ server_idle_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct server *srv = arg;
     uint64_t now = util_now_ms(), idle = srv->opts->idle_timeout_ms;
-    conn_close_idle(srv->conns, now > idle ? now - idle : 0);
+    conn_close_idle(srv->conns, now, now > idle ? now - idle : 0);
 }
 
 int

@@ -364,7 +364,7 @@ START_TEST(test_close_all_and_idle)
     expect(b, "hello\n");
     say(b, "wait\n");
     expect_nothing(b);
-    conn_close_idle(set, UINT64_MAX); /* a is idle, b waits */
+    conn_close_idle(set, UINT64_MAX, UINT64_MAX); /* a is idle, b waits */
     expect(a, "<EOF>");
     ck_assert_uint_eq(conn_count(set), 1);
     conn_close_all(set);

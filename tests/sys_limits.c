@@ -303,6 +303,76 @@ START_TEST(test_idle_after_timeout)
 }
 END_TEST
 
+/* A client that trickles in a command it never finishes (slowloris) is
+ * idle from its last answer, whatever it sends; one that finishes its
+ * commands slowly is not. */
+START_TEST(test_idle_slowloris)
+{
+    struct systest_server s;
+    systest_start(&s, "--idle-timeout", "500ms", NULL);
+    int slow = systest_connect(&s);
+    int steady = systest_connect(&s);
+    systest_sync(slow);
+    int64_t t0 = systest_now_ms();
+    const char *line = "inspect server and a line that never ends ";
+    bool closed = false;
+    for (size_t i = 0; !closed && systest_now_ms() - t0 < IDLE_MS * 8 * systest_slow(); i++) {
+        /* a byte every 50 ms, and a whole command from steady every 150 */
+        closed = send(slow, line + i % strlen(line), 1, MSG_NOSIGNAL) < 0;
+        if (i % 3 == 0)
+            systest_sync(steady);
+        systest_sleep_ms(50);
+        if (!closed) {
+            char b;
+            ssize_t n = recv(slow, &b, 1, MSG_DONTWAIT);
+            ck_assert_msg(n != 1, "a reply to an unfinished line");
+            closed = n == 0;
+        }
+    }
+    ck_assert_msg(closed, "the trickling client is still open after %lld ms",
+                  (long long)(systest_now_ms() - t0));
+    if (systest_exact_timing())
+        ck_assert_int_ge(systest_now_ms() - t0, IDLE_MS - 50);
+    systest_sync(steady);
+    close(slow);
+    close(steady);
+    systest_stop(&s);
+}
+END_TEST
+
+/* A client that never reads its replies is closed once it has taken none
+ * of them for the timeout: its unsent replies are dropped, not kept. */
+START_TEST(test_idle_never_reads)
+{
+    enum { LEN = 1048576, N = 16 };
+    static char payload[LEN];
+    memset(payload, 'p', LEN);
+    struct systest_server s;
+    systest_start(&s, "--idle-timeout", "500ms", NULL);
+    int fd = systest_connect(&s);
+    int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    systest_sends(fd, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
+    systest_send(fd, payload, LEN);
+    systest_roundtrip(fd, "\r\n", OK);
+    for (int i = 0; i < N; i++)
+        systest_sends(fd, f("inspect job %s\r\n", id4(1)));
+    int64_t t0 = systest_now_ms();
+    int ctl = systest_connect(&s);
+    /* the server gives up on it: the connection count drops to ctl's */
+    while (systest_server_stat(ctl, "active-clients") != 1) {
+        ck_assert_msg(systest_now_ms() - t0 < IDLE_MS * 8 * systest_slow(),
+                      "a client that reads nothing is still open");
+        systest_sleep_ms(50);
+    }
+    if (systest_exact_timing())
+        ck_assert_int_ge(systest_now_ms() - t0, IDLE_MS - 50);
+    close(fd);
+    close(ctl);
+    systest_stop(&s);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* -max-memory */
 
@@ -526,7 +596,7 @@ limits_suite(void)
         {"max-connections", {test_maxconn_refuse, test_maxconn_accept_again, NULL}},
         {"idle-timeout",
          {test_idle_silent_closed, test_idle_waiting_not_idle, test_idle_slow_reader,
-          test_idle_after_timeout, NULL}},
+          test_idle_after_timeout, test_idle_slowloris, test_idle_never_reads, NULL}},
         {"max-memory",
          {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
           test_memory_run_freed, test_memory_replay, NULL}},
