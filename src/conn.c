@@ -67,6 +67,7 @@ struct conn {
     struct reply reply;
     enum conn_state state;
     bool direct;            /* plain TCP: written to straight from the loop */
+    bool after_reference;   /* the output ends with a payload by reference */
     void *waiting;          /* CONN_PARKED: what the protocol parked */
     struct evbuffer *held;  /* replies waiting for the log */
     struct evbuffer *later; /* CONN_PAUSED: replies made during the pause */
@@ -212,8 +213,23 @@ conn_reply_bytes(void *to, const void *data, size_t len)
     struct conn *c = to;
     c->active_ms = c->set->now_ms;
     c->queued += len;
-    if (len > 0)
+    if (len == 0)
+        return;
+    if (!c->after_reference) {
         evbuffer_add(conn_out(c), data, len);
+        return;
+    }
+    /* evbuffer_add after a reference would allocate a chain as large as
+     * the reference (1 MiB after a 1 MiB payload), counted by the allocator
+     * though never touched: reserve a chain of this size instead. */
+    struct evbuffer *out = conn_out(c);
+    struct evbuffer_iovec v;
+    if (evbuffer_reserve_space(out, (ev_ssize_t)len, &v, 1) != 1)
+        wq_panic(__FILE__, __LINE__, "evbuffer_reserve_space failed");
+    memcpy(v.iov_base, data, len);
+    v.iov_len = len;
+    evbuffer_commit_space(out, &v, 1);
+    c->after_reference = false;
 }
 
 static void
@@ -229,6 +245,7 @@ conn_reply_payload(void *to, char *p, size_t len)
     payload_ref(p);
     if (evbuffer_add_reference(conn_out(c), p, len, payload_release, NULL) != 0)
         wq_panic(__FILE__, __LINE__, "evbuffer_add_reference failed");
+    c->after_reference = true;
 }
 
 static void

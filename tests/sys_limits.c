@@ -385,6 +385,41 @@ u64s(uint64_t v)
 /* Job bytes are exact: a limit of one 10-byte and one 5-byte job takes
  * those and refuses a byte more; add, schedule and run are refused with
  * nothing changed; delete makes room. */
+/* memory-used counts what is really allocated: unread answers that send a
+ * 1 MiB payload by reference add no copy of it (libevent would allocate a
+ * chain as large as the payload for the line end after it). */
+START_TEST(test_memory_used_unread_payloads)
+{
+    enum { LEN = 1048576, N = 8 };
+    static char payload[LEN];
+    memset(payload, 'p', LEN);
+    struct systest_server s;
+    systest_start(&s, NULL);
+    int ctl = systest_connect(&s);
+    systest_sends(ctl, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
+    systest_send(ctl, payload, LEN);
+    systest_roundtrip(ctl, "\r\n", OK);
+    uint64_t before = systest_server_stat(ctl, "memory-used");
+    int idle[N];
+    for (int i = 0; i < N; i++) {
+        idle[i] = systest_connect(&s);
+        int small = 4096;
+        setsockopt(idle[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        for (int k = 0; k < 8; k++) /* more than the socket buffers take */
+            systest_sends(idle[i], f("inspect job %s\r\n", id4(1)));
+    }
+    /* every command sent before this round trip has been answered */
+    systest_sync(ctl);
+    uint64_t after = systest_server_stat(ctl, "memory-used");
+    ck_assert_msg(after < before + LEN / 2, "memory-used grew from %llu to %llu", U(before),
+                  U(after));
+    for (int i = 0; i < N; i++)
+        close(idle[i]);
+    close(ctl);
+    systest_stop(&s);
+}
+END_TEST
+
 START_TEST(test_memory_refusals)
 {
     struct systest_server s;
@@ -599,7 +634,7 @@ limits_suite(void)
           test_idle_after_timeout, test_idle_slowloris, test_idle_never_reads, NULL}},
         {"max-memory",
          {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
-          test_memory_run_freed, test_memory_replay, NULL}},
+          test_memory_run_freed, test_memory_replay, test_memory_used_unread_payloads, NULL}},
         {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
     };
     return systest_suite("limits", groups, sizeof groups / sizeof groups[0]);
