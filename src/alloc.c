@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "log.h"
+
+/* How long freed pages stay with jemalloc before they go back to the
+ * system. */
+#define ALLOC_DECAY_MS 1000
+
 #ifdef HAVE_JEMALLOC
 #include <jemalloc/jemalloc.h>
 #else
@@ -49,6 +55,19 @@ void
 wq_free(void *p)
 {
     free(p);
+}
+
+void *
+wq_aligned_alloc(size_t align, size_t size)
+{
+#ifdef HAVE_JEMALLOC
+    void *p = mallocx(size, MALLOCX_ALIGN(align));
+#else
+    void *p = aligned_alloc(align, size);
+#endif
+    if (p == NULL)
+        alloc_oom(size);
+    return p;
 }
 
 void *
@@ -101,6 +120,29 @@ alloc_name(void)
     return name;
 #else
     return "libc";
+#endif
+}
+
+void
+alloc_give_back(void)
+{
+#ifdef HAVE_JEMALLOC
+    /* Pages freed stay with jemalloc for dirty_decay_ms (10 s by default),
+     * and decay only advances when the process allocates: an idle server
+     * kept its peak forever.  A background thread purges on time instead;
+     * freed pages go back within about a second. */
+    ssize_t decay_ms = ALLOC_DECAY_MS, muzzy_ms = 0;
+    bool on = true;
+    char name[64];
+    snprintf(name, sizeof name, "arena.%u.dirty_decay_ms", (unsigned)MALLCTL_ARENAS_ALL);
+    mallctl(name, NULL, NULL, &decay_ms, sizeof decay_ms);
+    snprintf(name, sizeof name, "arena.%u.muzzy_decay_ms", (unsigned)MALLCTL_ARENAS_ALL);
+    mallctl(name, NULL, NULL, &muzzy_ms, sizeof muzzy_ms);
+    mallctl("arenas.dirty_decay_ms", NULL, NULL, &decay_ms, sizeof decay_ms);
+    mallctl("arenas.muzzy_decay_ms", NULL, NULL, &muzzy_ms, sizeof muzzy_ms);
+    if (mallctl("background_thread", NULL, NULL, &on, sizeof on) != 0)
+        wq_log(LOG_LVL_WARN, "jemalloc has no background thread: freed memory is given back "
+                             "only while the server allocates");
 #endif
 }
 

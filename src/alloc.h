@@ -11,6 +11,9 @@ void *wq_malloc(size_t size);
 void *wq_calloc(size_t n, size_t size);
 void *wq_realloc(void *p, size_t size);
 void wq_free(void *p);
+/* size bytes aligned to align (a power of two dividing size); free with
+ * wq_free. */
+void *wq_aligned_alloc(size_t align, size_t size);
 
 /* May return NULL; free with wq_sized_free(p, size) or wq_free(p). */
 void *wq_try_malloc(size_t size);
@@ -20,6 +23,10 @@ void wq_sized_free(void *p, size_t size);
  * a caller can use all of them; `size` itself where that is unknown. */
 size_t wq_good_size(size_t size);
 
+/* Set the allocator to give freed memory back to the system within about
+ * a second, also while the server is idle (jemalloc's decay and its
+ * background thread).  Call once, after any fork: it starts a thread. */
+void alloc_give_back(void);
 /* Name of the allocator in use, one word: "jemalloc-5.3.0-..." or "libc". */
 const char *alloc_name(void);
 /* Bytes allocated by the application, as the allocator counts them

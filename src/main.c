@@ -73,6 +73,7 @@ main_serve(const struct options *o)
         return EX_CANTCREAT;
     }
 
+    alloc_give_back(); /* detached by now: its thread may start */
     struct server srv;
     int status = main_start(&srv, o);
     if (status != 0) {

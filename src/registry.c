@@ -47,7 +47,10 @@ struct table {
 /* Growth is incremental: when the table fills up, a table twice the size
  * takes every insert, and each insert also moves a few slots' worth of the
  * old table across, so no single command pays for a whole rehash.  While
- * that lasts, lookups try both tables. */
+ * that lasts, lookups try both tables.  Shrinking is the same the other
+ * way: when removals leave a table at 1/16 load, a table a quarter of its
+ * size takes over, and each removal (and insert) moves part of the old
+ * one, fast enough to be done before the last element goes. */
 struct registry {
     struct table cur;
     struct table old; /* being emptied into cur; slots NULL when not */
@@ -61,6 +64,10 @@ struct registry {
 /* Old slots visited per insert while growing: with the new table twice the
  * old one, the move ends long before the new table is half full. */
 #define REGISTRY_MOVE_STEPS 8
+/* Old slots visited per removal while shrinking: the old table has 16
+ * slots per element left, so 32 a removal ends the move by the time half
+ * of them are gone. */
+#define REGISTRY_SHRINK_STEPS 32
 
 static inline uint64_t
 rotl(uint64_t x, int b)
@@ -170,6 +177,12 @@ size_t
 registry_count(const struct registry *r)
 {
     return r->count;
+}
+
+size_t
+registry_slots(const struct registry *r)
+{
+    return r->cur.mask + 1 + (r->old.slots != NULL ? r->old.mask + 1 : 0);
 }
 
 /* The slot for elem with hash h at distance dist from its home slot.  The
@@ -347,6 +360,13 @@ registry_remove(struct registry *r, const void *key, size_t len)
         return NULL;
     table_delete_at(r, t, i);
     r->count--;
+    size_t cap = r->cur.mask + 1;
+    if (r->old.slots == NULL && cap > REGISTRY_MIN_CAP && r->count * 16 < cap) {
+        r->old = r->cur;
+        table_init(&r->cur, WQ_MAX(cap / 4, (size_t)REGISTRY_MIN_CAP));
+        r->cursor = 0;
+    }
+    registry_move(r, REGISTRY_SHRINK_STEPS);
     return elem;
 }
 

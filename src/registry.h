@@ -23,6 +23,8 @@ struct registry *registry_new(registry_key_fn key_of);
 void registry_free(struct registry *r);
 
 size_t registry_count(const struct registry *r);
+/* Slots allocated (8 bytes each), both tables while one is being moved. */
+size_t registry_slots(const struct registry *r);
 /* The element with this key, or NULL. */
 void *registry_find(const struct registry *r, const void *key, size_t len);
 /* Add elem, whose key must not be present yet. */

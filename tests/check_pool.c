@@ -191,8 +191,9 @@ START_TEST(test_clear_then_reuse)
     pool_clear(&p);
     ck_assert_uint_eq(p.in_use, 0);
     ck_assert_uint_eq(p.obj_size, obj_size);
-    ck_assert_ptr_null(p.free_list);
-    ck_assert_ptr_null(p.blocks);
+    ck_assert_ptr_null(p.open);
+    ck_assert_ptr_null(p.full);
+    ck_assert_uint_eq(p.blocks, 0);
 
     /* The cleared pool works as new, with the same object size. */
     objs = get_many(&p, 95, 24);
@@ -202,6 +203,58 @@ START_TEST(test_clear_then_reuse)
     free(objs);
     pool_clear(&p);
     pool_clear(&p); /* twice is harmless */
+    ck_assert_uint_eq(p.in_use, 0);
+}
+END_TEST
+
+/* Blocks whose objects all came back are given back to the allocator,
+ * except one to take from; live objects keep their blocks and contents. */
+START_TEST(test_empty_blocks_released)
+{
+    const size_t n = 5000, size = 88;
+    struct pool p;
+    pool_init(&p, size, 64);
+    ck_assert_uint_ge(p.per_block, 64);
+    void **objs = get_many(&p, n, size);
+    size_t full = (n + p.per_block - 1) / p.per_block;
+    ck_assert_uint_eq(p.blocks, full);
+    /* every object is inside the block its address masks to */
+    for (size_t i = 0; i < n; i++)
+        REQUIRE((uintptr_t)objs[i] % p.block_size + size <= p.block_size);
+    /* put back all but every 1000th: the blocks holding those stay */
+    for (size_t i = 0; i < n; i++)
+        if (i % 1000 != 0)
+            pool_put(&p, objs[i]);
+    ck_assert_uint_le(p.blocks, 5 + 1);
+    for (size_t i = 0; i < n; i += 1000)
+        REQUIRE(filled(objs[i], size, i));
+    for (size_t i = 0; i < n; i += 1000)
+        pool_put(&p, objs[i]);
+    ck_assert_uint_eq(p.in_use, 0);
+    ck_assert_uint_eq(p.blocks, 1);
+    /* and the pool grows again as before */
+    free(objs);
+    objs = get_many(&p, n, size);
+    ck_assert_uint_eq(p.blocks, full);
+    for (size_t i = 0; i < n; i++)
+        pool_put(&p, objs[i]);
+    ck_assert_uint_eq(p.blocks, 1);
+    free(objs);
+    pool_clear(&p);
+    ck_assert_uint_eq(p.blocks, 0);
+}
+END_TEST
+
+/* Clearing a pool with objects still out frees every block (full ones
+ * too: LeakSanitizer and valgrind would tell). */
+START_TEST(test_clear_with_objects_out)
+{
+    struct pool p;
+    pool_init(&p, 40, 10);
+    void **objs = get_many(&p, 3 * p.per_block + 1, 40);
+    free(objs);
+    pool_clear(&p);
+    ck_assert_uint_eq(p.blocks, 0);
     ck_assert_uint_eq(p.in_use, 0);
 }
 END_TEST
@@ -267,6 +320,8 @@ pool_suite(void)
     const struct unit_case cases[] = {
         {"distinct_aligned", test_distinct_aligned},
         {"put_then_get_reuses", test_put_then_get_reuses},
+        {"empty_blocks_released", test_empty_blocks_released},
+        {"clear_with_objects_out", test_clear_with_objects_out},
         {"in_use_count", test_in_use_count},
         {"many_blocks", test_many_blocks},
         {"clear_then_reuse", test_clear_then_reuse},

@@ -420,6 +420,86 @@ START_TEST(test_memory_used_unread_payloads)
 }
 END_TEST
 
+/* The resident size of process pid, in bytes (0 if unknown). */
+static uint64_t
+rss_of(pid_t pid)
+{
+    char path[64], *status, *line;
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    status = systest_slurp(path, NULL);
+    uint64_t kb = 0;
+    if ((line = strstr(status, "\nVmRSS:")) != NULL)
+        kb = strtoull(line + 8, NULL, 10);
+    free(status);
+    return kb * 1024;
+}
+
+/* Memory goes back to the system after a drain: 64 MB of 1 KiB jobs added
+ * and deleted leave the server's RSS within 2 x its idle size + 16 MB in
+ * 25 s, inside the test's time limit (jemalloc's decay on a background thread; the pools and tables
+ * shrink).  Only with jemalloc: sanitizer builds use their own. */
+START_TEST(test_memory_given_back)
+{
+    enum { LEN = 1024, N = 65536, BATCH = 1024 };
+    struct systest_server s;
+    systest_start(&s, NULL);
+    int fd = systest_connect(&s);
+    char *alloc = NULL;
+    systest_roundtrip(fd, "inspect server\r\n", "+OK 1\r\n");
+    int keys = atoi(systest_read_line(fd) + 7); /* "server N", then N lines */
+    for (int i = 0; i < keys; i++) {
+        const char *line = systest_read_line(fd);
+        if (strncmp(line, "allocator ", 10) == 0)
+            alloc = strdup(line + 10);
+    }
+    bool jemalloc = alloc != NULL && strncmp(alloc, "jemalloc", 8) == 0;
+    free(alloc);
+    close(fd);
+    if (!jemalloc) {
+        systest_stop(&s);
+        return;
+    }
+    fd = systest_connect(&s);
+    systest_sync(fd);
+    uint64_t baseline = rss_of(s.pid);
+    static char block[BATCH * (LEN + 64)];
+    char payload[LEN];
+    memset(payload, 'm', LEN);
+    for (int b = 0; b < N / BATCH; b++) {
+        size_t n = 0;
+        for (int i = 0; i < BATCH; i++) {
+            n +=
+                (size_t)sprintf(block + n, "add %s q 60000 600000 %d\r\n", id4(b * BATCH + i), LEN);
+            memcpy(block + n, payload, LEN);
+            n += LEN;
+            memcpy(block + n, "\r\n", 2);
+            n += 2;
+        }
+        systest_send(fd, block, n);
+        for (int i = 0; i < BATCH; i++)
+            systest_expect(fd, OK);
+    }
+    uint64_t full = rss_of(s.pid);
+    ck_assert_uint_gt(full, baseline + (uint64_t)N * LEN / 2);
+    for (int b = 0; b < N / BATCH; b++) {
+        size_t n = 0;
+        for (int i = 0; i < BATCH; i++)
+            n += (size_t)sprintf(block + n, "delete %s\r\n", id4(b * BATCH + i));
+        systest_send(fd, block, n);
+        for (int i = 0; i < BATCH; i++)
+            systest_expect(fd, OK);
+    }
+    uint64_t bound = 2 * baseline + (16u << 20), rss = 0;
+    int64_t t0 = systest_now_ms();
+    while ((rss = rss_of(s.pid)) > bound && systest_now_ms() - t0 < 25000 * systest_slow())
+        systest_sleep_ms(250);
+    ck_assert_msg(rss <= bound, "RSS %llu after the drain (idle %llu, full %llu)", U(rss),
+                  U(baseline), U(full));
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
 START_TEST(test_memory_refusals)
 {
     struct systest_server s;
@@ -634,7 +714,8 @@ limits_suite(void)
           test_idle_after_timeout, test_idle_slowloris, test_idle_never_reads, NULL}},
         {"max-memory",
          {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
-          test_memory_run_freed, test_memory_replay, test_memory_used_unread_payloads, NULL}},
+          test_memory_run_freed, test_memory_replay, test_memory_used_unread_payloads,
+          test_memory_given_back, NULL}},
         {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
     };
     return systest_suite("limits", groups, sizeof groups / sizeof groups[0]);
