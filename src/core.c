@@ -441,7 +441,7 @@ bool
 core_over_memory(const struct core *c, size_t payload_len, bool with_ext)
 {
     uint64_t need = core_job_bytes(payload_len) + (with_ext ? CORE_EXT_BYTES : 0);
-    return c->max_bytes > 0 && c->bytes + need > c->max_bytes;
+    return c->max_bytes > 0 && core_memory(c) + need > c->max_bytes;
 }
 
 /* A new registered job from s, not yet placed anywhere, or NULL if its

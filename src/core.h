@@ -138,7 +138,7 @@ struct core {
     uint64_t lease_stamp;
     uint64_t rng;
     uint64_t now_ms;    /* the time of the last core_advance */
-    uint64_t bytes;     /* held by jobs, as core_job_bytes counts */
+    uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: queues.bytes) */
     uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
     struct core_stats stats;
     struct core_totals totals;
@@ -179,6 +179,13 @@ static inline uint64_t
 core_job_bytes(size_t payload_len)
 {
     return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
+}
+
+/* What jobs and queues hold, as -max-memory counts it. */
+static inline uint64_t
+core_memory(const struct core *c)
+{
+    return c->bytes + c->queues.bytes;
 }
 
 /* Would a new job with this payload (and a struct job_ext, with_ext: a

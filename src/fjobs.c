@@ -152,6 +152,14 @@ fjobs_queue_find(const struct core *c, struct wq_str name)
     return registry_find(c->fjobs->queues, name.p, name.n);
 }
 
+/* What a Faktory queue named by len bytes holds, as -max-memory counts it
+ * (as queue_bytes does for Workq's). */
+static uint64_t
+fjobs_queue_bytes(size_t len)
+{
+    return sizeof(struct fqueue) + len + 1 + QUEUE_INDEX_BYTES;
+}
+
 /* The queue named name, created if need be, with one more reference. */
 static struct fqueue *
 fjobs_queue_ref(struct core *c, struct wq_str name)
@@ -164,6 +172,7 @@ fjobs_queue_ref(struct core *c, struct wq_str name)
         q->name_len = (uint8_t)name.n;
         memcpy(q->name, name.p, name.n);
         registry_insert(c->fjobs->queues, q);
+        c->bytes += fjobs_queue_bytes(name.n);
     }
     q->refs++;
     return q;
@@ -175,6 +184,7 @@ fjobs_queue_trim(struct core *c, struct fqueue *q)
 {
     if (q->refs == 0 && !q->paused) {
         registry_remove(c->fjobs->queues, q->name, q->name_len);
+        c->bytes -= fjobs_queue_bytes(q->name_len);
         fjobs_free_queue(q, NULL);
     }
 }
@@ -344,7 +354,7 @@ fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms)
 {
     if (fjobs_find(c, s->jid.p, s->jid.n) != NULL)
         return CORE_DUPLICATE;
-    if (c->max_bytes > 0 && c->bytes + fjobs_job_bytes(s->jid.n, s->text_len) > c->max_bytes)
+    if (c->max_bytes > 0 && core_memory(c) + fjobs_job_bytes(s->jid.n, s->text_len) > c->max_bytes)
         return CORE_NOMEM;
     bool later = s->at_ms > 0 && (uint64_t)s->at_ms > now_ms;
     struct fjob *j = fjobs_create(c, s);

@@ -105,8 +105,8 @@ static const struct opt_def opt_defs[] = {
      NULL},
     {"max-memory", 0, OPT_SIZE, AT(max_memory), 0, UINT64_MAX, NULL,
      "(expected bytes, or a size such as 512M or 2G; 0 means no limit)", "BYTES",
-     "refuse new jobs with -SERVER-ERROR Out of memory\nonce jobs hold this much, e.g. 512M, "
-     "2G (default 0:\nno limit)",
+     "refuse new jobs with -SERVER-ERROR Out of memory\nonce jobs and their queues hold this "
+     "much, e.g.\n512M, 2G (default 0: no limit)",
      NULL},
     {"metrics-listen", 0, OPT_LISTEN, AT(metrics_listen), 0, 0, NULL,
      "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",

@@ -139,6 +139,7 @@ queue_table_ref(struct queue_table *t, const char *name, size_t len, struct regi
         q = queue_new(name, len, exts);
         registry_insert(t->by_name, q);
         queue_table_place(t, q);
+        t->bytes += queue_bytes(len);
         const char *sep = memchr(name, QUEUE_TARGET_SEP, len);
         if (sep != NULL)
             q->base = queue_table_ref(t, name, (size_t)(sep - name), exts);
@@ -155,6 +156,7 @@ queue_table_unref(struct queue_table *t, struct queue *q)
         registry_remove(t->by_name, q->name, q->name_len);
         t->tab[q->ix] = NULL;
         t->free[t->nfree++] = q->ix;
+        t->bytes -= queue_bytes(q->name_len);
         struct queue *base = q->base;
         queue_free(q);
         if (base != NULL)

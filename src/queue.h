@@ -91,7 +91,18 @@ struct queue_table {
     struct queue **tab; /* ix -> queue, NULL when free */
     uint32_t *free;     /* free indices of tab */
     uint32_t cap, used, nfree;
+    uint64_t bytes; /* what the queues hold, as queue_bytes counts it */
 };
+
+/* What a queue named by len bytes holds while it exists, beside its jobs:
+ * the struct and its name, its slots in the table and the index by name,
+ * the allocator's rounding. */
+#define QUEUE_INDEX_BYTES 64
+static inline uint64_t
+queue_bytes(size_t len)
+{
+    return sizeof(struct queue) + len + 1 + QUEUE_INDEX_BYTES;
+}
 
 void queue_table_init(struct queue_table *t);
 /* Free every queue, whatever it holds (the core frees the jobs). */

@@ -503,7 +503,8 @@ END_TEST
 START_TEST(test_memory_refusals)
 {
     struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(core_job_bytes(10) + core_job_bytes(5)), NULL);
+    systest_start(&s, "--max-memory", u64s(queue_bytes(1) + core_job_bytes(10) + core_job_bytes(5)),
+                  NULL);
     int fd = systest_connect(&s);
     systest_add(fd, id4(1), "q", "0123456789");
     const char *six = "012345";
@@ -538,6 +539,32 @@ START_TEST(test_memory_refusals)
 }
 END_TEST
 
+/* Each queue counts: one-byte jobs on distinct names stop at the limit as
+ * jobs plus their queues, not as jobs alone; deleting them gives the room
+ * back. */
+START_TEST(test_memory_queues_count)
+{
+    const uint64_t limit = 65536, each = core_job_bytes(1) + queue_bytes(6);
+    struct systest_server s;
+    systest_start(&s, "--max-memory", u64s(limit), NULL);
+    int fd = systest_connect(&s);
+    unsigned n = 0;
+    for (;; n++) {
+        systest_sends(fd, f("add %s n%05u %u %s 1\r\nx\r\n", id4(n), n, TTR, TTL));
+        const char *reply = systest_read_line(fd);
+        if (strcmp(reply, "-SERVER-ERROR Out of memory") == 0)
+            break;
+        ck_assert_str_eq(reply, "+OK");
+    }
+    ck_assert_uint_eq(n, limit / each);
+    for (unsigned i = 0; i < n; i++)
+        systest_roundtrip(fd, f("delete %s\r\n", id4(i)), OK);
+    systest_roundtrip(fd, f("add %s n%05u %u %s 1\r\nx\r\n", id4(n), n, TTR, TTL), OK);
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
 /* A scheduled or run job also holds a job extension (its creation time, or
  * its waiting client): it is refused when that would not fit. */
 START_TEST(test_memory_extension)
@@ -564,7 +591,8 @@ END_TEST
 START_TEST(test_memory_results_and_expiry)
 {
     struct systest_server s;
-    systest_start(&s, "--max-memory", u64s(2 * core_job_bytes(10) + CORE_EXT_BYTES), NULL);
+    systest_start(&s, "--max-memory",
+                  u64s(queue_bytes(1) + 2 * core_job_bytes(10) + CORE_EXT_BYTES), NULL);
     int fd = systest_connect(&s);
     systest_add_full(fd, id4(1), "q", TTR, "1000", "0123456789", NULL);
     /* complete is never refused, and its 4 result bytes count */
@@ -715,7 +743,7 @@ limits_suite(void)
         {"max-memory",
          {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
           test_memory_run_freed, test_memory_replay, test_memory_used_unread_payloads,
-          test_memory_given_back, NULL}},
+          test_memory_given_back, test_memory_queues_count, NULL}},
         {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
     };
     return systest_suite("limits", groups, sizeof groups / sizeof groups[0]);
