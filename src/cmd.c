@@ -236,12 +236,22 @@ static const struct reply_ops cmd_tap_ops = {
     cmd_tap_close, cmd_tap_peer,    cmd_tap_pause,
 };
 
+/* proto_fits_fn: a data block is buffered only while it fits in
+ * -max-memory (arg: the core). */
+static bool
+cmd_block_fits(void *arg, uint64_t len)
+{
+    return !core_over_limit(arg, len);
+}
+
 static void
 cmd_proto_open(void *ctx, void *state, struct reply *out)
 {
     const struct cmd_ctx *c = ctx;
     struct cmd_conn *cc = state;
     proto_init(&cc->proto, cmd_lookup, c->max_line, c->max_payload); /* no greeting */
+    cc->proto.fits = cmd_block_fits;
+    cc->proto.fits_arg = c->core;
     cc->worker = NULL;
     cc->out = out;
     cc->stats = c->stats;
@@ -301,6 +311,13 @@ cmd_proto_handle(void *ctx, void *state, struct reply *out, const char *in, size
         break;
     case PROTO_ERROR:
         cmd_client_error(out, cmd_needs_auth(ctx, cc, NULL) ? "Authentication required" : err);
+        *need = 0;
+        break;
+    case PROTO_SERVER_ERROR: /* a block dropped for lack of memory */
+        if (cmd_needs_auth(ctx, cc, NULL))
+            cmd_client_error(out, "Authentication required");
+        else
+            cmd_reply_nomem(out);
         *need = 0;
         break;
     case PROTO_FATAL: /* framing is lost */

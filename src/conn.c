@@ -54,7 +54,8 @@ struct conn_set {
     struct list held; /* those with replies held for the log */
     size_t count;
     struct cmdlog *cmdlog;
-    uint64_t now_ms; /* the time of the last batch (hooks.begin) */
+    uint64_t now_ms;   /* the time of the last batch (hooks.begin) */
+    uint64_t buffered; /* the connections' counted bytes, summed */
 };
 
 struct conn {
@@ -75,6 +76,7 @@ struct conn {
     uint64_t mark;          /* records appended when the last request began */
     size_t need;            /* input bytes needed before handling again */
     uint64_t active_ms;     /* the last reply made, or the end of the last wait */
+    uint64_t counted;       /* input, unsent and held replies, at the last conn_recount */
     uint64_t queued;        /* reply bytes made, ever */
     uint64_t sent_mark;     /* of which sent, at the last idle sweep */
     uint64_t out_ms;        /* when some were last sent (or none waited) */
@@ -140,6 +142,24 @@ conn_pending(const struct conn *c)
     return n;
 }
 
+/* Bring c's share of the set's buffered bytes up to date: its input not
+ * yet handled, and its replies not yet sent (held for the log or a pause
+ * too). */
+static void
+conn_recount(struct conn *c)
+{
+    uint64_t n = evbuffer_get_length(bufferevent_get_input(c->bev)) + conn_pending(c) +
+                 (c->later != NULL ? evbuffer_get_length(c->later) : 0);
+    c->set->buffered += n - c->counted;
+    c->counted = n;
+}
+
+uint64_t
+conn_buffered(const struct conn_set *s)
+{
+    return s->buffered;
+}
+
 /* Where a reply goes now: the output, or, while the command log has
  * records it has not released (not yet written; under always, not yet on
  * disk), the held buffer (and every later reply too, to keep them in
@@ -198,6 +218,7 @@ conn_release_held(struct conn_set *s, uint64_t released)
         evbuffer_add_buffer(bufferevent_get_output(c->bev), c->held);
         list_unlink(&c->held_node);
         conn_flush(c);
+        conn_recount(c);
         if (c->state >= CONN_FLUSH && conn_pending(c) == 0)
             conn_flushed(c); /* may free c, never another */
     }
@@ -340,6 +361,7 @@ conn_free(struct conn *c)
         evbuffer_free(c->held);
     if (c->later != NULL)
         evbuffer_free(c->later);
+    s->buffered -= c->counted;
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
     pool_put(&s->pool, c);
@@ -402,8 +424,7 @@ static bool
 conn_output_stalled(struct conn *c, uint64_t now_ms, uint64_t before_ms)
 {
     size_t pending = conn_pending(c);
-    uint64_t unsent = pending + (c->held ? evbuffer_get_length(c->held) : 0) +
-                      (c->later ? evbuffer_get_length(c->later) : 0);
+    uint64_t unsent = pending + (c->later ? evbuffer_get_length(c->later) : 0);
     uint64_t sent = c->queued - unsent;
     if (pending == 0 || sent > c->sent_mark)
         c->out_ms = now_ms;
@@ -473,6 +494,7 @@ conn_process(struct conn *c)
             break;
     }
     conn_flush(c);
+    conn_recount(c);
     s->hooks.end(s->hooks.arg);
 }
 
@@ -486,6 +508,7 @@ conn_read_cb(struct bufferevent *bev, void *arg)
     }
     if (c->state >= CONN_FLUSH)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+    conn_recount(c);
 }
 
 static void
@@ -494,6 +517,7 @@ conn_write_cb(struct bufferevent *bev, void *arg)
     struct conn *c = arg;
     if (c->direct && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
         bufferevent_disable(bev, EV_WRITE); /* conn_flush writes from now on */
+    conn_recount(c);
     if (c->state >= CONN_FLUSH) {
         if (conn_pending(c) == 0)
             conn_flushed(c);

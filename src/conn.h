@@ -82,6 +82,9 @@ void conn_set_free(struct conn_set *s);
 void conn_set_cmdlog(struct conn_set *s, struct cmdlog *log);
 /* Open connections. */
 size_t conn_count(const struct conn_set *s);
+/* Bytes the connections hold for their clients: input not yet handled,
+ * replies not yet sent (held ones too), as of their last activity. */
+uint64_t conn_buffered(const struct conn_set *s);
 
 /* Take over accepted socket fd for service svc (which must outlive it);
  * NULL if its transport could not take it (fd is closed). */

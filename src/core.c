@@ -441,7 +441,7 @@ bool
 core_over_memory(const struct core *c, size_t payload_len, bool with_ext)
 {
     uint64_t need = core_job_bytes(payload_len) + (with_ext ? CORE_EXT_BYTES : 0);
-    return c->max_bytes > 0 && core_memory(c) + need > c->max_bytes;
+    return core_over_limit(c, need);
 }
 
 /* A new registered job from s, not yet placed anywhere, or NULL if its
@@ -704,8 +704,13 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
         }
     }
 
+    /* A result adds its bytes (and maybe the extension that holds it):
+     * refused at the limit, the job stays as it was.  A run job's result
+     * goes to its waiting client at once, and the job with it. */
     char *result = NULL;
-    if (len > 0 && (result = payload_new(data, len)) == NULL) {
+    bool kept = !(j->flags & JOB_F_RUN);
+    if (len > 0 && ((kept && core_over_limit(c, len + CORE_EXT_BYTES)) ||
+                    (result = payload_new(data, len)) == NULL)) {
         if (!success)
             j->fails--;
         return CORE_NOMEM;

@@ -139,6 +139,7 @@ struct core {
     uint64_t rng;
     uint64_t now_ms;    /* the time of the last core_advance */
     uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: queues.bytes) */
+    uint64_t io_bytes;  /* held for clients: input being parsed, unsent replies (the server's) */
     uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
     struct core_stats stats;
     struct core_totals totals;
@@ -181,11 +182,19 @@ core_job_bytes(size_t payload_len)
     return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
 }
 
-/* What jobs and queues hold, as -max-memory counts it. */
+/* What jobs, queues and the clients' buffers hold, as -max-memory counts
+ * it. */
 static inline uint64_t
 core_memory(const struct core *c)
 {
-    return c->bytes + c->queues.bytes;
+    return c->bytes + c->queues.bytes + c->io_bytes;
+}
+
+/* Would n more bytes take the server past -max-memory? */
+static inline bool
+core_over_limit(const struct core *c, uint64_t n)
+{
+    return c->max_bytes > 0 && core_memory(c) + n > c->max_bytes;
 }
 
 /* Would a new job with this payload (and a struct job_ext, with_ext: a

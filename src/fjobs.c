@@ -354,7 +354,7 @@ fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms)
 {
     if (fjobs_find(c, s->jid.p, s->jid.n) != NULL)
         return CORE_DUPLICATE;
-    if (c->max_bytes > 0 && core_memory(c) + fjobs_job_bytes(s->jid.n, s->text_len) > c->max_bytes)
+    if (core_over_limit(c, fjobs_job_bytes(s->jid.n, s->text_len)))
         return CORE_NOMEM;
     bool later = s->at_ms > 0 && (uint64_t)s->at_ms > now_ms;
     struct fjob *j = fjobs_create(c, s);

@@ -138,11 +138,13 @@ proto_line(struct proto *p, const char *b, size_t n, size_t line_len, struct req
         *error = req->cmd->size_error;
         return PROTO_FATAL;
     }
-    if (len > p->max_payload) {
+    bool room = len <= p->max_payload;
+    if (!room || (n < hdr + len + 1 && p->fits != NULL && !p->fits(p->fits_arg, len))) {
         /* Drop the block as it streams in; answer when it has passed. */
         p->state = PROTO_SKIP_BLOCK;
         p->skip_left = len;
-        p->skip_error = req->cmd->size_error;
+        p->skip_error = room ? PROTO_OUT_OF_MEMORY : req->cmd->size_error;
+        p->skip_server = room;
         return PROTO_NEED;
     }
     if (n < hdr + len + 1) {
@@ -223,7 +225,7 @@ proto_parse(struct proto *p, const char *buf, size_t len, struct request *req, c
             } else {
                 p->state = PROTO_SKIP_LINE; /* drop from this byte through the LF */
             }
-            return PROTO_ERROR;
+            return p->skip_server ? PROTO_SERVER_ERROR : PROTO_ERROR;
         case PROTO_LINE:
             break;
         }

@@ -47,11 +47,18 @@ struct request {
 };
 
 enum proto_result {
-    PROTO_NEED,    /* call again once at least *need bytes are buffered */
-    PROTO_REQUEST, /* *req is valid until *consumed bytes are dropped */
-    PROTO_ERROR,   /* reply -CLIENT-ERROR *error; the connection goes on */
-    PROTO_FATAL,   /* reply -CLIENT-ERROR *error, then close */
+    PROTO_NEED,         /* call again once at least *need bytes are buffered */
+    PROTO_REQUEST,      /* *req is valid until *consumed bytes are dropped */
+    PROTO_ERROR,        /* reply -CLIENT-ERROR *error; the connection goes on */
+    PROTO_FATAL,        /* reply -CLIENT-ERROR *error, then close */
+    PROTO_SERVER_ERROR, /* reply -SERVER-ERROR *error; the connection goes on */
 };
+
+/* May a data block of len bytes be buffered now (the server's memory)?
+ * When not, the block is dropped as it streams in and the command gets
+ * PROTO_SERVER_ERROR "Out of memory". */
+typedef bool (*proto_fits_fn)(void *arg, uint64_t len);
+#define PROTO_OUT_OF_MEMORY "Out of memory"
 
 enum proto_state { PROTO_LINE, PROTO_SKIP_BLOCK, PROTO_SKIP_END, PROTO_SKIP_LINE };
 
@@ -62,7 +69,10 @@ struct proto {
     enum proto_state state;
     uint64_t skip_left;     /* PROTO_SKIP_BLOCK: block bytes still to drop */
     const char *skip_error; /* the error to send once the skip ends */
-    size_t scanned;         /* PROTO_LINE: leading bytes known to hold no LF */
+    bool skip_server;       /* ... as a server error */
+    proto_fits_fn fits;     /* NULL: any block within max_payload may be buffered */
+    void *fits_arg;
+    size_t scanned; /* PROTO_LINE: leading bytes known to hold no LF */
     struct wq_str *args, *flags;
     size_t cap; /* room in args and in flags */
 };

@@ -110,6 +110,7 @@ server_conns_begin(void *arg)
 {
     struct server *srv = arg;
     server_begin_batch(srv);
+    srv->ctx.core->io_bytes = conn_buffered(srv->conns); /* -max-memory counts them */
     return srv->ctx.now_ms;
 }
 

@@ -308,7 +308,7 @@ static void
 stats_render_memory(struct stats_out *o, const struct stats_source *src)
 {
     stats_gauge(o, "workq_memory_jobs_bytes", "bytes",
-                "Bytes held by jobs and their queues as -max-memory counts them.",
+                "Bytes held by jobs, queues and clients' buffers as -max-memory counts them.",
                 core_memory(src->core));
     if (src->max_memory > 0)
         stats_gauge(o, "workq_memory_limit_bytes", "bytes", "The -max-memory limit.",

@@ -172,6 +172,10 @@ drv_record(struct drv *d, enum proto_result r, const struct request *req, const 
         REQUIRE(err != NULL);
         sb_printf(&d->ev, "F:%s", err);
         break;
+    case PROTO_SERVER_ERROR:
+        REQUIRE(err != NULL);
+        sb_printf(&d->ev, "S:%s", err);
+        break;
     }
     sb_puts(&d->ev, "\n");
     d->nevents++;
@@ -380,6 +384,41 @@ START_TEST(test_size_limit)
     /* max_payload 0: only empty blocks. */
     expect_lim("complete x 0\r\n\r\ncomplete x 1\r\na\r\n", 64, 0,
                "R:complete a:x a:0 b0:\nE:Invalid result size\n");
+}
+END_TEST
+
+/* fits: a block that may not be buffered for lack of memory is dropped as
+ * it streams in and answered with a server error; one already whole in
+ * the input, or empty of new bytes, is parsed as usual. */
+static uint64_t fits_room;
+static bool
+fits_test(void *arg, uint64_t len)
+{
+    (void)arg;
+    return len <= fits_room;
+}
+
+START_TEST(test_block_fits)
+{
+    struct drv d;
+    fits_room = 4;
+    drv_init(&d, 64, 16, false);
+    d.p.fits = fits_test;
+    drv_feeds(&d, "complete x 10\r\n");
+    drv_feeds(&d, "0123456789");
+    drv_feeds(&d, "\r\ndelete y\r\n");
+    ck_assert_str_eq(sb_str(&d.ev), "S:Out of memory\nR:delete a:y\n");
+    ck_assert_uint_eq(d.max_len, strlen("complete x 10\r\n")); /* nothing of it kept */
+    /* a block that fits is buffered */
+    drv_feeds(&d, "complete x 4\r\n0123\r\n");
+    ck_assert_str_eq(sb_str(&d.ev), "S:Out of memory\nR:delete a:y\nR:complete a:x a:4 b4:0123\n");
+    drv_free(&d);
+    /* the size limit still comes first */
+    drv_init(&d, 64, 16, false);
+    d.p.fits = fits_test;
+    drv_feeds(&d, "complete x 17\r\n0123456789abcdefg\r\n");
+    ck_assert_str_eq(sb_str(&d.ev), "E:Invalid result size\n");
+    drv_free(&d);
 }
 END_TEST
 
@@ -1131,6 +1170,7 @@ proto_suite(void)
         {"split_stream", test_split_stream},
         {"split_stream_fatal", test_split_stream_fatal},
         {"huge_block_streams", test_huge_block_streams},
+        {"block_fits", test_block_fits},
     };
     return unit_suite("proto", cases, WQ_ARRAY_LEN(cases));
 }

@@ -565,6 +565,61 @@ START_TEST(test_memory_queues_count)
 }
 END_TEST
 
+/* At the limit, a data block is not buffered: it is dropped as it streams
+ * in and its command answered Out of memory, whatever the command; so
+ * connections that each start a 1 MiB block cannot fill the memory.  A
+ * result that would not fit is refused too, and the job stays leased. */
+START_TEST(test_memory_blocks_at_limit)
+{
+    enum { LEN = 1048576, N = 20, LIMIT = 4 << 20 };
+    static char half[LEN / 2];
+    memset(half, 'h', sizeof half);
+    struct systest_server s;
+    systest_start(&s, "--max-memory", u64s(LIMIT), NULL);
+    int fd = systest_connect(&s);
+    systest_add(fd, id4(1), "q", "x");
+    systest_lease_now(fd, "q", id4(1), "x");
+    uint64_t before = systest_server_stat(fd, "memory-used");
+    int c[N];
+    for (int i = 0; i < N; i++) {
+        c[i] = systest_connect(&s);
+        systest_sends(c[i], f("add %s q %u %s %d\r\n", id4(100 + i), TTR, TTL, LEN));
+        systest_send(c[i], half, sizeof half);
+    }
+    systest_sync(fd);
+    uint64_t during = systest_server_stat(fd, "memory-used");
+    ck_assert_msg(during < before + LIMIT + (2u << 20), "memory-used %llu with %d half blocks",
+                  U(during), N);
+    /* the rest of each block: refused ones get Out of memory, others +OK
+     * or Out of memory from the limit itself; every connection goes on */
+    int refused = 0;
+    for (int i = 0; i < N; i++) {
+        systest_send(c[i], half, sizeof half);
+        systest_sends(c[i], "\r\n");
+        const char *reply = systest_read_line(c[i]);
+        if (strcmp(reply, "-SERVER-ERROR Out of memory") == 0)
+            refused++;
+        else
+            ck_assert_str_eq(reply, "+OK");
+        systest_sync(c[i]);
+        close(c[i]);
+    }
+    ck_assert_int_ge(refused, N - LIMIT / LEN);
+    /* fill up to the limit with small jobs, then a result does not fit */
+    for (unsigned i = 200;; i++) {
+        systest_sends(fd, f("add %s q %u %s 1000\r\n%01000d\r\n", id4(i), TTR, TTL, 0));
+        if (strcmp(systest_read_line(fd), "+OK") != 0)
+            break;
+    }
+    systest_roundtrip(fd, f("complete %s 2000\r\n%02000d\r\n", id4(1), 0),
+                      "-SERVER-ERROR Out of memory\r\n");
+    /* the job is still leased: a result without bytes is taken */
+    systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(1)), OK);
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
 /* A scheduled or run job also holds a job extension (its creation time, or
  * its waiting client): it is refused when that would not fit. */
 START_TEST(test_memory_extension)
@@ -595,7 +650,7 @@ START_TEST(test_memory_results_and_expiry)
                   u64s(queue_bytes(1) + 2 * core_job_bytes(10) + CORE_EXT_BYTES), NULL);
     int fd = systest_connect(&s);
     systest_add_full(fd, id4(1), "q", TTR, "1000", "0123456789", NULL);
-    /* complete is never refused, and its 4 result bytes count */
+    /* a result that fits is taken, and its 4 bytes count */
     systest_roundtrip(fd, f("complete %s 4\r\nabcd\r\n", id4(1)), OK);
     systest_roundtrip(fd, f("add %s q %u %s 7\r\n0123456\r\n", id4(2), TTR, TTL), OOM);
     systest_add(fd, id4(2), "q", "012345");
@@ -743,7 +798,7 @@ limits_suite(void)
         {"max-memory",
          {test_memory_refusals, test_memory_extension, test_memory_results_and_expiry,
           test_memory_run_freed, test_memory_replay, test_memory_used_unread_payloads,
-          test_memory_given_back, test_memory_queues_count, NULL}},
+          test_memory_given_back, test_memory_queues_count, test_memory_blocks_at_limit, NULL}},
         {"listen", {test_listen_two, test_listen_eight, test_listen_replaced, NULL}},
     };
     return systest_suite("limits", groups, sizeof groups / sizeof groups[0]);
