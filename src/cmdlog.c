@@ -35,6 +35,12 @@
  * CMDLOG_PREALLOC_MIN are not worth it. */
 #define CMDLOG_PREALLOC_STEP (8u << 20)
 #define CMDLOG_PREALLOC_MIN  (1u << 20)
+/* Under preallocation, the log keeps at least this much allocated past its
+ * records (past the segment's end too, until it is closed and trimmed).
+ * When the disk cannot give it, the server turns read-only at once: the
+ * records already made still fit, so no reply waits for space, and new
+ * changes are refused before they are applied. */
+#define CMDLOG_HEADROOM (4u << 20)
 
 /* Records of the batch bound for one segment. */
 struct chunk {
@@ -66,7 +72,8 @@ struct cmdlog {
     bool prealloc;     /* preallocate (always, large segments) */
     uint64_t appended, written;
     bool write_failed;
-    uint64_t retry_ms;       /* when a failed write may be tried again */
+    bool space_low;          /* the headroom could not be allocated */
+    uint64_t retry_ms;       /* when a failed write (or the headroom) may be tried again */
     uint64_t synced_seen;    /* as of the last ack */
     uint64_t bytes_written;  /* handed to the kernel since start */
     uint64_t replay_records; /* read back at start */
@@ -316,6 +323,36 @@ cmdlog_preallocate(struct cmdlog *l, size_t n)
         l->prealloc = false; /* and never ask again */
 }
 
+/* Keep CMDLOG_HEADROOM allocated past the open segment's records, under
+ * preallocation; the disk's refusal turns the log read-only (space_low)
+ * until a later try succeeds.  0, or -1 while space is low. */
+static int
+cmdlog_headroom(struct cmdlog *l)
+{
+    if (!l->prealloc || l->fd < 0 || l->fd_torn || l->fd_alloc >= l->fd_size + CMDLOG_HEADROOM) {
+        l->space_low = false;
+        return 0;
+    }
+    if (fallocate(l->fd, 0, (off_t)l->fd_size, (off_t)CMDLOG_PREALLOC_STEP) == 0) {
+        l->fd_alloc = WQ_MAX(l->fd_alloc, l->fd_size + CMDLOG_PREALLOC_STEP);
+        if (l->space_low)
+            wq_log(LOG_LVL_INFO, "cmdlog has room again");
+        l->space_low = false;
+        return 0;
+    }
+    if (errno == EOPNOTSUPP) {
+        l->prealloc = false;
+        l->space_low = false;
+        return 0;
+    }
+    if (!l->space_low)
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot allocate %u MiB ahead, read-only until it can: %s",
+               CMDLOG_HEADROOM >> 20, strerror(errno));
+    l->space_low = true;
+    l->retry_ms = cmdlog_mono_ms() + CMDLOG_RETRY_MS;
+    return -1;
+}
+
 /* Write n bytes after the open segment's records, whole or not at all: a
  * failure cuts what made it (and the preallocated zeros), so that the retry
  * writes cleanly. */
@@ -379,10 +416,12 @@ cmdlog_publish(struct cmdlog *l)
 int
 cmdlog_write(struct cmdlog *l)
 {
-    if (l->nchunks == 0)
+    if (l->nchunks == 0 && !l->space_low)
         return 0;
-    if (l->write_failed && cmdlog_mono_ms() < l->retry_ms)
+    if ((l->write_failed || (l->space_low && l->nchunks == 0)) && cmdlog_mono_ms() < l->retry_ms)
         return -1;
+    if (l->nchunks == 0)
+        return cmdlog_headroom(l);
     uint64_t before = l->written;
     int rc = 0;
     while (rc == 0 && l->chunks_done < l->nchunks) {
@@ -411,7 +450,7 @@ cmdlog_write(struct cmdlog *l)
     if (l->write_failed)
         wq_log(LOG_LVL_INFO, "cmdlog writes succeed again");
     l->write_failed = false;
-    return 0;
+    return cmdlog_headroom(l);
 }
 
 uint64_t
@@ -429,7 +468,7 @@ cmdlog_released(const struct cmdlog *l)
 bool
 cmdlog_readonly(const struct cmdlog *l)
 {
-    return l->write_failed || l->sync_failed_seen;
+    return l->write_failed || l->sync_failed_seen || l->space_low;
 }
 
 bool

@@ -16,9 +16,11 @@
  * A failed write puts the log in read-only mode (cmdlog_readonly): the
  * records stay in memory, their replies stay held, and the next write
  * retries after CMDLOG_RETRY_MS.  A failed sync does the same until a sync
- * succeeds.  A cleaner thread rewrites closed segments without the records
- * of jobs that are gone.  The threads report to the loop through an eventfd
- * (cmdlog_event_fd). */
+ * succeeds.  Under always, the open segment keeps 4 MiB allocated past its
+ * records; a disk that cannot give them turns the log read-only at once,
+ * so that a full disk refuses new changes rather than holding replies.  A cleaner thread rewrites
+ * closed segments without the records of jobs that are gone.  The threads report to the loop
+ * through an eventfd (cmdlog_event_fd). */
 #ifndef WQ_CMDLOG_H
 #define WQ_CMDLOG_H
 
@@ -65,8 +67,9 @@ void cmdlog_close(struct cmdlog *l);
 void cmdlog_append(void *arg, const struct cmdlog_rec *r);
 /* Hand the batch to the kernel: one write per segment it spans (a new
  * segment is created, with its header, when the current one is full).
- * 0 when everything appended is written; -1 while writes fail (read-only;
- * until CMDLOG_RETRY_MS after a failure it does not even try). */
+ * 0 when everything appended is written; -1 while writes fail, or while
+ * the preallocated headroom cannot be had (read-only; until
+ * CMDLOG_RETRY_MS after a failure it does not even try). */
 int cmdlog_write(struct cmdlog *l);
 /* Records appended so far (a sequence number). */
 uint64_t cmdlog_appended(const struct cmdlog *l);
@@ -74,7 +77,7 @@ uint64_t cmdlog_appended(const struct cmdlog *l);
  * synced as of the last cmdlog_event_ack. */
 uint64_t cmdlog_released(const struct cmdlog *l);
 /* Is the log read-only (a write failed, or a sync, as of the last
- * cmdlog_event_ack)? */
+ * cmdlog_event_ack, or the headroom could not be allocated)? */
 bool cmdlog_readonly(const struct cmdlog *l);
 /* Must a reply made now wait for cmdlog_released to reach cmdlog_appended?
  * mark is cmdlog_appended as the command began: while read-only, a reply
