@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -108,6 +109,7 @@ fx_init(struct fx *x)
 static void
 fx_free(struct fx *x)
 {
+    umount2(x->base, MNT_DETACH); /* test_full_disk_headroom's file system, if any */
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->base);
     ck_assert_int_eq(system(cmd), 0);
@@ -1360,6 +1362,84 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* full disk */
 
+/* Write a file of mib MiB at path; 0, or -1 when the disk is full first. */
+static int
+fill_file(const char *path, int mib)
+{
+    static char block[1 << 20];
+    memset(block, 'f', sizeof block);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    int rc = 0;
+    for (int i = 0; i < mib && rc == 0; i++)
+        rc = fwrite(block, 1, sizeof block, fp) == sizeof block ? 0 : -1;
+    return fclose(fp) != 0 ? -1 : rc;
+}
+
+/* A disk that really fills up, under always: a tmpfs of 24 MiB (where the
+ * test may mount one: as root), 13 MiB of it taken by another file.  The
+ * log keeps 4 MiB allocated ahead of its records; once the disk cannot give
+ * more the server is read-only at once, so every add is answered without
+ * delay, +OK or Read-only, and none is held.  Freeing space makes it
+ * writable again; after a SIGKILL every acknowledged job is there. */
+START_TEST(test_full_disk_headroom)
+{
+    struct fx x;
+    fx_init(&x);
+    if (mount("tmpfs", x.base, "tmpfs", 0, "size=24m,mode=0700") != 0) {
+        fx_free(&x); /* not allowed to mount here: nothing to test */
+        return;
+    }
+    char filler[128];
+    snprintf(filler, sizeof filler, "%s/filler", x.base);
+    ck_assert_int_eq(fill_file(filler, 13), 0);
+    struct systest_server s;
+    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    int fd = systest_connect(&s);
+    char payload[1001];
+    memset(payload, 'p', 1000);
+    payload[1000] = '\0';
+    unsigned n = 1, acked = 0;
+    const char *l = NULL;
+    for (; n < 20000; n++) {
+        send_add(fd, n, "q", TTR, TTL, payload, 1000, NULL);
+        l = systest_read_line_within(fd, systest_wait_ms());
+        ck_assert_msg(l != NULL, "add %u: no reply (held) with the disk nearly full", n);
+        if (strcmp(l, "+OK") != 0)
+            break;
+        acked++;
+    }
+    ck_assert_str_eq(l, "-SERVER-ERROR Read-only: command log write failed");
+    ck_assert_uint_gt(acked, 1000);
+    /* reads go on; changes are refused at once */
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), acked);
+    systest_roundtrip(fd, f("delete %s\r\n", idt(1)), RO);
+    /* room again: within a few retries the server takes changes */
+    ck_assert_int_eq(unlink(filler), 0);
+    int64_t t0 = systest_now_ms();
+    for (;; n++) {
+        send_add(fd, n, "q", TTR, TTL, payload, 1000, NULL);
+        l = systest_read_line_within(fd, systest_wait_ms());
+        ck_assert_ptr_nonnull(l);
+        if (strcmp(l, "+OK") == 0)
+            break;
+        ck_assert_str_eq(l, "-SERVER-ERROR Read-only: command log write failed");
+        ck_assert_int_lt(systest_now_ms() - t0, systest_wait_ms());
+        systest_sleep_ms(50);
+    }
+    acked++;
+    systest_kill(&s);
+    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    close(fd);
+    fd = systest_connect(&s);
+    ck_assert_uint_eq(systest_server_stat(fd, "jobs"), acked);
+    ck_assert_int_eq(job_state(fd, n), NEW);
+    close(fd);
+    systest_stop(&s);
+    fx_free(&x);
+}
+END_TEST
+
 static const char *const full_policies[] = {"always", "interval", "os"};
 
 /* Send add n and return its reply line (NULL if none came in the wait). */
@@ -1987,6 +2067,7 @@ persist_suite(void)
     tc = tcase_create("full_disk");
     tcase_set_timeout(tc, timeout);
     tcase_add_loop_test(tc, test_full_disk, 0, 3);
+    tcase_add_test(tc, test_full_disk_headroom);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cleaning");
