@@ -5,7 +5,8 @@ event loop, and what another client waits meanwhile.
 Fills a running server (Workq protocol) with either many queues of one job
 each (--queues N) or one queue of many jobs (--jobs N), then:
   1. times the inspect command alone, one round trip at a time (median of
-     --runs);
+     --runs): until the reply's first byte, which the server sends once
+     the command is done, and until the whole reply is read and parsed;
   2. sends --pipeline copies of it on one connection at once and, while
      their replies come back, probes from a second connection with
      `inspect queue none` one round trip after another: the probe's worst
@@ -119,14 +120,17 @@ def main():
 
     cmd = a.command.encode() + b"\r\n"
     r = Reader(s)
-    times = []
+    times, firsts = [], []
     for _ in range(a.runs):
         t = time.monotonic()
         s.sendall(cmd)
+        s.recv(1, socket.MSG_PEEK)  # the server answers once the command is done
+        firsts.append((time.monotonic() - t) * 1e3)
         first = r.reply()
         times.append((time.monotonic() - t) * 1e3)
-    print("%s: %s, round trip median %.2f ms (min %.2f, max %.2f) of %d"
-          % (a.command, first.decode(), statistics.median(times), min(times), max(times), a.runs))
+    print("%s: %s, first byte after %.2f ms (min %.2f, max %.2f), whole reply read after %.2f ms,"
+          " medians of %d" % (a.command, first.decode(), statistics.median(firsts), min(firsts),
+                              max(firsts), statistics.median(times), a.runs))
 
     probe = connect(a.addr)
     pr = Reader(probe)
