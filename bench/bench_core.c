@@ -1,7 +1,9 @@
 /* bench_core.c - microbenchmarks of the lease path's pieces, no network:
- * heap push/pop at 1k and 1M jobs, registry lookups, wheel add/cancel,
- * pool vs malloc, and add -> lease -> complete through the job core (on a
- * long queue, and on a queue made and freed each time among many).
+ * heap push/pop at 1k and 1M jobs, reading 1,000 of a heap in order (as
+ * inspect jobs does) from its top, middle and end, registry lookups, wheel
+ * add/cancel, pool vs malloc, and add -> lease -> complete through the job
+ * core (on a long queue, and on a queue made and freed each time among
+ * many).
  * Prints ns/op, the median of 5 runs each; and the memory per queued job. */
 #include "wq.h"
 
@@ -85,6 +87,49 @@ bench_heap(size_t n)
     double t = (now_ns() - t0) / (double)ops;
     heap_clear(&h);
     return t;
+}
+
+static void
+visit_nothing(void *elem, void *arg)
+{
+    *(uintptr_t *)arg += (uintptr_t)elem;
+}
+
+/* heap_walk of 1,000 items from skip on a heap of n (random priorities,
+ * then arrival), as inspect jobs reads a queue; ns per call. */
+static double
+bench_heap_walk(size_t n, uint64_t skip)
+{
+    struct heap h;
+    heap_init(&h, set_index, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+        heap_push(&h, (next_rand() & 0x3ff) << 44 | i, (void *)(uintptr_t)(i + 1));
+    uintptr_t sink = 0;
+    int calls = 20;
+    double t0 = now_ns();
+    for (int i = 0; i < calls; i++)
+        heap_walk(&h, skip, 1000, visit_nothing, &sink);
+    double t = (now_ns() - t0) / calls;
+    heap_clear(&h);
+    return sink != 0 ? t : 0;
+}
+
+static double
+bench_heap_walk_top(size_t n)
+{
+    return bench_heap_walk(n, 0);
+}
+
+static double
+bench_heap_walk_middle(size_t n)
+{
+    return bench_heap_walk(n, n / 2);
+}
+
+static double
+bench_heap_walk_end(size_t n)
+{
+    return bench_heap_walk(n, n - 1000);
 }
 
 struct item {
@@ -436,6 +481,9 @@ main(void)
     report_queue_memory(1000000);
     report("heap push+pop", bench_heap, 1000);
     report("heap push+pop", bench_heap, 1000000);
+    report("heap walk 1000 from the top", bench_heap_walk_top, 200000);
+    report("heap walk 1000 from the middle", bench_heap_walk_middle, 200000);
+    report("heap walk 1000 from the end", bench_heap_walk_end, 200000);
     report("registry find", bench_registry, 1000);
     report("registry find", bench_registry, 1000000);
     report("wheel add+cancel", bench_wheel, 1000);
