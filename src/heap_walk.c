@@ -182,7 +182,8 @@ heap_walk_select(const struct heap *h, uint64_t skip, uint32_t count,
         return false;
     uint64_t below;
     uint64_t first = heap_select_key(h, keys, skip, &below);
-    wq_free(keys);
+    /* sized free: valgrind sees wq_free's free() but not jemalloc's mallocx */
+    wq_sized_free(keys, h->len * sizeof *keys);
 
     /* The `want` least items whose key is not below first (ranks below to
      * skip + count - 1), in a max-heap: in the heap's array order most
@@ -214,7 +215,7 @@ heap_walk_select(const struct heap *h, uint64_t skip, uint32_t count,
     }
     for (size_t i = (size_t)(skip - below); i < want; i++)
         fn(a[i].elem, arg);
-    wq_free(a);
+    wq_sized_free(a, want * sizeof *a);
     return true;
 }
 
