@@ -1,6 +1,9 @@
 /* bench_core.c - microbenchmarks of the lease path's pieces, no network:
- * heap push/pop at 1k and 1M jobs, registry lookups, wheel add/cancel,
- * pool vs malloc, and add -> lease -> complete through the job core.
+ * heap push/pop at 1k and 1M jobs, reading 1,000 of a heap in order (as
+ * inspect jobs does) from its top, middle and end, registry lookups, wheel
+ * add/cancel, pool vs malloc, and add -> lease -> complete through the job
+ * core (on a long queue, and on a queue made and freed each time among
+ * many).
  * Prints ns/op, the median of 5 runs each; and the memory per queued job. */
 #include "wq.h"
 
@@ -84,6 +87,49 @@ bench_heap(size_t n)
     double t = (now_ns() - t0) / (double)ops;
     heap_clear(&h);
     return t;
+}
+
+static void
+visit_nothing(void *elem, void *arg)
+{
+    *(uintptr_t *)arg += (uintptr_t)elem;
+}
+
+/* heap_walk of 1,000 items from skip on a heap of n (random priorities,
+ * then arrival), as inspect jobs reads a queue; ns per call. */
+static double
+bench_heap_walk(size_t n, uint64_t skip)
+{
+    struct heap h;
+    heap_init(&h, set_index, NULL, NULL);
+    for (size_t i = 0; i < n; i++)
+        heap_push(&h, (next_rand() & 0x3ff) << 44 | i, (void *)(uintptr_t)(i + 1));
+    uintptr_t sink = 0;
+    int calls = 20;
+    double t0 = now_ns();
+    for (int i = 0; i < calls; i++)
+        heap_walk(&h, skip, 1000, visit_nothing, &sink);
+    double t = (now_ns() - t0) / calls;
+    heap_clear(&h);
+    return sink != 0 ? t : 0;
+}
+
+static double
+bench_heap_walk_top(size_t n)
+{
+    return bench_heap_walk(n, 0);
+}
+
+static double
+bench_heap_walk_middle(size_t n)
+{
+    return bench_heap_walk(n, n / 2);
+}
+
+static double
+bench_heap_walk_end(size_t n)
+{
+    return bench_heap_walk(n, n - 1000);
 }
 
 struct item {
@@ -243,6 +289,39 @@ bench_core_cycle(size_t n)
     return t;
 }
 
+/* add -> lease -> complete -> delete on a queue of its own, among n other
+ * queues of one job each: the queue is created and freed every cycle. */
+static double
+bench_core_cycle_queues(size_t n)
+{
+    uint64_t now = 1000000;
+    struct core *c = core_new(now);
+    struct job_spec s;
+    char names[16];
+    for (size_t i = 0; i < n; i++) {
+        make_spec(&s, i);
+        int len = snprintf(names, sizeof names, "q%zu", i);
+        s.name = (struct wq_str){names, (size_t)len};
+        core_add(c, &s, now);
+    }
+    struct wq_str name = {"bench", 5};
+    size_t ops = 200000;
+    double t0 = now_ns();
+    for (size_t i = 0; i < ops; i++) {
+        make_spec(&s, n + i);
+        core_add(c, &s, now);
+        struct job *j;
+        struct waiter *w;
+        if (core_lease(c, &name, 1, 0, now, NULL, done_nothing, NULL, &j, &w) != CORE_OK)
+            abort();
+        core_finish(c, j->id, true, "ok", 2, 0, now);
+        core_delete(c, j->id);
+    }
+    double t = (now_ns() - t0) / (double)ops;
+    core_free(c);
+    return t;
+}
+
 /* A core holding a chain of n jobs, each waiting for the one before
  * (add -after). */
 static struct core *
@@ -374,13 +453,37 @@ report_memory(size_t n)
     core_free(c);
 }
 
+/* Bytes per queue holding one job of 16-byte payload, job included, as
+ * the allocator counts them. */
+static void
+report_queue_memory(size_t n)
+{
+    size_t before = alloc_memory_used();
+    struct core *c = core_new(1000);
+    struct job_spec s;
+    char name[16];
+    for (size_t i = 0; i < n; i++) {
+        make_spec(&s, i);
+        int len = snprintf(name, sizeof name, "q%zu", i);
+        s.name = (struct wq_str){name, (size_t)len};
+        core_add(c, &s, 1000);
+    }
+    printf("%-34s n=%-8zu %8.1f bytes/queue with its one job\n", "memory per queue", n,
+           (double)(alloc_memory_used() - before) / (double)n);
+    core_free(c);
+}
+
 int
 main(void)
 {
     wq_log_level = LOG_LVL_WARN;
     report_memory(1000000); /* first, while no freed memory can be reused */
+    report_queue_memory(1000000);
     report("heap push+pop", bench_heap, 1000);
     report("heap push+pop", bench_heap, 1000000);
+    report("heap walk 1000 from the top", bench_heap_walk_top, 200000);
+    report("heap walk 1000 from the middle", bench_heap_walk_middle, 200000);
+    report("heap walk 1000 from the end", bench_heap_walk_end, 200000);
     report("registry find", bench_registry, 1000);
     report("registry find", bench_registry, 1000000);
     report("wheel add+cancel", bench_wheel, 1000);
@@ -389,6 +492,8 @@ main(void)
     report("malloc+free (job size)", bench_malloc, 100000);
     report("core add->lease->complete", bench_core_cycle, 1000);
     report("core add->lease->complete", bench_core_cycle, 1000000);
+    report("core cycle, queue made each time", bench_core_cycle_queues, 1000);
+    report("core cycle, queue made each time", bench_core_cycle_queues, 1000000);
     report("dependency chain, per job", bench_chain, 10000);
     report("dependency chain failed, per job", bench_chain_fail, 10000);
     report("broadcast, per copy", bench_broadcast, 1000);

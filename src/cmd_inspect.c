@@ -6,7 +6,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -113,45 +112,18 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "faktory-queues %zu", registry_count(fj->queues));
 }
 
-struct queue_list {
-    const struct queue **q;
-    size_t n;
-};
-
-static void
-queue_list_add(void *elem, void *arg)
-{
-    struct queue_list *l = arg;
-    const struct queue *q = elem;
-    if (queue_is_active(q) && q->base == NULL) /* targeted queues are hidden */
-        l->q[l->n++] = q;
-}
-
-static int
-queue_name_cmp(const void *a, const void *b)
-{
-    const struct queue *qa = *(const struct queue *const *)a;
-    const struct queue *qb = *(const struct queue *const *)b;
-    size_t n = WQ_MIN(qa->name_len, qb->name_len);
-    int d = memcmp(qa->name, qb->name, n);
-    return d != 0 ? d : (int)qa->name_len - (int)qb->name_len;
-}
-
-/* inspect queues: the active queues sorted by name.  Queues are few next to
- * jobs, so this sorts them per call rather than keeping an index. */
+/* inspect queues: the active queues by name, from the table's index:
+ * O(log n) to the offset, then the walk. */
 static void
 inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
 {
-    struct registry *names = ctx->core->queues.by_name;
-    struct queue_list l = {wq_malloc((registry_count(names) + 1) * sizeof *l.q), 0};
-    registry_foreach(names, queue_list_add, &l);
-    qsort(l.q, l.n, sizeof *l.q, queue_name_cmp);
-    uint64_t first = WQ_MIN(offset, (uint64_t)l.n);
-    uint64_t count = WQ_MIN(limit, (uint64_t)l.n - first);
+    const struct queue_table *t = &ctx->core->queues;
+    uint64_t active = ostree_count(&t->in_order);
+    uint64_t count = offset >= active ? 0 : WQ_MIN(limit, active - offset);
     inspect_line(out, "+OK %llu", (unsigned long long)count);
-    for (uint64_t i = first; i < first + count; i++)
-        inspect_queue_block(out, l.q[i]);
-    wq_free(l.q);
+    const struct queue *q = queue_table_select(t, offset);
+    for (uint64_t i = 0; i < count; i++, q = queue_table_next(q))
+        inspect_queue_block(out, q);
 }
 
 /* s with every byte a line could not hold (a control character) as '?'. */

@@ -231,7 +231,7 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
         hist_observe(&c->totals.lease_wait, core_since_due_ns(j, now_ms));
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
-    core_job_queue(c, j)->leased++;
+    queue_lease(core_job_queue(c, j));
     c->stats.leased++;
     c->totals.leased++;
     j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + j->ttr);
@@ -300,7 +300,7 @@ core_job_detach(struct core *c, struct job *j)
     if (j->place != JOB_NOWHERE) {
         queue_remove(core_job_queue(c, j), j);
     } else if (j->state == JOB_LEASED) {
-        core_job_queue(c, j)->leased--;
+        queue_unlease(core_job_queue(c, j));
         struct job_more *m = (j->flags & JOB_F_EXT) ? core_more_of(core_job_ext(c, j)) : NULL;
         if (m != NULL && m->holder != NULL) { /* its worker holds it no more */
             workers_unhold(m->holder);

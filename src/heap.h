@@ -76,9 +76,12 @@ heap_less(const struct heap *h, const struct heap_item *a, const struct heap_ite
 }
 
 /* Visit the elements in heap_less order without changing the heap: skip the
- * first `skip`, then call fn on up to `count` of them.  Costs
- * O((skip + count) log(skip + count)) by a best-first walk from the root,
- * whatever the heap's size.  Returns the number of calls made. */
+ * first `skip`, then call fn on up to `count` of them.  fn must not change
+ * the heap.  A best-first walk from the root for shallow windows, costing
+ * O(v log v) for v = skip + count; a selection over the whole array for
+ * deep ones (heap_walk.c), costing O(len log m) at worst and nearer O(len)
+ * (most items cost one comparison), m = count plus the items that share
+ * the first visited one's key.  Returns the number of calls made. */
 uint32_t heap_walk(const struct heap *h, uint64_t skip, uint32_t count,
                    void (*fn)(void *elem, void *arg), void *arg);
 

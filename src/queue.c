@@ -38,6 +38,7 @@ queue_push_ready(struct queue *q, struct job *j)
 {
     heap_push(&q->ready, job_ready_key(j), j);
     j->place = JOB_IN_READY;
+    queue_note_active(q);
 }
 
 void
@@ -45,6 +46,7 @@ queue_push_scheduled(struct queue *q, struct job *j)
 {
     heap_push(&q->scheduled, job_scheduled_key(j), j);
     j->place = JOB_IN_SCHEDULED;
+    queue_note_active(q);
 }
 
 void
@@ -55,6 +57,7 @@ queue_remove(struct queue *q, struct job *j)
     else if (j->place == JOB_IN_SCHEDULED)
         heap_remove(&q->scheduled, j->heap_index);
     j->place = JOB_NOWHERE;
+    queue_note_active(q);
 }
 
 struct job *
@@ -69,6 +72,7 @@ queue_park(struct queue *q, struct park_node *node)
     node->queue = q;
     list_push_back(&q->parked_fifo, &node->link);
     q->parked++;
+    queue_note_active(q);
 }
 
 void
@@ -76,6 +80,7 @@ queue_unpark(struct queue *q, struct park_node *node)
 {
     list_unlink(&node->link);
     q->parked--;
+    queue_note_active(q);
 }
 
 void
@@ -88,11 +93,22 @@ queue_name_key(const void *elem, const void **key, size_t *len)
 
 /* ---- the table of queues ---- */
 
+/* Byte order of names, a shorter name before the longer one it starts. */
+static int
+queue_order_cmp(const struct ostree_node *a, const struct ostree_node *b)
+{
+    const struct queue *qa = WQ_CONTAINER_OF(a, const struct queue, order);
+    const struct queue *qb = WQ_CONTAINER_OF(b, const struct queue, order);
+    int d = memcmp(qa->name, qb->name, WQ_MIN(qa->name_len, qb->name_len));
+    return d != 0 ? d : (int)qa->name_len - (int)qb->name_len;
+}
+
 void
 queue_table_init(struct queue_table *t)
 {
     memset(t, 0, sizeof *t);
     t->by_name = registry_new(queue_name_key);
+    ostree_init(&t->in_order, queue_order_cmp);
 }
 
 static void
@@ -143,6 +159,8 @@ queue_table_ref(struct queue_table *t, const char *name, size_t len, struct regi
         const char *sep = memchr(name, QUEUE_TARGET_SEP, len);
         if (sep != NULL)
             q->base = queue_table_ref(t, name, (size_t)(sep - name), exts);
+        else
+            ostree_insert(&t->in_order, &q->order);
     }
     q->refs++;
     return q;
@@ -154,6 +172,8 @@ queue_table_unref(struct queue_table *t, struct queue *q)
     WQ_ASSERT(q->refs > 0);
     if (--q->refs == 0) {
         registry_remove(t->by_name, q->name, q->name_len);
+        if (q->base == NULL)
+            ostree_remove(&t->in_order, &q->order);
         t->tab[q->ix] = NULL;
         t->free[t->nfree++] = q->ix;
         t->bytes -= queue_bytes(q->name_len);
@@ -162,4 +182,18 @@ queue_table_unref(struct queue_table *t, struct queue *q)
         if (base != NULL)
             queue_table_unref(t, base);
     }
+}
+
+struct queue *
+queue_table_select(const struct queue_table *t, uint64_t rank)
+{
+    struct ostree_node *n = ostree_select(&t->in_order, rank);
+    return n != NULL ? WQ_CONTAINER_OF(n, struct queue, order) : NULL;
+}
+
+struct queue *
+queue_table_next(const struct queue *q)
+{
+    struct ostree_node *n = ostree_next(&q->order);
+    return n != NULL ? WQ_CONTAINER_OF(n, struct queue, order) : NULL;
 }

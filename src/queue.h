@@ -10,6 +10,7 @@
 #include "wq.h"
 #include "heap.h"
 #include "list.h"
+#include "ostree.h"
 #include "registry.h"
 
 struct job;
@@ -45,6 +46,9 @@ struct queue {
     bool dispatch_queued; /* on the core's list of queues to dispatch */
     struct queue *dispatch_next;
     struct queue *base; /* a hidden targeted queue's base queue, else NULL */
+    /* its place in the table's index of names (not for targeted queues);
+     * counted while active */
+    struct ostree_node order;
     uint8_t name_len;
     char name[]; /* NUL-terminated */
 };
@@ -61,11 +65,36 @@ queue_is_active(const struct queue *q)
     return heap_len(&q->ready) + heap_len(&q->scheduled) + q->leased + q->parked > 0;
 }
 
+/* Count q in the index of names while it is active; every change of what
+ * queue_is_active reads goes through here. */
+static inline void
+queue_note_active(struct queue *q)
+{
+    bool active = queue_is_active(q);
+    if (active != q->order.counted)
+        ostree_set_counted(&q->order, active);
+}
+
 /* Put j in the ready heap / the scheduled heap (sets j->place). */
 void queue_push_ready(struct queue *q, struct job *j);
 void queue_push_scheduled(struct queue *q, struct job *j);
 /* Take j out of whichever heap holds it (j->place becomes JOB_NOWHERE). */
 void queue_remove(struct queue *q, struct job *j);
+/* One more / one fewer of q's jobs is leased. */
+static inline void
+queue_lease(struct queue *q)
+{
+    q->leased++;
+    queue_note_active(q);
+}
+
+static inline void
+queue_unlease(struct queue *q)
+{
+    q->leased--;
+    queue_note_active(q);
+}
+
 /* The first ready job, or NULL; it stays in the heap. */
 struct job *queue_peek_ready(const struct queue *q);
 
@@ -85,11 +114,15 @@ void queue_name_key(const void *elem, const void **key, size_t *len);
 
 /* Every queue, by name and by a 4-byte index (jobs name their queue by
  * it).  A queue lives while something refers to it (q->refs: its jobs and
- * parked nodes); then it is freed and its index reused. */
+ * parked nodes); then it is freed and its index reused.  The queues
+ * clients see (all but the targeted ones) are also in an ordered index of
+ * their names, where the active ones count, so that inspect queues finds
+ * its offset in O(log n) rather than sorting every name. */
 struct queue_table {
     struct registry *by_name;
-    struct queue **tab; /* ix -> queue, NULL when free */
-    uint32_t *free;     /* free indices of tab */
+    struct ostree in_order; /* their order nodes, names in byte order */
+    struct queue **tab;     /* ix -> queue, NULL when free */
+    uint32_t *free;         /* free indices of tab */
     uint32_t cap, used, nfree;
     uint64_t bytes; /* what the queues hold, as queue_bytes counts it */
 };
@@ -121,6 +154,13 @@ queue_visible_name(const struct queue *q)
 
 /* Drop a reference; the last one frees q (and drops its base's). */
 void queue_table_unref(struct queue_table *t, struct queue *q);
+
+/* The active queue clients see that has `rank` such queues before it in
+ * byte order of names, or NULL past the end: O(log n). */
+struct queue *queue_table_select(const struct queue_table *t, uint64_t rank);
+/* The next active queue clients see after q (one of them) by name, or NULL:
+ * O(log n), amortised O(1) over a walk. */
+struct queue *queue_table_next(const struct queue *q);
 
 static inline struct queue *
 queue_table_at(const struct queue_table *t, uint32_t ix)

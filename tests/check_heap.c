@@ -748,6 +748,38 @@ START_TEST(test_walk)
 }
 END_TEST
 
+/* Deep windows take the selection (heap_walk.c): its radix rounds start
+ * where the keys differ, whether that is in the low bits only (one
+ * priority, sequence numbers), the high bits only, or everywhere; and
+ * equal keys at the window's edges are ordered by the tie function. */
+START_TEST(test_walk_deep)
+{
+    const size_t n = 20000;
+    const uint64_t shapes[][2] = {
+        /* {mask of random bits, constant bits} */
+        {0xfffff, 0x7fff000000000000ull},
+        {0xffffull << 44, 0},
+        {UINT64_MAX, 0},
+        {0x7, 0x100},
+    };
+    rng_seed(4242);
+    for (size_t s = 0; s < WQ_ARRAY_LEN(shapes); s++) {
+        struct el *els = els_new(n);
+        struct heap h;
+        heap_init(&h, el_set_index, el_tie, NULL);
+        for (size_t i = 0; i < n; i++) {
+            els[i].key = (rng_next() & shapes[s][0]) | shapes[s][1];
+            els[i].seq = i;
+            push_el(&h, &els[i]);
+        }
+        walk_check(&h, els, n);
+        drain_sorted(&h, els, n);
+        heap_clear(&h);
+        free(els);
+    }
+}
+END_TEST
+
 static Suite *
 heap_suite(void)
 {
@@ -766,6 +798,7 @@ heap_suite(void)
         {"large", test_large},
         {"grow_and_shrink", test_grow_and_shrink},
         {"walk", test_walk},
+        {"walk_deep", test_walk_deep},
     };
     return unit_suite("heap", cases, WQ_ARRAY_LEN(cases));
 }

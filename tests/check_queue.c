@@ -1,7 +1,8 @@
 /* check_queue.c - unit tests for per-name queues (src/queue.c): the ready
  * order (priority descending, untimed before timed, time to the ns,
  * arrival), the scheduled order (time to the ns, priority descending,
- * arrival), removal from the middle, and the FIFO of parked leasers.  Jobs
+ * arrival), removal from the middle, the FIFO of parked leasers, and the
+ * table's index of names (the order of inspect queues).  Jobs
  * are hand-built fixtures; the queue only reads their ordering fields, and
  * the nanoseconds from the job_ext registry it was made with.  The heap
  * keys are 64-bit prefixes of the order (src/job.c), so the cases sit on
@@ -847,9 +848,9 @@ START_TEST(test_is_active)
     queue_remove(q, s);
     ck_assert(!queue_is_active(q));
 
-    q->leased = 1;
+    queue_lease(q);
     ck_assert(queue_is_active(q));
-    q->leased = 0;
+    queue_unlease(q);
     ck_assert(!queue_is_active(q));
 
     struct park_node n = {0};
@@ -861,6 +862,128 @@ START_TEST(test_is_active)
     free(r);
     free(s);
     queue_done(q, x);
+}
+END_TEST
+
+/* ---- the table's index of names ---- */
+
+/* A name of the test's table and what the test did to it. */
+struct name_model {
+    char name[8];
+    size_t len;
+    struct job *ready[8];          /* pushed, in no order */
+    uint32_t nready, leased, held; /* held: references with nothing queued */
+};
+
+static int
+name_model_cmp(const void *a, const void *b)
+{
+    const struct name_model *x = *(const struct name_model *const *)a;
+    const struct name_model *y = *(const struct name_model *const *)b;
+    int d = memcmp(x->name, y->name, WQ_MIN(x->len, y->len));
+    return d != 0 ? d : (int)x->len - (int)y->len;
+}
+
+/* inspect queues' list, by brute force: the active queues that are not
+ * targeted, sorted by name; against select and next. */
+static void
+check_table_order(struct queue_table *t, struct name_model *m, size_t n)
+{
+    struct name_model *want[64];
+    size_t nwant = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct queue *q = registry_find(t->by_name, m[i].name, m[i].len);
+        if (q != NULL && queue_is_active(q) && q->base == NULL)
+            want[nwant++] = &m[i];
+    }
+    qsort(want, nwant, sizeof want[0], name_model_cmp);
+    struct queue *walk = queue_table_select(t, 0);
+    for (size_t k = 0; k < nwant; k++) {
+        struct queue *q = queue_table_select(t, k);
+        REQUIRE(q != NULL && q->name_len == want[k]->len &&
+                memcmp(q->name, want[k]->name, q->name_len) == 0);
+        REQUIRE(walk == q);
+        walk = queue_table_next(walk);
+    }
+    REQUIRE(walk == NULL);
+    REQUIRE(queue_table_select(t, nwant) == NULL);
+}
+
+/* Random jobs pushed, removed, leased and given back over names that share
+ * prefixes, have high bytes, and target workers: inspect queues' order
+ * follows every change. */
+START_TEST(test_table_order)
+{
+    static const char *const names[] = {
+        "a",          "ab", "abc", "b",  "ba",     "\xc3\xa9", "z", "a\x1fw1",
+        "b\x1fw1,w2", "zz", "A",   "a0", "c\x1fw", "\xff",     "m", "mm",
+    };
+    enum { N = WQ_ARRAY_LEN(names) };
+    struct name_model m[N];
+    memset(m, 0, sizeof m);
+    for (size_t i = 0; i < N; i++) {
+        m[i].len = strlen(names[i]);
+        memcpy(m[i].name, names[i], m[i].len);
+    }
+    struct registry *x = registry_new(job_ext_id_key);
+    struct queue_table t;
+    queue_table_init(&t);
+    rng_seed(11);
+    uint64_t seq = 0;
+    for (int op = 0; op < 20000; op++) {
+        struct name_model *e = &m[rng_below(N)];
+        struct queue *q = registry_find(t.by_name, e->name, e->len);
+        switch (rng_below(6)) {
+        case 0: /* add */
+            if (e->nready < 8) {
+                q = queue_table_ref(&t, e->name, e->len, x);
+                e->ready[e->nready] = job_fixture(seq++, 0);
+                queue_push_ready(q, e->ready[e->nready++]);
+            }
+            break;
+        case 1: /* delete a ready job */
+            if (e->nready > 0) {
+                struct job *j = e->ready[--e->nready];
+                queue_remove(q, j);
+                free(j);
+                queue_table_unref(&t, q);
+            }
+            break;
+        case 2: /* lease */
+            if (e->nready > 0) {
+                struct job *j = e->ready[--e->nready];
+                queue_remove(q, j);
+                free(j);
+                queue_lease(q);
+                e->leased++;
+            }
+            break;
+        case 3: /* complete a leased job and delete it */
+            if (e->leased > 0) {
+                queue_unlease(q);
+                e->leased--;
+                queue_table_unref(&t, q);
+            }
+            break;
+        case 4: /* a job that keeps the name without making it active */
+            queue_table_ref(&t, e->name, e->len, x);
+            e->held++;
+            break;
+        default:
+            if (e->held > 0) {
+                queue_table_unref(&t, q);
+                e->held--;
+            }
+            break;
+        }
+        check_table_order(&t, m, N);
+    }
+    for (size_t i = 0; i < N; i++) {
+        for (uint32_t k = 0; k < m[i].nready; k++)
+            free(m[i].ready[k]);
+    }
+    queue_table_clear(&t);
+    registry_free(x);
 }
 END_TEST
 
@@ -880,6 +1003,7 @@ queue_suite(void)
         {"equal_priority_sorted", test_equal_priority_sorted},
         {"park_fifo", test_park_fifo},
         {"is_active", test_is_active},
+        {"table_order", test_table_order},
     };
     return unit_suite("queue", cases, WQ_ARRAY_LEN(cases));
 }

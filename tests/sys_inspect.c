@@ -268,6 +268,73 @@ START_TEST(test_inspect_queues)
 }
 END_TEST
 
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b); /* bytes, unsigned */
+}
+
+/* Every window of inspect queues against the live names, sorted by byte. */
+static void
+expect_queue_windows(int fd, char names[][8], const bool *live, int n)
+{
+    const char *sorted[256];
+    int count = 0;
+    for (int i = 0; i < n; i++)
+        if (live[i])
+            sorted[count++] = names[i];
+    qsort(sorted, (size_t)count, sizeof sorted[0], cmp_str);
+    const int offs[] = {0, 1, 17, count / 3, count - 1, count, count + 1};
+    const int lims[] = {1, 7, 1000};
+    for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++)
+        for (size_t l = 0; l < sizeof lims / sizeof lims[0]; l++) {
+            struct sb e = {0};
+            int k = 0;
+            for (int i = offs[o]; i < count && k < lims[l]; i++, k++)
+                sb_add(&e, systest_queue_block(sorted[i], 1, 0));
+            systest_roundtrip(fd, f("inspect queues %d %d\r\n", offs[o], lims[l]),
+                              f("+OK %d\r\n%s", k, e.p != NULL ? e.p : ""));
+            free(e.p);
+        }
+}
+
+/* inspect queues across churn: 200 queues made in a scrambled order (whose
+ * names sort differently as bytes and as numbers), a third of them emptied
+ * and so gone, half of those made again, and jobs for named workers, whose
+ * hidden queues are never listed: each time, every window is the live
+ * names in byte order. */
+START_TEST(test_inspect_queues_churn)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    enum { N = 200 };
+    char names[N][8];
+    bool live[N] = {false};
+    for (int i = 0; i < N; i++)
+        snprintf(names[i], sizeof names[i], "n%d", i);
+    for (int i = 0; i < N; i++) {
+        int k = (i * 73) % N;
+        systest_add(fd, id4((unsigned)k + 1), names[k], "x");
+        live[k] = true;
+    }
+    expect_queue_windows(fd, names, live, N);
+    for (int k = 0; k < N; k += 3) {
+        systest_roundtrip(fd, f("delete %s\r\n", id4((unsigned)k + 1)), OK);
+        live[k] = false;
+    }
+    expect_queue_windows(fd, names, live, N);
+    for (int k = 0; k < N; k += 6) {
+        systest_add(fd, id4((unsigned)k + 1001), names[k], "x");
+        live[k] = true;
+    }
+    systest_add_full(fd, id4(2001), "n1", TTR, TTL, "t", "-worker=w1"); /* n1 keeps 1 ready */
+    systest_add_full(fd, id4(2002), "zz", TTR, TTL, "t", "-worker=w1");
+    expect_queue_windows(fd, names, live, N);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
 START_TEST(test_inspect_queues_errors)
 {
     systest_start_srv();
@@ -516,6 +583,49 @@ START_TEST(test_inspect_jobs_many)
 }
 END_TEST
 
+/* Windows of inspect jobs, shallow (a walk from the heap's top) and deep
+ * (a selection over the heap: src/heap_walk.c), after deletes from the
+ * middle: each lists the ids at those places of the lease order. */
+START_TEST(test_inspect_jobs_windows)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    enum { N = 3000 };
+    struct sb req = {0}, exp = {0};
+    for (unsigned i = 0; i < N; i++) {
+        sb_add(&req, f("add %s q %u %s 1 -priority=%u\r\nx\r\n", id4(i + 1), TTR, TTL, i % 5));
+        sb_add(&exp, OK);
+    }
+    for (unsigned i = 0; i < N; i += 7) {
+        sb_add(&req, f("delete %s\r\n", id4(i + 1)));
+        sb_add(&exp, OK);
+    }
+    systest_send(fd, req.p, req.n);
+    systest_expect_bytes(fd, exp.p, exp.n);
+    free(req.p);
+    free(exp.p);
+    /* priority 4 first, FIFO in each priority; the deleted ones are gone */
+    static unsigned order[N];
+    unsigned n = 0;
+    for (int p = 4; p >= 0; p--)
+        for (unsigned i = 0; i < N; i++)
+            if (i % 5 == (unsigned)p && i % 7 != 0)
+                order[n++] = i;
+    const unsigned offs[] = {0, 3, 50, 100, 599, 1000, 1713, n - 1000, n - 1, n};
+    const unsigned lims[] = {1, 10, 1000};
+    for (size_t o = 0; o < sizeof offs / sizeof offs[0]; o++)
+        for (size_t l = 0; l < sizeof lims / sizeof lims[0]; l++) {
+            unsigned want = offs[o] >= n ? 0 : n - offs[o] < lims[l] ? n - offs[o] : lims[l];
+            systest_roundtrip(fd, f("inspect jobs q %u %u\r\n", offs[o], lims[l]),
+                              f("+OK %u\r\n", want));
+            for (unsigned i = offs[o]; i < offs[o] + want; i++)
+                ck_assert_str_eq(systest_skip_job_block(fd), id4(order[i] + 1));
+        }
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
 START_TEST(test_inspect_scheduled_jobs)
 {
     systest_start_srv();
@@ -665,10 +775,11 @@ inspect_suite(void)
 {
     const struct systest_group groups[] = {
         {"inspect_server", {test_inspect_server_format, test_inspect_server_counters, NULL}},
-        {"inspect_queues", {test_inspect_queues, test_inspect_queues_errors, NULL}},
+        {"inspect_queues",
+         {test_inspect_queues, test_inspect_queues_churn, test_inspect_queues_errors, NULL}},
         {"inspect_jobs",
          {test_inspect_job, test_inspect_jobs_order, test_inspect_jobs_many,
-          test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
+          test_inspect_jobs_windows, test_inspect_scheduled_jobs, test_inspect_errors, NULL}},
     };
     return systest_suite("inspect", groups, sizeof groups / sizeof groups[0]);
 }
