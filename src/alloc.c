@@ -60,11 +60,8 @@ wq_free(void *p)
 void *
 wq_aligned_alloc(size_t align, size_t size)
 {
-#ifdef HAVE_JEMALLOC
-    void *p = mallocx(size, MALLOCX_ALIGN(align));
-#else
+    /* aligned_alloc, not mallocx: valgrind replaces it and free together */
     void *p = aligned_alloc(align, size);
-#endif
     if (p == NULL)
         alloc_oom(size);
     return p;
