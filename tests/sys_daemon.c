@@ -716,7 +716,7 @@ START_TEST(test_log_verbose)
         close(fd);
         systest_proc_stop(&p);
         check_log_lines(p.err.p);
-        bool debug = strstr(p.err.p, " debug closing idle connection fd=") != NULL;
+        bool debug = strstr(p.err.p, " debug closing idle connection peer=127.0.0.1:") != NULL;
         ck_assert_msg(debug == (i > 0), "%s: stderr: %s", args[4] ? args[4] : "(default)", p.err.p);
         ck_assert_ptr_nonnull(strstr(p.err.p, " info workq-server started "));
         systest_proc_free(&p);
