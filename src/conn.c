@@ -33,6 +33,11 @@
 /* After an error that ends a connection, how long the peer's input is still
  * read and dropped so that the error reply is not lost to a TCP reset. */
 #define CONN_LINGER_MS 2000
+/* Requests one connection handles in a row, or reply bytes it makes, before
+ * the others' turn (a client pipelining 50 costly inspects would hold the
+ * loop 50 times). */
+#define CONN_TURN_MAX   16
+#define CONN_TURN_BYTES (64u << 10)
 /* Connection records are cut from blocks of this many. */
 #define CONN_POOL_BLOCK 64
 
@@ -472,7 +477,8 @@ conn_process(struct conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
 
     s->now_ms = s->hooks.begin(s->hooks.arg);
-    while (c->state == CONN_READY) {
+    uint64_t queued = c->queued;
+    for (unsigned turns = 0; c->state == CONN_READY; turns++) {
         if (conn_pending(c) > CONN_OUT_HIGH) {
             c->state = CONN_THROTTLED;
             bufferevent_disable(c->bev, EV_READ);
@@ -481,6 +487,14 @@ conn_process(struct conn *c)
         size_t len = evbuffer_get_length(in);
         if (len == 0 || len < c->need)
             break;
+        if (turns == CONN_TURN_MAX || c->queued - queued >= CONN_TURN_BYTES) {
+            /* The others' turn: this one goes on in the next loop pass,
+             * after the sockets that are ready by then (a timer of 0:
+             * an active event would run in this pass, before them). */
+            static const struct timeval now = {0, 0};
+            event_add(c->wake_ev, &now);
+            break;
+        }
         size_t want = WQ_MIN(len, WQ_MAX(c->need, svc->pull_min));
         const char *buf = (const char *)evbuffer_pullup(in, (ssize_t)want);
         if (s->cmdlog != NULL)
