@@ -148,13 +148,14 @@ conn_pending(const struct conn *c)
 }
 
 /* Bring c's share of the set's buffered bytes up to date: its input not
- * yet handled, and its replies not yet sent (held for the log or a pause
- * too). */
+ * yet handled (at least what the protocol said it needs: a data block it
+ * has agreed to buffer counts whole from the start), and its replies not
+ * yet sent (held for the log or a pause too). */
 static void
 conn_recount(struct conn *c)
 {
-    uint64_t n = evbuffer_get_length(bufferevent_get_input(c->bev)) + conn_pending(c) +
-                 (c->later != NULL ? evbuffer_get_length(c->later) : 0);
+    uint64_t n = WQ_MAX(evbuffer_get_length(bufferevent_get_input(c->bev)), c->need) +
+                 conn_pending(c) + (c->later != NULL ? evbuffer_get_length(c->later) : 0);
     c->set->buffered += n - c->counted;
     c->counted = n;
 }
