@@ -352,6 +352,23 @@ START_TEST(test_wrong_ca_and_old_protocol)
 }
 END_TEST
 
+/* The common name of the certificate a new connection to port gets (the
+ * chain checked, not the host name: "second" has no localhost name). */
+static const char *
+fresh_cn(int port)
+{
+    SSL_CTX *any = client_ctx(cert("ca.pem"), NULL);
+    int fd = systest_connect_port(port);
+    SSL *ssl = SSL_new(any);
+    SSL_set_fd(ssl, fd);
+    ck_assert_int_eq(SSL_connect(ssl), 1);
+    const char *cn = peer_cn(ssl);
+    SSL_free(ssl);
+    close(fd);
+    SSL_CTX_free(any);
+    return cn;
+}
+
 /* SIGHUP re-reads the certificate: new connections get the new one, an
  * open connection goes on; a broken file keeps the one in use. */
 START_TEST(test_reload_on_sighup)
@@ -369,16 +386,7 @@ START_TEST(test_reload_on_sighup)
     copy_file(cert("second.key"), cert("live.key"));
     kill(p.s.pid, SIGHUP);
     ck_assert(systest_proc_wait(&p, true, "TLS certificate re-read"));
-    /* "second" has no localhost name: check its CN, not the host */
-    SSL_CTX *any = client_ctx(cert("ca.pem"), NULL);
-    int fd = systest_connect_port(port);
-    SSL *fresh = SSL_new(any);
-    SSL_set_fd(fresh, fd);
-    ck_assert_int_eq(SSL_connect(fresh), 1);
-    ck_assert_str_eq(peer_cn(fresh), "second");
-    SSL_free(fresh);
-    close(fd);
-    SSL_CTX_free(any);
+    ck_assert_str_eq(fresh_cn(port), "second");
     tls_roundtrip(old, "lease q 0\r\n", f("+OK 1\r\n%s q 60000 1\r\nx\r\n", ID1));
 
     /* a key that does not match: logged, the certificate in use stays */
@@ -386,15 +394,7 @@ START_TEST(test_reload_on_sighup)
     kill(p.s.pid, SIGHUP);
     ck_assert(systest_proc_wait(&p, true, "keeping the TLS certificate in use"));
     ck_assert_ptr_nonnull(strstr(p.err.p, "cannot load the TLS key cert="));
-    fd = systest_connect_port(port);
-    any = client_ctx(cert("ca.pem"), NULL);
-    fresh = SSL_new(any);
-    SSL_set_fd(fresh, fd);
-    ck_assert_int_eq(SSL_connect(fresh), 1);
-    ck_assert_str_eq(peer_cn(fresh), "second");
-    SSL_free(fresh);
-    close(fd);
-    SSL_CTX_free(any);
+    ck_assert_str_eq(fresh_cn(port), "second");
     tls_roundtrip(old, "complete " ID1 " 0\r\n\r\n", OK);
     tls_close(old);
     SSL_CTX_free(ctx);
