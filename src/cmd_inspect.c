@@ -12,6 +12,7 @@
 #include "reply.h"
 #include "core.h"
 #include "fjobs.h"
+#include "payload.h"
 #include "util.h"
 #include "workers.h"
 
@@ -112,6 +113,25 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "faktory-queues %zu", registry_count(fj->queues));
 }
 
+/* The most one entry of a listing adds to the reply: a queue's block; a
+ * worker's; a job's block with its payload copied (a larger one is sent by
+ * reference, the job's own bytes). */
+#define INSPECT_QUEUE_BYTES  (64u + WQ_MAX_NAME)
+#define INSPECT_WORKER_BYTES 2048u
+#define INSPECT_JOB_BYTES    (512u + WQ_MAX_NAME + PAYLOAD_SHARE_MIN)
+
+/* At -max-memory, a long listing is refused rather than buffered: is
+ * count entries of at most each bytes too much?  Then it answers Out of
+ * memory. */
+static bool
+inspect_refused(struct cmd_ctx *ctx, struct reply *out, uint64_t count, uint64_t each)
+{
+    if (!core_over_limit(ctx->core, count * each))
+        return false;
+    cmd_reply_nomem(out);
+    return true;
+}
+
 /* inspect queues: the active queues by name, from the table's index:
  * O(log n) to the offset, then the walk. */
 static void
@@ -120,6 +140,8 @@ inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t
     const struct queue_table *t = &ctx->core->queues;
     uint64_t active = ostree_count(&t->in_order);
     uint64_t count = offset >= active ? 0 : WQ_MIN(limit, active - offset);
+    if (inspect_refused(ctx, out, count, INSPECT_QUEUE_BYTES))
+        return;
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     const struct queue *q = queue_table_select(t, offset);
     for (uint64_t i = 0; i < count; i++, q = queue_table_next(q))
@@ -145,6 +167,10 @@ inspect_workers(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_
     struct worker **k = workers_sorted(ctx->core->workers, &n);
     uint64_t first = WQ_MIN(offset, (uint64_t)n);
     uint64_t count = WQ_MIN(limit, (uint64_t)n - first);
+    if (inspect_refused(ctx, out, count, INSPECT_WORKER_BYTES)) {
+        wq_free(k);
+        return;
+    }
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     for (uint64_t i = first; i < first + count; i++) {
         static const char *const kinds[] = {"", "faktory", "workq", "faktory,workq"};
@@ -192,6 +218,8 @@ inspect_jobs(struct cmd_ctx *ctx, struct reply *out, const struct wq_str *name, 
     }
     const struct heap *h = scheduled ? &q->scheduled : &q->ready;
     uint64_t count = offset >= heap_len(h) ? 0 : WQ_MIN(limit, heap_len(h) - offset);
+    if (inspect_refused(ctx, out, count, INSPECT_JOB_BYTES))
+        return;
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     struct inspect_walk w = {out, ctx->core};
     heap_walk(h, offset, (uint32_t)count, inspect_job_cb, &w);

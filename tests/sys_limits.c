@@ -613,6 +613,9 @@ START_TEST(test_memory_blocks_at_limit)
     }
     systest_roundtrip(fd, f("complete %s 2000\r\n%02000d\r\n", id4(1), 0),
                       "-SERVER-ERROR Out of memory\r\n");
+    /* a long listing is refused too; a short one still answers */
+    systest_roundtrip(fd, "inspect jobs q 0 1000\r\n", "-SERVER-ERROR Out of memory\r\n");
+    systest_roundtrip(fd, "inspect jobs none 0 1000\r\n", NF);
     /* the job is still leased: a result without bytes is taken */
     systest_roundtrip(fd, f("complete %s 0\r\n\r\n", id4(1)), OK);
     close(fd);
