@@ -136,15 +136,22 @@ conn_count(const struct conn_set *s)
     return s->count;
 }
 
-/* Bytes of reply not yet sent: held ones, and those in the output of
- * every bufferevent down to the socket. */
+/* Bytes of reply in the output of every bufferevent down to the socket:
+ * what the client has not read yet (held replies are not there). */
 static size_t
-conn_pending(const struct conn *c)
+conn_unread(const struct conn *c)
 {
-    size_t n = c->held != NULL ? evbuffer_get_length(c->held) : 0;
+    size_t n = 0;
     for (struct bufferevent *b = c->bev; b != NULL; b = bufferevent_get_underlying(b))
         n += evbuffer_get_length(bufferevent_get_output(b));
     return n;
+}
+
+/* Bytes of reply not yet sent: held ones, and the unread ones. */
+static size_t
+conn_pending(const struct conn *c)
+{
+    return (c->held != NULL ? evbuffer_get_length(c->held) : 0) + conn_unread(c);
 }
 
 /* Bring c's share of the set's buffered bytes up to date: its input not
@@ -480,7 +487,7 @@ conn_process(struct conn *c)
     s->now_ms = s->hooks.begin(s->hooks.arg);
     uint64_t queued = c->queued;
     for (unsigned turns = 0; c->state == CONN_READY; turns++) {
-        if (conn_pending(c) > CONN_OUT_HIGH) {
+        if (conn_unread(c) > CONN_OUT_HIGH) { /* held replies do not count */
             c->state = CONN_THROTTLED;
             bufferevent_disable(c->bev, EV_READ);
             break;
@@ -538,7 +545,7 @@ conn_write_cb(struct bufferevent *bev, void *arg)
             conn_flushed(c);
         return;
     }
-    if (c->state == CONN_THROTTLED && conn_pending(c) <= CONN_OUT_LOW) {
+    if (c->state == CONN_THROTTLED && conn_unread(c) <= CONN_OUT_LOW) {
         c->state = CONN_READY;
         bufferevent_enable(bev, EV_READ);
         conn_process(c);
