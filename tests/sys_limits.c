@@ -195,7 +195,8 @@ START_TEST(test_idle_slow_reader)
     static char payload[LEN], buf[64 * 1024];
     memset(payload, 'p', LEN);
     struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
+    /* 1 s: a test process starved of CPU that long would read nothing too */
+    systest_start(&s, "--idle-timeout", "1s", NULL);
     int fd = systest_connect(&s);
     systest_sends(fd, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
     systest_send(fd, payload, LEN);
