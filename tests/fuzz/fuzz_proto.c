@@ -7,7 +7,8 @@
  * call (or as many as the parser says it needs).  Framing must not depend
  * on how reads split the stream, so both passes must give the same
  * transcript of requests and errors; a difference aborts.  The limits are
- * small so that long lines and oversized blocks are reached. */
+ * small so that long lines and oversized blocks are reached, but a line
+ * holds an add with its id and every flag. */
 #include "wq.h"
 #include "fuzz.h"
 
@@ -18,7 +19,7 @@
 #include "cmd.h"
 #include "proto.h"
 
-#define FUZZ_MAX_LINE    64
+#define FUZZ_MAX_LINE    256
 #define FUZZ_MAX_PAYLOAD 32
 
 /* What a pass saw, as bytes to compare. */
