@@ -1,0 +1,149 @@
+/* fuzz_replay.c - libFuzzer target: replay of a whole command-log
+ * directory (src/cmdlog.c, cmdlog_files.c, core_replay.c).
+ *
+ * The input is the directory's segments one after the other: a new
+ * segment starts at each segment header (cmdlog_header) after the first
+ * byte, so the concatenation of a real log's files is an input.  They are
+ * written as 000000001.log, 000000002.log, ... into a fresh directory
+ * (under $TMPDIR, else /dev/shm), which is opened with cmdlog_open and
+ * replayed into a fresh core as the server does at start; the core is
+ * then advanced past every deadline and freed.
+ *
+ * What must hold: a log that replay refused (damage) replays once
+ * truncate_damage cuts it, as an operator would ask; and a log that
+ * replayed (perhaps after cutting a torn tail or padding) replays again
+ * the same records and jobs. */
+#include "wq.h"
+#include "fuzz.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmdlog.h"
+#include "core.h"
+#include "log.h"
+
+#define FUZZ_NOW_MS       1700000000000ULL
+#define FUZZ_MAX_SEGMENTS 16
+#define FUZZ_DAY_MS       86400000ULL
+
+static char dir[4096];
+
+/* Remove every file of dir (no subdirectories are ever made). */
+static void
+clear_dir(void)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        abort();
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            unlinkat(dirfd(d), de->d_name, 0);
+    closedir(d);
+}
+
+static void
+remove_dir(void)
+{
+    clear_dir();
+    rmdir(dir);
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || tmp[0] == '\0')
+        tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(dir, sizeof dir, "%s/workq-fuzz-replay-XXXXXX", tmp);
+    if (mkdtemp(dir) == NULL) {
+        perror("fuzz_replay: mkdtemp");
+        abort();
+    }
+    atexit(remove_dir);
+    wq_log_level = LOG_LVL_ERROR;
+    return 0;
+}
+
+/* Write segment n of the directory. */
+static void
+write_segment(uint32_t n, const uint8_t *p, size_t len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%09u.log", dir, n);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write(fd, p, len) != (ssize_t)len)
+        abort();
+    close(fd);
+}
+
+/* Split the input into segments. */
+static void
+write_segments(const uint8_t *data, size_t size)
+{
+    uint32_t n = 1;
+    size_t start = 0;
+    for (size_t at = 1; at + CMDLOG_HEADER_LEN <= size && n < FUZZ_MAX_SEGMENTS; at++) {
+        if (memcmp(data + at, cmdlog_header, CMDLOG_HEADER_LEN) == 0) {
+            write_segment(n++, data + start, at - start);
+            start = at;
+        }
+    }
+    write_segment(n, data + start, size - start);
+}
+
+/* Replay the directory into a fresh core as the server would; the records
+ * and jobs it gave in *records and *jobs.  0, or -1 if replay refused. */
+static int
+replay(bool truncate, uint64_t *records, size_t *jobs)
+{
+    struct cmdlog_config cfg = {
+        .dir = dir,
+        .seg_size = CMDLOG_DEFAULT_SEG_SIZE,
+        .sync = CMDLOG_SYNC_OS,
+        .sync_int_ms = CMDLOG_DEFAULT_SYNC_INT,
+        .clean_int_ms = CMDLOG_DEFAULT_CLEAN_INT,
+        .truncate_damage = truncate,
+    };
+    struct cmdlog *l = cmdlog_open(&cfg);
+    if (l == NULL)
+        abort();
+    struct core *c = core_new(FUZZ_NOW_MS);
+    int rc = cmdlog_replay(l, c, FUZZ_NOW_MS);
+    if (rc == 0) {
+        struct cmdlog_stats st;
+        cmdlog_get_stats(l, &st);
+        *records = st.replay_records;
+        *jobs = core_job_count(c);
+        /* what start-up does next, then the rest of every job's life */
+        core_advance(c, FUZZ_NOW_MS);
+        core_advance(c, FUZZ_NOW_MS + 400 * FUZZ_DAY_MS);
+    }
+    core_free(c);
+    cmdlog_close(l);
+    return rc;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t records, again_records;
+    size_t jobs, again_jobs;
+    clear_dir();
+    write_segments(data, size);
+    if (replay(false, &records, &jobs) != 0 && replay(true, &records, &jobs) != 0) {
+        fprintf(stderr, "fuzz_replay: replay refused a log truncate_damage had cut\n");
+        abort();
+    }
+    if (replay(false, &again_records, &again_jobs) != 0 || again_records != records ||
+        again_jobs != jobs) {
+        fprintf(stderr, "fuzz_replay: a replayed log does not replay the same again\n");
+        abort();
+    }
+    return 0;
+}
