@@ -388,11 +388,12 @@ cmd_parse_flags(const struct request *r, int64_t *values)
         if (def->min < 0) {
             rc = util_parse_i64(value.p, value.n, def->min, def->max, &values[f]);
         } else {
-            uint64_t v;
+            uint64_t v = 0;
             rc = util_parse_u64(value.p, value.n, (uint64_t)def->max, &v);
             if (rc == 0 && v < (uint64_t)def->min)
                 rc = -1;
-            values[f] = (int64_t)v;
+            if (rc == 0)
+                values[f] = (int64_t)v;
         }
         if (rc != 0)
             return def->error;
