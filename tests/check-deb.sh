@@ -130,7 +130,7 @@ check "Package: workq-server" test "$(field Package)" = workq-server
 check "Version: $version-1" test "$(field Version)" = "$version-1"
 check "Architecture: $arch" test "$(field Architecture)" = "$arch"
 depends=$(field Depends)
-for d in libevent-core-2.1-7 libjemalloc2 libuuid1 libjansson4 libssl3 \
+for d in libevent-2.1-7 libevent-openssl-2.1-7 libjemalloc2 libuuid1 libjansson4 libssl3 \
     "systemd | systemd-standalone-sysusers"; do
     case "$depends" in
     *"$d"*) pass "Depends has $d" ;;

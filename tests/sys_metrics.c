@@ -234,11 +234,13 @@ START_TEST(test_counters_move)
     wait_line(port, "workq_connections 1");
     wait_line(port, "workq_parked_clients 0");
 
-    /* A fail with retries left goes back to the queue; a TTR end too. */
-    systest_add_full(fd, id4(3), "retry", 1, SYSTEST_TTL, "r", "-max-fails=2");
-    systest_roundtrip(fd, "lease retry 0\r\n", f("+OK 1\r\n%s retry 1 1\r\nr\r\n", id4(3)));
+    /* A fail with retries left goes back to the queue; a TTR end too (a
+     * TTR of 2 s: the first lease must not run out before its fail, even
+     * under valgrind on a busy machine, or the count would be 2). */
+    systest_add_full(fd, id4(3), "retry", 2000, SYSTEST_TTL, "r", "-max-fails=2");
+    systest_roundtrip(fd, "lease retry 0\r\n", f("+OK 1\r\n%s retry 2000 1\r\nr\r\n", id4(3)));
     systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(3)), OK);
-    systest_roundtrip(fd, "lease retry 0\r\n", f("+OK 1\r\n%s retry 1 1\r\nr\r\n", id4(3)));
+    systest_roundtrip(fd, "lease retry 0\r\n", f("+OK 1\r\n%s retry 2000 1\r\nr\r\n", id4(3)));
     wait_line(port, "workq_jobs_ttr_expired_total 1");
     r = http(port, "GET", "/metrics", NULL);
     ASSERT_LINE(body(r), "workq_jobs_retried_total 2");
