@@ -245,7 +245,7 @@ static void
 conn_reply_bytes(void *to, const void *data, size_t len)
 {
     struct conn *c = to;
-    c->active_ms = c->set->now_ms;
+    c->active_ms = WQ_MAX(c->active_ms, c->set->now_ms); /* now_ms: the batch's, if older */
     c->queued += len;
     if (len == 0)
         return;
@@ -274,7 +274,7 @@ conn_reply_payload(void *to, char *p, size_t len)
         return;
     }
     struct conn *c = to;
-    c->active_ms = c->set->now_ms;
+    c->active_ms = WQ_MAX(c->active_ms, c->set->now_ms);
     c->queued += len;
     payload_ref(p);
     if (evbuffer_add_reference(conn_out(c), p, len, payload_release, NULL) != 0)
