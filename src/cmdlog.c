@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "cmdlog_clean.h"
 #include "cmdlog_files.h"
 #include "core.h"
 #include "hist.h"
@@ -608,7 +609,7 @@ cmdlog_cleaner_main(void *arg)
         uint32_t below = l->open_seg;
         pthread_mutex_unlock(&l->lock);
         if (below > 1)
-            cmdlog_files_clean(l->dirfd, below);
+            cmdlog_clean(l->dirfd, below, CMDLOG_CLEAN_BUDGET);
         pthread_mutex_lock(&l->lock);
         l->cleanings++;
     }

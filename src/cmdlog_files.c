@@ -1,4 +1,4 @@
-/* cmdlog_files.c - segment files: list, read, replay, clean. */
+/* cmdlog_files.c - segment files: list, read, replay. */
 #include "wq.h"
 #include "cmdlog_files.h"
 
@@ -15,7 +15,6 @@
 #include "cmdlog_codec.h"
 #include "core.h"
 #include "log.h"
-#include "registry.h"
 
 static int
 u32_cmp(const void *a, const void *b)
@@ -262,153 +261,6 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
         }
         wq_free(buf);
     }
-    wq_free(nums);
-    return rc;
-}
-
-/* ---- cleaning ---- */
-
-/* Per job (cmdlog_rec_key), the position of the last record that ended
- * it. */
-struct clean_gone {
-    uint64_t pos;
-    size_t len;
-    uint8_t key[];
-};
-
-/* Room for any record's key: a kind byte and a Workq id or a jid. */
-#define CLEAN_KEY_MAX (1 + 65536)
-
-static void
-clean_gone_key(const void *elem, const void **key, size_t *len)
-{
-    const struct clean_gone *g = elem;
-    *key = g->key;
-    *len = g->len;
-}
-
-static void
-clean_gone_free(void *elem, void *arg)
-{
-    wq_free(elem);
-}
-
-/* Write buf[0..len) as segment n through a temporary file. */
-static int
-cmdlog_files_replace(int dirfd, uint32_t n, const uint8_t *buf, size_t len)
-{
-    char name[14], tmp[20];
-    cmdlog_segment_name(n, name);
-    memcpy(tmp, name, 14);
-    strcat(tmp, ".tmp");
-    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -1;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, buf + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        off += (size_t)w;
-    }
-    int rc = off == len && fsync(fd) == 0 ? 0 : -1;
-    close(fd);
-    if (rc == 0)
-        rc = renameat(dirfd, tmp, dirfd, name);
-    if (rc != 0)
-        unlinkat(dirfd, tmp, 0);
-    return rc;
-}
-
-int
-cmdlog_files_clean(int dirfd, uint32_t below)
-{
-    uint32_t *nums;
-    size_t count;
-    if (cmdlog_files_list(dirfd, &nums, &count) != 0)
-        return -1;
-    while (count > 0 && nums[count - 1] >= below)
-        count--;
-
-    /* Pass 1: the last delete/expire of each id; positions count records
-     * across the segments in order. */
-    struct registry *gone = registry_new(clean_gone_key);
-    uint8_t *key = wq_malloc(CLEAN_KEY_MAX);
-    uint64_t pos = 0;
-    int rc = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        uint8_t *buf;
-        size_t len, at = CMDLOG_HEADER_LEN, used;
-        struct cmdlog_rec r;
-        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
-            rc = -1;
-            break;
-        }
-        while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
-            pos++;
-            size_t klen = cmdlog_rec_key(&r, key, CLEAN_KEY_MAX);
-            if (klen > 0 && cmdlog_rec_ends_job(&r)) {
-                struct clean_gone *g = registry_find(gone, key, klen);
-                if (g == NULL) {
-                    g = wq_malloc(sizeof *g + klen);
-                    memcpy(g->key, key, klen);
-                    g->len = klen;
-                    registry_insert(gone, g);
-                }
-                g->pos = pos;
-            }
-            at += used;
-        }
-        wq_free(buf);
-    }
-
-    /* Pass 2: rewrite each segment that holds records of gone jobs. */
-    pos = 0;
-    bool removed = false;
-    for (size_t i = 0; i < count && rc == 0 && registry_count(gone) > 0; i++) {
-        uint8_t *buf;
-        size_t len, at = CMDLOG_HEADER_LEN, used, kept = CMDLOG_HEADER_LEN;
-        struct cmdlog_rec r;
-        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
-            rc = -1;
-            break;
-        }
-        uint8_t *out = wq_malloc(len + 1);
-        memcpy(out, cmdlog_header, CMDLOG_HEADER_LEN);
-        while (at < len && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK) {
-            pos++;
-            size_t klen = cmdlog_rec_key(&r, key, CLEAN_KEY_MAX);
-            struct clean_gone *g = klen > 0 ? registry_find(gone, key, klen) : NULL;
-            if (g == NULL || pos > g->pos) {
-                memcpy(out + kept, buf + at, used);
-                kept += used;
-            }
-            at += used;
-        }
-        /* never touch a segment we cannot fully read (padding is fine) */
-        bool whole = at == len || cmdlog_files_zeros(buf + at, len - at);
-        if (whole && kept < at) {
-            char name[14];
-            cmdlog_segment_name(nums[i], name);
-            if (kept == CMDLOG_HEADER_LEN)
-                rc = unlinkat(dirfd, name, 0);
-            else
-                rc = cmdlog_files_replace(dirfd, nums[i], out, kept);
-            removed = true;
-            wq_log(LOG_LVL_DEBUG, "cmdlog cleaned segment=%s bytes=%zu->%zu", name, len, kept);
-        }
-        wq_free(out);
-        wq_free(buf);
-    }
-    if (rc == 0 && removed)
-        rc = fsync(dirfd);
-    if (rc != 0)
-        wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
-    registry_foreach(gone, clean_gone_free, NULL);
-    registry_free(gone);
-    wq_free(key);
     wq_free(nums);
     return rc;
 }

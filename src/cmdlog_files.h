@@ -1,6 +1,7 @@
 /* cmdlog_files.h - the segment files of a command-log directory: listing,
- * reading, replaying into the core, and cleaning.  Used by cmdlog.c; all of
- * it blocks on disk, so only start-up and the cleaner thread call it. */
+ * reading and replaying into the core (cleaning is cmdlog_clean.c).  Used by
+ * cmdlog.c; all of it blocks on disk, so only start-up and the cleaner
+ * thread call it. */
 #ifndef WQ_CMDLOG_FILES_H
 #define WQ_CMDLOG_FILES_H
 
@@ -33,11 +34,5 @@ int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
  * size (0, 0 if none). */
 int cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
                         uint32_t *last, uint64_t *last_size, uint64_t *records);
-
-/* Rewrite the segments numbered below `below` without the records of jobs
- * that are gone (deleted or expired in those segments), each through a
- * temporary file, fsync and rename; a segment left empty is removed.  0 or
- * -1 after logging. */
-int cmdlog_files_clean(int dirfd, uint32_t below);
 
 #endif /* WQ_CMDLOG_FILES_H */

@@ -1,6 +1,7 @@
 /* check_cmdlog_files.c - unit tests for the command log's files
- * (src/cmdlog_files.c): replay into a core, torn tails, padding, damage and
- * cleaning.
+ * (src/cmdlog_files.c, cmdlog_reader.c, cmdlog_clean.c): replay into a
+ * core, torn tails, padding, damage, the streaming reader and cleaning,
+ * whole and in chunks.
  *
  * Replay tests write their segment files with the reference writer of
  * tests/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
@@ -10,6 +11,7 @@
  * format of the original Go server. */
 #include "wq.h"
 #include "cmdlog_files.h"
+#include "cmdlog_clean.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -31,6 +33,8 @@
 #include "log.h"
 #include "queue.h"
 #include "cmdlog_check.h"
+#include "cmdlog_reader.h"
+#include "rng.h"
 #include "unit.h"
 
 /* ---- helpers ---- */
@@ -710,7 +714,8 @@ START_TEST(test_replay_padding)
 END_TEST
 
 /* Cleaning rewrites a padded closed segment without its padding. */
-START_TEST(test_clean_padded_segment)
+static void
+check_clean_padded_segment(size_t budget)
 {
     static const uint8_t zeros[300];
     struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
@@ -725,7 +730,7 @@ START_TEST(test_clean_padded_segment)
     REQUIRE(ref_seg_write(d.path, 1, s1.data, s1.len) == 0);
     REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
     REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 3), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 3, budget), 0);
     char names[256];
     tdir_list(&d, names, sizeof names);
     ck_assert_str_eq(names, "000000001.log 000000003.log");
@@ -739,6 +744,17 @@ START_TEST(test_clean_padded_segment)
     ref_buf_free(&s1);
     ref_buf_free(&s2);
     ref_buf_free(&s3);
+}
+
+START_TEST(test_clean_padded_segment)
+{
+    check_clean_padded_segment(SIZE_MAX);
+}
+END_TEST
+
+START_TEST(test_clean_padded_segment_chunked)
+{
+    check_clean_padded_segment(1);
 }
 END_TEST
 
@@ -946,7 +962,8 @@ seg_summary(const struct tdir *d, uint32_t n, char *out, size_t size)
     ref_seg_free(&s);
 }
 
-START_TEST(test_clean)
+static void
+check_clean(size_t budget)
 {
     struct tdir d;
     tdir_open(&d);
@@ -980,7 +997,7 @@ START_TEST(test_clean)
     ck_assert_int_eq(before.rc, 0);
     ck_assert_uint_eq(core_job_count(before.core), 2); /* B completed, A2 leased */
 
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 3), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 3, budget), 0);
     char sum[512];
     seg_summary(&d, 1, sum, sizeof sum);
     ck_assert_str_eq(sum, "1:2 7:2 1:5");
@@ -1001,7 +1018,7 @@ START_TEST(test_clean)
     replay_free(&after);
 
     /* cleaning again changes nothing */
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 3), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 3, budget), 0);
     seg_summary(&d, 1, sum, sizeof sum);
     ck_assert_str_eq(sum, "1:2 7:2 1:5");
     seg_summary(&d, 2, sum, sizeof sum);
@@ -1009,7 +1026,7 @@ START_TEST(test_clean)
 
     /* with segment 3 closed too: E and G go, and so does everything of
      * segment 3 but A's lease */
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 4), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 4, budget), 0);
     seg_summary(&d, 1, sum, sizeof sum);
     ck_assert_str_eq(sum, "1:2 7:2");
     seg_summary(&d, 3, sum, sizeof sum);
@@ -1025,9 +1042,22 @@ START_TEST(test_clean)
     ref_buf_free(&s3);
     tdir_close(&d);
 }
+
+START_TEST(test_clean)
+{
+    check_clean(SIZE_MAX);
+}
 END_TEST
 
-START_TEST(test_clean_removes_empty_segments)
+/* One noted end a chunk: the same result. */
+START_TEST(test_clean_chunked)
+{
+    check_clean(1);
+}
+END_TEST
+
+static void
+check_clean_removes_empty_segments(size_t budget)
 {
     struct tdir d;
     tdir_open(&d);
@@ -1050,7 +1080,7 @@ START_TEST(test_clean_removes_empty_segments)
     struct replay before, after;
     replay(&d, NOW, false, &before);
     ck_assert_int_eq(before.rc, 0);
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 5), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 5, budget), 0);
     char names[256], sum[256];
     tdir_list(&d, names, sizeof names);
     REQUIRE(strcmp(names, "000000002.log 000000003.log 000000004.log") == 0 ||
@@ -1064,6 +1094,17 @@ START_TEST(test_clean_removes_empty_segments)
     replay_free(&before);
     ref_buf_free(&b);
     tdir_close(&d);
+}
+
+START_TEST(test_clean_removes_empty_segments)
+{
+    check_clean_removes_empty_segments(SIZE_MAX);
+}
+END_TEST
+
+START_TEST(test_clean_removes_empty_segments_chunked)
+{
+    check_clean_removes_empty_segments(1);
 }
 END_TEST
 
@@ -1079,7 +1120,7 @@ START_TEST(test_clean_skips_damaged)
     b.data[b.len - 2] ^= 0xff;
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
     REQUIRE(ref_seg_write(d.path, 2, NULL, 0) == 0);
-    ck_assert_int_eq(cmdlog_files_clean(d.fd, 2), 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 2, SIZE_MAX), 0);
     struct ref_seg s;
     seg_read(&d, 1, &s);
     ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + b.len);
@@ -1090,6 +1131,196 @@ START_TEST(test_clean_skips_damaged)
     ck_assert_str_eq(names, "000000001.log 000000002.log");
     ref_buf_free(&b);
     tdir_close(&d);
+}
+END_TEST
+
+/* A random log of nsegs segments over job numbers 1..RAND_JOBS, each job
+ * added, leased, completed, deleted or expired in order and its number
+ * used again after its end; some segments padded.  Written to every dir. */
+#define RAND_JOBS 60
+static void
+write_random_log(struct tdir *dirs, size_t ndirs, uint32_t nsegs)
+{
+    enum { ABSENT, READY, LEASED, DONE } state[RAND_JOBS + 1] = {ABSENT};
+    static const uint8_t zeros[100];
+    for (uint32_t seg = 1; seg <= nsegs; seg++) {
+        struct ref_buf b = {0};
+        for (uint64_t k = rng_below(30); k > 0; k--) {
+            uint64_t n = 1 + rng_below(RAND_JOBS);
+            switch (state[n]) {
+            case ABSENT:
+                add_rec(&b, n, rng_below(2) ? "a" : "b", NOW - 1000, HOUR);
+                state[n] = READY;
+                break;
+            case READY:
+            case LEASED:
+            case DONE:
+                if (rng_below(3) == 0) {
+                    id_rec(&b, rng_below(2) ? REF_DELETE : REF_EXPIRE, n);
+                    state[n] = ABSENT;
+                } else if (state[n] == READY) {
+                    id_rec(&b, REF_START_ATTEMPT, n);
+                    state[n] = LEASED;
+                } else if (state[n] == LEASED) {
+                    result_rec(&b, REF_COMPLETE, n, "done");
+                    state[n] = DONE;
+                }
+                break;
+            }
+        }
+        if (rng_below(4) == 0)
+            ref_buf_put(&b, zeros, sizeof zeros);
+        for (size_t i = 0; i < ndirs; i++)
+            REQUIRE(ref_seg_write(dirs[i].path, seg, b.data, b.len) == 0);
+        ref_buf_free(&b);
+    }
+}
+
+/* Are the segment files of a and b (1..nsegs) the same, present or not? */
+static void
+require_same_segments(const struct tdir *a, const struct tdir *b, uint32_t nsegs)
+{
+    char la[4096], lb[4096];
+    tdir_list(a, la, sizeof la);
+    tdir_list(b, lb, sizeof lb);
+    ck_assert_str_eq(la, lb);
+    for (uint32_t n = 1; n <= nsegs; n++) {
+        if (!seg_exists(a, n))
+            continue;
+        struct ref_seg x, y;
+        seg_read(a, n, &x);
+        seg_read(b, n, &y);
+        ck_assert_uint_eq(x.len, y.len);
+        ck_assert_mem_eq(x.data, y.data, x.len);
+        ref_seg_free(&x);
+        ref_seg_free(&y);
+    }
+}
+
+/* Cleaning in chunks of any size gives the same files as in one, and the
+ * same jobs on replay as before cleaning. */
+START_TEST(test_clean_random_chunks)
+{
+    static const size_t budgets[] = {1, 300, 3000};
+    enum { NSEGS = 12, ROUNDS = 20 };
+    for (uint64_t round = 1; round <= ROUNDS; round++) {
+        rng_seed(round);
+        struct tdir dirs[5]; /* 0: cleaned whole, 1-3: in chunks, 4: not */
+        for (size_t i = 0; i < 5; i++)
+            tdir_open(&dirs[i]);
+        write_random_log(dirs, 5, NSEGS);
+        uint32_t below = 1 + (uint32_t)rng_below(NSEGS + 1);
+        ck_assert_int_eq(cmdlog_clean(dirs[0].fd, below, SIZE_MAX), 0);
+        for (size_t i = 1; i < 4; i++) {
+            ck_assert_int_eq(cmdlog_clean(dirs[i].fd, below, budgets[i - 1]), 0);
+            require_same_segments(&dirs[0], &dirs[i], NSEGS);
+        }
+        /* a second pass finds nothing more to drop */
+        ck_assert_int_eq(cmdlog_clean(dirs[1].fd, below, 1), 0);
+        require_same_segments(&dirs[0], &dirs[1], NSEGS);
+        struct replay before, after;
+        replay(&dirs[4], NOW, false, &before);
+        ck_assert_int_eq(before.rc, 0);
+        replay(&dirs[0], NOW, false, &after);
+        ck_assert_int_eq(after.rc, 0);
+        require_same_core(before.core, after.core, RAND_JOBS);
+        replay_free(&after);
+        replay_free(&before);
+        for (size_t i = 0; i < 5; i++)
+            tdir_close(&dirs[i]);
+    }
+}
+END_TEST
+
+/* A record larger than the reader's first buffer (1 MiB) is read whole and
+ * kept whole. */
+START_TEST(test_clean_big_record)
+{
+    size_t big = 3u << 20;
+    char *payload = malloc(big);
+    REQUIRE(payload != NULL);
+    for (size_t i = 0; i < big; i++)
+        payload[i] = (char)('a' + i % 26);
+    uint8_t id[JOBID_LEN];
+    struct ref_buf b = {0};
+    add_rec(&b, 1, "q", NOW - 1000, HOUR);
+    id_of(2, id);
+    ref_rec_add(&b, NOW - 1000, id, "q", 60000, HOUR, 0, 0, 0, payload, big, NOW - 1000);
+    id_rec(&b, REF_DELETE, 1);
+    struct tdir d;
+    tdir_open(&d);
+    REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 2, NULL, 0) == 0);
+
+    struct cmdlog_reader rd;
+    ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, 1), 0);
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len, lens[3] = {0};
+    uint64_t at, ats[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &lens[i], &ats[i]), CMDLOG_READ_REC);
+        ck_assert_mem_eq(bytes, b.data + ats[i] - CMDLOG_HEADER_LEN, lens[i]);
+    }
+    ck_assert_uint_eq(r.code, CMDLOG_DELETE);
+    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_END);
+    ck_assert_uint_eq(rd.off, CMDLOG_HEADER_LEN + b.len);
+    cmdlog_reader_close(&rd);
+
+    ck_assert_int_eq(cmdlog_clean(d.fd, 2, SIZE_MAX), 0);
+    struct ref_seg s;
+    seg_read(&d, 1, &s);
+    ck_assert_uint_eq(s.nrecs, 1);
+    ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + lens[1]);
+    ck_assert_mem_eq(s.data + CMDLOG_HEADER_LEN, b.data + ats[1] - CMDLOG_HEADER_LEN, lens[1]);
+    ref_seg_free(&s);
+    tdir_close(&d);
+    ref_buf_free(&b);
+    free(payload);
+}
+END_TEST
+
+/* The reader tells padding from damage, and a bad header from a good one. */
+START_TEST(test_reader_end_and_damage)
+{
+    static const uint8_t zeros[5000];
+    struct ref_buf b = {0};
+    add_rec(&b, 1, "q", NOW - 1000, HOUR);
+    size_t first = b.len;
+    ref_buf_put(&b, zeros, sizeof zeros);
+    struct tdir d;
+    tdir_open(&d);
+    REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
+    b.data[first + 4000] = 1; /* not padding any more */
+    REQUIRE(ref_seg_write(d.path, 2, b.data, b.len) == 0);
+    REQUIRE(ref_seg_write_raw(d.path, 3, "WQLOG", 5) == 0);
+    static const uint8_t header_zeros[CMDLOG_HEADER_LEN];
+    REQUIRE(ref_seg_write_raw(d.path, 4, header_zeros, sizeof header_zeros) == 0);
+
+    static const enum cmdlog_read_result want[] = {CMDLOG_READ_END, CMDLOG_READ_DAMAGED,
+                                                   CMDLOG_READ_DAMAGED, CMDLOG_READ_DAMAGED};
+    for (uint32_t n = 1; n <= 4; n++) {
+        struct cmdlog_reader rd;
+        ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, n), 0);
+        struct cmdlog_rec r;
+        const uint8_t *bytes;
+        size_t len;
+        uint64_t at;
+        enum cmdlog_read_result res = cmdlog_reader_next(&rd, &r, &bytes, &len, &at);
+        if (n <= 2) {
+            ck_assert_int_eq(res, CMDLOG_READ_REC);
+            ck_assert_uint_eq(at, CMDLOG_HEADER_LEN);
+            res = cmdlog_reader_next(&rd, &r, &bytes, &len, &at);
+            ck_assert_uint_eq(rd.off, CMDLOG_HEADER_LEN + first);
+        }
+        ck_assert_int_eq(res, want[n - 1]);
+        cmdlog_reader_close(&rd);
+    }
+    struct cmdlog_reader rd;
+    ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, 5), -1);
+    ck_assert_int_eq(errno, ENOENT);
+    tdir_close(&d);
+    ref_buf_free(&b);
 }
 END_TEST
 
@@ -1275,12 +1506,18 @@ cmdlog_files_suite(void)
         {"replay_garbage_tail", test_replay_garbage_tail},
         {"replay_padding", test_replay_padding},
         {"clean_padded_segment", test_clean_padded_segment},
+        {"clean_padded_segment_chunked", test_clean_padded_segment_chunked},
         {"replay_damage_middle", test_replay_damage_middle},
         {"replay_damage_earlier_segment", test_replay_damage_earlier_segment},
         {"replay_multi_segment", test_replay_multi_segment},
         {"clean", test_clean},
+        {"clean_chunked", test_clean_chunked},
         {"clean_removes_empty_segments", test_clean_removes_empty_segments},
+        {"clean_removes_empty_segments_chunked", test_clean_removes_empty_segments_chunked},
         {"clean_skips_damaged", test_clean_skips_damaged},
+        {"clean_random_chunks", test_clean_random_chunks},
+        {"clean_big_record", test_clean_big_record},
+        {"reader_end_and_damage", test_reader_end_and_damage},
         {"go_fixture", test_go_fixture},
     };
     return unit_suite("cmdlog_files", cases, WQ_ARRAY_LEN(cases));

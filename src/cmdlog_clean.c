@@ -1,0 +1,333 @@
+/* cmdlog_clean.c - the cleaning pass, in chunks of bounded memory.
+ *
+ * A chunk reads the closed segments from where the last chunk stopped and
+ * notes, per job, the position (segment, offset) of the last record that
+ * ended it, until the notes reach the budget; then it rewrites every
+ * segment up to there without the records of those jobs at or before that
+ * position (a job id may be used again after its end).  Segments are
+ * streamed through cmdlog_reader, so memory is the budget plus a record
+ * buffer and a write buffer, whatever the log's size. */
+#include "wq.h"
+#include "cmdlog_clean.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "cmdlog_codec.h"
+#include "cmdlog_files.h"
+#include "cmdlog_reader.h"
+#include "log.h"
+#include "registry.h"
+
+/* Per job (cmdlog_rec_key), where the last record that ended it is. */
+struct clean_gone {
+    size_t seg; /* index into the pass's segment list */
+    uint64_t at;
+    size_t len;
+    uint8_t key[];
+};
+
+/* What a note costs against the budget, besides its key: the element, its
+ * allocator rounding and a registry slot at the table's lowest load. */
+#define CLEAN_GONE_COST (sizeof(struct clean_gone) + 32)
+
+/* Room for any record's key: a kind byte and a Workq id or a jid. */
+#define CLEAN_KEY_MAX (1 + 65536)
+
+/* The write buffer of a rewritten segment. */
+#define CLEAN_OUT_CAP (1u << 20)
+
+struct clean {
+    int dirfd;
+    uint32_t *nums; /* the closed segments, ascending; 0 once removed */
+    size_t count;
+    size_t budget;
+    struct registry *gone;
+    size_t gone_bytes;
+    uint8_t *key;      /* CLEAN_KEY_MAX bytes */
+    uint8_t *out;      /* CLEAN_OUT_CAP bytes */
+    size_t rewritten;  /* segments replaced or removed */
+    uint64_t saved;    /* bytes dropped */
+};
+
+static void
+clean_gone_key(const void *elem, const void **key, size_t *len)
+{
+    const struct clean_gone *g = elem;
+    *key = g->key;
+    *len = g->len;
+}
+
+static void
+clean_gone_free(void *elem, void *arg)
+{
+    wq_free(elem);
+}
+
+static void
+clean_forget(struct clean *c)
+{
+    registry_foreach(c->gone, clean_gone_free, NULL);
+    registry_free(c->gone);
+    c->gone = registry_new(clean_gone_key);
+    c->gone_bytes = 0;
+}
+
+/* Note the jobs that segments from[seg], from its offset `at`, onwards end,
+ * until the notes reach the budget.  *stop_seg and *stop_at get where the
+ * notes stop (the offset after the last record read; UINT64_MAX when the
+ * last segment was read to its end).  0, or -1 (errno). */
+static int
+clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint64_t *stop_at)
+{
+    for (size_t i = seg; i < c->count; i++) {
+        struct cmdlog_reader rd;
+        if (c->nums[i] == 0)
+            continue;
+        if (cmdlog_reader_open(&rd, c->dirfd, c->nums[i]) != 0)
+            return -1;
+        struct cmdlog_rec r;
+        const uint8_t *bytes;
+        size_t len;
+        uint64_t pos;
+        enum cmdlog_read_result res;
+        while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &pos)) == CMDLOG_READ_REC) {
+            if (i == seg && pos < at)
+                continue;
+            size_t klen = cmdlog_rec_key(&r, c->key, CLEAN_KEY_MAX);
+            if (klen == 0 || !cmdlog_rec_ends_job(&r))
+                continue;
+            struct clean_gone *g = registry_find(c->gone, c->key, klen);
+            if (g == NULL) {
+                g = wq_malloc(sizeof *g + klen);
+                memcpy(g->key, c->key, klen);
+                g->len = klen;
+                registry_insert(c->gone, g);
+                c->gone_bytes += CLEAN_GONE_COST + klen;
+            }
+            g->seg = i;
+            g->at = pos;
+            if (c->gone_bytes >= c->budget) {
+                cmdlog_reader_close(&rd);
+                *stop_seg = i;
+                *stop_at = pos + len;
+                return 0;
+            }
+        }
+        int err = errno;
+        cmdlog_reader_close(&rd);
+        if (res == CMDLOG_READ_ERROR) {
+            errno = err;
+            return -1;
+        }
+    }
+    *stop_seg = c->count - 1;
+    *stop_at = UINT64_MAX;
+    return 0;
+}
+
+/* Is the record r at (seg, at) one of a noted job, at or before its end? */
+static bool
+clean_drops(struct clean *c, const struct cmdlog_rec *r, size_t seg, uint64_t at)
+{
+    size_t klen = cmdlog_rec_key(r, c->key, CLEAN_KEY_MAX);
+    const struct clean_gone *g = klen > 0 ? registry_find(c->gone, c->key, klen) : NULL;
+    return g != NULL && (seg < g->seg || (seg == g->seg && at <= g->at));
+}
+
+/* write(2) all of p[0..n) to fd.  0, or -1 (errno). */
+static int
+clean_write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Append p[0..n) to the temporary file fd through c->out (*fill bytes
+ * used).  0, or -1 (errno). */
+static int
+clean_put(struct clean *c, int fd, size_t *fill, const uint8_t *p, size_t n)
+{
+    if (*fill + n > CLEAN_OUT_CAP || p == NULL) {
+        if (clean_write_all(fd, c->out, *fill) != 0)
+            return -1;
+        *fill = 0;
+    }
+    if (p == NULL)
+        return 0;
+    if (n >= CLEAN_OUT_CAP)
+        return clean_write_all(fd, p, n);
+    memcpy(c->out + *fill, p, n);
+    *fill += n;
+    return 0;
+}
+
+/* Read segment seg; write the records it keeps to fd when fd >= 0.  Counts
+ * *dropped records; *kept_bytes is the size it keeps (header included) and
+ * *stop_new where the record at offset stop_at lands in it (UINT64_MAX if
+ * no record starts there).  The read's result, or CMDLOG_READ_ERROR when a
+ * write failed (errno). */
+static enum cmdlog_read_result
+clean_scan(struct clean *c, size_t seg, int fd, uint64_t stop_at, size_t *dropped,
+           uint64_t *kept_bytes, uint64_t *stop_new)
+{
+    struct cmdlog_reader rd;
+    if (cmdlog_reader_open(&rd, c->dirfd, c->nums[seg]) != 0)
+        return CMDLOG_READ_ERROR;
+    size_t fill = 0;
+    *dropped = 0;
+    *kept_bytes = CMDLOG_HEADER_LEN;
+    *stop_new = UINT64_MAX;
+    if (fd >= 0 && clean_put(c, fd, &fill, cmdlog_header, CMDLOG_HEADER_LEN) != 0)
+        goto failed;
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t at;
+    enum cmdlog_read_result res;
+    while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &at)) == CMDLOG_READ_REC) {
+        if (at == stop_at)
+            *stop_new = *kept_bytes;
+        if (clean_drops(c, &r, seg, at)) {
+            (*dropped)++;
+            continue;
+        }
+        if (fd >= 0 && clean_put(c, fd, &fill, bytes, len) != 0)
+            goto failed;
+        *kept_bytes += len;
+    }
+    if (fd >= 0 && res == CMDLOG_READ_END && clean_put(c, fd, &fill, NULL, 0) != 0)
+        goto failed;
+    cmdlog_reader_close(&rd);
+    return res;
+failed:;
+    int err = errno;
+    cmdlog_reader_close(&rd);
+    errno = err;
+    return CMDLOG_READ_ERROR;
+}
+
+/* Rewrite segment seg without the noted jobs' records, through a
+ * temporary file, fsync and rename, or remove it if nothing is left; then
+ * sync the directory, so that a segment's change is on disk before a later
+ * segment's (which may drop the record that ended a job).  A segment that
+ * does not read cleanly to its end is left alone.  *stop_new: where
+ * offset stop_at of the segment is afterwards.  0, or -1 (errno). */
+static int
+clean_rewrite(struct clean *c, size_t seg, uint64_t stop_at, uint64_t *stop_new)
+{
+    size_t dropped;
+    uint64_t kept;
+    if (c->nums[seg] == 0) {
+        *stop_new = UINT64_MAX;
+        return 0;
+    }
+    enum cmdlog_read_result res = clean_scan(c, seg, -1, stop_at, &dropped, &kept, stop_new);
+    if (res == CMDLOG_READ_ERROR)
+        return -1;
+    if (res != CMDLOG_READ_END || dropped == 0) {
+        *stop_new = stop_at;
+        return 0;
+    }
+    char name[14], tmp[20];
+    cmdlog_segment_name(c->nums[seg], name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", name);
+    struct stat st;
+    if (fstatat(c->dirfd, name, &st, 0) != 0)
+        return -1;
+    if (kept == CMDLOG_HEADER_LEN) {
+        if (unlinkat(c->dirfd, name, 0) != 0)
+            return -1;
+        c->nums[seg] = 0;
+        kept = 0;
+    } else {
+        int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -1;
+        res = clean_scan(c, seg, fd, stop_at, &dropped, &kept, stop_new);
+        int rc = res == CMDLOG_READ_END ? fsync(fd) : -1;
+        if (res == CMDLOG_READ_DAMAGED)
+            errno = EIO; /* changed under us */
+        int err = errno;
+        close(fd);
+        if (rc == 0) {
+            rc = renameat(c->dirfd, tmp, c->dirfd, name);
+            err = errno;
+        }
+        if (rc != 0) {
+            unlinkat(c->dirfd, tmp, 0);
+            errno = err;
+            return -1;
+        }
+    }
+    wq_log(LOG_LVL_DEBUG, "cmdlog cleaned segment=%s bytes=%llu->%llu", name,
+           (unsigned long long)st.st_size, (unsigned long long)kept);
+    c->rewritten++;
+    c->saved += (uint64_t)st.st_size - kept;
+    return fsync(c->dirfd);
+}
+
+int
+cmdlog_clean(int dirfd, uint32_t below, size_t budget)
+{
+    uint32_t *nums;
+    size_t count;
+    if (cmdlog_files_list(dirfd, &nums, &count) != 0)
+        return -1;
+    while (count > 0 && nums[count - 1] >= below)
+        count--;
+    struct clean c = {
+        .dirfd = dirfd,
+        .nums = nums,
+        .count = count,
+        .budget = budget,
+        .gone = registry_new(clean_gone_key),
+        .key = wq_malloc(CLEAN_KEY_MAX),
+        .out = wq_malloc(CLEAN_OUT_CAP),
+    };
+    size_t seg = 0, chunks = 0;
+    uint64_t at = 0;
+    int rc = 0;
+    while (rc == 0 && seg < count) {
+        size_t stop_seg;
+        uint64_t stop_at, stop_new = 0;
+        rc = clean_note_ends(&c, seg, at, &stop_seg, &stop_at);
+        if (rc != 0 || registry_count(c.gone) == 0)
+            break;
+        chunks++;
+        for (size_t i = 0; i <= stop_seg && rc == 0; i++)
+            rc = clean_rewrite(&c, i, i == stop_seg ? stop_at : UINT64_MAX, &stop_new);
+        clean_forget(&c);
+        if (stop_at == UINT64_MAX || stop_new == UINT64_MAX) {
+            seg = stop_seg + 1;
+            at = 0;
+        } else {
+            seg = stop_seg;
+            at = stop_new;
+        }
+    }
+    if (rc != 0)
+        wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
+    else if (c.rewritten > 0)
+        wq_log(LOG_LVL_INFO, "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu",
+               c.rewritten, count, chunks, (unsigned long long)c.saved);
+    clean_forget(&c);
+    registry_free(c.gone);
+    wq_free(c.out);
+    wq_free(c.key);
+    wq_free(nums);
+    return rc;
+}
