@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -280,9 +281,18 @@ clean_rewrite(struct clean *c, size_t seg, uint64_t stop_at, uint64_t *stop_new)
     return fsync(c->dirfd);
 }
 
+static uint64_t
+clean_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 int
 cmdlog_clean(int dirfd, uint32_t below, size_t budget)
 {
+    uint64_t started = clean_now_ms();
     uint32_t *nums;
     size_t count;
     if (cmdlog_files_list(dirfd, &nums, &count) != 0)
@@ -322,8 +332,9 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
     if (rc != 0)
         wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
     else if (c.rewritten > 0)
-        wq_log(LOG_LVL_INFO, "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu",
-               c.rewritten, count, chunks, (unsigned long long)c.saved);
+        wq_log(LOG_LVL_INFO, "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu ms=%llu",
+               c.rewritten, count, chunks, (unsigned long long)c.saved,
+               (unsigned long long)(clean_now_ms() - started));
     clean_forget(&c);
     registry_free(c.gone);
     wq_free(c.out);
