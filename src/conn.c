@@ -74,6 +74,7 @@ struct conn {
     enum conn_state state;
     bool direct;            /* plain TCP: written to straight from the loop */
     bool after_reference;   /* the output ends with a payload by reference */
+    bool throttle_logged;   /* its first throttle has been logged */
     void *waiting;          /* CONN_PARKED: what the protocol parked */
     struct evbuffer *held;  /* replies waiting for the log */
     struct evbuffer *later; /* CONN_PAUSED: replies made during the pause */
@@ -490,6 +491,12 @@ conn_process(struct conn *c)
         if (conn_unread(c) > CONN_OUT_HIGH) { /* held replies do not count */
             c->state = CONN_THROTTLED;
             bufferevent_disable(c->bev, EV_READ);
+            if (!c->throttle_logged)
+                wq_log(LOG_LVL_INFO,
+                       "not reading a connection's requests until it reads its replies peer=%s "
+                       "unread=%zu",
+                       c->peer, conn_unread(c));
+            c->throttle_logged = true;
             break;
         }
         size_t len = evbuffer_get_length(in);

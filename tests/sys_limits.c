@@ -342,15 +342,18 @@ START_TEST(test_idle_slowloris)
 END_TEST
 
 /* A client that never reads its replies is closed once it has taken none
- * of them for the timeout: its unsent replies are dropped, not kept. */
+ * of them for the timeout: its unsent replies are dropped, not kept.  Past
+ * its unread-output cap (4 MiB) its requests stop being read first; both
+ * steps are logged. */
 START_TEST(test_idle_never_reads)
 {
     enum { LEN = 1048576, N = 16 };
     static char payload[LEN];
     memset(payload, 'p', LEN);
-    struct systest_server s;
-    systest_start(&s, "--idle-timeout", "500ms", NULL);
-    int fd = systest_connect(&s);
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--idle-timeout",
+                                                  "500ms", NULL});
+    int fd = systest_connect(&p.s);
     int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     systest_sends(fd, f("add %s q 60000 60000 %d\r\n", id4(1), LEN));
@@ -359,7 +362,7 @@ START_TEST(test_idle_never_reads)
     for (int i = 0; i < N; i++)
         systest_sends(fd, f("inspect job %s\r\n", id4(1)));
     int64_t t0 = systest_now_ms();
-    int ctl = systest_connect(&s);
+    int ctl = systest_connect(&p.s);
     /* the server gives up on it: the connection count drops to ctl's */
     while (systest_server_stat(ctl, "active-clients") != 1) {
         ck_assert_msg(systest_now_ms() - t0 < IDLE_MS * 8 * systest_slow(),
@@ -368,9 +371,13 @@ START_TEST(test_idle_never_reads)
     }
     if (systest_exact_timing())
         ck_assert_int_ge(systest_now_ms() - t0, IDLE_MS - 50);
+    ck_assert(systest_proc_wait(
+        &p, true, " info not reading a connection's requests until it reads its replies peer="));
+    ck_assert(systest_proc_wait(&p, true, " info closing a connection that reads nothing peer="));
     close(fd);
     close(ctl);
-    systest_stop(&s);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
 }
 END_TEST
 
