@@ -172,3 +172,26 @@ ostree_next(const struct ostree_node *n)
     }
     return NULL;
 }
+
+struct ostree_node *
+ostree_min_any(const struct ostree *t)
+{
+    struct ostree_node *n = t->root;
+    while (n != NULL && n->left != NULL)
+        n = n->left;
+    return n;
+}
+
+struct ostree_node *
+ostree_next_any(const struct ostree_node *n)
+{
+    if (n->right != NULL) {
+        struct ostree_node *m = n->right;
+        while (m->left != NULL)
+            m = m->left;
+        return m;
+    }
+    while (n->parent != NULL && n->parent->right == n)
+        n = n->parent;
+    return n->parent;
+}

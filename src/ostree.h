@@ -50,5 +50,9 @@ ostree_count(const struct ostree *t)
 struct ostree_node *ostree_select(const struct ostree *t, uint64_t rank);
 /* The first counted node after n in order, or NULL. */
 struct ostree_node *ostree_next(const struct ostree_node *n);
+/* Every node in order, counted or not: the first, or NULL if t is empty;
+ * the one after n, or NULL. */
+struct ostree_node *ostree_min_any(const struct ostree *t);
+struct ostree_node *ostree_next_any(const struct ostree_node *n);
 
 #endif /* WQ_OSTREE_H */

@@ -177,12 +177,6 @@ stats_queue_add(struct stats_queue *e, const struct queue *q, uint64_t now_ms)
         e->head_age_ms = WQ_MAX(e->head_age_ms, now_ms - (uint64_t)j->base_ms);
 }
 
-static int
-stats_queue_cmp(const void *a, const void *b)
-{
-    return strcmp(((const struct stats_queue *)a)->name, ((const struct stats_queue *)b)->name);
-}
-
 /* The visible queues, sorted by name, the first max of them apart (a
  * queue named "other" never), the rest summed into *other. */
 static struct stats_queue *
@@ -193,12 +187,12 @@ stats_queues(const struct core *c, uint64_t now_ms, uint64_t max, size_t *n_out,
     struct stats_queue *v = wq_calloc(t->used + 1, sizeof *v);
     uint32_t *slot = wq_malloc((t->cap + 1) * sizeof *slot);
     size_t n = 0;
-    for (uint32_t ix = 0; ix < t->used; ix++) {
-        const struct queue *q = t->tab[ix];
-        if (q != NULL && q->base == NULL) {
-            slot[ix] = (uint32_t)n;
-            v[n++].name = q->name;
-        }
+    /* the index of names holds every visible queue, in order: no sort */
+    for (const struct ostree_node *o = ostree_min_any(&t->in_order); o != NULL;
+         o = ostree_next_any(o)) {
+        const struct queue *q = WQ_CONTAINER_OF(o, const struct queue, order);
+        slot[q->ix] = (uint32_t)n;
+        v[n++].name = q->name;
     }
     for (uint32_t ix = 0; ix < t->used; ix++) {
         const struct queue *q = t->tab[ix];
@@ -206,7 +200,6 @@ stats_queues(const struct core *c, uint64_t now_ms, uint64_t max, size_t *n_out,
             stats_queue_add(&v[slot[q->base != NULL ? q->base->ix : ix]], q, now_ms);
     }
     wq_free(slot);
-    qsort(v, n, sizeof *v, stats_queue_cmp);
     memset(other, 0, sizeof *other);
     other->name = "other";
     *has_other = false;

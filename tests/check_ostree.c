@@ -2,7 +2,8 @@
  * Test nodes carry an integer key; a plain array of flags is the model of
  * which keys are in the tree and which count.  After each operation
  * ostree_verify() checks the links, the order, the treap priorities and
- * every subtree count, and the model is compared with select and next. */
+ * every subtree count, and the model is compared with select, next and
+ * the walk over every node. */
 #include "wq.h"
 #include "ostree.h"
 
@@ -72,6 +73,15 @@ ostree_verify(const struct ostree *t, const struct el *els, size_t n)
     }
     REQUIRE(walk == NULL);
     REQUIRE(ostree_select(t, rank) == NULL);
+    /* every node, counted or not, in order */
+    walk = ostree_min_any(t);
+    for (size_t i = 0; i < n; i++) {
+        if (!els[i].in_tree)
+            continue;
+        REQUIRE(walk == &els[i].node);
+        walk = ostree_next_any(walk);
+    }
+    REQUIRE(walk == NULL);
 }
 
 /* n elements with keys 10, 20, ... (so key order is array order). */
@@ -90,6 +100,7 @@ START_TEST(test_empty)
     ostree_init(&t, el_cmp);
     ck_assert_uint_eq(ostree_count(&t), 0);
     ck_assert_ptr_null(ostree_select(&t, 0));
+    ck_assert_ptr_null(ostree_min_any(&t));
     struct el lone = {.key = 1};
     ostree_set_counted(&lone.node, true); /* outside a tree: itself only */
     ck_assert_uint_eq(lone.node.count, 1);
