@@ -1,5 +1,6 @@
 /* fuzz_replay.c - libFuzzer target: replay of a whole command-log
- * directory (src/cmdlog.c, cmdlog_files.c, core_replay.c).
+ * directory and its cleaning (src/cmdlog.c, cmdlog_files.c, core_replay.c,
+ * cmdlog_clean.c, cmdlog_reader.c).
  *
  * The input is the directory's segments one after the other: a new
  * segment starts at each segment header (cmdlog_header) after the first
@@ -10,9 +11,11 @@
  * then advanced past every deadline and freed.
  *
  * What must hold: a log that replay refused (damage) replays once
- * truncate_damage cuts it, as an operator would ask; and a log that
+ * truncate_damage cuts it, as an operator would ask; a log that
  * replayed (perhaps after cutting a torn tail or padding) replays again
- * the same records and jobs. */
+ * the same records and jobs; and after a cleaning pass over every
+ * segment (src/cmdlog_clean.c, in chunks of a few jobs) the same jobs in
+ * the same states. */
 #include "wq.h"
 #include "fuzz.h"
 
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "cmdlog.h"
+#include "cmdlog_clean.h"
 #include "core.h"
 #include "log.h"
 
@@ -97,10 +101,17 @@ write_segments(const uint8_t *data, size_t size)
     write_segment(n, data + start, size - start);
 }
 
-/* Replay the directory into a fresh core as the server would; the records
- * and jobs it gave in *records and *jobs.  0, or -1 if replay refused. */
+/* What a replay gave: its records, and the jobs in each state. */
+struct outcome {
+    uint64_t records;
+    size_t jobs;
+    uint64_t ready, scheduled, leased, completed, failed, waiting;
+};
+
+/* Replay the directory into a fresh core as the server would, into *o.
+ * 0, or -1 if replay refused. */
 static int
-replay(bool truncate, uint64_t *records, size_t *jobs)
+replay(bool truncate, struct outcome *o)
 {
     struct cmdlog_config cfg = {
         .dir = dir,
@@ -118,8 +129,9 @@ replay(bool truncate, uint64_t *records, size_t *jobs)
     if (rc == 0) {
         struct cmdlog_stats st;
         cmdlog_get_stats(l, &st);
-        *records = st.replay_records;
-        *jobs = core_job_count(c);
+        const struct core_stats *cs = &c->stats;
+        *o = (struct outcome){st.replay_records, core_job_count(c), cs->ready, cs->scheduled,
+                              cs->leased, cs->completed, cs->failed, cs->waiting};
         /* what start-up does next, then the rest of every job's life */
         core_advance(c, FUZZ_NOW_MS);
         core_advance(c, FUZZ_NOW_MS + 400 * FUZZ_DAY_MS);
@@ -129,20 +141,39 @@ replay(bool truncate, uint64_t *records, size_t *jobs)
     return rc;
 }
 
+/* The same jobs in the same states (the records may differ). */
+static bool
+same_jobs(const struct outcome *a, const struct outcome *b)
+{
+    return a->jobs == b->jobs && a->ready == b->ready && a->scheduled == b->scheduled &&
+           a->leased == b->leased && a->completed == b->completed && a->failed == b->failed &&
+           a->waiting == b->waiting;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint64_t records, again_records;
-    size_t jobs, again_jobs;
+    struct outcome first, again;
     clear_dir();
     write_segments(data, size);
-    if (replay(false, &records, &jobs) != 0 && replay(true, &records, &jobs) != 0) {
+    if (replay(false, &first) != 0 && replay(true, &first) != 0) {
         fprintf(stderr, "fuzz_replay: replay refused a log truncate_damage had cut\n");
         abort();
     }
-    if (replay(false, &again_records, &again_jobs) != 0 || again_records != records ||
-        again_jobs != jobs) {
+    if (replay(false, &again) != 0 || again.records != first.records ||
+        !same_jobs(&first, &again)) {
         fprintf(stderr, "fuzz_replay: a replayed log does not replay the same again\n");
+        abort();
+    }
+    /* Cleaning every segment, in chunks of a few jobs, changes no job. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || cmdlog_clean(dfd, UINT32_MAX, 300) != 0) {
+        fprintf(stderr, "fuzz_replay: cleaning failed\n");
+        abort();
+    }
+    close(dfd);
+    if (replay(false, &again) != 0 || !same_jobs(&first, &again)) {
+        fprintf(stderr, "fuzz_replay: cleaning changed the jobs a log replays\n");
         abort();
     }
     return 0;
