@@ -46,7 +46,8 @@ struct clean_gone {
 struct clean {
     int dirfd;
     uint32_t *nums; /* the closed segments, ascending; 0 once removed */
-    size_t count;
+    size_t count;         /* cut at the first damaged segment */
+    size_t synced;        /* segments [0, synced) fdatasync'ed by this pass */
     size_t budget;
     struct registry *gone;
     size_t gone_bytes;
@@ -96,7 +97,15 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
         const uint8_t *bytes;
         size_t len;
         uint64_t pos;
-        enum cmdlog_read_result res;
+        enum cmdlog_read_result res = CMDLOG_READ_ERROR;
+        /* Its ends drop records of earlier segments: it must be on disk
+         * before they are rewritten (a closed segment may not be synced
+         * yet under the policies other than always). */
+        if (i >= c->synced) {
+            if (fdatasync(rd.fd) != 0)
+                goto failed;
+            c->synced = i + 1;
+        }
         while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &pos)) == CMDLOG_READ_REC) {
             if (i == seg && pos < at)
                 continue;
@@ -120,6 +129,16 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
                 return 0;
             }
         }
+        if (res == CMDLOG_READ_DAMAGED) {
+            /* Replay stops here, and would cut the log here if told to:
+             * the ends after it must not drop the records before it. */
+            char name[14];
+            cmdlog_segment_name(c->nums[i], name);
+            wq_log(LOG_LVL_WARN, "cmdlog cleaning stops at damaged segment=%s offset=%llu", name,
+                   (unsigned long long)rd.off);
+            c->count = i + 1;
+        }
+    failed:;
         int err = errno;
         cmdlog_reader_close(&rd);
         if (res == CMDLOG_READ_ERROR) {
@@ -295,8 +314,10 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
     uint64_t started = clean_now_ms();
     uint32_t *nums;
     size_t count;
-    if (cmdlog_files_list(dirfd, &nums, &count) != 0)
+    if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
+        wq_log(LOG_LVL_WARN, "cmdlog cleaning cannot list the directory: %s", strerror(errno));
         return -1;
+    }
     while (count > 0 && nums[count - 1] >= below)
         count--;
     struct clean c = {
@@ -311,7 +332,7 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
     size_t seg = 0, chunks = 0;
     uint64_t at = 0;
     int rc = 0;
-    while (rc == 0 && seg < count) {
+    while (rc == 0 && seg < c.count) {
         size_t stop_seg;
         uint64_t stop_at, stop_new = 0;
         rc = clean_note_ends(&c, seg, at, &stop_seg, &stop_at);
@@ -320,6 +341,8 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
         chunks++;
         for (size_t i = 0; i <= stop_seg && rc == 0; i++)
             rc = clean_rewrite(&c, i, i == stop_seg ? stop_at : UINT64_MAX, &stop_new);
+        if (rc != 0)
+            break;
         clean_forget(&c);
         if (stop_at == UINT64_MAX || stop_new == UINT64_MAX) {
             seg = stop_seg + 1;
@@ -329,7 +352,7 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
             at = stop_new;
         }
     }
-    if (rc != 0)
+    if (rc != 0) /* errno is the failure's: nothing ran since */
         wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
     else if (c.rewritten > 0)
         wq_log(LOG_LVL_INFO, "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu ms=%llu",

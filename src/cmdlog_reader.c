@@ -57,14 +57,31 @@ reader_rest_is_padding(struct cmdlog_reader *rd)
     }
 }
 
+/* Does the record at rd->start say it is longer than the rest of the file?
+ * (A garbled length: reading on would only grow the buffer.) */
+static bool
+reader_past_end(const struct cmdlog_reader *rd)
+{
+    const uint8_t *p = rd->buf + rd->start;
+    size_t have = rd->end - rd->start;
+    uint64_t size;
+    if (have <= CMDLOG_TIME_LEN)
+        return false;
+    size_t n = cmdlog_uvarint_get(p + CMDLOG_TIME_LEN, have - CMDLOG_TIME_LEN, &size);
+    if (n == 0)
+        return false;
+    uint64_t left = rd->size > rd->off ? rd->size - rd->off : 0;
+    return size > left || CMDLOG_TIME_LEN + n + size + CMDLOG_CRC_LEN > left;
+}
+
 int
 cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint32_t n)
 {
-    uint64_t size;
     memset(rd, 0, sizeof *rd);
-    rd->fd = cmdlog_files_open(dirfd, n, O_RDONLY, &size);
+    rd->fd = cmdlog_files_open(dirfd, n, O_RDONLY, &rd->size);
     if (rd->fd < 0)
         return -1;
+    uint64_t size = rd->size;
     rd->cap = size < READER_MIN ? READER_MIN : size < READER_CHUNK ? (size_t)size : READER_CHUNK;
     rd->buf = wq_malloc(rd->cap);
     return 0;
@@ -96,7 +113,7 @@ cmdlog_reader_next(struct cmdlog_reader *rd, struct cmdlog_rec *r, const uint8_t
             rd->off += used;
             return CMDLOG_READ_REC;
         }
-        if (d == CMDLOG_REC_BAD || rd->eof)
+        if (d == CMDLOG_REC_BAD || rd->eof || reader_past_end(rd))
             return reader_rest_is_padding(rd);
         if (reader_fill(rd) != 0)
             return CMDLOG_READ_ERROR;

@@ -14,6 +14,7 @@ struct cmdlog_reader {
     size_t cap;
     size_t start, end; /* the bytes read and not yet returned: buf[start..end) */
     uint64_t off;      /* the file offset of buf[start] */
+    uint64_t size;     /* the file's size at open */
     bool eof;
 };
 

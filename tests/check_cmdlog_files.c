@@ -1134,6 +1134,79 @@ START_TEST(test_clean_skips_damaged)
 }
 END_TEST
 
+/* A damaged segment ends what cleaning reads: an end after it must not
+ * drop a record before it (replay stops at the damage, and cutting the log
+ * there would lose the job). */
+START_TEST(test_clean_stops_at_damage)
+{
+    struct tdir d;
+    tdir_open(&d);
+    struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
+    add_rec(&s1, 1, "q", NOW - 1000, HOUR);
+    add_rec(&s1, 3, "q", NOW - 1000, HOUR);
+    id_rec(&s1, REF_DELETE, 3); /* an end before the damage still counts */
+    add_rec(&s2, 2, "q", NOW - 1000, HOUR);
+    s2.data[s2.len - 2] ^= 0xff;
+    add_rec(&s2, 4, "q", NOW - 1000, HOUR);
+    id_rec(&s3, REF_DELETE, 1);
+    REQUIRE(ref_seg_write(d.path, 1, s1.data, s1.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 4, NULL, 0) == 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 4, SIZE_MAX), 0);
+    char sum[64];
+    seg_summary(&d, 1, sum, sizeof sum); /* job 1's add stays: its delete is past the damage */
+    ck_assert_str_eq(sum, "1:1");
+    struct ref_seg s;
+    seg_read(&d, 2, &s); /* damaged: as it was */
+    ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + s2.len);
+    ck_assert_mem_eq(s.data + CMDLOG_HEADER_LEN, s2.data, s2.len);
+    ref_seg_free(&s);
+    seg_read(&d, 3, &s);
+    ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + s3.len);
+    ref_seg_free(&s);
+    ref_buf_free(&s1);
+    ref_buf_free(&s2);
+    ref_buf_free(&s3);
+    tdir_close(&d);
+}
+END_TEST
+
+/* A garbled length past the end of the file is damage at once: the reader
+ * does not grow its buffer to read the file to its end. */
+START_TEST(test_reader_garbled_length)
+{
+    static const uint8_t zeros[3u << 20]; /* past the reader's first 1 MiB */
+    struct ref_buf b = {0};
+    add_rec(&b, 1, "q", NOW - 1000, HOUR);
+    size_t first = b.len;
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+    b.data[first + REF_TIME_LEN] = 0xff; /* a varint length of about 2 GB */
+    b.data[first + REF_TIME_LEN + 1] = 0xff;
+    b.data[first + REF_TIME_LEN + 2] = 0xff;
+    b.data[first + REF_TIME_LEN + 3] = 0x07;
+    ref_buf_put(&b, zeros, sizeof zeros);
+    b.data[b.len - 1] = 1;
+    struct tdir d;
+    tdir_open(&d);
+    REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
+    struct cmdlog_reader rd;
+    ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, 1), 0);
+    size_t cap = rd.cap;
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t at;
+    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_REC);
+    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_DAMAGED);
+    ck_assert_uint_eq(rd.off, CMDLOG_HEADER_LEN + first);
+    ck_assert_uint_eq(rd.cap, cap);
+    cmdlog_reader_close(&rd);
+    tdir_close(&d);
+    ref_buf_free(&b);
+}
+END_TEST
+
 /* A random log of nsegs segments over job numbers 1..RAND_JOBS, each job
  * added, leased, completed, deleted or expired in order and its number
  * used again after its end; some segments padded.  Written to every dir. */
@@ -1518,6 +1591,8 @@ cmdlog_files_suite(void)
         {"clean_random_chunks", test_clean_random_chunks},
         {"clean_big_record", test_clean_big_record},
         {"reader_end_and_damage", test_reader_end_and_damage},
+        {"clean_stops_at_damage", test_clean_stops_at_damage},
+        {"reader_garbled_length", test_reader_garbled_length},
         {"go_fixture", test_go_fixture},
     };
     return unit_suite("cmdlog_files", cases, WQ_ARRAY_LEN(cases));
