@@ -74,5 +74,5 @@ wait "$bpid" || echo "clean_memory.sh: a bench run failed" >&2
 cat "$d/bench"
 echo "peak RSS: $((before / 1024)) MiB before the pass, $((peak / 1024)) MiB overall"
 echo "log after the pass: $(du -sh "$d/log" | cut -f1)"
-grep "cmdlog cleaned segment=" "$d/err" | sed -n '1p;$p' | cut -d' ' -f1,4
+grep "cmdlog cleaned segment=" "$d/err" | sed -n '1p;$p' | cut -d" " -f1,5
 grep "cmdlog cleaned segments=\|cmdlog cleaning failed" "$d/err"
