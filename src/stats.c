@@ -177,43 +177,41 @@ stats_queue_add(struct stats_queue *e, const struct queue *q, uint64_t now_ms)
         e->head_age_ms = WQ_MAX(e->head_age_ms, now_ms - (uint64_t)j->base_ms);
 }
 
-/* The visible queues, sorted by name, the first max of them apart (a
- * queue named "other" never), the rest summed into *other. */
+/* The visible queues in name order, the first max of them apart (a queue
+ * named "other" never), the rest summed into *other.  Only the kept ones
+ * get an entry (and one more, for the caller's "other"). */
 static struct stats_queue *
 stats_queues(const struct core *c, uint64_t now_ms, uint64_t max, size_t *n_out,
              struct stats_queue *other, bool *has_other)
 {
+    enum { OTHER = UINT32_MAX };
     const struct queue_table *t = &c->queues;
-    struct stats_queue *v = wq_calloc(t->used + 1, sizeof *v);
+    struct stats_queue *v = wq_calloc(WQ_MIN(max, (uint64_t)t->used) + 1, sizeof *v);
     uint32_t *slot = wq_malloc((t->cap + 1) * sizeof *slot);
-    size_t n = 0;
-    /* the index of names holds every visible queue, in order: no sort */
-    for (const struct ostree_node *o = ostree_min_any(&t->in_order); o != NULL;
-         o = ostree_next_any(o)) {
-        const struct queue *q = WQ_CONTAINER_OF(o, const struct queue, order);
-        slot[q->ix] = (uint32_t)n;
-        v[n++].name = q->name;
-    }
-    for (uint32_t ix = 0; ix < t->used; ix++) {
-        const struct queue *q = t->tab[ix];
-        if (q != NULL)
-            stats_queue_add(&v[slot[q->base != NULL ? q->base->ix : ix]], q, now_ms);
-    }
-    wq_free(slot);
+    memset(slot, 0xff, (t->cap + 1) * sizeof *slot); /* OTHER */
     memset(other, 0, sizeof *other);
     other->name = "other";
     *has_other = false;
     size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (kept < max && strcmp(v[i].name, "other") != 0) {
-            v[kept++] = v[i];
-            continue;
+    /* the index of names holds every visible queue, in order: no sort, and
+     * no walk past the first max */
+    for (const struct ostree_node *o = ostree_min_any(&t->in_order); o != NULL && kept < max;
+         o = ostree_next_any(o)) {
+        const struct queue *q = WQ_CONTAINER_OF(o, const struct queue, order);
+        if (strcmp(q->name, "other") != 0) {
+            slot[q->ix] = (uint32_t)kept;
+            v[kept++].name = q->name;
         }
-        *has_other = true;
-        for (int s = 0; s < QS_COUNT; s++)
-            other->n[s] += v[i].n[s];
-        other->head_age_ms = WQ_MAX(other->head_age_ms, v[i].head_age_ms);
     }
+    for (uint32_t ix = 0; ix < t->used; ix++) {
+        const struct queue *q = t->tab[ix];
+        if (q == NULL)
+            continue;
+        uint32_t to = slot[q->base != NULL ? q->base->ix : ix];
+        *has_other |= to == OTHER;
+        stats_queue_add(to == OTHER ? other : &v[to], q, now_ms);
+    }
+    wq_free(slot);
     *n_out = kept;
     return v;
 }
