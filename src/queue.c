@@ -159,8 +159,10 @@ queue_table_ref(struct queue_table *t, const char *name, size_t len, struct regi
         const char *sep = memchr(name, QUEUE_TARGET_SEP, len);
         if (sep != NULL)
             q->base = queue_table_ref(t, name, (size_t)(sep - name), exts);
-        else
+        else {
             ostree_insert(&t->in_order, &q->order);
+            t->named++;
+        }
     }
     q->refs++;
     return q;
@@ -172,8 +174,10 @@ queue_table_unref(struct queue_table *t, struct queue *q)
     WQ_ASSERT(q->refs > 0);
     if (--q->refs == 0) {
         registry_remove(t->by_name, q->name, q->name_len);
-        if (q->base == NULL)
+        if (q->base == NULL) {
             ostree_remove(&t->in_order, &q->order);
+            t->named--;
+        }
         t->tab[q->ix] = NULL;
         t->free[t->nfree++] = q->ix;
         t->bytes -= queue_bytes(q->name_len);

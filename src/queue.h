@@ -124,6 +124,7 @@ struct queue_table {
     struct queue **tab;     /* ix -> queue, NULL when free */
     uint32_t *free;         /* free indices of tab */
     uint32_t cap, used, nfree;
+    uint32_t named; /* queues in in_order: all but the hidden targeted ones */
     uint64_t bytes; /* what the queues hold, as queue_bytes counts it */
 };
 

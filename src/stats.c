@@ -227,7 +227,7 @@ stats_render_queues(struct stats_out *o, const struct stats_source *src)
     if (has_other)
         v[n++] = other;
     stats_gauge(o, "workq_queues", NULL, "Queues (job names) that hold jobs or waiting leasers.",
-                src->core->queues.used - src->core->queues.nfree);
+                src->core->queues.named);
     stats_family(o, "workq_jobs", "gauge", NULL,
                  "Jobs by queue and state (queues beyond -metrics-max-queues are summed into "
                  "queue=\"other\").");

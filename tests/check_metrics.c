@@ -196,11 +196,14 @@ START_TEST(test_queue_cap)
     add(c, 4, "b", T0);
     add(c, 5, "a", T0 + 20);
     add(c, 6, "a", T0);
+    /* jobs for named workers count under their queue's name */
+    add(c, 7, "b\x1f" "w1", T0);
+    add(c, 8, "d\x1f" "w1,w2", T0);
     char *t = render(c, 2, false, T0 + 1000);
     ck_assert(has(t, "workq_queues 5\n"));
     ck_assert(has(t, "workq_jobs{queue=\"a\",state=\"ready\"} 2\n"));
-    ck_assert(has(t, "workq_jobs{queue=\"b\",state=\"ready\"} 1\n"));
-    ck_assert(has(t, "workq_jobs{queue=\"other\",state=\"ready\"} 3\n"));
+    ck_assert(has(t, "workq_jobs{queue=\"b\",state=\"ready\"} 2\n"));
+    ck_assert(has(t, "workq_jobs{queue=\"other\",state=\"ready\"} 4\n"));
     ck_assert(!has(t, "queue=\"c\""));
     ck_assert(!has(t, "queue=\"d\""));
     /* the oldest head among the summed queues */
@@ -209,7 +212,7 @@ START_TEST(test_queue_cap)
     free(t);
     /* 0: every queue in other */
     t = render(c, 0, false, T0 + 1000);
-    ck_assert(has(t, "workq_jobs{queue=\"other\",state=\"ready\"} 6\n"));
+    ck_assert(has(t, "workq_jobs{queue=\"other\",state=\"ready\"} 8\n"));
     ck_assert(!has(t, "queue=\"a\""));
     free(t);
     core_free(c);
