@@ -46,15 +46,15 @@ struct clean_gone {
 struct clean {
     int dirfd;
     uint32_t *nums; /* the closed segments, ascending; 0 once removed */
-    size_t count;         /* cut at the first damaged segment */
-    size_t synced;        /* segments [0, synced) fdatasync'ed by this pass */
+    size_t count;   /* cut at the first damaged segment */
+    size_t synced;  /* segments [0, synced) fdatasync'ed by this pass */
     size_t budget;
     struct registry *gone;
     size_t gone_bytes;
-    uint8_t *key;      /* CLEAN_KEY_MAX bytes */
-    uint8_t *out;      /* CLEAN_OUT_CAP bytes */
-    size_t rewritten;  /* segments replaced or removed */
-    uint64_t saved;    /* bytes dropped */
+    uint8_t *key;     /* CLEAN_KEY_MAX bytes */
+    uint8_t *out;     /* CLEAN_OUT_CAP bytes */
+    size_t rewritten; /* segments replaced or removed */
+    uint64_t saved;   /* bytes dropped */
 };
 
 static void
@@ -355,7 +355,8 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
     if (rc != 0) /* errno is the failure's: nothing ran since */
         wq_log(LOG_LVL_WARN, "cmdlog cleaning failed: %s", strerror(errno));
     else if (c.rewritten > 0)
-        wq_log(LOG_LVL_INFO, "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu ms=%llu",
+        wq_log(LOG_LVL_INFO,
+               "cmdlog cleaned segments=%zu of %zu chunks=%zu bytes_saved=%llu ms=%llu",
                c.rewritten, count, chunks, (unsigned long long)c.saved,
                (unsigned long long)(clean_now_ms() - started));
     clean_forget(&c);

@@ -95,8 +95,7 @@ cmdlog_reader_next(struct cmdlog_reader *rd, struct cmdlog_rec *r, const uint8_t
         if (reader_fill(rd) != 0)
             return CMDLOG_READ_ERROR;
     if (rd->off == 0) {
-        if (rd->end < CMDLOG_HEADER_LEN ||
-            memcmp(rd->buf, cmdlog_header, CMDLOG_HEADER_LEN) != 0)
+        if (rd->end < CMDLOG_HEADER_LEN || memcmp(rd->buf, cmdlog_header, CMDLOG_HEADER_LEN) != 0)
             return CMDLOG_READ_DAMAGED;
         rd->start = CMDLOG_HEADER_LEN;
         rd->off = CMDLOG_HEADER_LEN;

@@ -197,8 +197,8 @@ START_TEST(test_queue_cap)
     add(c, 5, "a", T0 + 20);
     add(c, 6, "a", T0);
     /* jobs for named workers count under their queue's name */
-    add(c, 7, "b\x1f" "w1", T0);
-    add(c, 8, "d\x1f" "w1,w2", T0);
+    add(c, 7, "b\x1fw1", T0); /* 0x1f, the separator, then "w1" */
+    add(c, 8, "d\x1fw1,w2", T0);
     char *t = render(c, 2, false, T0 + 1000);
     ck_assert(has(t, "workq_queues 5\n"));
     ck_assert(has(t, "workq_jobs{queue=\"a\",state=\"ready\"} 2\n"));

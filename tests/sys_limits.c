@@ -351,8 +351,8 @@ START_TEST(test_idle_never_reads)
     static char payload[LEN];
     memset(payload, 'p', LEN);
     struct systest_proc p;
-    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "--idle-timeout",
-                                                  "500ms", NULL});
+    systest_proc_start(
+        &p, (const char *const[]){"-listen", "127.0.0.1:0", "--idle-timeout", "500ms", NULL});
     int fd = systest_connect(&p.s);
     int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);

@@ -130,8 +130,8 @@ replay(bool truncate, struct outcome *o)
         struct cmdlog_stats st;
         cmdlog_get_stats(l, &st);
         const struct core_stats *cs = &c->stats;
-        *o = (struct outcome){st.replay_records, core_job_count(c), cs->ready, cs->scheduled,
-                              cs->leased, cs->completed, cs->failed, cs->waiting};
+        *o = (struct outcome){st.replay_records, core_job_count(c), cs->ready,  cs->scheduled,
+                              cs->leased,        cs->completed,     cs->failed, cs->waiting};
         /* what start-up does next, then the rest of every job's life */
         core_advance(c, FUZZ_NOW_MS);
         core_advance(c, FUZZ_NOW_MS + 400 * FUZZ_DAY_MS);
