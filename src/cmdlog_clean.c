@@ -40,7 +40,7 @@ struct clean_gone {
 /* Room for any record's key: a kind byte and a Workq id or a jid. */
 #define CLEAN_KEY_MAX (1 + 65536)
 
-/* The write buffer of a rewritten segment. */
+/* The stdio buffer of a rewritten segment. */
 #define CLEAN_OUT_CAP (1u << 20)
 
 struct clean {
@@ -52,7 +52,6 @@ struct clean {
     struct registry *gone;
     size_t gone_bytes;
     uint8_t *key;     /* CLEAN_KEY_MAX bytes */
-    uint8_t *out;     /* CLEAN_OUT_CAP bytes */
     size_t rewritten; /* segments replaced or removed */
     uint64_t saved;   /* bytes dropped */
 };
@@ -160,58 +159,22 @@ clean_drops(struct clean *c, const struct cmdlog_rec *r, size_t seg, uint64_t at
     return g != NULL && (seg < g->seg || (seg == g->seg && at <= g->at));
 }
 
-/* write(2) all of p[0..n) to fd.  0, or -1 (errno). */
-static int
-clean_write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Append p[0..n) to the temporary file fd through c->out (*fill bytes
- * used).  0, or -1 (errno). */
-static int
-clean_put(struct clean *c, int fd, size_t *fill, const uint8_t *p, size_t n)
-{
-    if (*fill + n > CLEAN_OUT_CAP || p == NULL) {
-        if (clean_write_all(fd, c->out, *fill) != 0)
-            return -1;
-        *fill = 0;
-    }
-    if (p == NULL)
-        return 0;
-    if (n >= CLEAN_OUT_CAP)
-        return clean_write_all(fd, p, n);
-    memcpy(c->out + *fill, p, n);
-    *fill += n;
-    return 0;
-}
-
-/* Read segment seg; write the records it keeps to fd when fd >= 0.  Counts
+/* Read segment seg; write the records it keeps to out unless NULL.  Counts
  * *dropped records; *kept_bytes is the size it keeps (header included) and
  * *stop_new where the record at offset stop_at lands in it (UINT64_MAX if
  * no record starts there).  The read's result, or CMDLOG_READ_ERROR when a
  * write failed (errno). */
 static enum cmdlog_read_result
-clean_scan(struct clean *c, size_t seg, int fd, uint64_t stop_at, size_t *dropped,
+clean_scan(struct clean *c, size_t seg, FILE *out, uint64_t stop_at, size_t *dropped,
            uint64_t *kept_bytes, uint64_t *stop_new)
 {
     struct cmdlog_reader rd;
     if (cmdlog_reader_open(&rd, c->dirfd, c->nums[seg]) != 0)
         return CMDLOG_READ_ERROR;
-    size_t fill = 0;
     *dropped = 0;
     *kept_bytes = CMDLOG_HEADER_LEN;
     *stop_new = UINT64_MAX;
-    if (fd >= 0 && clean_put(c, fd, &fill, cmdlog_header, CMDLOG_HEADER_LEN) != 0)
+    if (out != NULL && fwrite(cmdlog_header, CMDLOG_HEADER_LEN, 1, out) != 1)
         goto failed;
     struct cmdlog_rec r;
     const uint8_t *bytes;
@@ -225,11 +188,11 @@ clean_scan(struct clean *c, size_t seg, int fd, uint64_t stop_at, size_t *droppe
             (*dropped)++;
             continue;
         }
-        if (fd >= 0 && clean_put(c, fd, &fill, bytes, len) != 0)
+        if (out != NULL && fwrite(bytes, len, 1, out) != 1)
             goto failed;
         *kept_bytes += len;
     }
-    if (fd >= 0 && res == CMDLOG_READ_END && clean_put(c, fd, &fill, NULL, 0) != 0)
+    if (out != NULL && res == CMDLOG_READ_END && fflush(out) != 0)
         goto failed;
     cmdlog_reader_close(&rd);
     return res;
@@ -255,7 +218,7 @@ clean_rewrite(struct clean *c, size_t seg, uint64_t stop_at, uint64_t *stop_new)
         *stop_new = UINT64_MAX;
         return 0;
     }
-    enum cmdlog_read_result res = clean_scan(c, seg, -1, stop_at, &dropped, &kept, stop_new);
+    enum cmdlog_read_result res = clean_scan(c, seg, NULL, stop_at, &dropped, &kept, stop_new);
     if (res == CMDLOG_READ_ERROR)
         return -1;
     if (res != CMDLOG_READ_END || dropped == 0) {
@@ -275,14 +238,22 @@ clean_rewrite(struct clean *c, size_t seg, uint64_t stop_at, uint64_t *stop_new)
         kept = 0;
     } else {
         int fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
+        FILE *out = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        if (out == NULL) {
+            int err = errno;
+            if (fd >= 0)
+                close(fd);
+            unlinkat(c->dirfd, tmp, 0);
+            errno = err;
             return -1;
-        res = clean_scan(c, seg, fd, stop_at, &dropped, &kept, stop_new);
+        }
+        setvbuf(out, NULL, _IOFBF, CLEAN_OUT_CAP);
+        res = clean_scan(c, seg, out, stop_at, &dropped, &kept, stop_new);
         int rc = res == CMDLOG_READ_END ? fsync(fd) : -1;
         if (res == CMDLOG_READ_DAMAGED)
             errno = EIO; /* changed under us */
         int err = errno;
-        close(fd);
+        fclose(out);
         if (rc == 0) {
             rc = renameat(c->dirfd, tmp, c->dirfd, name);
             err = errno;
@@ -327,7 +298,6 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
         .budget = budget,
         .gone = registry_new(clean_gone_key),
         .key = wq_malloc(CLEAN_KEY_MAX),
-        .out = wq_malloc(CLEAN_OUT_CAP),
     };
     size_t seg = 0, chunks = 0;
     uint64_t at = 0;
@@ -361,7 +331,6 @@ cmdlog_clean(int dirfd, uint32_t below, size_t budget)
                (unsigned long long)(clean_now_ms() - started));
     clean_forget(&c);
     registry_free(c.gone);
-    wq_free(c.out);
     wq_free(c.key);
     wq_free(nums);
     return rc;
