@@ -646,12 +646,16 @@ server_open_cmdlog(struct server *srv)
 
 /* libevent 2.1 has no hook at the end of a loop pass, so the loop is run
  * one pass at a time (EVLOOP_ONCE: wait for events, run every callback due,
- * return) and the pass is ended here. */
+ * return) and the pass is ended here.  A pass that the command log wants
+ * polled does not wait (cmdlog_poll). */
 void
 server_run(struct server *srv)
 {
     for (;;) {
-        int rc = event_base_loop(srv->base, EVLOOP_ONCE);
+        int flags = EVLOOP_ONCE;
+        if (srv->cmdlog != NULL && cmdlog_poll(srv->cmdlog))
+            flags |= EVLOOP_NONBLOCK;
+        int rc = event_base_loop(srv->base, flags);
         server_end_pass(srv);
         if (rc != 0 || event_base_got_break(srv->base))
             break;
