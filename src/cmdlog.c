@@ -28,7 +28,7 @@
 #define CMDLOG_BATCH_KEEP (1u << 20)
 /* Under always, how long the sync thread may wait, at most, for the clients
  * its last sync released to send their next records (see
- * cmdlog_sync_main); it never waits longer than that sync took. */
+ * cmdlog_sync_main); it never waits longer than twice what that sync took. */
 #define CMDLOG_GATHER_MAX_NS 2000000u
 /* Under always, when the last sync covered at least CMDLOG_POLL_MIN_BATCH
  * records, a thread about to wait for the other one polls instead of
@@ -585,10 +585,12 @@ cmdlog_poll_for(struct cmdlog *l, uint64_t goal, uint64_t until)
  * one before ran.  With many clients that alone splits them in two cohorts,
  * each waiting for two syncs per request: the records that arrive during a
  * sync wait for all of it and then for the next.  So after a sync that
- * released R records, the next one waits (at most as long as that sync
- * took) until 3R/4 more are written: most clients just answered have sent
- * their next commands by then, and ride along; waiting for the last few
- * would hold up all the others (3/4 measured best: doc/benchmarks.md). */
+ * released R records, the next one waits (at most twice as long as that
+ * sync took) until 3R/4 more are written: most clients just answered have
+ * sent their next commands by then, and ride along; waiting for the last
+ * few would hold up all the others (3/4 measured best: doc/benchmarks.md).
+ * After a sync of many records the wait starts as polling (CMDLOG_POLL_NS),
+ * once the first record is there. */
 static void *
 cmdlog_sync_main(void *arg)
 {
