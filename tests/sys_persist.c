@@ -703,8 +703,9 @@ struct kjob {
     int sent, acked; /* ops of the plan sent, and acknowledged */
 };
 
-#define KCONNS   8
-#define KMAXJOBS 20000
+#define KCONNS    8 /* clients, unless a case says otherwise */
+#define KMAXCONNS 32
+#define KMAXJOBS  20000
 
 struct kconn {
     int fd;
@@ -775,15 +776,15 @@ kconn_send(struct kworld *w, struct kconn *c, int round, int ci)
     c->busy = true;
 }
 
-/* Run the stream of commands over KCONNS connections and SIGKILL the
- * server once `target` replies have come; then take whatever replies were
- * already on their way. */
+/* Run the stream of commands over n connections and SIGKILL the server
+ * once `target` replies have come; then take whatever replies were already
+ * on their way. */
 static void
-kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
+kstream(struct kworld *w, struct systest_server *s, int n, int round, uint64_t target)
 {
-    struct kconn cs[KCONNS];
+    struct kconn cs[KMAXCONNS];
     memset(cs, 0, sizeof cs);
-    for (int i = 0; i < KCONNS; i++) {
+    for (int i = 0; i < n; i++) {
         cs[i].fd = systest_connect(s);
         cs[i].open = true;
     }
@@ -791,7 +792,7 @@ kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
     uint64_t replies = 0;
     for (;;) {
         if (!killed) {
-            for (int i = 0; i < KCONNS; i++)
+            for (int i = 0; i < n; i++)
                 if (!cs[i].busy)
                     kconn_send(w, &cs[i], round, i);
             if (replies >= target) {
@@ -800,19 +801,19 @@ kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
                 killed = true;
             }
         }
-        struct pollfd p[KCONNS];
+        struct pollfd p[KMAXCONNS];
         int nopen = 0;
-        for (int i = 0; i < KCONNS; i++) {
+        for (int i = 0; i < n; i++) {
             p[i] = (struct pollfd){cs[i].open ? cs[i].fd : -1, POLLIN, 0};
             nopen += cs[i].open;
         }
         if (nopen == 0)
             break;
-        int pr = poll(p, KCONNS, systest_wait_ms());
+        int pr = poll(p, (nfds_t)n, systest_wait_ms());
         ck_assert_msg(pr > 0 || killed, "seed %u: the server stopped answering", w->seed);
         if (pr <= 0)
             break;
-        for (int i = 0; i < KCONNS; i++) {
+        for (int i = 0; i < n; i++) {
             struct kconn *c = &cs[i];
             if (!c->open || p[i].revents == 0)
                 continue;
@@ -837,7 +838,7 @@ kstream(struct kworld *w, struct systest_server *s, int round, uint64_t target)
             }
         }
     }
-    for (int i = 0; i < KCONNS; i++)
+    for (int i = 0; i < n; i++)
         close(cs[i].fd);
     int status;
     ck_assert_int_eq(waitpid(s->pid, &status, 0), s->pid);
@@ -953,6 +954,7 @@ struct kcase {
     const char *policy;
     const char *seg_size;
     const char *clean_int; /* NULL: the default (no cleaning during the test) */
+    int conns;             /* clients; 0: KCONNS */
 };
 
 /* Rounds of: start the server, check every job against what was
@@ -984,7 +986,7 @@ kill_rounds(const struct kcase *k)
         if (round == rounds)
             break;
         uint64_t target = 20 + rng_below(1500);
-        kstream(&w, &s, round, target);
+        kstream(&w, &s, k->conns > 0 ? k->conns : KCONNS, round, target);
         if (k->clean_int == NULL)
             kcheck_files(&w, x.dir, strcmp(k->seg_size, "15") == 0);
         char *err = systest_slurp(x.err, NULL);
@@ -999,8 +1001,8 @@ kill_rounds(const struct kcase *k)
 }
 
 static const struct kcase kill_cases[] = {
-    {"os", "67108864", NULL}, {"interval", "67108864", NULL}, {"always", "67108864", NULL},
-    {"os", "15", NULL},       {"interval", "15", NULL},       {"always", "15", NULL},
+    {"os", "67108864", NULL, 0}, {"interval", "67108864", NULL, 0}, {"always", "67108864", NULL, 0},
+    {"os", "15", NULL, 0},       {"interval", "15", NULL, 0},       {"always", "15", NULL, 0},
 };
 
 /* 8 clients adding, leasing, completing and deleting as fast as replies
@@ -1070,9 +1072,19 @@ END_TEST
  * land during rotations and cleaning passes. */
 START_TEST(test_kill_while_cleaning)
 {
-    static const struct kcase k = {"always", "4096", "10"};
+    static const struct kcase k = {"always", "4096", "10", 0};
     unsigned cleaned = kill_rounds(&k);
     ck_assert_msg(cleaned > 0 || wrapped(), "no segment was cleaned during the test");
+}
+END_TEST
+
+/* The same with 32 clients under always: syncs then cover enough records
+ * that the event loop and the sync thread poll for each other instead of
+ * sleeping (doc/cmdlog.md). */
+START_TEST(test_kill_many_clients)
+{
+    static const struct kcase k = {"always", "67108864", NULL, KMAXCONNS};
+    kill_rounds(&k);
 }
 END_TEST
 
@@ -2050,6 +2062,7 @@ persist_suite(void)
     tcase_set_timeout(tc, timeout);
     tcase_add_loop_test(tc, test_kill_under_load, 0, sizeof kill_cases / sizeof kill_cases[0]);
     tcase_add_test(tc, test_kill_while_cleaning);
+    tcase_add_test(tc, test_kill_many_clients);
     tcase_add_loop_test(tc, test_kill_after_last_ack, 0, sizeof kill_cases / sizeof kill_cases[0]);
     suite_add_tcase(s, tc);
 
