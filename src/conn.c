@@ -455,12 +455,17 @@ conn_close_idle(struct conn_set *s, uint64_t now_ms, uint64_t before_ms)
         struct conn *c = list_item(n, struct conn, node);
         const struct conn_proto *proto = c->svc->proto;
         /* Waiting clients (parked commands, replies held for the log, a
-         * pause) are never idle; nor are those the protocol keeps. */
+         * pause) are never idle; nor are those the protocol keeps.  Nor is
+         * their output stalled while they wait: that counts from the end
+         * of the wait, or the reply that ends it would find its
+         * connection "reading nothing" if a sweep came before its write. */
         if (c->state == CONN_PARKED || c->state == CONN_PAUSED || c->state == CONN_LINGER ||
             list_linked(&c->held_node) ||
             (proto->may_idle_close != NULL &&
-             !proto->may_idle_close(c->svc->ctx, conn_state_of(c))))
+             !proto->may_idle_close(c->svc->ctx, conn_state_of(c)))) {
+            c->out_ms = now_ms;
             continue;
+        }
         if (conn_output_stalled(c, now_ms, before_ms)) {
             /* It does not read: what is due would never leave. */
             wq_log(LOG_LVL_INFO, "closing a connection that reads nothing peer=%s unsent=%zu",
