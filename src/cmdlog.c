@@ -377,7 +377,8 @@ cmdlog_headroom(struct cmdlog *l)
 
 /* Write zeros over the preallocated blocks just ahead of the open
  * segment's records, so that they are written up to CMDLOG_ZERO_AHEAD past
- * them.  A failure costs speed only. */
+ * them (the first sync after each step flushes the zeros and the block
+ * map; the ones after it, data only).  A failure costs speed only. */
 static void
 cmdlog_zero_ahead(struct cmdlog *l)
 {
@@ -385,8 +386,10 @@ cmdlog_zero_ahead(struct cmdlog *l)
     if (!l->prealloc || l->fd < 0 || l->fd_torn)
         return;
     l->fd_zeroed = WQ_MAX(l->fd_zeroed, l->fd_size);
-    while (l->fd_zeroed < l->fd_size + CMDLOG_ZERO_AHEAD && l->fd_zeroed < l->fd_alloc) {
-        size_t n = (size_t)WQ_MIN((uint64_t)sizeof zeros, l->fd_alloc - l->fd_zeroed);
+    /* Not past the segment's end either: those blocks are trimmed off. */
+    uint64_t end = WQ_MIN(l->fd_alloc, WQ_MAX(l->cfg.seg_size, l->fd_size));
+    while (l->fd_zeroed < l->fd_size + CMDLOG_ZERO_AHEAD && l->fd_zeroed < end) {
+        size_t n = (size_t)WQ_MIN((uint64_t)sizeof zeros, end - l->fd_zeroed);
         ssize_t w = pwrite(l->fd, zeros, n, (off_t)l->fd_zeroed);
         if (w <= 0)
             return;

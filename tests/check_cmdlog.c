@@ -273,8 +273,8 @@ START_TEST(test_always_polls)
     ck_assert(cmdlog_poll(l));
     usleep(20000); /* no progress seen meanwhile: the news is not taken */
     ck_assert(!cmdlog_poll(l));
-    await_news(l);
-    ck_assert_uint_eq(cmdlog_released(l), 23);
+    while (cmdlog_released(l) < 23)
+        await_news(l);
     cmdlog_close(l);
     tdir_remove(&d);
 
