@@ -31,13 +31,15 @@
  * cmdlog_sync_main); it never waits longer than twice what that sync took. */
 #define CMDLOG_GATHER_MAX_NS 2000000u
 /* Under always, when the last sync covered at least CMDLOG_POLL_MIN_BATCH
- * records, a thread about to wait for the other one polls instead of
- * sleeping, for at most CMDLOG_POLL_NS: waking a sleeping thread costs
- * 30-40 us on a small virtual machine, twice per sync, against syncs of
- * 100-150 us, and it delays every client of the sync.  With fewer clients
- * per sync the CPU burnt buys little (doc/design.md). */
-#define CMDLOG_POLL_NS        300000u
-#define CMDLOG_POLL_MIN_BATCH 12u
+ * records in less than CMDLOG_POLL_MAX_SYNC_NS, a thread about to wait for
+ * the other one polls instead of sleeping, for at most CMDLOG_POLL_NS:
+ * waking a sleeping thread costs 30-40 us on a small virtual machine, twice
+ * per sync, against syncs of 100-150 us, and it delays every client of the
+ * sync.  With fewer clients per sync, or slower syncs, the CPU burnt buys
+ * little (doc/design.md). */
+#define CMDLOG_POLL_NS          300000u
+#define CMDLOG_POLL_MIN_BATCH   12u
+#define CMDLOG_POLL_MAX_SYNC_NS 1000000u
 /* Under always, the open segment's blocks are allocated this far ahead of
  * its records (fallocate), so that a sync writes data only: appending would
  * change the file's size with every write, and each fdatasync would then
@@ -93,7 +95,7 @@ struct cmdlog {
     bool space_low;       /* the headroom could not be allocated */
     uint64_t retry_ms;    /* when a failed write (or the headroom) may be tried again */
     uint64_t synced_seen; /* as of the last ack */
-    uint64_t batch_seen;  /* records the last sync covered, as of the last ack */
+    bool poll_seen;       /* the last sync asked for polling, as of the last ack */
     uint64_t poll_since;  /* when the loop last made progress, under always */
     uint64_t poll_appended, poll_released; /* as it was then */
     uint64_t bytes_written;                /* handed to the kernel since start */
@@ -113,7 +115,7 @@ struct cmdlog {
     int busy_fd;  /* the fd the sync thread is syncing, -1 */
     int close_fd; /* an fd the loop let go of while it was busy, -1 */
     uint64_t synced;
-    uint64_t batch; /* records the last sync covered */
+    bool poll; /* the last sync covered many records, quickly (polling pays) */
     bool sync_failed;
     uint32_t open_seg; /* segments below it are closed for good */
     bool stop;
@@ -520,8 +522,7 @@ cmdlog_readonly(const struct cmdlog *l)
 bool
 cmdlog_poll(struct cmdlog *l)
 {
-    if (l->cfg.sync != CMDLOG_SYNC_ALWAYS || l->appended == l->synced_seen ||
-        l->batch_seen < CMDLOG_POLL_MIN_BATCH)
+    if (l->cfg.sync != CMDLOG_SYNC_ALWAYS || l->appended == l->synced_seen || !l->poll_seen)
         return false;
     uint64_t now = cmdlog_mono_ns();
     if (l->appended != l->poll_appended || l->synced_seen != l->poll_released) {
@@ -554,7 +555,7 @@ cmdlog_event_ack(struct cmdlog *l)
     (void)r;
     pthread_mutex_lock(&l->lock);
     l->synced_seen = l->synced;
-    l->batch_seen = l->batch;
+    l->poll_seen = l->poll;
     l->sync_failed_seen = l->sync_failed;
     pthread_mutex_unlock(&l->lock);
 }
@@ -655,15 +656,16 @@ cmdlog_sync_main(void *arg)
         else
             l->sync_failures++;
         if (rc == 0) {
-            l->batch = target - l->synced;
-            l->gather_goal = target + l->batch * 3 / 4;
+            uint64_t batch = target - l->synced;
+            l->gather_goal = target + batch * 3 / 4;
             gather_until = now + took + WQ_MIN(2 * took, CMDLOG_GATHER_MAX_NS);
-            poll_until =
-                always && l->batch >= CMDLOG_POLL_MIN_BATCH ? now + took + CMDLOG_POLL_NS : 0;
+            l->poll = always && batch >= CMDLOG_POLL_MIN_BATCH && took < CMDLOG_POLL_MAX_SYNC_NS;
+            poll_until = l->poll ? now + took + CMDLOG_POLL_NS : 0;
             l->synced = target;
             if (failing)
                 wq_log(LOG_LVL_INFO, "cmdlog syncs succeed again");
         } else {
+            l->poll = false;
             poll_until = 0;
             l->rotated |= rotated;
             if (!failing)

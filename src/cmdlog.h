@@ -80,9 +80,10 @@ uint64_t cmdlog_released(const struct cmdlog *l);
  * cmdlog_event_ack, or the headroom could not be allocated)? */
 bool cmdlog_readonly(const struct cmdlog *l);
 /* Should the event loop poll for events rather than sleep?  Under always,
- * once a sync has covered CMDLOG_POLL_MIN_BATCH records or more: while it
- * holds replies for a sync, for at most CMDLOG_POLL_NS after its last
- * progress (a record appended, or replies released). */
+ * after a sync of CMDLOG_POLL_MIN_BATCH records or more that took less than
+ * CMDLOG_POLL_MAX_SYNC_NS: while it holds replies for a sync, for at most
+ * CMDLOG_POLL_NS after its last progress (a record appended, or replies
+ * released). */
 bool cmdlog_poll(struct cmdlog *l);
 /* Must a reply made now wait for cmdlog_released to reach cmdlog_appended?
  * mark is cmdlog_appended as the command began: while read-only, a reply
