@@ -292,6 +292,14 @@ cmdlog_let_go(struct cmdlog *l, int fd)
     pthread_mutex_unlock(&l->lock);
 }
 
+/* The open segment's file holds nothing past its records (it was just cut
+ * there, or opened): no zeros preallocated, none written. */
+static void
+cmdlog_nothing_ahead(struct cmdlog *l)
+{
+    l->fd_alloc = l->fd_zeroed = l->fd_size;
+}
+
 /* Cut the preallocated zeros off the open segment, so that a closed
  * segment (or the last one, after a clean stop) holds exactly its records.
  * If that fails the zeros stay: replay and cleaning take them as padding. */
@@ -302,7 +310,7 @@ cmdlog_trim(struct cmdlog *l)
         return;
     if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
         wq_log(LOG_LVL_WARN, "cmdlog cannot trim segment=%u: %s", l->fd_seg, strerror(errno));
-    l->fd_alloc = l->fd_zeroed = l->fd_size;
+    cmdlog_nothing_ahead(l);
 }
 
 /* Make l->fd the file of segment seg.  A segment the log has not seen yet
@@ -322,7 +330,8 @@ cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
     cmdlog_let_go(l, l->fd);
     l->fd = fd;
     l->fd_seg = seg;
-    l->fd_size = l->fd_alloc = l->fd_zeroed = size;
+    l->fd_size = size;
+    cmdlog_nothing_ahead(l);
     l->fd_torn = false;
     pthread_mutex_lock(&l->lock);
     l->sync_fd = fd;
@@ -409,7 +418,7 @@ cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
         if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
             return -1;
         l->fd_torn = false;
-        l->fd_alloc = l->fd_zeroed = l->fd_size;
+        cmdlog_nothing_ahead(l);
     }
     cmdlog_preallocate(l, n);
     size_t done = 0;
@@ -420,7 +429,7 @@ cmdlog_write_all(struct cmdlog *l, const uint8_t *p, size_t n)
         if (w <= 0) {
             int err = w < 0 ? errno : ENOSPC;
             l->fd_torn = ftruncate(l->fd, (off_t)l->fd_size) != 0;
-            l->fd_alloc = l->fd_zeroed = l->fd_size;
+            cmdlog_nothing_ahead(l);
             errno = err;
             return -1;
         }

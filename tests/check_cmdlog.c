@@ -134,6 +134,14 @@ await_news(struct cmdlog *l)
     cmdlog_event_ack(l);
 }
 
+/* Take the threads' news until records up to n are released. */
+static void
+await_released(struct cmdlog *l, uint64_t n)
+{
+    while (cmdlog_released(l) < n)
+        await_news(l);
+}
+
 /* Records stay in memory until the pass ends; then one write puts them in
  * the segment, after its header, and their replies may go. */
 START_TEST(test_write_at_end_of_pass)
@@ -228,8 +236,7 @@ START_TEST(test_always_waits_for_sync)
     append_add(l, 5);
     ck_assert(cmdlog_holds_replies(l, 5));
     ck_assert_int_eq(cmdlog_write(l), 0);
-    while (cmdlog_released(l) < 5)
-        await_news(l);
+    await_released(l, 5);
     cmdlog_close(l);
     size_t total = 0;
     for (uint32_t i = 1; i <= 5; i++) {
@@ -255,13 +262,11 @@ START_TEST(test_always_polls)
     append_add(l, 1);
     ck_assert_int_eq(cmdlog_write(l), 0);
     ck_assert(!cmdlog_poll(l)); /* no sync seen yet */
-    while (cmdlog_released(l) < 1)
-        await_news(l);
+    await_released(l, 1);
     append_add(l, 2);
     ck_assert_int_eq(cmdlog_write(l), 0);
     ck_assert(!cmdlog_poll(l)); /* the last sync covered 1 record */
-    while (cmdlog_released(l) < 2)
-        await_news(l);
+    await_released(l, 2);
     /* A sync of 20 records; tried again if it took 1 ms or more (a slow
      * disk), after which the loop does not poll either. */
     uint64_t n = 2;
@@ -270,8 +275,7 @@ START_TEST(test_always_polls)
         for (int i = 0; i < 20; i++)
             append_add(l, ++n);
         ck_assert_int_eq(cmdlog_write(l), 0);
-        while (cmdlog_released(l) < n)
-            await_news(l);
+        await_released(l, n);
         ck_assert(!cmdlog_poll(l)); /* nothing held */
         append_add(l, ++n);
         ck_assert_int_eq(cmdlog_write(l), 0);
@@ -280,8 +284,7 @@ START_TEST(test_always_polls)
             usleep(20000); /* no progress seen meanwhile: the news is not taken */
             ck_assert(!cmdlog_poll(l));
         }
-        while (cmdlog_released(l) < n)
-            await_news(l);
+        await_released(l, n);
     }
     ck_assert(polled);
     cmdlog_close(l);
