@@ -41,8 +41,7 @@ cmd_worker(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_reply_not_found(out);
         return;
     }
-    if (want > k->state)
-        k->state = want;
+    workers_signal(k, want);
     cmd_reply_ok(out);
 }
 

@@ -388,6 +388,13 @@ fjobs_find(const struct core *c, const char *jid, size_t len)
     return registry_find(c->fjobs->jobs, jid, len);
 }
 
+const struct fjob *
+fjobs_queue_head(const struct core *c, struct wq_str name)
+{
+    const struct fqueue *q = fjobs_queue_find(c, name);
+    return q != NULL ? heap_top(&q->ready) : NULL;
+}
+
 enum core_status
 fjobs_fetch(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
             fetch_done_fn done, void *owner, struct fjob **out, struct fwaiter **parked)
@@ -625,10 +632,15 @@ fjobs_job_due(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     switch (j->state) {
     case FJOB_SCHEDULED:
     case FJOB_RETRY:
+        if (j->state == FJOB_SCHEDULED)
+            c->fjobs->stats.due_scheduled++;
+        else
+            c->fjobs->stats.due_retries++;
         fjobs_detach(c, j);
         fjobs_enqueue(c, j, c->now_ms);
         break;
     case FJOB_WORKING:
+        c->fjobs->stats.expired++;
         c->fjobs->stats.failures++;
         c->fjobs->stats.processed++; /* as Faktory counts */
         if (c->fjobs->expired != NULL)
@@ -637,6 +649,7 @@ fjobs_job_due(struct wheel_entry *e, uint64_t slot_ms, void *arg)
             fjobs_retry(c, j, j->text, j->text_len, c->now_ms);
         break;
     case FJOB_DEAD:
+        c->fjobs->stats.dead_expired++;
         fjobs_discard(c, j);
         break;
     default:

@@ -96,6 +96,11 @@ struct fjobs_stats {
     uint64_t pushed;  /* PUSH, PUSHB's jobs */
     uint64_t fetched; /* jobs handed to a FETCH */
     uint64_t acked;   /* ACK */
+    /* what time did since start (INFO's tasks) */
+    uint64_t expired;       /* reservations run out */
+    uint64_t due_scheduled; /* scheduled jobs that entered their queue */
+    uint64_t due_retries;   /* retried jobs that entered their queue */
+    uint64_t dead_expired;  /* dead jobs dropped at their end */
 };
 
 struct fjobs {
@@ -156,6 +161,10 @@ void fjobs_cancel(struct core *c, struct fwaiter *w);
 
 /* The job with this jid, or NULL. */
 struct fjob *fjobs_find(const struct core *c, const char *jid, size_t len);
+
+/* The job a FETCH of the queue named name would take next (the first of
+ * its highest priority), paused or not; NULL if it has none. */
+const struct fjob *fjobs_queue_head(const struct core *c, struct wq_str name);
 
 /* A working job is done: it goes (CORE_OK); CORE_NOT_FOUND if no working
  * job has this jid. */

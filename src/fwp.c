@@ -94,9 +94,9 @@ fwp_bulk(struct reply *out, const char *s, size_t n)
 }
 
 void
-fwp_bulk_json(struct reply *out, json_t *v)
+fwp_bulk_json(struct reply *out, json_t *v, size_t flags)
 {
-    char *text = json_dumps(v, JSON_COMPACT);
+    char *text = json_dumps(v, JSON_COMPACT | flags);
     if (text == NULL)
         wq_panic(__FILE__, __LINE__, "out of memory writing JSON");
     fwp_bulk(out, text, strlen(text));
@@ -188,9 +188,40 @@ fwp_hello_worker(const struct fwp_ctx *f, struct fwp_state *st, json_t *hello, c
     free(labels_text);
 }
 
-/* The first line: "HELLO {...}", with the right version and password.
- * Like Faktory's server, a connection that sends anything else, or JSON
- * that is not an object, is closed without a reply. */
+/* Is s shaped as a pwdhash, 64 lowercase hex digits?  Nothing else can
+ * match, so it is refused without hashing. */
+static bool
+fwp_pwdhash_shaped(const char *s)
+{
+    size_t n = 0;
+    for (; s[n] != '\0'; n++)
+        if (n == 64 || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return false;
+    return n == 64;
+}
+
+/* The HELLO's password check: NULL if it passes.  As Faktory's server
+ * does, a client whose "v" is absent or below 2 hashes once, whatever
+ * the greeting asked for. */
+static const char *
+fwp_hello_password(const struct fwp_ctx *f, const struct fwp_state *st, json_t *hello)
+{
+    if (f->password == NULL)
+        return NULL; /* pwdhash, even "", is ignored */
+    const char *got = fwp_json_str(hello, "pwdhash", NULL);
+    if (got == NULL || !fwp_pwdhash_shaped(got))
+        return "Invalid password";
+    json_t *v = json_object_get(hello, "v");
+    uint32_t rounds = json_is_number(v) && json_number_value(v) >= 2 ? st->iterations : 1;
+    char want[65];
+    fwp_password_hash(f->password, st->salt, rounds, want);
+    return CRYPTO_memcmp(got, want, 64) == 0 ? NULL : "Invalid password";
+}
+
+/* The first line: "HELLO {...}", with the right password.  Like Faktory's
+ * server, a connection that sends anything else, or JSON that is not an
+ * object, is closed without a reply.  A HELLO without a wid (absent, null
+ * or "") is a connection of a process that is not a worker: a producer. */
 static void
 fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, const char *line,
           size_t n)
@@ -204,19 +235,16 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
         return;
     }
     json_t *v = json_object_get(hello, "v");
-    size_t wid_len = 0;
-    const char *wid = fwp_json_str(hello, "wid", &wid_len);
+    json_t *wid_v = json_object_get(hello, "wid");
+    size_t wid_len = json_is_string(wid_v) ? json_string_length(wid_v) : 0;
+    const char *wid = wid_len > 0 ? json_string_value(wid_v) : NULL;
     const char *error = NULL;
-    if (!json_is_integer(v) || json_integer_value(v) != 2) {
+    if (v != NULL && !json_is_null(v) && !json_is_number(v))
         error = "Unsupported protocol version";
-    } else if (f->password != NULL) {
-        char want[65];
-        const char *got = fwp_json_str(hello, "pwdhash", NULL);
-        fwp_password_hash(f->password, st->salt, st->iterations, want);
-        if (got == NULL || strlen(got) != 64 || CRYPTO_memcmp(got, want, 64) != 0)
-            error = "Invalid password";
-    }
-    if (error == NULL && wid != NULL && !workers_valid_id(wid, wid_len))
+    else
+        error = fwp_hello_password(f, st, hello);
+    if (error == NULL && wid_v != NULL && !json_is_null(wid_v) &&
+        (!json_is_string(wid_v) || (wid != NULL && !workers_valid_id(wid, wid_len))))
         error = "Invalid wid";
     if (error != NULL) {
         fwp_error(out, error);
@@ -232,29 +260,51 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
 
 /* ---- commands ---- */
 
-/* BEAT {"wid":"..."}: the worker lives; answer the state asked of it. */
+/* BEAT's JSON as Faktory's server reads it: an object whose "wid" and
+ * "current_state" are strings and "rss_kb" an integer, each of them null
+ * or absent if not; the wid is "" when absent. */
+static bool
+fwp_beat_read(json_t *beat, struct wq_str *wid, const char **state)
+{
+    json_t *w = json_object_get(beat, "wid"), *s = json_object_get(beat, "current_state");
+    json_t *rss = json_object_get(beat, "rss_kb");
+    int64_t kb;
+    if (!json_is_object(beat) || !(w == NULL || json_is_null(w) || json_is_string(w)) ||
+        !(s == NULL || json_is_null(s) || json_is_string(s)) ||
+        !(rss == NULL || json_is_null(rss) || fwp_json_int(rss, &kb)))
+        return false;
+    *wid = json_is_string(w) ? (struct wq_str){json_string_value(w), json_string_length(w)}
+                             : (struct wq_str){"", 0};
+    *state = json_is_string(s) ? json_string_value(s) : "";
+    return true;
+}
+
+/* BEAT {"wid":"...","current_state":"..."}: the worker lives, and may say
+ * it is quiet or terminating (a state it keeps: running does not undo
+ * it); answer the state it is in. */
 static void
 fwp_beat(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
-    const char *arg = a.p;
-    size_t n = a.n;
-    json_t *beat = fwp_json_load(arg, n, 0, NULL);
-    size_t wid_len = 0;
-    const char *wid = json_is_object(beat) ? fwp_json_str(beat, "wid", &wid_len) : NULL;
+    json_t *beat = fwp_json_load(a.p, a.n, 0, NULL);
+    struct wq_str wid;
+    const char *state;
     char msg[WORKERS_MAX_ID + 32];
-    if (wid == NULL) {
-        snprintf(msg, sizeof msg, "invalid BEAT %.*s", (int)WQ_MIN(n, 64u), arg);
+    struct worker *k = NULL;
+    if (!fwp_beat_read(beat, &wid, &state)) {
+        snprintf(msg, sizeof msg, "invalid BEAT %.*s", (int)WQ_MIN(a.n, 64u), a.p);
+        fwp_error(out, msg);
+    } else if ((k = workers_find(f->core->workers, wid.p, wid.n)) == NULL) {
+        snprintf(msg, sizeof msg, "unknown worker %.*s", (int)WQ_MIN(wid.n, WORKERS_MAX_ID), wid.p);
         fwp_error(out, msg);
     } else {
-        struct worker *k = workers_find(f->core->workers, wid, wid_len);
-        if (k == NULL) {
-            snprintf(msg, sizeof msg, "unknown worker %.*s", (int)WQ_MIN(wid_len, 64u), wid);
-            fwp_error(out, msg);
-        } else if (k->state == WORKER_RUNNING) {
-            k->last_beat_ms = *f->now_ms;
+        k->last_beat_ms = *f->now_ms;
+        if (strcmp(state, "quiet") == 0)
+            workers_signal(k, WORKER_QUIET);
+        else if (strcmp(state, "terminate") == 0)
+            workers_signal(k, WORKER_TERMINATE);
+        if (k->state == WORKER_RUNNING) {
             reply_str(out, "+OK\r\n");
         } else {
-            k->last_beat_ms = *f->now_ms;
             int m = snprintf(msg, sizeof msg, "{\"state\":\"%s\"}", worker_state_name(k->state));
             fwp_bulk(out, msg, (size_t)m);
         }

@@ -80,7 +80,7 @@ fwp_pushb(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
             json_decref(job);
             p = fwp_skip(p + used, end, ',');
         }
-        fwp_bulk_json(out, refused);
+        fwp_bulk_json(out, refused, JSON_SORT_KEYS);
         json_decref(refused);
     }
     json_decref(jobs);

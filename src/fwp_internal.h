@@ -42,8 +42,9 @@ void fwp_errorf(struct reply *out, const char *fmt, ...) __attribute__((format(p
 void fwp_ok(struct reply *out);
 /* "$<n>\r\n<bytes>\r\n". */
 void fwp_bulk(struct reply *out, const char *s, size_t n);
-/* A JSON value as a bulk string. */
-void fwp_bulk_json(struct reply *out, json_t *v);
+/* A JSON value as a bulk string, compact, with jansson's dump flags
+ * (JSON_SORT_KEYS where Faktory's server writes a Go map). */
+void fwp_bulk_json(struct reply *out, json_t *v, size_t flags);
 /* Refuse a change while the log cannot be written: true if refused. */
 bool fwp_refuse_readonly(const struct fwp_ctx *f, struct reply *out);
 /* The string value of key in object o, or NULL (absent or not a string). */

@@ -71,6 +71,34 @@ workers_count(const struct workers *w)
     return registry_count(w->by_wid);
 }
 
+void
+workers_signal(struct worker *k, enum worker_state want)
+{
+    if (want > k->state)
+        k->state = want;
+}
+
+struct workers_kind_count {
+    uint8_t kind;
+    size_t n;
+};
+
+static void
+workers_count_one(void *elem, void *arg)
+{
+    const struct worker *k = elem;
+    struct workers_kind_count *c = arg;
+    c->n += (k->kinds & c->kind) != 0;
+}
+
+size_t
+workers_count_kind(const struct workers *w, uint8_t kind)
+{
+    struct workers_kind_count c = {kind, 0};
+    registry_foreach(w->by_wid, workers_count_one, &c);
+    return c.n;
+}
+
 struct worker *
 workers_find(const struct workers *w, const char *wid, size_t len)
 {

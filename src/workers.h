@@ -67,6 +67,11 @@ void workers_set_waiting(struct worker *k, const char *names);
 void workers_note_queue(struct worker *k, const char *name, size_t len);
 /* Is k connected and has it leased from or waited on that queue lately? */
 bool workers_present(const struct worker *k, const char *name, size_t len);
+/* Ask k to quiet or terminate, or k says it does: a state only moves
+ * forward (running, quiet, terminate), so a lesser one leaves it. */
+void workers_signal(struct worker *k, enum worker_state want);
+/* How many workers have spoken through a protocol of kind (WORKER_*). */
+size_t workers_count_kind(const struct workers *w, uint8_t kind);
 /* The worker with this wid, or NULL. */
 struct worker *workers_find(const struct workers *w, const char *wid, size_t len);
 

@@ -145,7 +145,8 @@ END_TEST
 
 /* What ends a connection before it is identified: anything but a HELLO
  * with a JSON object is closed without a reply, as Faktory's server does;
- * a version other than 2 gets an error first. */
+ * a "v" that is not a number, or a wid that is not one, gets an error
+ * first. */
 START_TEST(test_bad_hello)
 {
     static const struct {
@@ -156,10 +157,10 @@ START_TEST(test_bad_hello)
         {"HELLO {\"v\":2\r\n", ""},
         {"HELLO [2]\r\n", ""},
         {"hello {\"v\":2}\r\n", ""},
-        {"HELLO {\"v\":1}\r\n", "-ERR Unsupported protocol version\r\n"},
         {"HELLO {\"v\":\"2\"}\r\n", "-ERR Unsupported protocol version\r\n"},
-        {"HELLO {}\r\n", "-ERR Unsupported protocol version\r\n"},
-        {"HELLO {\"v\":2,\"wid\":\"\"}\r\n", "-ERR Invalid wid\r\n"},
+        {"HELLO {\"v\":[2]}\r\n", "-ERR Unsupported protocol version\r\n"},
+        {"HELLO {\"v\":2,\"wid\":5}\r\n", "-ERR Invalid wid\r\n"},
+        {"HELLO {\"v\":2,\"wid\":\"a b\"}\r\n", "-ERR Invalid wid\r\n"},
     };
     for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
         struct client c;
@@ -167,6 +168,31 @@ START_TEST(test_bad_hello)
         const char *got = feed(&c, cases[i].in);
         ck_assert_msg(strcmp(got, cases[i].out) == 0, "%s: \"%s\"", cases[i].in, got);
         ck_assert_msg(c.f.closed, "%s: not closed", cases[i].in);
+        client_close(&c);
+    }
+    ck_assert_uint_eq(workers_count(core->workers), 0);
+}
+END_TEST
+
+/* Any version, or none, is accepted; a HELLO whose wid is absent, null or
+ * "" is a producer's: identified, but no worker. */
+START_TEST(test_hello_any_version_and_producers)
+{
+    static const char *const hellos[] = {
+        "HELLO {}\r\n",
+        "HELLO {\"v\":1}\r\n",
+        "HELLO {\"v\":3,\"wid\":null}\r\n",
+        "HELLO {\"v\":null,\"wid\":\"\"}\r\n",
+        "HELLO {\"hostname\": \"vm\", \"pid\": 1, \"labels\": []}\r\n",
+        "HELLO {\"hostname\":\"vm\",\"wid\":\"\",\"pid\":30472,\"labels\":[\"golang\"],"
+        "\"username\":\"\",\"pwdhash\":\"\",\"v\":2}\r\n",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(hellos); i++) {
+        struct client c;
+        client_open(&c);
+        ck_assert_msg(strcmp(feed(&c, hellos[i]), "+OK\r\n") == 0, "%s", hellos[i]);
+        ck_assert_str_eq(feed(&c, "BEAT {\"wid\":\"\"}\r\n"), "-ERR unknown worker \r\n");
+        ck_assert(!c.f.closed);
         client_close(&c);
     }
     ck_assert_uint_eq(workers_count(core->workers), 0);
@@ -216,6 +242,37 @@ START_TEST(test_password)
 }
 END_TEST
 
+/* A client whose "v" is absent or below 2 hashes the password once,
+ * whatever HI asked for (Faktory's rule, which its Python client follows);
+ * one of version 2 or more hashes as often as HI asked. */
+START_TEST(test_password_rounds_by_version)
+{
+    ctx.password = "s3cret";
+    static const struct {
+        const char *v; /* the HELLO's "v" member, or "" */
+        bool once;     /* hashed once, else the iterations HI gave */
+        bool ok;
+    } cases[] = {
+        {"", true, true},          {"\"v\":1,", true, true},     {"\"v\":null,", true, true},
+        {"\"v\":2,", false, true}, {"\"v\":3,", false, true},    {"", false, false},
+        {"\"v\":2,", true, false}, {"\"v\":1.5,", false, false},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cases); i++) {
+        struct client c;
+        client_open(&c);
+        char salt[32], hash[65], line[160];
+        int iterations;
+        hi_params(c.f.out, salt, &iterations);
+        fwp_password_hash("s3cret", salt, cases[i].once ? 1 : (uint32_t)iterations, hash);
+        snprintf(line, sizeof line, "HELLO {%s\"pwdhash\":\"%s\"}\r\n", cases[i].v, hash);
+        ck_assert_msg(
+            strcmp(feed(&c, line), cases[i].ok ? "+OK\r\n" : "-ERR Invalid password\r\n") == 0,
+            "case %zu: %s", i, line);
+        client_close(&c);
+    }
+}
+END_TEST
+
 /* A HELLO with a wid registers the worker for as long as one of its
  * connections is open; BEAT on any of them answers its state. */
 START_TEST(test_workers_and_beat)
@@ -244,7 +301,12 @@ START_TEST(test_workers_and_beat)
     w->state = WORKER_TERMINATE;
     ck_assert_str_eq(feed(&b, "BEAT {\"wid\":\"w1\"}\r\n"), "$21\r\n{\"state\":\"terminate\"}\r\n");
     ck_assert_str_eq(feed(&a, "BEAT {\"wid\":\"w2\"}\r\n"), "-ERR unknown worker w2\r\n");
-    ck_assert_str_eq(feed(&a, "BEAT {\"id\":1}\r\n"), "-ERR invalid BEAT {\"id\":1}\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"id\":1}\r\n"), "-ERR unknown worker \r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\":1}\r\n"), "-ERR invalid BEAT {\"wid\":1}\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\":\"w1\",\"current_state\":2}\r\n"),
+                     "-ERR invalid BEAT {\"wid\":\"w1\",\"current_state\":2}\r\n");
+    ck_assert_str_eq(feed(&a, "BEAT {\"wid\":\"w1\",\"rss_kb\":\"x\"}\r\n"),
+                     "-ERR invalid BEAT {\"wid\":\"w1\",\"rss_kb\":\"x\"}\r\n");
     ck_assert_str_eq(feed(&a, "BEAT oops\r\n"), "-ERR invalid BEAT oops\r\n");
     ck_assert_str_eq(feed(&a, "BEAT\r\n"), "-ERR invalid BEAT\r\n");
 
@@ -419,7 +481,9 @@ main(void)
         {"password_hash", test_password_hash},
         {"handshake", test_handshake},
         {"bad_hello", test_bad_hello},
+        {"hello_any_version_and_producers", test_hello_any_version_and_producers},
         {"password", test_password},
+        {"password_rounds_by_version", test_password_rounds_by_version},
         {"workers_and_beat", test_workers_and_beat},
         {"failures", test_failures},
         {"job_errors", test_job_errors},

@@ -691,7 +691,6 @@ START_TEST(test_push_errors)
     }
     rt(fd, "BATCH new {}", "-ERR unknown command BATCH");
     rt(fd, "TRACK get x", "-ERR unknown command TRACK");
-    rt(fd, "QUEUE LATENCY default", "-ERR no such QUEUE subcommand: LATENCY");
     expect_state(fd, before, "commands without their argument");
     json_decref(before);
     /* the first dupl-0001 is still as it was pushed */
@@ -1778,7 +1777,10 @@ START_TEST(test_queue)
     push(fd, J("queue-c-2", ",\"queue\":\"qc\""));
     /* errors */
     json_t *before = state(fd);
-    rt(fd, "QUEUE LATENCY qa", "-ERR no such QUEUE subcommand: LATENCY");
+    rt(fd, "QUEUE LATENCY *", "-ERR QUEUE LATENCY does not support wildcards");
+    rt(fd, "QUEUE LATENCY qa *", "-ERR QUEUE LATENCY does not support wildcards");
+    rt(fd, "QUEUE LATENCY qa q/b",
+       "-ERR QUEUE LATENCY: queue names must match \\A[a-zA-Z0-9._-]+\\z");
     rt(fd, "QUEUE NOPE", "-ERR no such QUEUE subcommand: NOPE");
     rt(fd, "QUEUE PAUSE", "-ERR QUEUE PAUSE needs queue names");
     rt(fd, "QUEUE RESUME", "-ERR QUEUE RESUME needs queue names");
@@ -1817,7 +1819,10 @@ START_TEST(test_info)
     static const char *const fk[] = {
         "total_failures", "total_processed", "total_enqueued", "total_queues",
         "queues",         "tasks",           "sets",           NULL};
-    static const char *const sets[] = {"scheduled", "retries", "dead", "working", NULL};
+    static const char *const sets[] = {"dead", "retries", "scheduled", "working", NULL};
+    static const char *const tasks[] = {"Busy", "Dead", "Retries", "Scheduled", "Workers", NULL};
+    static const char *const scanner[] = {"cycles", "enqueued", "size", "wall_time_sec", NULL};
+    static const char *const reaper[] = {"reaped", "size", NULL};
     static const char *const server[] = {"description", "faktory_version", "uptime",
                                          "connections", "command_count",   "used_memory_mb",
                                          NULL};
@@ -1825,7 +1830,12 @@ START_TEST(test_info)
     expect_keys(json_object_get(i, "faktory"), "faktory", fk);
     expect_keys(at_path(i, "faktory/sets"), "sets", sets);
     expect_keys(json_object_get(i, "server"), "server", server);
-    expect_keys(at_path(i, "faktory/tasks"), "tasks", (const char *const[]){NULL});
+    expect_keys(at_path(i, "faktory/tasks"), "tasks", tasks);
+    for (size_t k = 0; tasks[k] != NULL; k++) {
+        bool reaps = strcmp(tasks[k], "Busy") == 0 || strcmp(tasks[k], "Workers") == 0;
+        expect_keys(at_path(i, f("faktory/tasks/%s", tasks[k])), tasks[k],
+                    reaps ? reaper : scanner);
+    }
     expect_keys(at_path(i, "faktory/queues"), "queues", (const char *const[]){NULL});
     check_between(time_of(json_string_value(json_object_get(i, "now"))), t0, t1, "now");
     ck_assert(json_is_string(json_object_get(i, "server_utc_time")));
@@ -1870,6 +1880,12 @@ START_TEST(test_info)
     ck_assert_int_eq(num(i, "faktory/sets/retries"), 1);
     ck_assert_int_eq(num(i, "faktory/sets/dead"), 1);
     ck_assert_int_eq(num(i, "faktory/sets/working"), 1);
+    /* the tasks count what their sets hold */
+    ck_assert_int_eq(num(i, "faktory/tasks/Scheduled/size"), 1);
+    ck_assert_int_eq(num(i, "faktory/tasks/Retries/size"), 1);
+    ck_assert_int_eq(num(i, "faktory/tasks/Dead/size"), 1);
+    ck_assert_int_eq(num(i, "faktory/tasks/Busy/size"), 1);
+    ck_assert_int_eq(num(i, "faktory/tasks/Workers/size"), 0);
     ck_assert_int_eq(num(i, "server/connections"), 2); /* the Workq one too */
     ck_assert_int_eq(num(i, "faktory/queues/ia"), 1);
     ck_assert_int_eq(num(i, "faktory/queues/ib"), 1);
