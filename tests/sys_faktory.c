@@ -13,8 +13,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/sha.h>
-
 #include "systest.h"
 
 #define EX_CONFIG_STATUS 78
@@ -41,24 +39,6 @@ start(struct systest_proc *p, const char *password_file)
     return start_with(p, password_file ? "-faktory-password-file" : NULL, password_file);
 }
 
-/* sha256 applied iterations times, the first over password+salt: computed
- * with OpenSSL's one-shot SHA256, not with the server's code. */
-static const char *
-pwdhash(const char *password, const char *salt, int iterations)
-{
-    unsigned char d[SHA256_DIGEST_LENGTH];
-    const char *in = f("%s%s", password, salt);
-    SHA256((const unsigned char *)in, strlen(in), d);
-    for (int i = 1; i < iterations; i++)
-        SHA256(d, sizeof d, d);
-    struct sb hex = {0};
-    for (size_t i = 0; i < sizeof d; i++)
-        sb_add(&hex, f("%02x", d[i]));
-    const char *out = f("%s", hex.p);
-    free(hex.p);
-    return out;
-}
-
 /* Connect, read HI, and answer HELLO with the password (NULL: none). */
 static int
 hello(int port, const char *password, const char *reply)
@@ -74,8 +54,8 @@ hello(int port, const char *password, const char *reply)
         ck_assert_msg(
             sscanf(hi, "+HI {\"v\":2,\"i\":%d,\"s\":\"%31[0-9a-f]\"}", &iterations, salt) == 2,
             "%s", hi);
-        systest_sends(
-            fd, f("HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n", pwdhash(password, salt, iterations)));
+        systest_sends(fd, f("HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n",
+                            systest_pwdhash(password, salt, iterations)));
     }
     systest_expect(fd, reply);
     return fd;

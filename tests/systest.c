@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/sha.h>
+
 #define SYSTEST_WAIT_MS 5000
 
 int
@@ -454,4 +456,20 @@ systest_is_uuid4(const char *s)
             return false;
     }
     return true;
+}
+
+const char *
+systest_pwdhash(const char *password, const char *salt, int iterations)
+{
+    unsigned char d[SHA256_DIGEST_LENGTH];
+    const char *in = f("%s%s", password, salt);
+    SHA256((const unsigned char *)in, strlen(in), d);
+    for (int i = 1; i < iterations; i++)
+        SHA256(d, sizeof d, d);
+    struct sb hex = {0};
+    for (size_t i = 0; i < sizeof d; i++)
+        sb_add(&hex, f("%02x", d[i]));
+    const char *out = f("%s", hex.p);
+    free(hex.p);
+    return out;
 }

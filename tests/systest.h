@@ -176,6 +176,10 @@ int systest_wait_ms(void);
 /* printf into one of a ring of buffers: up to 16 results live at once. */
 const char *f(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A Faktory pwdhash: SHA-256 applied iterations times, the first over
+ * password+salt (OpenSSL's one-shot SHA256, not the server's code). */
+const char *systest_pwdhash(const char *password, const char *salt, int iterations);
+
 /* Distinct ids: version 4 and version 1 (the protocol text's examples). */
 const char *id4(unsigned n);
 /* The version-1 id number n (see id4). */
