@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -16,11 +17,19 @@
 #include <event2/listener.h>
 
 #include "alloc.h"
+#include "http_guard.h"
 #include "log.h"
 #include "stats.h"
 
-/* A scraper that stalls is dropped after this long (seconds). */
+/* A scraper that stalls is dropped after this long (seconds); a request
+ * must arrive whole within it too. */
 #define METRICS_TIMEOUT_S 10
+/* Scrapers are few: connections beyond this (or -max-connections, or a
+ * quarter of the descriptor limit, when smaller) wait in the backlog. */
+#define METRICS_MAX_CONNECTIONS 64
+/* What a connection may read ahead of evhttp: past it, a client that
+ * pipelines requests without reading the replies is no longer read. */
+#define METRICS_MAX_INPUT 65536
 /* Requests are small: headers up to this, and no body worth reading. */
 #define METRICS_MAX_HEADERS 16384
 #define METRICS_MAX_BODY    4096
@@ -30,8 +39,7 @@ struct metrics {
     struct evhttp *https; /* over cfg.bev (TLS); NULL until a listener needs it */
     struct metrics_config cfg;
     struct event_base *base;
-    struct evconnlistener *listeners[8 * 2];
-    size_t nlisteners;
+    struct http_guard *guard; /* bounds both servers' connections */
 };
 
 /* One media range of an Accept header: does it name OpenMetrics 1.0
@@ -189,8 +197,7 @@ metrics_http_new(struct metrics *m, struct event_base *base, metrics_bev_fn bev)
     evhttp_set_max_headers_size(http, METRICS_MAX_HEADERS);
     evhttp_set_max_body_size(http, METRICS_MAX_BODY);
     evhttp_set_gencb(http, metrics_request_cb, m);
-    if (bev != NULL)
-        evhttp_set_bevcb(http, bev, m->cfg.bev_arg);
+    http_guard_serve(m->guard, http, bev, m->cfg.bev_arg);
     return http;
 }
 
@@ -200,8 +207,20 @@ metrics_new(struct event_base *base, const struct metrics_config *cfg)
     struct metrics *m = wq_calloc(1, sizeof *m);
     m->cfg = *cfg;
     m->base = base;
+    /* a quarter of the descriptors at most: scrapers must not starve the
+     * job listeners of them */
+    uint64_t max = METRICS_MAX_CONNECTIONS;
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+        max = WQ_MIN(max, WQ_MAX(nofile.rlim_cur / 4, 1u));
+    if (cfg->max_connections > 0 && cfg->max_connections < max)
+        max = cfg->max_connections;
+    const struct http_guard_config guard = {"metrics", max, METRICS_TIMEOUT_S * 1000,
+                                            METRICS_MAX_INPUT};
+    m->guard = http_guard_new(base, &guard);
     m->http = metrics_http_new(m, base, NULL);
     if (m->http == NULL) {
+        http_guard_free(m->guard);
         wq_free(m);
         return NULL;
     }
@@ -214,21 +233,19 @@ metrics_add_listener(struct metrics *m, struct evconnlistener *l, bool tls)
     if (tls && m->https == NULL && m->cfg.bev != NULL)
         m->https = metrics_http_new(m, m->base, m->cfg.bev);
     struct evhttp *http = tls ? m->https : m->http;
-    if (m->nlisteners == WQ_ARRAY_LEN(m->listeners) || http == NULL ||
-        evhttp_bind_listener(http, l) == NULL) {
+    if (http == NULL || evhttp_bind_listener(http, l) == NULL) {
         wq_log(LOG_LVL_ERROR, "cannot serve metrics on a listener");
         evconnlistener_free(l);
         return -1;
     }
-    m->listeners[m->nlisteners++] = l;
+    http_guard_add_listener(m->guard, l);
     return 0;
 }
 
 void
 metrics_accept(struct metrics *m)
 {
-    for (size_t i = 0; i < m->nlisteners; i++)
-        evconnlistener_enable(m->listeners[i]);
+    http_guard_accept(m->guard, true);
 }
 
 void
@@ -236,7 +253,8 @@ metrics_free(struct metrics *m)
 {
     if (m == NULL)
         return;
-    evhttp_free(m->http); /* and the listeners it was bound to */
+    http_guard_free(m->guard); /* before its connections go */
+    evhttp_free(m->http);      /* and the listeners it was bound to */
     if (m->https != NULL)
         evhttp_free(m->https);
     wq_free(m);

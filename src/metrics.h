@@ -28,13 +28,16 @@ struct metrics_config {
     void *arg; /* given to render and ready */
     metrics_bev_fn bev;
     void *bev_arg;
+    uint64_t max_connections; /* -max-connections (0: none); the endpoint's own cap is lower */
 };
 
 /* A new endpoint on base serving no socket yet; NULL after logging. */
 struct metrics *metrics_new(struct event_base *base, const struct metrics_config *cfg);
 /* Serve HTTP on l, a listener created disabled and without a callback,
  * over TLS if tls (the config's bev); the endpoint owns it from now (even
- * on failure).  0, or -1 after logging. */
+ * on failure).  Its connections are bounded as http_guard.h says, at
+ * most 64 of them (or max_connections, or a quarter of the descriptor
+ * limit, if smaller).  0, or -1 after logging. */
 int metrics_add_listener(struct metrics *m, struct evconnlistener *l, bool tls);
 /* Start accepting on every listener. */
 void metrics_accept(struct metrics *m);

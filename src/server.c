@@ -34,6 +34,8 @@
 #define SERVER_STOP_MS 2000
 /* How long accepting pauses when file descriptors run out. */
 #define SERVER_ACCEPT_PAUSE_MS 100
+/* ... and logs it at most this often. */
+#define SERVER_ACCEPT_LOG_MS 1000
 /* The idle sweep runs at most this often, however short the timeout. */
 #define SERVER_IDLE_SWEEP_MIN_MS 10
 /* The reply to a client beyond -max-connections, before it is closed. */
@@ -202,8 +204,16 @@ static void
 server_accept_error_cb(struct evconnlistener *l, void *arg)
 {
     struct server *srv = ((struct server_listener *)arg)->srv;
-    wq_log(LOG_LVL_WARN, "accept failed, pausing ms=%d error=\"%s\"", SERVER_ACCEPT_PAUSE_MS,
-           evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+    uint64_t now = util_now_ms();
+    if (now - srv->accept_error_logged_ms >= SERVER_ACCEPT_LOG_MS) {
+        wq_log(LOG_LVL_WARN, "accept failed, pausing ms=%d error=\"%s\" repeats=%llu",
+               SERVER_ACCEPT_PAUSE_MS, evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()),
+               (unsigned long long)srv->accept_errors_unlogged);
+        srv->accept_error_logged_ms = now;
+        srv->accept_errors_unlogged = 0;
+    } else {
+        srv->accept_errors_unlogged++;
+    }
     server_accepting(srv, false);
     struct timeval tv = {0, SERVER_ACCEPT_PAUSE_MS * 1000};
     evtimer_add(srv->accept_ev, &tv);
@@ -341,8 +351,12 @@ server_listen_metrics(struct server *srv)
     const struct listen_set *set = &srv->opts->metrics_listen;
     if (set->n == 0)
         return 0;
-    const struct metrics_config cfg = {server_metrics_render, server_metrics_ready, srv,
-                                       srv->tls ? tls_http_bev : NULL, srv->tls};
+    const struct metrics_config cfg = {server_metrics_render,
+                                       server_metrics_ready,
+                                       srv,
+                                       srv->tls ? tls_http_bev : NULL,
+                                       srv->tls,
+                                       srv->opts->max_connections};
     srv->metrics = metrics_new(srv->base, &cfg);
     if (srv->metrics == NULL)
         return -1;

@@ -32,9 +32,11 @@ struct server {
     size_t nlisteners;
     struct event *timer;
     struct event *sig_int, *sig_term, *sig_hup;
-    struct event *idle_ev;   /* the sweep for idle connections */
-    struct event *stop_ev;   /* deadline of a graceful stop */
-    struct event *accept_ev; /* re-enables accepting after EMFILE */
+    struct event *idle_ev;           /* the sweep for idle connections */
+    struct event *stop_ev;           /* deadline of a graceful stop */
+    struct event *accept_ev;         /* re-enables accepting after EMFILE */
+    uint64_t accept_error_logged_ms; /* the last "accept failed" line */
+    uint64_t accept_errors_unlogged; /* since */
     bool stopping;
     bool full;         /* refusing clients at -max-connections */
     uint64_t timer_at; /* when the timer is armed for, WHEEL_NEVER if not */
