@@ -7,6 +7,7 @@
 #include "wq.h"
 #include "proto.h"
 
+struct auth_guard;
 struct cmd_auth;
 struct conn_proto;
 struct core;
@@ -25,10 +26,11 @@ struct cmd_ctx {
     bool faktory;     /* a Faktory listener is on (inspect server shows it) */
     size_t max_line;  /* proto.h's limits */
     uint64_t max_payload;
-    struct worker **worker; /* the current connection's named worker (hello) */
-    struct cmd_auth *auth;  /* -password-file: clients must authenticate; NULL: off */
-    bool *authed;           /* the current connection has authenticated */
-    struct stats *stats;    /* commands by outcome are counted there; NULL: not */
+    struct worker **worker;        /* the current connection's named worker (hello) */
+    struct cmd_auth *auth;         /* -password-file: clients must authenticate; NULL: off */
+    struct auth_guard *auth_guard; /* failing addresses (every listener's) */
+    bool *authed;                  /* the current connection has authenticated */
+    struct stats *stats;           /* commands by outcome are counted there; NULL: not */
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its
@@ -117,13 +119,12 @@ void cmd_auth(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
  * ASCII (no space or control character), at most this long. */
 #define CMD_AUTH_MAX_PASSWORD 1024
 bool cmd_auth_valid_password(const char *p);
-/* What checks a password (a digest of it) and remembers failing addresses. */
+/* What checks a password (a digest of it). */
 struct cmd_auth *cmd_auth_new(const char *password);
-/* A new password (SIGHUP re-read the file); failures are remembered still. */
+/* A new password (SIGHUP re-read the file); failing addresses (auth_guard.h)
+ * are remembered still. */
 void cmd_auth_set_password(struct cmd_auth *a, const char *password);
 void cmd_auth_free(struct cmd_auth *a);
-/* How long the answer to an address's failures-th failure waits. */
-uint64_t cmd_auth_delay_ms(uint32_t failures);
 
 /* Flag tables: add and schedule take all four (in this order), run only
  * the priority; lease takes -fencing, complete, fail and touch -attempt. */

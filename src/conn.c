@@ -75,6 +75,7 @@ struct conn {
     bool direct;            /* plain TCP: written to straight from the loop */
     bool after_reference;   /* the output ends with a payload by reference */
     bool throttle_logged;   /* its first throttle has been logged */
+    bool close_after_pause; /* the protocol closes it once its pause ends */
     void *waiting;          /* CONN_PARKED: what the protocol parked */
     struct evbuffer *held;  /* replies waiting for the log */
     struct evbuffer *later; /* CONN_PAUSED: replies made during the pause */
@@ -302,10 +303,17 @@ conn_reply_wake(void *to)
     event_active(c->wake_ev, EV_READ, 0); /* EV_TIMEOUT means the linger ended */
 }
 
+/* The protocol closes the connection; a paused one first waits out its
+ * pause and sends what it answered meanwhile (a refused password must not
+ * show sooner as a close). */
 static void
 conn_reply_close(void *to)
 {
-    conn_close_soon(to, true);
+    struct conn *c = to;
+    if (c->state == CONN_PAUSED)
+        c->close_after_pause = true;
+    else
+        conn_close_soon(c, true);
 }
 
 static const char *
@@ -598,7 +606,10 @@ conn_wake_cb(evutil_socket_t fd, short what, void *arg)
         if (c->later != NULL)
             evbuffer_add_buffer(conn_out(c), c->later);
         c->active_ms = util_now_ms();
-        conn_process(c);
+        if (c->close_after_pause)
+            conn_close_soon(c, true); /* may free c */
+        else
+            conn_process(c);
     } else if (c->state == CONN_READY) {
         conn_process(c);
     }

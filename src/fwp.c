@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "auth_guard.h"
 #include "conn.h"
 #include "core.h"
 #include "fwp_internal.h"
@@ -200,22 +201,38 @@ fwp_pwdhash_shaped(const char *s)
     return n == 64;
 }
 
-/* The HELLO's password check: NULL if it passes.  As Faktory's server
- * does, a client whose "v" is absent or below 2 hashes once, whatever
- * the greeting asked for. */
+/* The HELLO's password check: NULL if it passes (or none is asked), else
+ * the error, out paused first for its address's delay (auth_guard.h: no
+ * hash is computed while the address waits, nor for a pwdhash that cannot
+ * be one).  As Faktory's server does, a client whose "v" is absent or
+ * below 2 hashes once, whatever the greeting asked for. */
 static const char *
-fwp_hello_password(const struct fwp_ctx *f, const struct fwp_state *st, json_t *hello)
+fwp_hello_password(const struct fwp_ctx *f, const struct fwp_state *st, json_t *hello,
+                   struct reply *out)
 {
     if (f->password == NULL)
         return NULL; /* pwdhash, even "", is ignored */
-    const char *got = fwp_json_str(hello, "pwdhash", NULL);
-    if (got == NULL || !fwp_pwdhash_shaped(got))
+    const char *peer = reply_peer(out);
+    uint64_t wait = auth_guard_wait_ms(f->auth_guard, peer, *f->now_ms, "faktory auth");
+    if (wait > 0) {
+        reply_pause(out, wait);
         return "Invalid password";
-    json_t *v = json_object_get(hello, "v");
-    uint32_t rounds = json_is_number(v) && json_number_value(v) >= 2 ? st->iterations : 1;
-    char want[65];
-    fwp_password_hash(f->password, st->salt, rounds, want);
-    return CRYPTO_memcmp(got, want, 64) == 0 ? NULL : "Invalid password";
+    }
+    const char *got = fwp_json_str(hello, "pwdhash", NULL);
+    bool ok = false;
+    if (got != NULL && fwp_pwdhash_shaped(got)) {
+        json_t *v = json_object_get(hello, "v");
+        uint32_t rounds = json_is_number(v) && json_number_value(v) >= 2 ? st->iterations : 1;
+        char want[65];
+        fwp_password_hash(f->password, st->salt, rounds, want);
+        ok = CRYPTO_memcmp(got, want, 64) == 0;
+    }
+    if (ok) {
+        auth_guard_passed(f->auth_guard, peer);
+        return NULL;
+    }
+    reply_pause(out, auth_guard_failed(f->auth_guard, peer, *f->now_ms, "faktory auth"));
+    return "Invalid password";
 }
 
 /* The first line: "HELLO {...}", with the right password.  Like Faktory's
@@ -242,7 +259,7 @@ fwp_hello(const struct fwp_ctx *f, struct fwp_state *st, struct reply *out, cons
     if (v != NULL && !json_is_null(v) && !json_is_number(v))
         error = "Unsupported protocol version";
     else
-        error = fwp_hello_password(f, st, hello);
+        error = fwp_hello_password(f, st, hello, out);
     if (error == NULL && wid_v != NULL && !json_is_null(wid_v) &&
         (!json_is_string(wid_v) || (wid != NULL && !workers_valid_id(wid, wid_len))))
         error = "Invalid wid";

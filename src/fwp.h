@@ -9,19 +9,21 @@
 
 #include "wq.h"
 
+struct auth_guard;
 struct conn_proto;
 struct core;
 
 /* The Faktory listeners' context (conn_service.ctx). */
 struct fwp_ctx {
     struct core *core;
-    const char *password;     /* NULL: none asked */
-    size_t max_line;          /* longest command line */
-    size_t max_job;           /* longest job (its JSON) */
-    uint64_t backoff_unit_ms; /* a second of the retry backoff (1000) */
-    const uint64_t *now_ms;   /* the server's time for this batch, Unix ms */
-    const bool *readonly;     /* the command log cannot be written */
-    const uint64_t *clients;  /* open connections */
+    const char *password;          /* NULL: none asked */
+    struct auth_guard *auth_guard; /* failing addresses (every listener's) */
+    size_t max_line;               /* longest command line */
+    size_t max_job;                /* longest job (its JSON) */
+    uint64_t backoff_unit_ms;      /* a second of the retry backoff (1000) */
+    const uint64_t *now_ms;        /* the server's time for this batch, Unix ms */
+    const bool *readonly;          /* the command log cannot be written */
+    const uint64_t *clients;       /* open connections */
     uint64_t started_ms;
     uint64_t commands; /* handled since start */
     uint64_t rng;      /* xorshift state for the backoff's jitter (not 0) */

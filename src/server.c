@@ -24,6 +24,7 @@
 #include "core.h"
 #include "fjobs.h"
 #include "alloc.h"
+#include "auth_guard.h"
 #include "daemon.h"
 #include "log.h"
 #include "options.h"
@@ -523,6 +524,7 @@ server_init(struct server *srv, const struct options *opts)
     srv->ctx.max_payload = opts->max_payload;
     srv->ctx.faktory = opts->faktory_listen.n > 0;
     srv->ctx.stats = &srv->stats;
+    srv->ctx.auth_guard = auth_guard_new();
     srv->workq = (struct conn_service){
         .proto = &cmd_protocol,
         .ctx = &srv->ctx,
@@ -533,6 +535,7 @@ server_init(struct server *srv, const struct options *opts)
     size_t fwp_line = opts->max_line + opts->max_payload;
     srv->fwp = (struct fwp_ctx){
         .core = srv->ctx.core,
+        .auth_guard = srv->ctx.auth_guard,
         .max_line = fwp_line,
         .max_job = WQ_MAX(opts->max_payload, 256u),
         .backoff_unit_ms = opts->faktory_backoff_unit_ms,
@@ -708,6 +711,7 @@ server_clear(struct server *srv)
     core_free(srv->ctx.core);
     wq_free(srv->faktory_password);
     cmd_auth_free(srv->ctx.auth);
+    auth_guard_free(srv->ctx.auth_guard);
     tls_free(srv->tls);
     if (srv->base != NULL)
         event_base_free(srv->base);

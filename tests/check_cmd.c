@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth_guard.h"
 #include "conn.h"
 #include "core.h"
 #include "proto.h"
@@ -45,12 +46,14 @@ setup(void)
     ctx.clients = 1;
     ctx.max_line = 200;
     ctx.max_payload = 16;
+    ctx.auth_guard = auth_guard_new();
 }
 
 static void
 teardown(void)
 {
     core_free(ctx.core);
+    auth_guard_free(ctx.auth_guard);
 }
 
 static void
@@ -58,6 +61,7 @@ client_open(struct client *c)
 {
     ck_assert_uint_le(cmd_protocol.state_size, sizeof c->parser);
     fake_init(&c->f);
+    c->f.clock = &ctx.now_ms;
     cmd_protocol.open(&ctx, c->parser, &c->f.reply);
 }
 
@@ -338,11 +342,11 @@ START_TEST(test_auth_required)
     const char *in = "auth\r\nauth a b\r\nauth wrong\r\n";
     ck_assert_str_eq(feed(&c, in, strlen(in)),
                      CE("Invalid command args") CE("Invalid command args") CE("Invalid password"));
-    ck_assert_uint_eq(c.f.paused_ms, cmd_auth_delay_ms(1));
+    ck_assert_uint_eq(c.f.paused_ms, auth_guard_delay_ms(1));
     in = "auth s3cret\r\nadd " ID1 " q 1000 60000 1\r\nx\r\nauth wrong\r\nresult " ID1 " 0\r\n";
     ck_assert_str_eq(feed(&c, in, strlen(in)),
                      "+OK\r\n+OK\r\n" CE("Invalid password") "-TIMEOUT\r\n");
-    ck_assert_uint_eq(c.f.paused_ms, cmd_auth_delay_ms(1) + cmd_auth_delay_ms(1));
+    ck_assert_uint_eq(c.f.paused_ms, auth_guard_delay_ms(1) + auth_guard_delay_ms(1));
     client_close(&c);
     ck_assert_uint_eq(registry_count(ctx.core->jobs), 1);
     cmd_auth_free(ctx.auth);
@@ -353,11 +357,11 @@ END_TEST
  * to 10 s; a right password forgives them; another address starts afresh. */
 START_TEST(test_auth_delays)
 {
-    ck_assert_uint_eq(cmd_auth_delay_ms(1), 250);
-    ck_assert_uint_eq(cmd_auth_delay_ms(2), 500);
-    ck_assert_uint_eq(cmd_auth_delay_ms(6), 8000);
-    ck_assert_uint_eq(cmd_auth_delay_ms(7), 10000);
-    ck_assert_uint_eq(cmd_auth_delay_ms(100000), 10000);
+    ck_assert_uint_eq(auth_guard_delay_ms(1), 250);
+    ck_assert_uint_eq(auth_guard_delay_ms(2), 500);
+    ck_assert_uint_eq(auth_guard_delay_ms(6), 8000);
+    ck_assert_uint_eq(auth_guard_delay_ms(7), 10000);
+    ck_assert_uint_eq(auth_guard_delay_ms(100000), 10000);
 
     ctx.auth = cmd_auth_new("-x=y"); /* looks like a flag: still a password */
     struct client c;
@@ -365,19 +369,47 @@ START_TEST(test_auth_delays)
     for (int i = 1; i <= 3; i++) {
         uint64_t before = c.f.paused_ms;
         ck_assert_str_eq(feed(&c, "auth nope\r\n", 11), CE("Invalid password"));
-        ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms((uint32_t)i));
+        ck_assert_uint_eq(c.f.paused_ms - before, auth_guard_delay_ms((uint32_t)i));
     }
     ck_assert_str_eq(feed(&c, "auth -x=y\r\n", 11), "+OK\r\n");
     uint64_t before = c.f.paused_ms;
     ck_assert_str_eq(feed(&c, "auth nope\r\n", 11), CE("Invalid password"));
-    ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms(1));
+    ck_assert_uint_eq(c.f.paused_ms - before, auth_guard_delay_ms(1));
     /* the record of failures outlives a SIGHUP's new password */
     cmd_auth_set_password(ctx.auth, "other");
     before = c.f.paused_ms;
     ck_assert_str_eq(feed(&c, "auth -x=y\r\n", 11), CE("Invalid password"));
-    ck_assert_uint_eq(c.f.paused_ms - before, cmd_auth_delay_ms(2));
+    ck_assert_uint_eq(c.f.paused_ms - before, auth_guard_delay_ms(2));
     ck_assert_str_eq(feed(&c, "auth other\r\n", 12), "+OK\r\n");
     client_close(&c);
+    cmd_auth_free(ctx.auth);
+}
+END_TEST
+
+/* Parallel connections from one address guess no faster than one: while
+ * its delay runs, no password of its is checked (the right one neither):
+ * each is refused when the delay ends. */
+START_TEST(test_auth_parallel)
+{
+    ctx.auth = cmd_auth_new("s3cret");
+    struct client a, b;
+    client_open(&a);
+    client_open(&b);
+    a.f.clock = b.f.clock = NULL; /* side by side: the test moves the time */
+    ck_assert_str_eq(feed(&a, "auth nope\r\n", 11), CE("Invalid password"));
+    ck_assert_uint_eq(a.f.paused_ms, 250);
+    ctx.now_ms += 100;
+    ck_assert_str_eq(feed(&b, "auth s3cret\r\n", 13), CE("Invalid password"));
+    ck_assert_uint_eq(b.f.paused_ms, 150);
+    ck_assert_str_eq(feed(&b, "inspect server\r\n", 16), CE("Authentication required"));
+    ctx.now_ms += 150;
+    ck_assert_str_eq(feed(&b, "auth s3cret\r\n", 13), "+OK\r\n");
+    ck_assert_uint_eq(b.f.paused_ms, 150);
+    /* forgiven: a's next failure is its address's first again */
+    ck_assert_str_eq(feed(&a, "auth nope\r\n", 11), CE("Invalid password"));
+    ck_assert_uint_eq(a.f.paused_ms, 500);
+    client_close(&a);
+    client_close(&b);
     cmd_auth_free(ctx.auth);
 }
 END_TEST
@@ -426,6 +458,7 @@ main(void)
         {"line_too_long_closes", test_line_too_long_closes},
         {"auth_required", test_auth_required},
         {"auth_delays", test_auth_delays},
+        {"auth_parallel", test_auth_parallel},
         {"auth_not_enabled", test_auth_not_enabled},
         {"auth_valid_password", test_auth_valid_password},
     };

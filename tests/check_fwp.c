@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "auth_guard.h"
 #include "conn.h"
 #include "core.h"
 #include "fake_reply.h"
@@ -39,6 +40,7 @@ setup(void)
     ctx = (struct fwp_ctx){
         .core = core,
         .password = NULL,
+        .auth_guard = auth_guard_new(),
         .max_line = 200,
         .max_job = 1000,
         .backoff_unit_ms = 1000,
@@ -55,6 +57,7 @@ static void
 teardown(void)
 {
     core_free(core);
+    auth_guard_free(ctx.auth_guard);
 }
 
 /* A client and its protocol state (the module's state is opaque: room
@@ -69,6 +72,7 @@ client_open(struct client *c)
 {
     ck_assert_uint_le(fwp_protocol.state_size, sizeof c->state);
     fake_init(&c->f);
+    c->f.clock = &now_ms;
     memset(c->state, 0, sizeof c->state);
     fwp_protocol.open(&ctx, c->state, &c->f.reply);
 }
@@ -239,6 +243,42 @@ START_TEST(test_password)
     ck_assert_str_ne(a.f.out, b.f.out);
     client_close(&a);
     client_close(&b);
+}
+END_TEST
+
+/* A wrong password is answered after its address's delay, and the
+ * connection closes only then; while the delay runs, another connection
+ * from the address is refused the same way without its hash being
+ * checked, the right one too. */
+START_TEST(test_password_delays)
+{
+    ctx.password = "s3cret";
+    struct client a, b, c;
+    client_open(&a);
+    client_open(&b);
+    a.f.clock = b.f.clock = NULL; /* side by side: the test moves the time */
+    char salt[32], hash[65], line[160];
+    int iterations;
+    ck_assert_str_eq(feed(&a, "HELLO {\"v\":2,\"pwdhash\":\"nothex\"}\r\n"),
+                     "-ERR Invalid password\r\n");
+    ck_assert_uint_eq(a.f.paused_ms, 250);
+    ck_assert(a.f.closed);
+    now_ms += 100;
+    hi_params(b.f.out, salt, &iterations);
+    fwp_password_hash("s3cret", salt, (uint32_t)iterations, hash);
+    snprintf(line, sizeof line, "HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n", hash);
+    ck_assert_str_eq(feed(&b, line), "-ERR Invalid password\r\n");
+    ck_assert_uint_eq(b.f.paused_ms, 150);
+    now_ms += 150;
+    client_open(&c);
+    hi_params(c.f.out, salt, &iterations);
+    fwp_password_hash("s3cret", salt, (uint32_t)iterations, hash);
+    snprintf(line, sizeof line, "HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n", hash);
+    ck_assert_str_eq(feed(&c, line), "+OK\r\n");
+    ck_assert_uint_eq(c.f.paused_ms, 0);
+    client_close(&a);
+    client_close(&b);
+    client_close(&c);
 }
 END_TEST
 
@@ -484,6 +524,7 @@ main(void)
         {"hello_any_version_and_producers", test_hello_any_version_and_producers},
         {"password", test_password},
         {"password_rounds_by_version", test_password_rounds_by_version},
+        {"password_delays", test_password_delays},
         {"workers_and_beat", test_workers_and_beat},
         {"failures", test_failures},
         {"job_errors", test_job_errors},

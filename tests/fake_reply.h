@@ -1,7 +1,7 @@
 /* fake_reply.h - a client as protocol modules see it (reply.h), for their
  * unit tests: it records what was answered, whether the command parked
  * (and on what), how often it was woken, whether the module closed it,
- * and for how long it paused it. */
+ * and for how long it paused it (moving a clock on by as much, if given). */
 #ifndef WQ_TESTS_FAKE_REPLY_H
 #define WQ_TESTS_FAKE_REPLY_H
 
@@ -18,6 +18,8 @@ struct fake {
     int wakes;
     bool closed;
     uint64_t paused_ms; /* the sum of the pauses asked for */
+    uint64_t *clock;    /* if set, moved on by each pause: the client's next
+                           command comes after it */
 };
 
 static inline void
@@ -65,7 +67,10 @@ fake_peer(void *to)
 static inline void
 fake_pause(void *to, uint64_t ms)
 {
-    ((struct fake *)to)->paused_ms += ms;
+    struct fake *f = to;
+    f->paused_ms += ms;
+    if (f->clock != NULL)
+        *f->clock += ms;
 }
 
 static const struct reply_ops fake_ops = {fake_bytes, fake_payload, fake_park, fake_wake,

@@ -135,6 +135,69 @@ START_TEST(test_password_from_environment)
 }
 END_TEST
 
+/* Guessers on parallel connections from one address: each wrong HELLO is
+ * answered after the address's delay, and the connection closes only
+ * then; while a delay runs, no hash is checked (the log shows a few
+ * failures, the rest counted unchecked); a Workq client is answered
+ * meanwhile, and the right password works once the delay is over. */
+START_TEST(test_password_guessers)
+{
+    char path[] = "/tmp/wq-fkpw-XXXXXX";
+    int pfd = mkstemp(path);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, "guess me\n", 9), 9);
+    close(pfd);
+    struct systest_proc p;
+    int port = start(&p, path);
+    enum { GUESSERS = 40 };
+    int fds[GUESSERS];
+    for (int i = 0; i < GUESSERS; i++) {
+        fds[i] = systest_connect_port(port);
+        systest_read_line(fds[i]); /* HI */
+    }
+    int64_t t0 = systest_now_ms();
+    for (int i = 0; i < GUESSERS; i++)
+        systest_sends(fds[i], f("HELLO {\"v\":2,\"pwdhash\":\"%064d\"}\r\n", i));
+    int wq = systest_connect_port(p.s.port);
+    systest_roundtrip(wq, "inspect queue none\r\n", "-NOT-FOUND\r\n");
+    for (int i = 0; i < GUESSERS; i++) {
+        systest_expect(fds[i], "-ERR Invalid password\r\n");
+        systest_expect_closed(fds[i]);
+        close(fds[i]);
+    }
+    ck_assert_int_ge(systest_now_ms() - t0, 250);
+    systest_proc_pump(&p, 50);
+    int checked = 0;
+    for (const char *l = p.err.p;
+         (l = strstr(l, "warn faktory auth failed peer=127.0.0.1:")) != NULL; l++)
+        checked++;
+    ck_assert_msg(checked >= 1 && checked <= 3, "%d checked of %d guesses", checked, GUESSERS);
+    /* the right password, once the address's delay is over */
+    const char *hi = NULL;
+    for (int tries = 0; tries < 6; tries++) {
+        int fd = systest_connect_port(port);
+        int iterations = 0;
+        char salt[32] = "";
+        hi = systest_read_line(fd);
+        ck_assert_int_eq(
+            sscanf(hi, "+HI {\"v\":2,\"i\":%d,\"s\":\"%31[0-9a-f]\"}", &iterations, salt), 2);
+        systest_sends(fd, f("HELLO {\"v\":2,\"pwdhash\":\"%s\"}\r\n",
+                            systest_pwdhash("guess me", salt, iterations)));
+        hi = systest_read_line(fd);
+        close(fd);
+        if (strcmp(hi, "+OK") == 0)
+            break;
+        ck_assert_str_eq(hi, "-ERR Invalid password");
+    }
+    ck_assert_str_eq(hi, "+OK");
+    ck_assert(systest_proc_wait(&p, true, " warn faktory auth refused unchecked peer=127.0.0.1:"));
+    close(wq);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    unlink(path);
+}
+END_TEST
+
 /* An operator on the Workq listener quiets, then stops, a Faktory worker:
  * its next BEAT says so. */
 START_TEST(test_quiet_and_terminate)
@@ -276,6 +339,7 @@ faktory_suite(void)
     const struct systest_group groups[] = {
         {"handshake", {test_handshake_and_end, NULL}},
         {"password", {test_password_file, test_password_from_environment, NULL}},
+        {"guessers", {test_password_guessers, NULL}},
         {"beside", {test_workq_beside, test_quiet_and_terminate, NULL}},
         {"idle", {test_idle_identified_kept, NULL}},
         {"inspect", {test_inspect_server_counts, NULL}},
