@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -174,7 +175,7 @@ daemon_remove_pidfile(const char *path)
 }
 
 int
-daemon_drop_user(const char *user)
+daemon_drop_user(const char *user, const char *log_file)
 {
     errno = 0;
     struct passwd *pw = getpwnam(user);
@@ -188,6 +189,10 @@ daemon_drop_user(const char *user)
         wq_log(LOG_LVL_ERROR, "cannot drop privileges to user=%s: not running as root", user);
         return EX_NOPERM;
     }
+    /* the log file stays the server's to reopen on SIGHUP */
+    if (log_file != NULL && chown(log_file, pw->pw_uid, pw->pw_gid) != 0)
+        wq_log(LOG_LVL_WARN, "cannot give the log file to user=%s path=%s error=\"%s\"", user,
+               log_file, strerror(errno));
     if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
         setuid(pw->pw_uid) != 0) {
         wq_log(LOG_LVL_ERROR, "cannot drop privileges to user=%s error=\"%s\"", user,
@@ -198,6 +203,14 @@ daemon_drop_user(const char *user)
         wq_log(LOG_LVL_ERROR, "dropped privileges can be regained user=%s", user);
         return EX_NOPERM;
     }
+#ifdef PR_SET_NO_NEW_PRIVS
+    /* nothing it runs (it runs nothing) may gain privileges back */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot set no_new_privs user=%s error=\"%s\"", user,
+               strerror(errno));
+        return EX_OSERR;
+    }
+#endif
     wq_log(LOG_LVL_INFO, "dropped privileges user=%s uid=%ld gid=%ld", user, (long)pw->pw_uid,
            (long)pw->pw_gid);
     return 0;

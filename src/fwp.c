@@ -22,6 +22,11 @@
 #include "util.h"
 #include "workers.h"
 
+/* The longest first line: a HELLO is a few hundred bytes; a connection
+ * that has not identified itself may not make the server hold a job-sized
+ * line. */
+#define FWP_HELLO_MAX_LINE 16384u
+
 /* Faktory's server asks for 4,000 to 8,095 hash iterations: about a
  * millisecond of a client's time. */
 #define FWP_ITERATIONS_MIN  4000u
@@ -376,22 +381,28 @@ fwp_command(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, const ch
 
 /* ---- the module ---- */
 
-/* One line of in[0..len): CR LF or LF ends it. */
+/* One line of in[0..len): CR LF or LF ends it.  The bytes of an
+ * unfinished line already searched for its end are not searched again. */
 static size_t
 fwp_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len, size_t *need)
 {
     struct fwp_ctx *f = ctx;
     struct fwp_state *st = state;
-    const char *lf = memchr(in, '\n', WQ_MIN(len, f->max_line + 2));
+    size_t max =
+        st->stage == FWP_NOT_IDENTIFIED ? WQ_MIN(f->max_line, FWP_HELLO_MAX_LINE) : f->max_line;
+    size_t from = WQ_MIN(st->scanned, len);
+    const char *lf = memchr(in + from, '\n', WQ_MIN(len, max + 2) - WQ_MIN(from, max + 2));
     *need = 0;
-    if (lf == NULL && len <= f->max_line + 1) {
+    if (lf == NULL && len <= max + 1) {
+        st->scanned = len;
         *need = len + 1;
         return 0;
     }
+    st->scanned = 0;
     size_t n = lf != NULL ? (size_t)(lf - in) : len;
     if (n > 0 && in[n - 1] == '\r')
         n--;
-    if (lf == NULL || n > f->max_line) {
+    if (lf == NULL || n > max) {
         fwp_error(out, "Line too long");
         reply_close(out);
         return len;

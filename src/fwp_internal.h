@@ -21,6 +21,7 @@ enum fwp_stage {
 /* A connection's state. */
 struct fwp_state {
     enum fwp_stage stage;
+    size_t scanned;      /* bytes of an unfinished line searched for its end */
     uint32_t iterations; /* of the password hash asked for */
     char salt[17];
     struct worker *worker;  /* after a HELLO with a wid */

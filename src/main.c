@@ -40,6 +40,24 @@ main_log_started(const struct server *srv, const struct options *o)
            (unsigned long long)o->cmdlog.sync_int_ms);
 }
 
+/* After -user: a pidfile in a directory the user cannot write stays
+ * behind at exit; say so now rather than at the exit. */
+static void
+main_check_pidfile_dir(const char *pidfile)
+{
+    if (pidfile == NULL)
+        return;
+    char dir[4096];
+    const char *slash = strrchr(pidfile, '/');
+    size_t n = slash == NULL ? 1 : slash == pidfile ? 1 : (size_t)(slash - pidfile);
+    snprintf(dir, sizeof dir, "%.*s", (int)n, slash == NULL ? "." : pidfile);
+    if (access(dir, W_OK) != 0)
+        wq_log(LOG_LVL_WARN,
+               "the pidfile cannot be removed at exit: its directory is not writable after "
+               "dropping privileges path=%s",
+               pidfile);
+}
+
 /* Set up srv up to the replayed command log, in start-up order; 0 or the
  * exit status (srv is then still to be cleared). */
 static int
@@ -55,9 +73,10 @@ main_start(struct server *srv, const struct options *o)
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
         return EX_CANTCREAT;
     if (o->user != NULL) {
-        int status = daemon_drop_user(o->user);
+        int status = daemon_drop_user(o->user, o->log_file);
         if (status != 0)
             return status;
+        main_check_pidfile_dir(o->pidfile);
     }
     return server_open_cmdlog(srv) != 0 ? EX_CONFIG : 0;
 }

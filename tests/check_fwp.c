@@ -511,6 +511,31 @@ START_TEST(test_line_limits)
     ck_assert(d.f.closed);
     client_close(&c);
     client_close(&d);
+
+    /* before HELLO a line may not be job-sized: 16 KiB */
+    ctx.max_line = 1 << 20;
+    struct client e;
+    client_open(&e);
+    static char hello[20000];
+    memset(hello, ' ', sizeof hello - 1);
+    memcpy(hello, "HELLO {", 7);
+    ck_assert_str_eq(feed(&e, hello), "-ERR Line too long\r\n");
+    ck_assert(e.f.closed);
+    client_close(&e);
+    /* a HELLO just under it, arriving in pieces, is taken: the input so
+     * far is handed over again each time, as the connection does */
+    struct client g;
+    client_open(&g);
+    memset(hello, ' ', sizeof hello);
+    memcpy(hello, "HELLO {", 7);
+    strcpy(hello + 16380, "}\r\n");
+    size_t used = 0, need = 0;
+    for (size_t have = 4096; used == 0; have = WQ_MIN(have + 4096, strlen(hello))) {
+        used = fwp_protocol.handle(&ctx, g.state, &g.f.reply, hello, have, &need);
+        ck_assert(used == 0 ? need == have + 1 : used == strlen(hello));
+    }
+    ck_assert_str_eq(g.f.out + strlen(g.f.out) - 5, "+OK\r\n");
+    client_close(&g);
 }
 END_TEST
 

@@ -899,6 +899,10 @@ START_TEST(test_user_drop)
     }
     ck_assert_int_eq(ngot, nwant);
 
+    /* nothing it could run may gain privileges back */
+    proc_status_field(p.s.pid, "NoNewPrivs:", line, sizeof line);
+    ck_assert_str_eq(line, "1");
+
     int fd = systest_connect(&p.s);
     systest_add(fd, id4(1), "q", "x");
     systest_lease_now(fd, "q", id4(1), "x");
@@ -908,6 +912,57 @@ START_TEST(test_user_drop)
         f(" info dropped privileges user=nobody uid=%ld gid=%ld\n", (long)uid, (long)gid)));
     systest_proc_stop(&p);
     systest_proc_free(&p);
+}
+END_TEST
+
+/* As root: -user gives the log file to the user, so that SIGHUP reopens
+ * it, and warns at start that a pidfile in a directory the user cannot
+ * write will stay behind. */
+START_TEST(test_user_log_and_pidfile)
+{
+    if (geteuid() != 0)
+        return;
+    struct passwd *pw = getpwnam("nobody");
+    ck_assert_ptr_nonnull(pw);
+    char dir[64];
+    systest_tmpdir_new(dir);
+    const char *log = f("%s/server.log", dir), *pid = f("%s/server.pid", dir);
+    char logpath[128], pidpath[128];
+    snprintf(logpath, sizeof logpath, "%s", log);
+    snprintf(pidpath, sizeof pidpath, "%s", pid);
+    ck_assert_int_eq(chmod(dir, 0755), 0);
+    struct systest_proc p;
+    systest_proc_start(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody",
+                                                 "-log-file", logpath, "-pidfile", pidpath, NULL});
+    struct stat st;
+    ck_assert_int_eq(stat(logpath, &st), 0);
+    ck_assert_int_eq(st.st_uid, pw->pw_uid);
+    ck_assert_int_eq(rename(logpath, f("%s.1", logpath)), 0);
+    /* the directory is root's: the server could not create the file anew */
+    int fd = open(logpath, O_WRONLY | O_CREAT, 0640);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(fchown(fd, pw->pw_uid, pw->pw_gid), 0);
+    close(fd);
+    kill(p.s.pid, SIGHUP);
+    char *text = NULL;
+    for (int i = 0; i < 200; i++) {
+        free(text);
+        text = systest_slurp(logpath, NULL);
+        if (text != NULL && strstr(text, "log reopened") != NULL)
+            break;
+        systest_sleep_ms(10);
+    }
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "log reopened") != NULL, "%s", text);
+    free(text);
+    text = systest_slurp(f("%s.1", logpath), NULL);
+    ck_assert_ptr_nonnull(strstr(text, " warn the pidfile cannot be removed at exit: its directory "
+                                       "is not writable after dropping privileges path="));
+    free(text);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    unlink(pidpath);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -1253,7 +1308,8 @@ daemon_suite(void)
          {test_log_format, test_log_levels, test_log_verbose, test_log_sighup,
           test_log_sighup_failure, NULL}},
         {"user",
-         {test_user_drop, test_user_not_root, test_user_unknown, test_user_daemon_pidfile, NULL}},
+         {test_user_drop, test_user_log_and_pidfile, test_user_not_root, test_user_unknown,
+          test_user_daemon_pidfile, NULL}},
         {"config",
          {test_config_honoured, test_config_flags_override, test_config_errors,
           test_config_unreadable, test_config_booleans, NULL}},

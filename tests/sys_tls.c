@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -352,6 +353,33 @@ START_TEST(test_wrong_ca_and_old_protocol)
 }
 END_TEST
 
+/* TLS 1.2 offers only forward-secret AEAD suites: a client that offers
+ * nothing but CBC with SHA-1 is refused; one that offers GCM is taken. */
+START_TEST(test_tls12_suites)
+{
+    struct systest_proc p;
+    start(&p, NULL);
+    int port = tls_port(&p, "workq-server");
+    SSL_CTX *ctx = client_ctx(cert("ca.pem"), NULL);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+    ck_assert_int_eq(SSL_CTX_set_cipher_list(ctx, "ECDHE-RSA-AES128-SHA:ECDHE-ECDSA-AES128-SHA:"
+                                                  "AES128-SHA:AES256-SHA"),
+                     1);
+    ck_assert_ptr_null(tls_connect(ctx, port));
+    ck_assert_int_eq(
+        SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256"),
+        1);
+    SSL *ssl = tls_connect(ctx, port);
+    ck_assert_ptr_nonnull(ssl);
+    ck_assert_str_eq(SSL_get_version(ssl), "TLSv1.2");
+    ck_assert_ptr_nonnull(strstr(SSL_get_cipher_name(ssl), "-AES128-GCM-SHA256"));
+    tls_close(ssl);
+    SSL_CTX_free(ctx);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
 /* The common name of the certificate a new connection to port gets (the
  * chain checked, not the host name: "second" has no localhost name). */
 static const char *
@@ -396,6 +424,17 @@ START_TEST(test_reload_on_sighup)
     ck_assert_ptr_nonnull(strstr(p.err.p, "cannot load the TLS key cert="));
     ck_assert_str_eq(fresh_cn(port), "second");
     tls_roundtrip(old, "complete " ID1 " 0\r\n\r\n", OK);
+    /* a FIFO where the certificate was would block the server reading it:
+     * refused unread, the certificate in use stays, the server answers */
+    ck_assert_int_eq(unlink(cert("live.pem")), 0);
+    ck_assert_int_eq(mkfifo(cert("live.pem"), 0600), 0);
+    kill(p.s.pid, SIGHUP);
+    ck_assert(systest_proc_wait(
+        &p, true, f(" error TLS file is not a regular file path=%s\n", cert("live.pem"))));
+    ck_assert_str_eq(fresh_cn(port), "second");
+    tls_roundtrip(old, "result " ID1 " 0\r\n", f("+OK 1\r\n%s 1 0\r\n\r\n", ID1));
+    unlink(cert("live.pem"));
+    copy_file(cert("second.pem"), cert("live.pem"));
     tls_close(old);
     SSL_CTX_free(ctx);
     systest_proc_stop(&p);
@@ -538,9 +577,9 @@ main(void)
     const struct systest_group groups[] = {
         {"tls",
          {test_workq_over_tls, test_plain_client_on_tls_port, test_faktory_and_metrics_over_tls,
-          test_client_certificate_required, test_wrong_ca_and_old_protocol, test_reload_on_sighup,
-          test_openssl_s_client, test_cli_over_tls, test_bench_over_tls, test_startup_errors,
-          NULL}},
+          test_client_certificate_required, test_wrong_ca_and_old_protocol, test_tls12_suites,
+          test_reload_on_sighup, test_openssl_s_client, test_cli_over_tls, test_bench_over_tls,
+          test_startup_errors, NULL}},
     };
     int status = systest_main(systest_suite("tls", groups, sizeof groups / sizeof groups[0]));
     char cmd[64];
