@@ -422,6 +422,51 @@ options_trim(char *s)
     return s;
 }
 
+/* The edit distance between a[0..an) and b (insertions, deletions,
+ * substitutions), or 3 once it is past 2: enough to suggest a near name. */
+static size_t
+options_distance(const char *a, size_t an, const char *b)
+{
+    size_t bn = strlen(b);
+    if (an > bn + 2 || bn > an + 2 || an >= 64 || bn >= 64)
+        return 3;
+    size_t row[64], prev_diag;
+    for (size_t j = 0; j <= bn; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= an; i++) {
+        prev_diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= bn; j++) {
+            size_t up = row[j];
+            size_t best = prev_diag + (a[i - 1] != b[j - 1]);
+            best = WQ_MIN(best, up + 1);
+            best = WQ_MIN(best, row[j - 1] + 1);
+            row[j] = best;
+            prev_diag = up;
+        }
+    }
+    return WQ_MIN(row[bn], (size_t)3);
+}
+
+/* The option name nearest to name[0..len), within two edits (for names
+ * of three characters or more), among the flags (cmdline) or the config
+ * file's keys; NULL if none is. */
+static const char *
+options_nearest(const char *name, size_t len, bool cmdline)
+{
+    const char *near = NULL;
+    size_t best = len > 2 ? 3 : 0;
+    for (size_t k = 0; k < WQ_ARRAY_LEN(opt_defs); k++) {
+        size_t dist = options_distance(name, len, opt_defs[k].name);
+        bool fits = cmdline ? opt_defs[k].kind != OPT_VERBOSE : opt_defs[k].kind < OPT_VERBOSE;
+        if (fits && dist < best) {
+            best = dist;
+            near = opt_defs[k].name;
+        }
+    }
+    return near;
+}
+
 /* Apply the config file path: lines "key value", "key = value" or "key";
  * blank lines and lines starting with # are skipped.  Returns -1, or an
  * exit status after printing the problem. */
@@ -446,8 +491,13 @@ options_read_config(struct options *opts, const char *path)
             status = EX_CONFIG;
             break;
         }
+        for (char *hash = strchr(buf, '#'); hash != NULL; hash = strchr(hash + 1, '#'))
+            if (hash == buf || hash[-1] == ' ' || hash[-1] == '\t') {
+                *hash = '\0'; /* a comment: at the start, or after a blank */
+                break;
+            }
         char *line = options_trim(buf);
-        if (line[0] == '\0' || line[0] == '#')
+        if (line[0] == '\0')
             continue;
         char *key = line, *val = line + strcspn(line, " \t=");
         bool has_val = *val != '\0';
@@ -461,7 +511,12 @@ options_read_config(struct options *opts, const char *path)
         while (d < opt_defs + WQ_ARRAY_LEN(opt_defs) && strcmp(d->name, key) != 0)
             d++;
         if (d == opt_defs + WQ_ARRAY_LEN(opt_defs) || d->kind >= OPT_VERBOSE) {
-            fprintf(stderr, "workq-server: %s:%d: unknown key '%s'\n", path, lineno, key);
+            const char *near = options_nearest(key, strlen(key), false);
+            if (near != NULL)
+                fprintf(stderr, "workq-server: %s:%d: unknown key '%s' (did you mean %s?)\n", path,
+                        lineno, key, near);
+            else
+                fprintf(stderr, "workq-server: %s:%d: unknown key '%s'\n", path, lineno, key);
             status = EX_CONFIG;
         } else if (d->arg != NULL && val[0] == '\0') {
             fprintf(stderr, "workq-server: %s:%d: %s needs a value\n", path, lineno, key);
@@ -480,6 +535,97 @@ options_read_config(struct options *opts, const char *path)
     return status;
 }
 
+/* The option getopt_long_only would take name[0..len) for: its exact long
+ * name, or a prefix of exactly one; NULL if none. */
+static const struct opt_def *
+options_long_match(const char *name, size_t len)
+{
+    const struct opt_def *found = NULL;
+    size_t prefixes = 0;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(opt_defs); i++) {
+        const struct opt_def *d = &opt_defs[i];
+        if (d->kind == OPT_VERBOSE || strncmp(d->name, name, len) != 0)
+            continue;
+        if (d->name[len] == '\0')
+            return d;
+        found = d;
+        prefixes++;
+    }
+    return prefixes == 1 ? found : NULL;
+}
+
+/* The option of short letter ch, or NULL. */
+static const struct opt_def *
+options_letter(char ch)
+{
+    for (size_t k = 0; k < WQ_ARRAY_LEN(opt_defs); k++)
+        if (opt_defs[k].letter != 0 && opt_defs[k].letter == ch)
+            return &opt_defs[k];
+    return NULL;
+}
+
+/* Is letters (after one dash) a bundle of short options, the last of
+ * them maybe taking the rest, or the next argument (*takes_next), as its
+ * value? */
+static bool
+options_bundle(const char *letters, bool *takes_next)
+{
+    *takes_next = false;
+    for (const char *p = letters; *p != '\0'; p++) {
+        const struct opt_def *d = options_letter(*p);
+        if (d == NULL)
+            return false;
+        if (d->arg != NULL) {
+            *takes_next = p[1] == '\0';
+            return true;
+        }
+    }
+    return true;
+}
+
+/* Check every flag's name before getopt reads them: getopt_long_only
+ * reads an unknown -name as bundled letters and then blames the wrong
+ * argument (-debug named the program, -cmdlog-pth read a config file
+ * named "mdlog-pth").  A flag is a long name (or a unique prefix of one)
+ * after one dash or two, or letters after one dash (-dv, -l127.0.0.1:7);
+ * one dash and a word within two edits of a long name is a mistyped long
+ * name, not letters.  -1, or EX_USAGE after naming the flag as typed,
+ * with the nearest name if one is close. */
+static int
+options_check_names(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            return -1;
+        if (a[0] != '-' || a[1] == '\0')
+            continue; /* an operand: getopt says it is unexpected */
+        bool two = a[1] == '-';
+        const char *name = a + 1 + two;
+        size_t len = strcspn(name, "=");
+        const struct opt_def *d = options_long_match(name, len);
+        if (d != NULL) {
+            if (d->arg != NULL && name[len] != '=')
+                i++; /* its value */
+            continue;
+        }
+        const char *near = options_nearest(name, len, true);
+        bool takes_next = false;
+        if (!two && near == NULL && options_bundle(name, &takes_next)) {
+            i += takes_next;
+            continue;
+        }
+        if (near != NULL)
+            fprintf(stderr, "workq-server: unknown option '%.*s' (did you mean -%s? see -help)\n",
+                    (int)(len + 1 + two), a, near);
+        else
+            fprintf(stderr, "workq-server: unknown option '%.*s' (see -help)\n",
+                    (int)(len + 1 + two), a);
+        return EX_USAGE;
+    }
+    return -1;
+}
+
 /* One getopt pass over argv.  With apply false, only check the flags and
  * find --config (and answer --help and --version); with apply true, set
  * every flag.  Returns -1 to go on, or an exit status. */
@@ -487,6 +633,9 @@ static int
 options_pass(struct options *opts, int argc, char **argv, bool apply, const char **config)
 {
     int ch, idx, verbose = 0;
+    int named = options_check_names(argc, argv);
+    if (named != -1)
+        return named;
     optind = 0; /* start over, also after an earlier pass permuted argv */
     opterr = 0;
     while ((ch = getopt_long_only(argc, argv, optstring, long_options, &idx)) != -1) {

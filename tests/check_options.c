@@ -511,6 +511,21 @@ START_TEST(test_usage_errors)
     EXPECT_ERROR(EX_USAGE, "unexpected argument 'stray' (see -help)", "stray");
     EXPECT_ERROR(EX_USAGE, "unexpected argument 'stray' (see -help)", "-d", "stray", "-v");
     EXPECT_ERROR(EX_USAGE, "option '-listen' needs a value", "-listen");
+    /* an unknown name is named as typed, never read as bundled letters,
+     * with the nearest flag when one is close */
+    EXPECT_ERROR(EX_USAGE, "unknown option '-debug' (see -help)", "-debug");
+    EXPECT_ERROR(EX_USAGE, "unknown option '-verbose' (see -help)", "-l", "127.0.0.1:1",
+                 "-verbose");
+    EXPECT_ERROR(EX_USAGE, "unknown option '-listn' (did you mean -listen? see -help)", "-listn",
+                 "127.0.0.1:1");
+    EXPECT_ERROR(EX_USAGE, "unknown option '-cmdlog-pth' (did you mean -cmdlog-path? see -help)",
+                 "-cmdlog-pth", "/tmp");
+    EXPECT_ERROR(EX_USAGE,
+                 "unknown option '--max-conections' (did you mean -max-connections? see "
+                 "-help)",
+                 "--max-conections=5");
+    EXPECT_ERROR(EX_USAGE, "unknown option '-confg' (did you mean -config? see -help)", "-confg",
+                 "x");
     /* the first bad flag decides, before any config file is read */
     EXPECT_ERROR(EX_USAGE, "unknown option '--bogus' (see -help)", "-c", "/nonexistent/x.conf",
                  "--bogus");
@@ -691,8 +706,10 @@ START_TEST(test_config_errors)
         {"max-memory 12Q\n", EX_CONFIG,
          "1: invalid max-memory '12Q' (expected bytes, or a size such as 512M or 2G; 0 means no "
          "limit)"},
-        {"max-line 100 # comment\n", EX_CONFIG,
-         "1: invalid max-line '100 # comment' (expected 64..16777216)"},
+        {"max-line 100 # comment\n", -1, NULL},
+        {"max-line 100\t# comment\n", -1, NULL},
+        {"max-line 1#00\n", EX_CONFIG, "1: invalid max-line '1#00' (expected 64..16777216)"},
+        {"max-memry 1G\n", EX_CONFIG, "1: unknown key 'max-memry' (did you mean max-memory?)"},
         {"daemonize maybe\n", EX_CONFIG, "1: invalid daemonize 'maybe' (expected yes or no)"},
         {"cmdlog-truncate 2\n", EX_CONFIG, "1: invalid cmdlog-truncate '2' (expected yes or no)"},
         {"max-line\n", EX_CONFIG, "1: max-line needs a value"},
