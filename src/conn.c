@@ -33,6 +33,10 @@
 /* After an error that ends a connection, how long the peer's input is still
  * read and dropped so that the error reply is not lost to a TCP reset. */
 #define CONN_LINGER_MS 2000
+/* A transport's handshake (TLS) must be done within this, whatever
+ * -idle-timeout says: a plain-text client that waits for a greeting on a
+ * TLS port would otherwise wait for ever, and so would the server. */
+#define CONN_HANDSHAKE_MS 10000
 /* Requests one connection handles in a row, or reply bytes it makes, before
  * the others' turn (a client pipelining 50 costly inspects would hold the
  * loop 50 times). */
@@ -73,6 +77,7 @@ struct conn {
     struct reply reply;
     enum conn_state state;
     bool direct;            /* plain TCP: written to straight from the loop */
+    bool handshaken;        /* a transport's handshake is done */
     bool after_reference;   /* the output ends with a payload by reference */
     bool throttle_logged;   /* its first throttle has been logged */
     bool close_after_pause; /* the protocol closes it once its pause ends */
@@ -577,8 +582,16 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct conn *c = arg;
     struct conn_set *s = c->set;
-    if (what == BEV_EVENT_CONNECTED)
-        return; /* a transport's handshake is done */
+    if (what == BEV_EVENT_CONNECTED) { /* a transport's handshake is done */
+        c->handshaken = true;
+        bufferevent_set_timeouts(bev, NULL, NULL);
+        return;
+    }
+    if ((what & BEV_EVENT_TIMEOUT) && !c->handshaken)
+        wq_log(LOG_LVL_INFO,
+               "TLS connection failed peer=%s error=\"no handshake within %d s: a plain-text "
+               "client?\"",
+               c->peer, CONN_HANDSHAKE_MS / 1000);
     if ((what & BEV_EVENT_ERROR) && c->svc->transport_failed != NULL)
         c->svc->transport_failed(bev, c->peer);
     if ((what & BEV_EVENT_EOF) && c->state < CONN_FLUSH) {
@@ -651,6 +664,8 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     if (!c->direct) {
+        struct timeval handshake = {CONN_HANDSHAKE_MS / 1000, 0};
+        bufferevent_set_timeouts(c->bev, &handshake, NULL);
         struct bufferevent *bottom = c->bev;
         while (bufferevent_get_underlying(bottom) != NULL)
             bottom = bufferevent_get_underlying(bottom);

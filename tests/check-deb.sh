@@ -112,7 +112,7 @@ for m in "$root"/usr/share/man/man*/*.gz; do
     fi
 done
 
-# Optional: lintian (not installed by ./bootstrap --deps); its errors fail.
+# Optional: lintian (not installed by ./bootstrap --test-deps); its errors fail.
 if command -v lintian >/dev/null 2>&1; then
     lintian --allow-root -I --pedantic "$deb" >"$scratch/lintian.out" 2>&1
     sed 's/^/# lintian: /' "$scratch/lintian.out"

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,6 +255,19 @@ START_TEST(test_plain_client_on_tls_port)
     systest_expect_closed(fd);
     close(fd);
     ck_assert(systest_proc_wait(&p, true, "TLS connection failed peer=127.0.0.1:"));
+    /* one that waits for a greeting, as Faktory's clients do, is closed
+     * once the handshake has not come for 10 s (there is no -idle-timeout
+     * here), and the server says why */
+    fd = systest_connect_port(port);
+    int64_t t0 = systest_now_ms();
+    struct pollfd pfd = {fd, POLLIN, 0};
+    ck_assert_int_eq(poll(&pfd, 1, 20000 * systest_slow()), 1);
+    char byte;
+    ck_assert_int_le(recv(fd, &byte, 1, 0), 0);
+    ck_assert_int_ge(systest_now_ms() - t0, 9000);
+    close(fd);
+    ck_assert(
+        systest_proc_wait(&p, true, "error=\"no handshake within 10 s: a plain-text client?\"\n"));
     systest_proc_stop(&p);
     systest_proc_free(&p);
 }
