@@ -82,7 +82,7 @@ static const struct opt_def opt_defs[] = {
      NULL},
     {"faktory-dead-ttl", 0, OPT_DURATION, AT(faktory_dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
      "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
-     "how long a Faktory job out of retries stays in the\ndead set (default 4320h: 180 days)",
+     "how long a Faktory job out of retries stays in the\ndead set (180 days)",
      NULL},
     {"faktory-dead-max", 0, OPT_NUMBER, AT(faktory_dead_max), 0, UINT32_MAX, "10000",
      "(expected RANGE)", "N", "at most N jobs in the dead set (the oldest go first)", NULL},
