@@ -96,25 +96,63 @@ const struct cmd_flag cmd_run_flags[] = {
 };
 
 static const struct cmd_spec cmd_table[] = {
-    /* name, min args, max args, data block?, size error; flags; handler */
-    {{"add", 5, 5, true, "Invalid payload size"}, cmd_job_flags, cmd_add},
-    {{"schedule", 6, 6, true, "Invalid payload size"}, cmd_job_flags, cmd_schedule},
-    {{"run", 5, 5, true, "Invalid payload size"}, cmd_run_flags, cmd_run},
-    {{"result", 2, 2, false, NULL}, NULL, cmd_result},
-    {{"delete", 1, 1, false, NULL}, NULL, cmd_delete},
-    {{"lease", 2, PROTO_ANY_ARGS, false, NULL}, cmd_lease_flags, cmd_lease},
-    {{"complete", 2, 2, true, "Invalid payload size"}, cmd_attempt_flags, cmd_complete},
-    {{"fail", 2, 2, true, "Invalid result size"}, cmd_attempt_flags, cmd_fail},
-    {{"inspect", 1, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_inspect},
-    {{"worker", 2, 2, false, NULL}, NULL, cmd_worker},
+    /* name, min args, max args, data block?, size error; flags; handler;
+     * usage; before auth? */
+    {{"add", 5, 5, true, "Invalid payload size"},
+     cmd_job_flags,
+     cmd_add,
+     "<id> <name> <ttr> <ttl> <size> [-priority=N -max-attempts=N -max-fails=N -idempotent=1 "
+     "-after=ID,... -worker=W,... -target=all] + data",
+     false},
+    {{"schedule", 6, 6, true, "Invalid payload size"},
+     cmd_job_flags,
+     cmd_schedule,
+     "<id> <name> <ttr> <ttl> <time> <size> [flags as add] + data",
+     false},
+    {{"run", 5, 5, true, "Invalid payload size"},
+     cmd_run_flags,
+     cmd_run,
+     "<id> <name> <ttr> <wait-timeout> <size> [-priority=N] + data",
+     false},
+    {{"result", 2, 2, false, NULL}, NULL, cmd_result, "<id> <wait-timeout>", false},
+    {{"delete", 1, 1, false, NULL}, NULL, cmd_delete, "<id>", false},
+    {{"lease", 2, PROTO_ANY_ARGS, false, NULL},
+     cmd_lease_flags,
+     cmd_lease,
+     "<name>... <wait-timeout> [-fencing=1]",
+     false},
+    {{"complete", 2, 2, true, "Invalid payload size"},
+     cmd_attempt_flags,
+     cmd_complete,
+     "<id> <size> [-attempt=N] + data",
+     false},
+    {{"fail", 2, 2, true, "Invalid result size"},
+     cmd_attempt_flags,
+     cmd_fail,
+     "<id> <size> [-attempt=N] + data",
+     false},
+    {{"inspect", 1, PROTO_ANY_ARGS, false, NULL},
+     NULL,
+     cmd_inspect,
+     "server | queues <offset> <limit> | queue <name> | job <id> | jobs <name> <offset> <limit> "
+     "| scheduled-jobs <name> <offset> <limit> | workers <offset> <limit>",
+     false},
+    {{"worker", 2, 2, false, NULL}, NULL, cmd_worker, "quiet|terminate <wid>", false},
     /* ours: the job model's extensions (doc/protocol.md) */
-    {{"touch", 1, 2, false, NULL}, cmd_attempt_flags, cmd_touch},
-    {{"cancel", 1, 1, false, NULL}, NULL, cmd_cancel},
-    {{"wait", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_wait},
-    {{"hello", 1, 1, false, NULL}, cmd_hello_flags, cmd_hello},
+    {{"touch", 1, 2, false, NULL},
+     cmd_attempt_flags,
+     cmd_touch,
+     "<id> [<ttr>] [-attempt=N]",
+     false},
+    {{"cancel", 1, 1, false, NULL}, NULL, cmd_cancel, "<id>", false},
+    {{"wait", 2, PROTO_ANY_ARGS, false, NULL}, NULL, cmd_wait, "<wait-timeout> <id>...", false},
+    {{"hello", 1, 1, false, NULL}, cmd_hello_flags, cmd_hello, "<wid> [-labels=a,b]", false},
     /* any count: auth's own handler answers a wrong one, even before the
        connection has authenticated (cmd_proto_handle) */
-    {{"auth", 0, PROTO_ANY_ARGS, false, NULL}, cmd_auth_flags, cmd_auth},
+    {{"auth", 0, PROTO_ANY_ARGS, false, NULL}, cmd_auth_flags, cmd_auth, "<password>", true},
+    /* ours: for people at a terminal */
+    {{"help", 0, 0, false, NULL}, NULL, cmd_help, "", true},
+    {{"quit", 0, 0, false, NULL}, NULL, cmd_quit, "", true},
 };
 
 _Static_assert(WQ_ARRAY_LEN(cmd_table) + 1 <= STATS_MAX_COMMANDS, "raise STATS_MAX_COMMANDS");
@@ -126,6 +164,12 @@ size_t
 cmd_count(void)
 {
     return WQ_ARRAY_LEN(cmd_table) + 1;
+}
+
+const struct cmd_spec *
+cmd_spec_at(size_t i)
+{
+    return i < WQ_ARRAY_LEN(cmd_table) ? &cmd_table[i] : NULL;
 }
 
 const char *
@@ -267,7 +311,7 @@ static bool
 cmd_needs_auth(const struct cmd_ctx *ctx, const struct cmd_conn *cc, const struct request *r)
 {
     return ctx->auth != NULL && !cc->authed &&
-           (r == NULL || WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax)->handler != cmd_auth);
+           (r == NULL || !WQ_CONTAINER_OF(r->cmd, struct cmd_spec, syntax)->before_auth);
 }
 
 /* Parse the first request of in[0..len) and run it. */

@@ -53,6 +53,8 @@ struct cmd_spec {
     struct proto_syntax syntax;   /* first: proto hands it back */
     const struct cmd_flag *flags; /* NULL-key terminated; NULL: takes none */
     cmd_handler_fn handler;
+    const char *usage; /* its arguments, as help shows them */
+    bool before_auth;  /* allowed before auth (auth, quit, help) */
 };
 
 /* The commands as the metrics name them: cmd_count() of them, the last
@@ -114,6 +116,12 @@ void cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 void cmd_wait(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_hello(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_auth(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+/* quit: +OK, then the connection closes.  help: the commands and their
+ * arguments (cmd_session.c). */
+void cmd_quit(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_help(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+/* The command table, for help: cmd_count() - 1 entries. */
+const struct cmd_spec *cmd_spec_at(size_t i);
 
 /* Passwords (cmd_auth.c).  The password must be one word of printable
  * ASCII (no space or control character), at most this long. */

@@ -414,6 +414,34 @@ START_TEST(test_auth_parallel)
 }
 END_TEST
 
+/* help lists every command with its arguments as one record; quit
+ * answers +OK and closes; both work before auth, nothing else does. */
+START_TEST(test_help_and_quit)
+{
+    ctx.auth = cmd_auth_new("s3cret");
+    struct client c;
+    client_open(&c);
+    const char *help = feed(&c, "help\r\n", 6);
+    ck_assert_msg(strncmp(help, "+OK 1\r\nhelp 17\r\nadd <id> <name> <ttr> <ttl> <size> [", 47) ==
+                      0,
+                  "%s", help);
+    ck_assert_ptr_nonnull(strstr(help, "\r\nlease <name>... <wait-timeout> [-fencing=1]\r\n"));
+    ck_assert_ptr_nonnull(strstr(help, "\r\nauth <password>\r\nhelp\r\nquit\r\n"));
+    int lines = 0;
+    for (const char *p = help; (p = strstr(p, "\r\n")) != NULL; p += 2)
+        lines++;
+    ck_assert_int_eq(lines, 2 + 17);
+    /* a malformed one is refused as any request before auth is */
+    ck_assert_str_eq(feed(&c, "help me\r\n", 9), CE("Authentication required"));
+    ck_assert_str_eq(feed(&c, "inspect server\r\n", 16), CE("Authentication required"));
+    ck_assert(!c.f.closed);
+    ck_assert_str_eq(feed(&c, "quit\r\n", 6), "+OK\r\n");
+    ck_assert(c.f.closed);
+    client_close(&c);
+    cmd_auth_free(ctx.auth);
+}
+END_TEST
+
 /* Without -password-file, auth is an error and nothing needs it. */
 START_TEST(test_auth_not_enabled)
 {
@@ -459,6 +487,7 @@ main(void)
         {"auth_required", test_auth_required},
         {"auth_delays", test_auth_delays},
         {"auth_parallel", test_auth_parallel},
+        {"help_and_quit", test_help_and_quit},
         {"auth_not_enabled", test_auth_not_enabled},
         {"auth_valid_password", test_auth_valid_password},
     };
