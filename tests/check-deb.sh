@@ -83,6 +83,10 @@ for f in \
     lib/systemd/system/workq-server.service \
     etc/default/workq-server \
     etc/logrotate.d/workq-server \
+    etc/workq/workq.conf \
+    usr/share/doc/workq-server/examples/workq.conf \
+    usr/share/doc/workq-server/examples/prometheus.yml \
+    usr/share/doc/workq-server/examples/workq.json \
     usr/lib/sysusers.d/workq-server.conf; do
     check "contains /$f" grep -qx "$f" "$scratch/contents"
 done
@@ -140,6 +144,14 @@ done
 dpkg-deb -e "$deb" "$scratch/control"
 check "conffile /etc/default/workq-server" grep -qx /etc/default/workq-server "$scratch/control/conffiles"
 check "conffile /etc/logrotate.d/workq-server" grep -qx /etc/logrotate.d/workq-server "$scratch/control/conffiles"
+check "conffile /etc/workq/workq.conf" grep -qx /etc/workq/workq.conf "$scratch/control/conffiles"
+check "workq.conf sets nothing (every setting commented out)" \
+    sh -c "! grep -v '^[[:space:]]*\(#.*\)\{0,1\}$' '$root/etc/workq/workq.conf'"
+check "workq.conf is accepted by the unpacked server" \
+    sh -c 'timeout 1 "$0" --config "$1" --listen 127.0.0.1:0 >/dev/null 2>&1; s=$?; [ $s -eq 124 ] || [ $s -eq 0 ]' \
+    "$root/usr/sbin/workq-server" "$root/etc/workq/workq.conf"
+check "postinst says the service was not started where systemd does not run" \
+    grep -q 'systemd is not running here, so the service was not started' "$scratch/control/postinst"
 check "postinst creates the user (systemd-sysusers workq-server.conf)" \
     grep -q 'systemd-sysusers.*workq-server.conf' "$scratch/control/postinst"
 check "postinst enables and starts the unit (dh_installsystemd)" \
@@ -153,6 +165,11 @@ unit=$root/lib/systemd/system/workq-server.service
 check "unit has no @...@ left" sh -c "! grep -q '@[a-z_]*@' '$unit'"
 check "unit runs /usr/sbin/workq-server" grep -q '^ExecStart=/usr/sbin/workq-server ' "$unit"
 check "unit reads /etc/default/workq-server" grep -qx 'EnvironmentFile=-/etc/default/workq-server' "$unit"
+check "unit reads /etc/workq/workq.conf" grep -q '^ExecStart=.* --config /etc/workq/workq.conf ' "$unit"
+check "unit runs as the workq user the package creates" \
+    sh -c "grep -qx 'User=workq' '$unit' && ! grep -q '^DynamicUser=' '$unit'"
+check "unit may write the log directory logrotate rotates" grep -qx 'LogsDirectory=workq' "$unit"
+check "logrotate creates the workq user's file" grep -q 'create 0640 workq workq' "$root/etc/logrotate.d/workq-server"
 if command -v systemd-analyze >/dev/null 2>&1; then
     # Verify a copy that points at the unpacked binary, with the unpacked
     # man pages on MANPATH (systemd-analyze checks Documentation=).
@@ -181,7 +198,7 @@ fi
 src=$scratch/work/workq-$version
 spec=$src/contrib/rpm/workq.spec
 rpmroot=$scratch/rpmroot
-if [ -f "$spec" ] && make -C "$src" install DESTDIR="$rpmroot" \
+if [ -f "$spec" ] && make -C "$src" install DESTDIR="$rpmroot" sysconfdir=/etc \
     docdir=/usr/share/doc/workq systemdsystemunitdir=/usr/lib/systemd/system \
     >"$scratch/rpm-install.out" 2>&1; then
     expand() {
