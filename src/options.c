@@ -510,8 +510,12 @@ options_read_config(struct options *opts, const char *path)
         while (d < opt_defs + WQ_ARRAY_LEN(opt_defs) && strcmp(d->name, key) != 0)
             d++;
         if (d == opt_defs + WQ_ARRAY_LEN(opt_defs) || d->kind >= OPT_VERBOSE) {
-            const char *near = options_nearest(key, strlen(key), false);
-            if (near != NULL)
+            const char *bare = key + strspn(key, "-");
+            const char *near = options_nearest(bare, strlen(bare), false);
+            if (near != NULL && bare != key && strcmp(near, bare) == 0)
+                fprintf(stderr, "workq-server: %s:%d: unknown key '%s' (keys have no dashes: %s)\n",
+                        path, lineno, key, near);
+            else if (near != NULL)
                 fprintf(stderr, "workq-server: %s:%d: unknown key '%s' (did you mean %s?)\n", path,
                         lineno, key, near);
             else

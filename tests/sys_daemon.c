@@ -1187,7 +1187,7 @@ START_TEST(test_config_errors)
         {"config /etc/other.conf\n", "1: unknown key 'config'\n"},
         {"help\n", "1: unknown key 'help'\n"},
         {"version = 1\n", "1: unknown key 'version'\n"},
-        {"--max-line 100\n", "1: unknown key '--max-line'\n"},
+        {"--max-line 100\n", "1: unknown key '--max-line' (keys have no dashes: max-line)\n"},
         {"max-memory 12Q\n",
          "1: invalid max-memory '12Q' (expected bytes, or a size such as 512M or 2G; 0 means no "
          "limit)\n"},
