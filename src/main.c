@@ -78,7 +78,7 @@ main_start(struct server *srv, const struct options *o)
             return status;
         main_check_pidfile_dir(o->pidfile);
     }
-    return server_open_cmdlog(srv) != 0 ? EX_CONFIG : 0;
+    return server_open_cmdlog(srv);
 }
 
 /* Everything from opening the log to the end of the loop; returns the

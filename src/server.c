@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sysexits.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/listener.h>
@@ -632,6 +635,28 @@ server_cmdlog_retry_cb(evutil_socket_t fd, short what, void *arg)
     /* nothing to do here: the pass this callback makes ends with a write */
 }
 
+/* Can the server create files in the command log's directory dir?  Found
+ * at start, with a file made and removed, not at the first write (whose
+ * client would wait for ever, after the server said it was ready).  0, or
+ * -1 after logging. */
+static int
+server_probe_cmdlog_dir(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.workq-probe.%ld", dir, (long)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog cannot write in its directory dir=%s error=\"%s\" (the server's user "
+               "must own it or be able to write it)",
+               dir, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
 int
 server_open_cmdlog(struct server *srv)
 {
@@ -640,13 +665,15 @@ server_open_cmdlog(struct server *srv)
         return 0;
     srv->cmdlog = cmdlog_open(cfg);
     if (srv->cmdlog == NULL)
-        return -1;
+        return EX_CONFIG;
+    if (server_probe_cmdlog_dir(cfg->dir) != 0)
+        return EX_CANTCREAT;
     if (cmdlog_replay(srv->cmdlog, srv->ctx.core, util_now_ms()) != 0)
-        return -1;
+        return EX_CONFIG;
     core_clear_totals(srv->ctx.core); /* the metrics count from here */
     if (cmdlog_start(srv->cmdlog) != 0) {
         wq_log(LOG_LVL_ERROR, "cmdlog cannot start its threads");
-        return -1;
+        return EX_CONFIG;
     }
     srv->cmdlog_ev = event_new(srv->base, cmdlog_event_fd(srv->cmdlog), EV_READ | EV_PERSIST,
                                server_cmdlog_cb, srv);

@@ -65,7 +65,8 @@ struct server {
 /* Set up the loop and the core.  Returns 0, or -1 after logging. */
 int server_init(struct server *srv, const struct options *opts);
 /* Open the command log, replay it into the core and start logging.
- * Returns 0, or -1 after logging (the caller exits with EX_CONFIG). */
+ * Returns 0, or the exit status after logging: EX_CANTCREAT when the
+ * server cannot create files in the log's directory, else EX_CONFIG. */
 int server_open_cmdlog(struct server *srv);
 /* Read the Faktory listeners' password (-faktory-password-file, else
  * FAKTORY_PASSWORD).  Returns 0, or -1 after logging (EX_CONFIG). */

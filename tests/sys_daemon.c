@@ -915,6 +915,32 @@ START_TEST(test_user_drop)
 }
 END_TEST
 
+/* A command log directory the server cannot write is refused at start,
+ * before it says it is ready: the path and the reason, exit 73 (it was
+ * found at the first write, whose client then waited for ever).  As root
+ * the server runs as nobody (-user) in root's directory; else the
+ * directory is made read-only. */
+START_TEST(test_cmdlog_dir_unwritable)
+{
+    char dir[64];
+    systest_tmpdir_new(dir);
+    bool root = geteuid() == 0;
+    ck_assert_int_eq(chmod(dir, root ? 0755 : 0555), 0);
+    const char *args[] = {"-listen", "127.0.0.1:0", "-cmdlog-path", dir, root ? "-u" : NULL,
+                          "nobody",  NULL};
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, args), 73);
+    ck_assert_ptr_nonnull(
+        strstr(p.err.p, f(" error cmdlog cannot write in its directory dir=%s error=\"Permission "
+                          "denied\" (the server's user must own it or be able to write it)\n",
+                          dir)));
+    ck_assert_ptr_null(strstr(p.out.p, "listening on"));
+    systest_proc_free(&p);
+    chmod(dir, 0755);
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
 /* As root: -user gives the log file to the user, so that SIGHUP reopens
  * it, and warns at start that a pidfile in a directory the user cannot
  * write will stay behind. */
@@ -1308,8 +1334,8 @@ daemon_suite(void)
          {test_log_format, test_log_levels, test_log_verbose, test_log_sighup,
           test_log_sighup_failure, NULL}},
         {"user",
-         {test_user_drop, test_user_log_and_pidfile, test_user_not_root, test_user_unknown,
-          test_user_daemon_pidfile, NULL}},
+         {test_user_drop, test_user_log_and_pidfile, test_cmdlog_dir_unwritable, test_user_not_root,
+          test_user_unknown, test_user_daemon_pidfile, NULL}},
         {"config",
          {test_config_honoured, test_config_flags_override, test_config_errors,
           test_config_unreadable, test_config_booleans, NULL}},
