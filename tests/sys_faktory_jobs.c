@@ -1336,6 +1336,84 @@ START_TEST(test_fail_backoff)
 }
 END_TEST
 
+/* Fail the retry jid of queue n times more: requeue it, fetch it, fail
+ * it, n times, sent 100 at a time. */
+static void
+fail_again(int fd, const char *jid, const char *queue, int n)
+{
+    char cycle[512], batch[100 * 512];
+    SET(cycle, f("MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\",\"filter\":"
+                 "{\"jids\":[\"%s\"]}}\r\nFETCH %s\r\n"
+                 "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"message\":\"M\"}\r\n",
+                 jid, queue, jid));
+    for (int done = 0; done < n;) {
+        int k = n - done < 100 ? n - done : 100;
+        batch[0] = '\0';
+        for (int i = 0; i < k; i++)
+            strcat(batch, cycle);
+        systest_sends(fd, batch);
+        for (int i = 0; i < k; i++) {
+            systest_expect(fd, "+OK\r\n");
+            ck_assert_str_eq(jid_of(read_bulk(fd)), jid);
+            systest_expect(fd, "+OK\r\n");
+        }
+        done += k;
+    }
+}
+
+/* A job whose retry is near 2^62 fails as often as it is fetched, and
+ * its backoff of count^4 seconds and more passes year 9999 at count 709,
+ * 2^63 ms at count 9,794 and 2^64 at count 11,586: it saturates at the
+ * last time RFC 3339 writes, and the job stays in the retries set, where
+ * it wrapped to year 0000 or to a time already past.  (Natively up to
+ * count 12,000; under a wrapper only to 709.) */
+START_TEST(test_fail_backoff_saturates)
+{
+    start(NULL);
+    int fd = client();
+    const char *job =
+        J("huge-retry", ",\"queue\":\"hr\",\"retry\":4611686018427387904,\"created_at\":\"x\"");
+    push(fd, job);
+    fetch_jid(fd, "hr", "huge-retry");
+    fail_job(fd, "huge-retry");
+    fail_again(fd, "huge-retry", "hr", 708);
+    int64_t t0 = systest_now_ms();
+    /* count 708: 708^4 s from now, still before year 10000 */
+    const char *hash = failure_of(view(fd, "retries", "huge-retry", "hr"), job);
+    char failed_at[32];
+    SET(failed_at, str_member(hash, "failed_at"));
+    const char *next_at = str_member(hash, "next_at");
+    int64_t na = time_of(next_at), max = time_of("9999-12-31T23:59:59.999Z");
+    ck_assert_msg(na >= t0 - SKEW_MS + 708ll * 708 * 708 * 708 * 1000 && na < max, "next_at %s",
+                  next_at);
+    ck_assert_str_eq(hash, f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                             "\"retry_count\":708,\"remaining\":4611686018427387196,"
+                             "\"next_at\":\"%s\"}",
+                             failed_at, next_at));
+    /* count 709: past it */
+    fail_job(fd, "huge-retry");
+    expect_counts(fd, 0, 0, 1, 0, 0);
+    ck_assert_str_eq(failure_of(view(fd, "retries", "huge-retry", "hr"), job),
+                     f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                       "\"retry_count\":709,\"remaining\":4611686018427387195,"
+                       "\"next_at\":\"9999-12-31T23:59:59.999Z\"}",
+                       failed_at));
+    fail_job(fd, "huge-retry");
+    if (!wrapped()) {
+        /* counts 9,794 to 11,585 wrapped to year 0000, 11,586 on anywhere */
+        fail_again(fd, "huge-retry", "hr", 12000 - 710);
+        expect_counts(fd, 0, 0, 1, 0, 0);
+        ck_assert_str_eq(failure_of(view(fd, "retries", "huge-retry", "hr"), job),
+                         f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                           "\"retry_count\":12000,\"remaining\":4611686018427375904,"
+                           "\"next_at\":\"9999-12-31T23:59:59.999Z\"}",
+                           failed_at));
+    }
+    close(fd);
+    stop();
+}
+END_TEST
+
 /* A queue is ordered by priority, then arrival, first in first out among
  * equals: a retried job that enters its queue again after another job of
  * the same priority comes after it. */
@@ -2103,8 +2181,9 @@ faktory_jobs_suite(void)
         {"fetch", {test_fetch_order, test_fetch_waits, NULL}},
         {"ack", {test_ack, NULL}},
         {"fail",
-         {test_fail_hash, test_fail_backoff, test_fail_retried_job_queues_last, test_fail_policies,
-          test_fail_errors, test_dead_max, test_dead_max_same_ms, test_dead_ttl, NULL}},
+         {test_fail_hash, test_fail_backoff, test_fail_backoff_saturates,
+          test_fail_retried_job_queues_last, test_fail_policies, test_fail_errors, test_dead_max,
+          test_dead_max_same_ms, test_dead_ttl, NULL}},
         {"mutate",
          {test_mutate_scheduled, test_mutate_retries, test_mutate_dead, test_mutate_errors,
           test_mutate_empty_jids, NULL}},
