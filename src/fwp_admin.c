@@ -4,12 +4,12 @@
 #include "wq.h"
 #include "fwp_internal.h"
 
-#include <regex.h>
 #include <string.h>
 #include <time.h>
 
 #include "alloc.h"
 #include "config.h"
+#include "glob.h"
 #include "workers.h"
 
 static const char *const fwp_set_names[FSET_COUNT] = {"scheduled", "retries", "dead"};
@@ -86,87 +86,73 @@ fwp_flush(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
 /* A MUTATE filter: jids (exact), else a glob over the job's text (as
  * Redis's MATCH reads Faktory's "regexp") and a jobtype. */
 struct fwp_filter {
-    json_t *jids;     /* array, or NULL */
-    bool has_pattern; /* else any text */
-    regex_t pattern;
-    const char *jobtype; /* NULL: any */
+    json_t *jids;         /* a non-empty array, or NULL */
+    struct glob *pattern; /* NULL: any text */
+    const char *jobtype;  /* NULL: any */
 };
 
-/* The glob g (Redis's MATCH syntax: * ? [set] [^set] [!set] \x) as an
- * anchored POSIX extended regular expression, matched by the C library's
- * regexec (no backtracking blow-up on long job texts, as a recursive glob
- * matcher has).  NULL if g is malformed. */
-static char *
-fwp_glob_to_ere(const char *g)
+/* The order of fjobs_set_jobs: due time, then arrival in the set. */
+static int
+fwp_cmp_due(const void *a, const void *b)
 {
-    char *re = wq_malloc(strlen(g) * 2 + 3), *o = re;
-    *o++ = '^';
-    for (const char *p = g; *p != '\0'; p++) {
-        if (*p == '*') {
-            *o++ = '.', *o++ = '*';
-        } else if (*p == '?') {
-            *o++ = '.';
-        } else if (*p == '[') {
-            const char *close = p[1] == '^' || p[1] == '!' ? p + 2 : p + 1;
-            close = strchr(*close == ']' ? close + 1 : close, ']');
-            if (close == NULL) { /* no set: a plain '[' */
-                *o++ = '\\', *o++ = '[';
-                continue;
-            }
-            *o++ = *p++;
-            if (*p == '!' || *p == '^')
-                *o++ = '^', p++;
-            while (p < close) {
-                if (*p == '\\' && p + 1 < close)
-                    p++; /* an escaped character in a set stands for itself */
-                *o++ = *p++;
-            }
-            *o++ = ']';
-        } else {
-            if (*p == '\\' && p[1] != '\0')
-                p++;
-            if (strchr(".[]()|{}+*?^$\\", *p) != NULL)
-                *o++ = '\\';
-            *o++ = *p;
-        }
-    }
-    *o++ = '$';
-    *o = '\0';
-    return re;
+    const struct fjob *x = *(struct fjob *const *)a, *y = *(struct fjob *const *)b;
+    if (x->due_ms != y->due_ms)
+        return x->due_ms < y->due_ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Does j pass filter m? */
+/* The jobs of set that jids name (strings; anything else names none),
+ * each once, in the set's order, as fjobs_set_jobs would list them: each
+ * jid is looked up in the core's table of jobs, so the cost is
+ * O(jids * log(jids)) whatever the set's size (comparing every jid with
+ * every job cost their product).  *n gets their number. */
+static struct fjob **
+fwp_jobs_named(const struct core *c, enum fjob_set set, json_t *jids, size_t *n)
+{
+    static const uint8_t state_of[FSET_COUNT] = {FJOB_SCHEDULED, FJOB_RETRY, FJOB_DEAD};
+    struct fjob **out = wq_malloc((json_array_size(jids) + 1) * sizeof *out);
+    size_t found = 0, i;
+    json_t *v;
+    json_array_foreach(jids, i, v)
+    {
+        struct fjob *j =
+            json_is_string(v) ? fjobs_find(c, json_string_value(v), json_string_length(v)) : NULL;
+        if (j != NULL && j->state == state_of[set])
+            out[found++] = j;
+    }
+    qsort(out, found, sizeof *out, fwp_cmp_due);
+    *n = 0;
+    for (i = 0; i < found; i++) /* a jid named twice: its job is acted on once */
+        if (*n == 0 || out[*n - 1] != out[i])
+            out[(*n)++] = out[i];
+    return out;
+}
+
+/* Does j pass the pattern and jobtype of filter m? */
 static bool
 fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
 {
-    if (m->jids != NULL) {
-        for (size_t i = 0; i < json_array_size(m->jids); i++) {
-            json_t *v = json_array_get(m->jids, i);
-            if (json_is_string(v) && json_string_length(v) == j->jid_len &&
-                memcmp(json_string_value(v), j->jid, j->jid_len) == 0)
-                return true;
-        }
+    if (m->pattern != NULL && !glob_match(m->pattern, j->text, j->text_len))
         return false;
-    }
-    if (!m->has_pattern && m->jobtype == NULL)
+    if (m->jobtype == NULL)
         return true;
-    /* a job's JSON holds no NUL byte; regexec wants it terminated */
-    char *text = wq_malloc(j->text_len + 1);
-    memcpy(text, j->text, j->text_len);
-    text[j->text_len] = '\0';
-    bool ok = !m->has_pattern || regexec(&m->pattern, text, 0, NULL, 0) == 0;
-    if (ok && m->jobtype != NULL) {
-        json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
-        const char *type = fwp_json_str(job, "jobtype", NULL);
-        ok = type != NULL && strcmp(type, m->jobtype) == 0;
-        json_decref(job);
-    }
-    wq_free(text);
+    json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+    const char *type = fwp_json_str(job, "jobtype", NULL);
+    bool ok = type != NULL && strcmp(type, m->jobtype) == 0;
+    json_decref(job);
     return ok;
 }
 
+static void
+fwp_filter_clear(struct fwp_filter *m)
+{
+    glob_free(m->pattern);
+    *m = (struct fwp_filter){0};
+}
+
 /* Read filter from MUTATE's "filter" (which may be absent): NULL, or the
- * error. */
+ * error.  A member of the wrong type is an error rather than no filter:
+ * a filter that was meant to narrow a discard must not widen it. */
 static const char *
 fwp_filter_read(json_t *filter, struct fwp_filter *m)
 {
@@ -176,23 +162,29 @@ fwp_filter_read(json_t *filter, struct fwp_filter *m)
     if (!json_is_object(filter))
         return "invalid filter for mutation command";
     json_t *jids = json_object_get(filter, "jids");
-    if (jids != NULL && !json_is_null(jids) && !json_is_array(jids))
+    json_t *re = json_object_get(filter, "regexp");
+    json_t *type = json_object_get(filter, "jobtype");
+    if ((jids != NULL && !json_is_null(jids) && !json_is_array(jids)) ||
+        (type != NULL && !json_is_null(type) && !json_is_string(type)))
         return "invalid filter for mutation command";
-    if (json_array_size(jids) > 0)
-        m->jids = jids;
-    const char *re = fwp_json_str(filter, "regexp", NULL);
-    const char *type = fwp_json_str(filter, "jobtype", NULL);
-    if (type != NULL && type[0] != '\0')
-        m->jobtype = type;
-    if (re != NULL && re[0] != '\0' && strcmp(re, "*") != 0) {
-        if (strlen(re) > FWP_MAX_PATTERN)
-            return "regexp too long (at most 1024 bytes)";
-        char *ere = fwp_glob_to_ere(re);
-        int rc = regcomp(&m->pattern, ere, REG_EXTENDED | REG_NOSUB);
-        wq_free(ere);
-        if (rc != 0)
+    if (re != NULL && !json_is_null(re) && !json_is_string(re))
+        return "invalid regexp";
+    size_t re_len = json_string_length(re); /* 0 when not a string */
+    if (re_len > FWP_MAX_PATTERN)
+        return "regexp too long (at most 1024 bytes)";
+    if (re_len > 0 && !(re_len == 1 && json_string_value(re)[0] == '*')) {
+        /* strict: a range Redis would read high to low, or by the sign of
+         * char, is refused rather than matched otherwise than there */
+        m->pattern = glob_new(json_string_value(re), re_len, GLOB_STRICT);
+        if (m->pattern == NULL)
             return "invalid regexp";
-        m->has_pattern = true;
+    }
+    if (json_array_size(jids) > 0) { /* then the rest is ignored */
+        glob_free(m->pattern);
+        m->pattern = NULL;
+        m->jids = jids;
+    } else if (json_string_length(type) > 0) {
+        m->jobtype = json_string_value(type);
     }
     return NULL;
 }
@@ -220,7 +212,7 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
     for (int i = 0; target != NULL && i < FSET_COUNT; i++)
         if (strcmp(target, fwp_set_names[i]) == 0)
             set = i;
-    struct fwp_filter m;
+    struct fwp_filter m = {0};
     const char *error = what < 0  ? "unknown mutate operation"
                         : set < 0 ? "invalid target for mutation command"
                                   : fwp_filter_read(json_object_get(op, "filter"), &m);
@@ -228,9 +220,11 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
         fwp_error(out, error);
     } else if (!fwp_refuse_readonly(f, out)) {
         size_t n;
-        struct fjob **jobs = fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
+        bool named = what != FWP_CLEAR && m.jids != NULL; /* clear takes the whole set */
+        struct fjob **jobs = named ? fwp_jobs_named(f->core, (enum fjob_set)set, m.jids, &n)
+                                   : fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
         for (size_t i = 0; i < n; i++) {
-            if (what != FWP_CLEAR && !fwp_filter_match(&m, jobs[i]))
+            if (what != FWP_CLEAR && !named && !fwp_filter_match(&m, jobs[i]))
                 continue;
             if (what == FWP_KILL && set != FSET_DEAD)
                 fjobs_kill(f->core, jobs[i], NULL, 0);
@@ -242,8 +236,7 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
         wq_free(jobs);
         fwp_ok(out);
     }
-    if (error == NULL && m.has_pattern)
-        regfree(&m.pattern);
+    fwp_filter_clear(&m);
     json_decref(op);
 }
 

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rng.h"
 #include "systest.h"
 
 #define FAR     "2099-01-01T00:00:00Z" /* an `at` that never comes during a test */
@@ -847,6 +848,7 @@ START_TEST(test_push_readonly)
     json_t *before = state(fd);
     rt(fd, "PUSH " J("ro-00003", ""), RO);
     rt(fd, "PUSHB [" J("ro-00004", "") "]", RO);
+    rt(fd, "MUTATE {\"cmd\":\"clear\",\"target\":\"dead\"}", RO);
     expect_state(fd, before, "a read-only PUSH");
     json_decref(before);
     /* room again: the server leaves read-only mode */
@@ -1336,6 +1338,84 @@ START_TEST(test_fail_backoff)
 }
 END_TEST
 
+/* Fail the retry jid of queue n times more: requeue it, fetch it, fail
+ * it, n times, sent 100 at a time. */
+static void
+fail_again(int fd, const char *jid, const char *queue, int n)
+{
+    char cycle[512], batch[100 * 512];
+    SET(cycle, f("MUTATE {\"cmd\":\"requeue\",\"target\":\"retries\",\"filter\":"
+                 "{\"jids\":[\"%s\"]}}\r\nFETCH %s\r\n"
+                 "FAIL {\"jid\":\"%s\",\"errtype\":\"E\",\"message\":\"M\"}\r\n",
+                 jid, queue, jid));
+    for (int done = 0; done < n;) {
+        int k = n - done < 100 ? n - done : 100;
+        batch[0] = '\0';
+        for (int i = 0; i < k; i++)
+            strcat(batch, cycle);
+        systest_sends(fd, batch);
+        for (int i = 0; i < k; i++) {
+            systest_expect(fd, "+OK\r\n");
+            ck_assert_str_eq(jid_of(read_bulk(fd)), jid);
+            systest_expect(fd, "+OK\r\n");
+        }
+        done += k;
+    }
+}
+
+/* A job whose retry is near 2^62 fails as often as it is fetched, and
+ * its backoff of count^4 seconds and more passes year 9999 at count 709,
+ * 2^63 ms at count 9,794 and 2^64 at count 11,586: it saturates at the
+ * last time RFC 3339 writes, and the job stays in the retries set, where
+ * it wrapped to year 0000 or to a time already past.  (Natively up to
+ * count 12,000; under a wrapper only to 709.) */
+START_TEST(test_fail_backoff_saturates)
+{
+    start(NULL);
+    int fd = client();
+    const char *job =
+        J("huge-retry", ",\"queue\":\"hr\",\"retry\":4611686018427387904,\"created_at\":\"x\"");
+    push(fd, job);
+    fetch_jid(fd, "hr", "huge-retry");
+    fail_job(fd, "huge-retry");
+    fail_again(fd, "huge-retry", "hr", 708);
+    int64_t t0 = systest_now_ms();
+    /* count 708: 708^4 s from now, still before year 10000 */
+    const char *hash = failure_of(view(fd, "retries", "huge-retry", "hr"), job);
+    char failed_at[32];
+    SET(failed_at, str_member(hash, "failed_at"));
+    const char *next_at = str_member(hash, "next_at");
+    int64_t na = time_of(next_at), max = time_of("9999-12-31T23:59:59.999Z");
+    ck_assert_msg(na >= t0 - SKEW_MS + 708ll * 708 * 708 * 708 * 1000 && na < max, "next_at %s",
+                  next_at);
+    ck_assert_str_eq(hash, f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                             "\"retry_count\":708,\"remaining\":4611686018427387196,"
+                             "\"next_at\":\"%s\"}",
+                             failed_at, next_at));
+    /* count 709: past it */
+    fail_job(fd, "huge-retry");
+    expect_counts(fd, 0, 0, 1, 0, 0);
+    ck_assert_str_eq(failure_of(view(fd, "retries", "huge-retry", "hr"), job),
+                     f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                       "\"retry_count\":709,\"remaining\":4611686018427387195,"
+                       "\"next_at\":\"9999-12-31T23:59:59.999Z\"}",
+                       failed_at));
+    fail_job(fd, "huge-retry");
+    if (!wrapped()) {
+        /* counts 9,794 to 11,585 wrapped to year 0000, 11,586 on anywhere */
+        fail_again(fd, "huge-retry", "hr", 12000 - 710);
+        expect_counts(fd, 0, 0, 1, 0, 0);
+        ck_assert_str_eq(failure_of(view(fd, "retries", "huge-retry", "hr"), job),
+                         f("{\"failed_at\":\"%s\",\"message\":\"M\",\"errtype\":\"E\","
+                           "\"retry_count\":12000,\"remaining\":4611686018427375904,"
+                           "\"next_at\":\"9999-12-31T23:59:59.999Z\"}",
+                           failed_at));
+    }
+    close(fd);
+    stop();
+}
+END_TEST
+
 /* A queue is ordered by priority, then arrival, first in first out among
  * equals: a retried job that enters its queue again after another job of
  * the same priority comes after it. */
@@ -1727,6 +1807,194 @@ START_TEST(test_mutate_empty_jids)
 }
 END_TEST
 
+/* The byte-exact replies of MUTATE's filter: a pattern too long, a range
+ * Redis would read high to low or by the sign of char, members of the
+ * wrong type, and JSON that is not an object.  None changes anything. */
+START_TEST(test_mutate_filter_errors)
+{
+    start("-max-line", "4096", NULL);
+    int fd = client();
+    push(fd, J("mfe-dead", ",\"queue\":\"m\",\"retry\":-1"));
+    fetch_jid(fd, "m", "mfe-dead");
+    fail_job(fd, "mfe-dead");
+    push(fd, J("mfe-sched", ",\"at\":\"" FAR "\""));
+    json_t *before = state(fd);
+    static const struct {
+        const char *filter, *reply;
+    } cases[] = {
+        {"{\"regexp\":\"[z-a]\"}", "invalid regexp"},
+        {"{\"regexp\":\"*[a-]*\"}", "invalid regexp"}, /* a to ']', high to low */
+        {"{\"regexp\":\"[a-\\u00ff]\"}", "invalid regexp"},
+        {"{\"regexp\":5}", "invalid regexp"},
+        {"{\"regexp\":[\"*\"]}", "invalid regexp"},
+        {"{\"regexp\":\"[z-a]\",\"jids\":[\"mfe-dead\"]}", "invalid regexp"},
+        {"{\"jobtype\":5}", "invalid filter for mutation command"},
+        {"{\"jobtype\":{}}", "invalid filter for mutation command"},
+        {"{\"jids\":{}}", "invalid filter for mutation command"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *arg =
+            f("{\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":%s}", cases[i].filter);
+        rt(fd, f("MUTATE %s", arg), f("-ERR %s", cases[i].reply));
+        expect_state(fd, before, arg);
+    }
+    /* 1024 bytes of pattern are taken, 1025 are not */
+    rt(fd,
+       f("MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"regexp\":\"%s\"}}",
+         rep(1024, 'x')),
+       "+OK");
+    rt(fd,
+       f("MUTATE {\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"regexp\":\"%s\"}}",
+         rep(1025, 'x')),
+       "-ERR regexp too long (at most 1024 bytes)");
+    rt(fd, "MUTATE [\"clear\"]", "-ERR invalid JSON: not an object");
+    expect_state(fd, before, "MUTATE filter errors");
+    /* null members are no filter */
+    mutate(fd, "{\"cmd\":\"discard\",\"target\":\"dead\",\"filter\":{\"regexp\":null,\"jobtype\":"
+               "null,\"jids\":null}}");
+    expect_counts(fd, 0, 1, 0, 0, 0);
+    json_decref(before);
+    close(fd);
+    stop();
+}
+END_TEST
+
+/* VmRSS of process pid, in kB. */
+static long
+rss_kb(pid_t pid)
+{
+    FILE *fp = fopen(f("/proc/%ld/status", (long)pid), "r");
+    ck_assert_ptr_nonnull(fp);
+    char line[256];
+    long kb = -1;
+    while (kb < 0 && fgets(line, sizeof line, fp) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = atol(line + 6);
+    fclose(fp);
+    ck_assert_int_ge(kb, 0);
+    return kb;
+}
+
+/* How long (ms) an INFO on connection fd takes to be answered. */
+static int64_t
+info_wait(int fd)
+{
+    int64_t t0 = systest_now_ms();
+    send_line(fd, "INFO");
+    ck_assert_ptr_nonnull(read_bulk(fd));
+    return systest_now_ms() - t0;
+}
+
+/* The pattern that made glibc's regex engine take 66 s and 7 GB on one
+ * job of 300 KB (*a, then 1,000 ?): answered at once, another client's
+ * INFO too, and the server's memory stays as it was (generous bounds). */
+START_TEST(test_mutate_hostile_pattern)
+{
+    start("-max-line", "1000000", "-max-memory", "64M", NULL);
+    int fd = client(), other = client();
+    size_t n = 300 * 1024;
+    char *args = malloc(n + 1);
+    ck_assert_ptr_nonnull(args);
+    rng_seed(3);
+    for (size_t i = 0; i < n; i++)
+        args[i] = "ab"[rng_below(2)];
+    args[n] = '\0';
+    /* created_at, queue and retry given: the text is kept as sent, its
+     * args to 2 bytes from its end */
+    char *job = malloc(n + 200);
+    ck_assert_ptr_nonnull(job);
+    int len = snprintf(job, n + 200,
+                       "{\"jid\":\"hostile-1\",\"jobtype\":\"t\",\"at\":\"" FAR
+                       "\",\"created_at\":\"x\",\"queue\":\"q\",\"retry\":1,"
+                       "\"args\":[\"%s\"]}",
+                       args);
+    char *line = malloc((size_t)len + 8);
+    ck_assert_ptr_nonnull(line);
+    snprintf(line, (size_t)len + 8, "PUSH %s\r\n", job);
+    systest_sends(fd, line);
+    systest_expect(fd, OK);
+    expect_counts(fd, 0, 1, 0, 0, 0);
+    bool matches = job[len - 1001] == 'a';
+    char pattern[1003] = "*a";
+    memset(pattern + 2, '?', 1000);
+    pattern[1002] = '\0';
+    long rss0 = rss_kb(srv.s.pid);
+    int64_t t0 = systest_now_ms();
+    send_line(fd, f("MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":"
+                    "{\"regexp\":\"%s\"}}",
+                    pattern));
+    int64_t waited = info_wait(other);
+    systest_expect(fd, OK);
+    int64_t took = systest_now_ms() - t0;
+    long rss1 = rss_kb(srv.s.pid);
+    ck_assert_msg(took < 2000 * systest_slow() && waited < 2000 * systest_slow(),
+                  "MUTATE took %lld ms, INFO waited %lld ms", (long long)took, (long long)waited);
+    ck_assert_msg(rss1 - rss0 < 64 * 1024, "RSS %ld kB, then %ld kB", rss0, rss1);
+    expect_counts(fd, 0, matches ? 0 : 1, 0, 0, 0);
+    /* and the other way round: the one that does not match stays */
+    if (matches) {
+        push(fd, J("hostile-2", ",\"at\":\"" FAR "\",\"created_at\":\"x\""));
+        mutate(fd, f("{\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":"
+                     "{\"regexp\":\"%s\"}}",
+                     pattern));
+        expect_counts(fd, 0, 1, 0, 0, 0);
+    }
+    free(line);
+    free(job);
+    free(args);
+    close(other);
+    close(fd);
+    stop();
+}
+END_TEST
+
+/* A jids filter costs the jids, not jids x jobs (20,000 x 20,000 took
+ * 2.5 s): 20,000 scheduled jobs, a discard naming every other one and as
+ * many jids that are not there; another client's INFO waits little. */
+START_TEST(test_mutate_many_jids)
+{
+    enum { JOBS = 20000, BATCH = 1000 };
+    start("-max-line", "1000000", NULL);
+    int fd = client(), other = client();
+    size_t cap = (size_t)BATCH * 128 + 64;
+    char *buf = malloc(cap > (size_t)JOBS * 32 + 256 ? cap : (size_t)JOBS * 32 + 256);
+    ck_assert_ptr_nonnull(buf);
+    for (int b = 0; b < JOBS; b += BATCH) {
+        size_t n = (size_t)sprintf(buf, "PUSHB [");
+        for (int i = b; i < b + BATCH; i++)
+            n += (size_t)sprintf(buf + n,
+                                 "%s{\"jid\":\"many-%06d\",\"jobtype\":\"t\",\"args\":[],"
+                                 "\"at\":\"" FAR "\"}",
+                                 i == b ? "" : ",", i);
+        strcpy(buf + n, "]\r\n");
+        systest_sends(fd, buf);
+        ck_assert_str_eq(read_bulk(fd), "{}");
+    }
+    expect_counts(fd, 0, JOBS, 0, 0, 0);
+    size_t n = (size_t)sprintf(buf, "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\","
+                                    "\"filter\":{\"jids\":[");
+    for (int i = 0; i < JOBS; i++)
+        n += (size_t)sprintf(buf + n, "%s\"%s-%06d\"", i == 0 ? "" : ",",
+                             i % 2 == 0 ? "many" : "none", i);
+    strcpy(buf + n, "]}}\r\n");
+    int64_t t0 = systest_now_ms();
+    systest_sends(fd, buf);
+    int64_t waited = info_wait(other);
+    systest_expect(fd, OK);
+    int64_t took = systest_now_ms() - t0;
+    ck_assert_msg(took < 2000 * systest_slow() && waited < 2000 * systest_slow(),
+                  "MUTATE took %lld ms, INFO waited %lld ms", (long long)took, (long long)waited);
+    expect_counts(fd, 0, JOBS / 2, 0, 0, 0);
+    /* the odd ones are left, the even ones gone */
+    push(fd, J("many-000000", ""));
+    rt(fd, "PUSH " J("many-000001", ""), "-ERR job many-000001 already exists");
+    free(buf);
+    close(other);
+    close(fd);
+    stop();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* QUEUE */
 
@@ -2103,11 +2371,13 @@ faktory_jobs_suite(void)
         {"fetch", {test_fetch_order, test_fetch_waits, NULL}},
         {"ack", {test_ack, NULL}},
         {"fail",
-         {test_fail_hash, test_fail_backoff, test_fail_retried_job_queues_last, test_fail_policies,
-          test_fail_errors, test_dead_max, test_dead_max_same_ms, test_dead_ttl, NULL}},
+         {test_fail_hash, test_fail_backoff, test_fail_backoff_saturates,
+          test_fail_retried_job_queues_last, test_fail_policies, test_fail_errors, test_dead_max,
+          test_dead_max_same_ms, test_dead_ttl, NULL}},
         {"mutate",
          {test_mutate_scheduled, test_mutate_retries, test_mutate_dead, test_mutate_errors,
-          test_mutate_empty_jids, NULL}},
+          test_mutate_empty_jids, test_mutate_filter_errors, test_mutate_hostile_pattern,
+          test_mutate_many_jids, NULL}},
         {"queue", {test_queue, NULL}},
         {"info", {test_info, test_flush, test_namespaces, NULL}},
         {"persist", {test_persistence, NULL}},
