@@ -1,7 +1,7 @@
 /* fwp_internal.h - what the Faktory front-end's files share: fwp.c
  * (framing, the handshake, dispatch), fwp_job.c (work units, times,
- * failures), fwp_cmd.c (the job commands) and fwp_admin.c (INFO, FLUSH,
- * MUTATE, QUEUE). */
+ * failures), fwp_cmd.c (the job commands), fwp_admin.c (INFO, FLUSH,
+ * QUEUE) and fwp_mutate.c (MUTATE). */
 #ifndef WQ_FWP_INTERNAL_H
 #define WQ_FWP_INTERNAL_H
 

@@ -1,0 +1,170 @@
+/* fwp_mutate.c - Faktory's MUTATE: clear, discard, kill or requeue the
+ * jobs of the scheduled, retries or dead set that a filter picks. */
+#include "wq.h"
+#include "fwp_internal.h"
+
+#include <string.h>
+
+#include "alloc.h"
+#include "glob.h"
+
+static const char *const fwp_set_names[FSET_COUNT] = {"scheduled", "retries", "dead"};
+
+#define FWP_MAX_PATTERN 1024u /* bytes of a MUTATE regexp */
+
+/* A MUTATE filter: jids (exact), else a glob over the job's text (as
+ * Redis's MATCH reads Faktory's "regexp") and a jobtype. */
+struct fwp_filter {
+    json_t *jids;         /* a non-empty array, or NULL */
+    struct glob *pattern; /* NULL: any text */
+    const char *jobtype;  /* NULL: any */
+};
+
+/* The order of fjobs_set_jobs: due time, then arrival in the set. */
+static int
+fwp_cmp_due(const void *a, const void *b)
+{
+    const struct fjob *x = *(struct fjob *const *)a, *y = *(struct fjob *const *)b;
+    if (x->due_ms != y->due_ms)
+        return x->due_ms < y->due_ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The jobs of set that jids name (strings; anything else names none),
+ * each once, in the set's order, as fjobs_set_jobs would list them: each
+ * jid is looked up in the core's table of jobs, so the cost is
+ * O(jids * log(jids)) whatever the set's size (comparing every jid with
+ * every job cost their product).  *n gets their number. */
+static struct fjob **
+fwp_jobs_named(const struct core *c, enum fjob_set set, json_t *jids, size_t *n)
+{
+    static const uint8_t state_of[FSET_COUNT] = {FJOB_SCHEDULED, FJOB_RETRY, FJOB_DEAD};
+    struct fjob **out = wq_malloc((json_array_size(jids) + 1) * sizeof *out);
+    size_t found = 0, i;
+    json_t *v;
+    json_array_foreach(jids, i, v)
+    {
+        struct fjob *j =
+            json_is_string(v) ? fjobs_find(c, json_string_value(v), json_string_length(v)) : NULL;
+        if (j != NULL && j->state == state_of[set])
+            out[found++] = j;
+    }
+    qsort(out, found, sizeof *out, fwp_cmp_due);
+    *n = 0;
+    for (i = 0; i < found; i++) /* a jid named twice: its job is acted on once */
+        if (*n == 0 || out[*n - 1] != out[i])
+            out[(*n)++] = out[i];
+    return out;
+}
+
+/* Does j pass the pattern and jobtype of filter m? */
+static bool
+fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
+{
+    if (m->pattern != NULL && !glob_match(m->pattern, j->text, j->text_len))
+        return false;
+    if (m->jobtype == NULL)
+        return true;
+    json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+    const char *type = fwp_json_str(job, "jobtype", NULL);
+    bool ok = type != NULL && strcmp(type, m->jobtype) == 0;
+    json_decref(job);
+    return ok;
+}
+
+static void
+fwp_filter_clear(struct fwp_filter *m)
+{
+    glob_free(m->pattern);
+    *m = (struct fwp_filter){0};
+}
+
+/* Read filter from MUTATE's "filter" (which may be absent): NULL, or the
+ * error.  A member of the wrong type is an error rather than no filter:
+ * a filter that was meant to narrow a discard must not widen it. */
+static const char *
+fwp_filter_read(json_t *filter, struct fwp_filter *m)
+{
+    *m = (struct fwp_filter){0};
+    if (filter == NULL || json_is_null(filter))
+        return NULL;
+    if (!json_is_object(filter))
+        return "invalid filter for mutation command";
+    json_t *jids = json_object_get(filter, "jids");
+    json_t *re = json_object_get(filter, "regexp");
+    json_t *type = json_object_get(filter, "jobtype");
+    if ((jids != NULL && !json_is_null(jids) && !json_is_array(jids)) ||
+        (type != NULL && !json_is_null(type) && !json_is_string(type)))
+        return "invalid filter for mutation command";
+    if (re != NULL && !json_is_null(re) && !json_is_string(re))
+        return "invalid regexp";
+    size_t re_len = json_string_length(re); /* 0 when not a string */
+    if (re_len > FWP_MAX_PATTERN)
+        return "regexp too long (at most 1024 bytes)";
+    if (re_len > 0 && !(re_len == 1 && json_string_value(re)[0] == '*')) {
+        /* strict: a range Redis would read high to low, or by the sign of
+         * char, is refused rather than matched otherwise than there */
+        m->pattern = glob_new(json_string_value(re), re_len, GLOB_STRICT);
+        if (m->pattern == NULL)
+            return "invalid regexp";
+    }
+    if (json_array_size(jids) > 0) { /* then the rest is ignored */
+        glob_free(m->pattern);
+        m->pattern = NULL;
+        m->jids = jids;
+    } else if (json_string_length(type) > 0) {
+        m->jobtype = json_string_value(type);
+    }
+    return NULL;
+}
+
+enum fwp_mutation { FWP_CLEAR, FWP_KILL, FWP_DISCARD, FWP_REQUEUE };
+
+/* MUTATE {"cmd", "target", "filter"}: act on the matching jobs of a set. */
+void
+fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
+{
+    json_error_t e;
+    json_t *op = fwp_json_load(a.p, a.n, 0, &e);
+    if (!json_is_object(op)) {
+        fwp_errorf(out, "invalid JSON: %s", op == NULL ? e.text : "not an object");
+        json_decref(op);
+        return;
+    }
+    const char *cmd = fwp_json_str(op, "cmd", NULL);
+    const char *target = fwp_json_str(op, "target", NULL);
+    static const char *const cmds[] = {"clear", "kill", "discard", "requeue"};
+    int what = -1, set = -1;
+    for (int i = 0; cmd != NULL && i < 4; i++)
+        if (strcmp(cmd, cmds[i]) == 0)
+            what = i;
+    for (int i = 0; target != NULL && i < FSET_COUNT; i++)
+        if (strcmp(target, fwp_set_names[i]) == 0)
+            set = i;
+    struct fwp_filter m = {0};
+    const char *error = what < 0  ? "unknown mutate operation"
+                        : set < 0 ? "invalid target for mutation command"
+                                  : fwp_filter_read(json_object_get(op, "filter"), &m);
+    if (error != NULL) {
+        fwp_error(out, error);
+    } else if (!fwp_refuse_readonly(f, out)) {
+        size_t n;
+        bool named = what != FWP_CLEAR && m.jids != NULL; /* clear takes the whole set */
+        struct fjob **jobs = named ? fwp_jobs_named(f->core, (enum fjob_set)set, m.jids, &n)
+                                   : fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (what != FWP_CLEAR && !named && !fwp_filter_match(&m, jobs[i]))
+                continue;
+            if (what == FWP_KILL && set != FSET_DEAD)
+                fjobs_kill(f->core, jobs[i], NULL, 0);
+            else if (what == FWP_REQUEUE)
+                fjobs_requeue(f->core, jobs[i]);
+            else if (what == FWP_CLEAR || what == FWP_DISCARD)
+                fjobs_discard(f->core, jobs[i]);
+        }
+        wq_free(jobs);
+        fwp_ok(out);
+    }
+    fwp_filter_clear(&m);
+    json_decref(op);
+}
