@@ -414,11 +414,13 @@ fwp_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len
     return (size_t)(lf - in) + 1;
 }
 
+/* A parked command's client left: a MUTATE under way, or a FETCH. */
 static void
 fwp_cancel(void *ctx, void *waiting)
 {
-    const struct fwp_ctx *f = ctx;
-    fjobs_cancel(f->core, waiting);
+    struct fwp_ctx *f = ctx;
+    if (!fwp_mutation_cancel(f, waiting))
+        fjobs_cancel(f->core, waiting);
 }
 
 /* Identified clients are never closed for idleness: a Faktory worker that

@@ -8,9 +8,12 @@
 #define WQ_FWP_H
 
 #include "wq.h"
+#include "list.h"
 
 struct auth_guard;
+struct conn_hooks;
 struct conn_proto;
+struct event_base;
 struct core;
 
 /* The Faktory listeners' context (conn_service.ctx). */
@@ -27,6 +30,11 @@ struct fwp_ctx {
     uint64_t started_ms;
     uint64_t commands; /* handled since start */
     uint64_t rng;      /* xorshift state for the backoff's jitter (not 0) */
+    /* Where a long MUTATE goes on in slices, a loop pass each, as a batch
+     * of the connections' (NULL base: at once, as the unit tests run). */
+    struct event_base *base;
+    const struct conn_hooks *hooks;
+    struct list mutations; /* struct fwp_mutation running; list_init'ed */
 };
 
 struct fjob;

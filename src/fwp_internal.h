@@ -94,6 +94,8 @@ void fwp_fail(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct
 void fwp_info(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a);
 void fwp_flush(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a);
 void fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a);
+/* If waiting is a MUTATE under way (parked), drop it unanswered: true. */
+bool fwp_mutation_cancel(struct fwp_ctx *f, void *waiting);
 void fwp_queue(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a);
 
 #endif /* WQ_FWP_INTERNAL_H */

@@ -548,6 +548,7 @@ server_init(struct server *srv, const struct options *opts)
         .started_ms = srv->started_ms,
         .rng = srv->started_ms | 1,
     };
+    list_init(&srv->fwp.mutations);
     fjobs_set_expired(srv->ctx.core, fwp_reservation_expired, &srv->fwp);
     fjobs_set_dead_limits(srv->ctx.core, opts->faktory_dead_ttl_ms, opts->faktory_dead_max);
     srv->faktory = (struct conn_service){
@@ -561,9 +562,11 @@ server_init(struct server *srv, const struct options *opts)
     srv->faktory_tls = srv->faktory;
     srv->workq_tls.transport = srv->faktory_tls.transport = tls_accept_bev;
     srv->workq_tls.transport_failed = srv->faktory_tls.transport_failed = tls_log_failure;
-    const struct conn_hooks hooks = {srv, server_conns_begin, server_conns_end, server_conns_gone};
-    srv->conns =
-        conn_set_new(srv->base, &hooks, WQ_MAX(cmd_protocol.state_size, fwp_protocol.state_size));
+    srv->hooks = (struct conn_hooks){srv, server_conns_begin, server_conns_end, server_conns_gone};
+    srv->fwp.base = srv->base;
+    srv->fwp.hooks = &srv->hooks;
+    srv->conns = conn_set_new(srv->base, &srv->hooks,
+                              WQ_MAX(cmd_protocol.state_size, fwp_protocol.state_size));
     srv->timer = evtimer_new(srv->base, server_timer_cb, srv);
     srv->sig_int = evsignal_new(srv->base, SIGINT, server_signal_cb, srv);
     srv->sig_term = evsignal_new(srv->base, SIGTERM, server_signal_cb, srv);

@@ -49,6 +49,7 @@ struct server {
     struct conn_service faktory_tls;
     struct tls *tls;               /* the TLS context, if an address needs one */
     struct fwp_ctx fwp;            /* its context */
+    struct conn_hooks hooks;       /* the connections' batches (and MUTATE's slices) */
     char *faktory_password;        /* NULL: none */
     struct cmdlog *cmdlog;         /* NULL without -cmdlog-path */
     struct event *cmdlog_ev;       /* the command log's threads' news */

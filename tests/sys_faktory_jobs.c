@@ -18,6 +18,7 @@
 
 #include <check.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1995,6 +1996,66 @@ START_TEST(test_mutate_many_jids)
 }
 END_TEST
 
+/* A MUTATE over a large set works in slices: another client's INFO, sent
+ * while it runs, is answered before it ends, and between two replies of
+ * that client no wait is as long as the whole MUTATE; the MUTATE does
+ * exactly what it would at once.  A jobtype filter decodes every job,
+ * the slowest filter there is. */
+START_TEST(test_mutate_in_slices)
+{
+    enum { JOBS = 20000, BATCH = 500 };
+    start("-max-line", "2000000", NULL);
+    int fd = client(), other = client();
+    static char pad[1025];
+    memset(pad, 'p', sizeof pad - 1);
+    char *buf = malloc((size_t)BATCH * 1200 + 64);
+    ck_assert_ptr_nonnull(buf);
+    for (int b = 0; b < JOBS; b += BATCH) {
+        size_t n = (size_t)sprintf(buf, "PUSHB [");
+        for (int i = b; i < b + BATCH; i++)
+            n += (size_t)sprintf(buf + n,
+                                 "%s{\"jid\":\"slice-%06d\",\"jobtype\":\"%s\",\"args\":[\"%s\"],"
+                                 "\"at\":\"" FAR "\"}",
+                                 i == b ? "" : ",", i, i % 2 ? "keep" : "drop", pad);
+        strcpy(buf + n, "]\r\n");
+        systest_sends(fd, buf);
+        ck_assert_str_eq(read_bulk(fd), "{}");
+    }
+    free(buf);
+    expect_counts(fd, 0, JOBS, 0, 0, 0);
+    int64_t t0 = systest_now_ms(), worst = 0;
+    systest_sends(fd, "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":"
+                      "{\"jobtype\":\"drop\"}}\r\n");
+    int during = 0;
+    for (;;) {
+        int64_t waited = info_wait(other);
+        worst = waited > worst ? waited : worst;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        if (poll(&pfd, 1, 0) == 1)
+            break; /* the MUTATE's answer is there */
+        during++;
+    }
+    systest_expect(fd, OK);
+    int64_t took = systest_now_ms() - t0;
+    ck_assert_msg(took >= 40, "MUTATE took only %lld ms: the set is too small to see slices",
+                  (long long)took);
+    ck_assert_msg(during >= 2 && worst * 2 < took,
+                  "MUTATE took %lld ms; INFO answered %d times during it, the longest wait "
+                  "%lld ms",
+                  (long long)took, during, (long long)worst);
+    expect_counts(fd, 0, JOBS / 2, 0, 0, 0);
+    rt(fd, "PUSH " J("slice-000000", ""), "+OK");
+    rt(fd, "PUSH " J("slice-000001", ""), "-ERR job slice-000001 already exists");
+    /* a client that leaves during its MUTATE: the server goes on */
+    systest_sends(fd, "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":"
+                      "{\"jobtype\":\"none\"}}\r\n");
+    close(fd);
+    info_wait(other);
+    close(other);
+    stop();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* QUEUE */
 
@@ -2377,7 +2438,7 @@ faktory_jobs_suite(void)
         {"mutate",
          {test_mutate_scheduled, test_mutate_retries, test_mutate_dead, test_mutate_errors,
           test_mutate_empty_jids, test_mutate_filter_errors, test_mutate_hostile_pattern,
-          test_mutate_many_jids, NULL}},
+          test_mutate_many_jids, test_mutate_in_slices, NULL}},
         {"queue", {test_queue, NULL}},
         {"info", {test_info, test_flush, test_namespaces, NULL}},
         {"persist", {test_persistence, NULL}},
