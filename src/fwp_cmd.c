@@ -195,11 +195,13 @@ fwp_fail(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_
         /* answered */
     } else if (j == NULL || j->state != FJOB_WORKING) {
         fwp_errorf(out, "Job not found %.*s", (int)WQ_MIN(len, 255u), jid);
+    } else if (!fwp_job_fail(f, j, fwp_json_str(fail, "errtype", NULL),
+                             fwp_json_str(fail, "message", NULL),
+                             json_object_get(fail, "backtrace"), true)) {
+        fwp_error(out, "Out of memory"); /* the job is still working */
     } else {
         f->core->fjobs->stats.failures++;
         f->core->fjobs->stats.processed++; /* as Faktory counts */
-        fwp_job_fail(f, j, fwp_json_str(fail, "errtype", NULL), fwp_json_str(fail, "message", NULL),
-                     json_object_get(fail, "backtrace"));
         fwp_ok(out);
     }
     json_decref(fail);

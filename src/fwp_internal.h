@@ -81,9 +81,11 @@ const char *fwp_job_push(struct fwp_ctx *f, const char *raw, size_t len, json_t 
 
 /* Working job j failed (FAIL, or its reservation ran out): update its
  * failure hash from errtype, message and backtrace (may be NULL), and
- * retry it, kill it or discard it as its retry policy says. */
-void fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char *message,
-                  json_t *backtrace);
+ * retry it, kill it or discard it as its retry policy says.  With
+ * may_refuse, a failure whose text would take the core past -max-memory
+ * changes nothing: false. */
+bool fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char *message,
+                  json_t *backtrace, bool may_refuse);
 
 /* ---- commands ---- */
 void fwp_push(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a);

@@ -388,9 +388,9 @@ fwp_text_with_failure(const struct fjob *j, bool had_failure, json_t *fail, size
     return text;
 }
 
-void
+bool
 fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char *message,
-             json_t *backtrace)
+             json_t *backtrace, bool may_refuse)
 {
     uint64_t now = *f->now_ms;
     json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
@@ -399,7 +399,7 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
     if (retry == 0) { /* no retry, no death: gone */
         fjobs_discard(f->core, j);
         json_decref(job);
-        return;
+        return true;
     }
     json_t *old = json_object_get(job, "failure");
     json_t *fail = fwp_failure_update(job, old, retry, now, errtype, message, backtrace);
@@ -413,17 +413,21 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
     }
     size_t len;
     char *text = fwp_text_with_failure(j, json_is_object(old), fail, &len);
-    if (count < retry)
+    /* what the failure adds to the text counts toward -max-memory */
+    bool fits = !may_refuse || len <= j->text_len || !core_over_limit(f->core, len - j->text_len);
+    if (fits && count < retry)
         fjobs_retry(f->core, j, text, len, at);
-    else
+    else if (fits)
         fjobs_kill(f->core, j, text, len);
     wq_free(text);
     json_decref(fail);
     json_decref(job);
+    return fits;
 }
 
 void
 fwp_reservation_expired(void *arg, struct core *c, struct fjob *j)
 {
-    fwp_job_fail(arg, j, "ReservationExpired", "Faktory job reservation expired", NULL);
+    /* the server's own failure: never refused (it adds little) */
+    fwp_job_fail(arg, j, "ReservationExpired", "Faktory job reservation expired", NULL, false);
 }

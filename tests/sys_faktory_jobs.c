@@ -1528,6 +1528,51 @@ START_TEST(test_fail_errors)
 }
 END_TEST
 
+/* -max-memory counts what a FAIL adds (a message, an errtype and 50
+ * backtrace lines of 1,000 bytes: about 52 KB to the job's text): once
+ * the jobs fill the limit, such a FAIL is refused, the job stays working,
+ * and its ACK still works. */
+START_TEST(test_fail_max_memory)
+{
+    start("-max-memory", "2M", "-max-line", "200000", NULL);
+    int fd = client();
+    push(fd, J("fmem-0000", ",\"backtrace\":50"));
+    fetch_jid(fd, "default", "fmem-0000");
+    static char pad[4001];
+    memset(pad, 'p', sizeof pad - 1);
+    int pushed = 1;
+    for (; pushed < 2000; pushed++) {
+        send_line(fd, f("PUSH {\"jid\":\"fmem-%04d\",\"jobtype\":\"t\",\"args\":[\"%s\"],"
+                        "\"queue\":\"fill\"}",
+                        pushed, pad));
+        const char *l = systest_read_line(fd);
+        if (strcmp(l, "-ERR Out of memory") == 0)
+            break;
+        ck_assert_str_eq(l, "+OK");
+    }
+    ck_assert_int_lt(pushed, 2000);
+    struct sb fail = {0};
+    sb_add(&fail,
+           "FAIL {\"jid\":\"fmem-0000\",\"errtype\":\"E\",\"message\":\"M\",\"backtrace\":[");
+    static char line[1001];
+    memset(line, 'b', sizeof line - 1);
+    for (int i = 0; i < 50; i++)
+        sb_add(&fail, f("%s\"%s\"", i == 0 ? "" : ",", line));
+    sb_add(&fail, "]}\r\n");
+    json_t *before = state(fd);
+    systest_sends(fd, fail.p);
+    systest_expect(fd, "-ERR Out of memory\r\n");
+    expect_state(fd, before, "a FAIL over -max-memory");
+    json_decref(before);
+    free(fail.p);
+    expect_counts(fd, pushed - 1, 0, 0, 0, 1);
+    rt(fd, "ACK {\"jid\":\"fmem-0000\"}", "+OK");
+    expect_counts(fd, pushed - 1, 0, 0, 0, 0);
+    close(fd);
+    stop();
+}
+END_TEST
+
 /* -faktory-dead-max 2: the 2 newest dead jobs stay. */
 START_TEST(test_dead_max)
 {
@@ -2433,8 +2478,8 @@ faktory_jobs_suite(void)
         {"ack", {test_ack, NULL}},
         {"fail",
          {test_fail_hash, test_fail_backoff, test_fail_backoff_saturates,
-          test_fail_retried_job_queues_last, test_fail_policies, test_fail_errors, test_dead_max,
-          test_dead_max_same_ms, test_dead_ttl, NULL}},
+          test_fail_retried_job_queues_last, test_fail_policies, test_fail_errors,
+          test_fail_max_memory, test_dead_max, test_dead_max_same_ms, test_dead_ttl, NULL}},
         {"mutate",
          {test_mutate_scheduled, test_mutate_retries, test_mutate_dead, test_mutate_errors,
           test_mutate_empty_jids, test_mutate_filter_errors, test_mutate_hostile_pattern,
