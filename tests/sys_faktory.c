@@ -39,6 +39,17 @@ start(struct systest_proc *p, const char *password_file)
     return start_with(p, password_file ? "-faktory-password-file" : NULL, password_file);
 }
 
+/* A new password file holding text; its path into path (from a
+ * "/tmp/wq-fkpw-XXXXXX" template). */
+static void
+password_file(char *path, const char *text)
+{
+    int pfd = mkstemp(path);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_eq(write(pfd, text, strlen(text)), (ssize_t)strlen(text));
+    close(pfd);
+}
+
 /* Connect, read HI, and answer HELLO with the password (NULL: none). */
 static int
 hello(int port, const char *password, const char *reply)
@@ -91,10 +102,7 @@ END_TEST
 START_TEST(test_password_file)
 {
     char path[] = "/tmp/wq-fkpw-XXXXXX";
-    int pfd = mkstemp(path);
-    ck_assert_int_ge(pfd, 0);
-    ck_assert_int_eq(write(pfd, "open sesame\nsecond line\n", 24), 24);
-    close(pfd);
+    password_file(path, "open sesame\nsecond line\n");
     struct systest_proc p;
     int port = start(&p, path);
     int fd = hello(port, "open sesame", "+OK\r\n");
@@ -143,10 +151,7 @@ END_TEST
 START_TEST(test_password_guessers)
 {
     char path[] = "/tmp/wq-fkpw-XXXXXX";
-    int pfd = mkstemp(path);
-    ck_assert_int_ge(pfd, 0);
-    ck_assert_int_eq(write(pfd, "guess me\n", 9), 9);
-    close(pfd);
+    password_file(path, "guess me\n");
     struct systest_proc p;
     int port = start(&p, path);
     enum { GUESSERS = 40 };

@@ -1994,29 +1994,47 @@ START_TEST(test_mutate_hostile_pattern)
 }
 END_TEST
 
+/* PUSHB n jobs in batches of batch, job(out, i) writing the i-th (at most
+ * max bytes) into out and returning its length; none may be refused. */
+static void
+pushb_all(int fd, int n, int batch, size_t max, size_t (*job)(char *out, int i))
+{
+    char *buf = malloc((size_t)batch * (max + 1) + 64);
+    ck_assert_ptr_nonnull(buf);
+    for (int b = 0; b < n; b += batch) {
+        size_t len = (size_t)sprintf(buf, "PUSHB [");
+        for (int i = b; i < b + batch && i < n; i++) {
+            if (i > b)
+                buf[len++] = ',';
+            len += job(buf + len, i);
+        }
+        strcpy(buf + len, "]\r\n");
+        systest_sends(fd, buf);
+        ck_assert_str_eq(read_bulk(fd), "{}");
+    }
+    free(buf);
+}
+
+/* test_mutate_many_jids's i-th job. */
+static size_t
+many_job(char *out, int i)
+{
+    return (size_t)sprintf(
+        out, "{\"jid\":\"many-%06d\",\"jobtype\":\"t\",\"args\":[],\"at\":\"" FAR "\"}", i);
+}
+
 /* A jids filter costs the jids, not jids x jobs (20,000 x 20,000 took
  * 2.5 s): 20,000 scheduled jobs, a discard naming every other one and as
  * many jids that are not there; another client's INFO waits little. */
 START_TEST(test_mutate_many_jids)
 {
-    enum { JOBS = 20000, BATCH = 1000 };
+    enum { JOBS = 20000 };
     start("-max-line", "1000000", NULL);
     int fd = client(), other = client();
-    size_t cap = (size_t)BATCH * 128 + 64;
-    char *buf = malloc(cap > (size_t)JOBS * 32 + 256 ? cap : (size_t)JOBS * 32 + 256);
-    ck_assert_ptr_nonnull(buf);
-    for (int b = 0; b < JOBS; b += BATCH) {
-        size_t n = (size_t)sprintf(buf, "PUSHB [");
-        for (int i = b; i < b + BATCH; i++)
-            n += (size_t)sprintf(buf + n,
-                                 "%s{\"jid\":\"many-%06d\",\"jobtype\":\"t\",\"args\":[],"
-                                 "\"at\":\"" FAR "\"}",
-                                 i == b ? "" : ",", i);
-        strcpy(buf + n, "]\r\n");
-        systest_sends(fd, buf);
-        ck_assert_str_eq(read_bulk(fd), "{}");
-    }
+    pushb_all(fd, JOBS, 1000, 128, many_job);
     expect_counts(fd, 0, JOBS, 0, 0, 0);
+    char *buf = malloc((size_t)JOBS * 32 + 256);
+    ck_assert_ptr_nonnull(buf);
     size_t n = (size_t)sprintf(buf, "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\","
                                     "\"filter\":{\"jids\":[");
     for (int i = 0; i < JOBS; i++)
@@ -2041,6 +2059,18 @@ START_TEST(test_mutate_many_jids)
 }
 END_TEST
 
+/* test_mutate_in_slices's i-th job: 1 KB of args, every other one to drop. */
+static size_t
+slice_job(char *out, int i)
+{
+    static char pad[1025];
+    memset(pad, 'p', sizeof pad - 1);
+    return (size_t)sprintf(out,
+                           "{\"jid\":\"slice-%06d\",\"jobtype\":\"%s\",\"args\":[\"%s\"],\"at\":"
+                           "\"" FAR "\"}",
+                           i, i % 2 ? "keep" : "drop", pad);
+}
+
 /* A MUTATE over a large set works in slices: another client's INFO, sent
  * while it runs, is answered before it ends, and between two replies of
  * that client no wait is as long as the whole MUTATE; the MUTATE does
@@ -2048,25 +2078,10 @@ END_TEST
  * the slowest filter there is. */
 START_TEST(test_mutate_in_slices)
 {
-    enum { JOBS = 20000, BATCH = 500 };
+    enum { JOBS = 20000 };
     start("-max-line", "2000000", NULL);
     int fd = client(), other = client();
-    static char pad[1025];
-    memset(pad, 'p', sizeof pad - 1);
-    char *buf = malloc((size_t)BATCH * 1200 + 64);
-    ck_assert_ptr_nonnull(buf);
-    for (int b = 0; b < JOBS; b += BATCH) {
-        size_t n = (size_t)sprintf(buf, "PUSHB [");
-        for (int i = b; i < b + BATCH; i++)
-            n += (size_t)sprintf(buf + n,
-                                 "%s{\"jid\":\"slice-%06d\",\"jobtype\":\"%s\",\"args\":[\"%s\"],"
-                                 "\"at\":\"" FAR "\"}",
-                                 i == b ? "" : ",", i, i % 2 ? "keep" : "drop", pad);
-        strcpy(buf + n, "]\r\n");
-        systest_sends(fd, buf);
-        ck_assert_str_eq(read_bulk(fd), "{}");
-    }
-    free(buf);
+    pushb_all(fd, JOBS, 500, 1200, slice_job);
     expect_counts(fd, 0, JOBS, 0, 0, 0);
     int64_t t0 = systest_now_ms(), worst = 0;
     systest_sends(fd, "MUTATE {\"cmd\":\"discard\",\"target\":\"scheduled\",\"filter\":"
