@@ -292,8 +292,8 @@ START_TEST(test_always_polls)
 
     tdir_make(&d);
     l = open_log(&d, CMDLOG_SYNC_INTERVAL, 64u << 20);
-    for (uint64_t n = 1; n <= 20; n++)
-        append_add(l, n);
+    for (uint64_t k = 1; k <= 20; k++)
+        append_add(l, k);
     ck_assert(!cmdlog_poll(l));
     ck_assert_int_eq(cmdlog_write(l), 0);
     ck_assert(!cmdlog_poll(l));
