@@ -783,6 +783,80 @@ START_TEST(test_rec_size_boundaries)
 }
 END_TEST
 
+/* The CRC of a whole from those of its parts and the second part's length,
+ * whatever the lengths (zero, odd, past 4 GiB), and so the CRC of a part
+ * from the CRCs up to its start and its end. */
+START_TEST(test_crc32c_combine)
+{
+    uint8_t buf[5000];
+    uint32_t x = 777;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+    for (size_t a = 0; a <= sizeof buf; a += 97) {
+        for (size_t b = a; b <= sizeof buf; b += 131) {
+            uint32_t ca = cmdlog_crc32c(0, buf, a), cb = cmdlog_crc32c(0, buf + a, b - a);
+            uint32_t cab = cmdlog_crc32c(0, buf, b);
+            REQUIRE(cmdlog_crc32c_combine(ca, cb, b - a) == cab);
+            REQUIRE((cab ^ cmdlog_crc32c_combine(ca, 0, b - a)) == cb);
+        }
+    }
+    ck_assert_uint_eq(cmdlog_crc32c_combine(0x12345678u, 0x9abcdef0u, 0),
+                      0x12345678u ^ 0x9abcdef0u);
+    /* zeros: n zero bytes after A, with n far past what can be hashed here */
+    static const uint8_t zeros[4096];
+    uint32_t z = cmdlog_crc32c(0, zeros, sizeof zeros), c = cmdlog_crc32c(0, "abc", 3);
+    uint32_t step = cmdlog_crc32c_combine(c, z, sizeof zeros);
+    ck_assert_uint_eq(step, cmdlog_crc32c(c, zeros, sizeof zeros));
+    /* a run of zeros built by doubling agrees with hashing it, at 1 MiB */
+    uint8_t *mib = calloc(1, 1u << 20);
+    REQUIRE(mib != NULL);
+    uint32_t zrun = cmdlog_crc32c(0, zeros, 1);
+    for (uint64_t have = 1; have < (1u << 20); have *= 2)
+        zrun = cmdlog_crc32c_combine(zrun, zrun, have);
+    ck_assert_uint_eq(zrun, cmdlog_crc32c(0, mib, 1u << 20));
+    free(mib);
+    /* shifting by n then m is shifting by n + m, also past 2^32 bytes */
+    static const uint64_t lens[] = {1, 255, 4096, 1ull << 31, (5ull << 32) + 12345, 1ull << 62};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(lens); i++)
+        for (size_t k = 0; k < WQ_ARRAY_LEN(lens); k++)
+            ck_assert_uint_eq(
+                cmdlog_crc32c_combine(cmdlog_crc32c_combine(c, 0, lens[i]), 0, lens[k]),
+                cmdlog_crc32c_combine(c, 0, lens[i] + lens[k]));
+}
+END_TEST
+
+/* Framing and decoding without the CRC agree with decoding: the same
+ * sizes, and OK exactly when only the CRC is wrong. */
+START_TEST(test_rec_frame_and_unchecked)
+{
+    struct ref_buf b = {0};
+    uint8_t id[REF_ID_LEN];
+    id_of(1, id);
+    ref_rec_result(&b, NOW, REF_COMPLETE, id, "done", 4);
+    struct cmdlog_rec r;
+    size_t total, used;
+    ck_assert_int_eq(cmdlog_rec_frame(b.data, b.len, &total), CMDLOG_REC_OK);
+    ck_assert_uint_eq(total, b.len);
+    ck_assert_int_eq(cmdlog_rec_frame(b.data, 15, &total), CMDLOG_REC_SHORT);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(used, b.len);
+    ck_assert_uint_eq(r.code, CMDLOG_COMPLETE);
+    b.data[b.len - 1] ^= 1; /* the CRC */
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len - 1, &r, &used), CMDLOG_REC_SHORT);
+    b.data[0] = 2; /* the TIME's version */
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    static const uint8_t huge[] = {
+        1, 0, 0, 0,    0,    0,    0,    0,    0,    0,
+        0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}; /* SIZE past 2^31 */
+    ck_assert_int_eq(cmdlog_rec_frame(huge, sizeof huge, &total), CMDLOG_REC_BAD);
+    ref_buf_free(&b);
+}
+END_TEST
+
 /* ---- segment names ---- */
 
 START_TEST(test_segment_names)
@@ -823,6 +897,8 @@ cmdlog_codec_suite(void)
 {
     const struct unit_case cases[] = {
         {"crc32c_vectors", test_crc32c_vectors},
+        {"crc32c_combine", test_crc32c_combine},
+        {"rec_frame_and_unchecked", test_rec_frame_and_unchecked},
         {"uvarint_round_trip", test_uvarint_round_trip},
         {"uvarint_rejects", test_uvarint_rejects},
         {"varint_zigzag", test_varint_zigzag},
