@@ -2,6 +2,7 @@
 #include "wq.h"
 #include "cmdlog_codec.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -561,21 +562,41 @@ cmdlog_rec_ends_job(const struct cmdlog_rec *r)
 }
 
 void
-cmdlog_segment_name(uint32_t n, char out[14])
+cmdlog_segment_name(uint64_t n, char out[CMDLOG_SEGMENT_NAME_SIZE])
 {
-    snprintf(out, 14, "%09u.log", n);
+    snprintf(out, CMDLOG_SEGMENT_NAME_SIZE, "%09" PRIu64 ".log", n);
 }
 
-uint32_t
-cmdlog_segment_number(const char *name)
+int
+cmdlog_segment_parse(const char *name, uint64_t *n)
 {
-    if (strlen(name) != 13 || strcmp(name + 9, ".log") != 0)
+    size_t len = strlen(name);
+    if (len <= 4 || strcmp(name + len - 4, ".log") != 0)
         return 0;
-    uint32_t n = 0;
-    for (int i = 0; i < 9; i++) {
+    size_t digits = len - 4;
+    for (size_t i = 0; i < digits; i++)
         if (name[i] < '0' || name[i] > '9')
             return 0;
-        n = n * 10 + (uint32_t)(name[i] - '0');
+    /* Digits and ".log": a segment's name, or one this server would never
+     * write (and so must not pass over: replay refuses it). */
+    if (digits < 9 || (digits > 9 && name[0] == '0'))
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < digits; i++) {
+        unsigned d = (unsigned)(name[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
     }
-    return n;
+    if (v == 0)
+        return -1;
+    *n = v;
+    return 1;
+}
+
+uint64_t
+cmdlog_segment_number(const char *name)
+{
+    uint64_t n;
+    return cmdlog_segment_parse(name, &n) == 1 ? n : 0;
 }

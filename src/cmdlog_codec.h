@@ -135,9 +135,18 @@ size_t cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap);
 /* Does r end its job's life (delete, expire, ack, discard)? */
 bool cmdlog_rec_ends_job(const struct cmdlog_rec *r);
 
-/* "NNNNNNNNN.log" for segment number n (>= 1) into out (>= 14 bytes). */
-void cmdlog_segment_name(uint32_t n, char out[14]);
+/* Room for any segment file's name: up to 20 digits, ".log" and a NUL. */
+#define CMDLOG_SEGMENT_NAME_SIZE 25
+
+/* "NNNNNNNNN.log" for segment number n (>= 1): 9 digits with leading zeros,
+ * more once n needs them (up to 20), so that no number is ever cut. */
+void cmdlog_segment_name(uint64_t n, char out[CMDLOG_SEGMENT_NAME_SIZE]);
+/* What a file name is: 1 for a segment's (*n its number), 0 for another
+ * file's (not digits and ".log"), -1 for digits and ".log" that no segment
+ * has: fewer than 9 digits, a leading zero past 9, zero, or past
+ * UINT64_MAX (replay refuses these rather than pass over them). */
+int cmdlog_segment_parse(const char *name, uint64_t *n);
 /* The number of a segment file name, or 0 if it is not one. */
-uint32_t cmdlog_segment_number(const char *name);
+uint64_t cmdlog_segment_number(const char *name);
 
 #endif /* WQ_CMDLOG_CODEC_H */

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,9 @@
 #include "log.h"
 
 static int
-u32_cmp(const void *a, const void *b)
+u64_cmp(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
@@ -41,28 +42,42 @@ cmdlog_files_opendir(int dirfd)
     return d;
 }
 
-int
-cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
+/* List the segments; with stray, also the first name that looks like a
+ * segment's and is none (cmdlog_segment_parse -1), into *stray (free it
+ * with wq_free; NULL if there is none).  0 or -1 (errno). */
+static int
+cmdlog_files_list_dir(int dirfd, uint64_t **nums, size_t *count, char **stray)
 {
     DIR *d = cmdlog_files_opendir(dirfd);
     if (d == NULL)
         return -1;
     size_t n = 0, cap = 16;
-    uint32_t *v = wq_malloc(cap * sizeof *v);
+    uint64_t *v = wq_malloc(cap * sizeof *v);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        uint32_t num = cmdlog_segment_number(de->d_name);
-        if (num == 0)
+        uint64_t num;
+        int kind = cmdlog_segment_parse(de->d_name, &num);
+        if (kind < 0 && stray != NULL && *stray == NULL) {
+            size_t len = strlen(de->d_name) + 1;
+            *stray = memcpy(wq_malloc(len), de->d_name, len);
+        }
+        if (kind != 1)
             continue;
         if (n == cap)
             v = wq_realloc(v, (cap *= 2) * sizeof *v);
         v[n++] = num;
     }
     closedir(d);
-    qsort(v, n, sizeof *v, u32_cmp);
+    qsort(v, n, sizeof *v, u64_cmp);
     *nums = v;
     *count = n;
     return 0;
+}
+
+int
+cmdlog_files_list(int dirfd, uint64_t **nums, size_t *count)
+{
+    return cmdlog_files_list_dir(dirfd, nums, count, NULL);
 }
 
 int
@@ -74,12 +89,12 @@ cmdlog_files_remove_tmp(int dirfd)
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        char seg[14];
+        char seg[CMDLOG_SEGMENT_NAME_SIZE];
         size_t n = strlen(de->d_name);
-        if (n != 17 || strcmp(de->d_name + 13, ".tmp") != 0)
+        if (n <= 4 || n - 4 >= sizeof seg || strcmp(de->d_name + n - 4, ".tmp") != 0)
             continue;
-        memcpy(seg, de->d_name, 13);
-        seg[13] = '\0';
+        memcpy(seg, de->d_name, n - 4);
+        seg[n - 4] = '\0';
         if (cmdlog_segment_number(seg) == 0)
             continue;
         if (unlinkat(dirfd, de->d_name, 0) != 0) {
@@ -93,9 +108,9 @@ cmdlog_files_remove_tmp(int dirfd)
 }
 
 int
-cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size)
+cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size)
 {
-    char name[14];
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(n, name);
     int fd = openat(dirfd, name, flags | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -112,7 +127,7 @@ cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size)
 }
 
 int
-cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
+cmdlog_files_read(int dirfd, uint64_t n, uint8_t **buf, size_t *len)
 {
     uint64_t st_size;
     int fd = cmdlog_files_open(dirfd, n, O_RDONLY, &st_size);
@@ -159,9 +174,9 @@ cmdlog_files_valid_after(const uint8_t *buf, size_t len, size_t from)
 }
 
 static int
-cmdlog_files_truncate(int dirfd, uint32_t n, size_t size)
+cmdlog_files_truncate(int dirfd, uint64_t n, size_t size)
 {
-    char name[14];
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(n, name);
     int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
@@ -173,12 +188,12 @@ cmdlog_files_truncate(int dirfd, uint32_t n, size_t size)
 
 /* Cut the log at segment n, offset `at`: truncate it, remove later ones. */
 static int
-cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t at)
+cmdlog_files_cut(int dirfd, const uint64_t *nums, size_t count, size_t i, size_t at)
 {
     if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
         return -1;
     for (size_t k = i + 1; k < count; k++) {
-        char name[14];
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
         cmdlog_segment_name(nums[k], name);
         if (unlinkat(dirfd, name, 0) != 0)
             return -1;
@@ -188,24 +203,33 @@ cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t
 }
 
 int
-cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate, uint32_t *last,
-                    uint64_t *last_size, uint64_t *records)
+cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms, bool truncate,
+                    uint64_t *last, uint64_t *last_size, uint64_t *records)
 {
-    uint32_t *nums;
+    uint64_t *nums;
     size_t count;
+    char *stray = NULL;
     *last = 0;
     *last_size = 0;
     *records = 0;
-    if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
+    if (cmdlog_files_list_dir(dirfd, &nums, &count, &stray) != 0) {
         wq_log(LOG_LVL_ERROR, "cmdlog cannot list the directory: %s", strerror(errno));
         return -1;
     }
     int rc = 0;
+    if (stray != NULL) {
+        /* Never passed over as if it were not there: it may hold records. */
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog refused path=%s/%s: not a segment name (9 digits, or more without a "
+               "leading zero, from 1 to %" PRIu64 ")",
+               dir, stray, UINT64_MAX);
+        rc = -1;
+    }
     for (size_t i = 0; i < count && rc == 0; i++) {
         bool is_last = i + 1 == count;
         uint8_t *buf;
         size_t len;
-        char name[14];
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
         cmdlog_segment_name(nums[i], name);
         if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
             wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
@@ -261,6 +285,7 @@ cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate
         }
         wq_free(buf);
     }
+    wq_free(stray);
     wq_free(nums);
     return rc;
 }

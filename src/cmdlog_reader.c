@@ -75,7 +75,7 @@ reader_past_end(const struct cmdlog_reader *rd)
 }
 
 int
-cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint32_t n)
+cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint64_t n)
 {
     memset(rd, 0, sizeof *rd);
     rd->fd = cmdlog_files_open(dirfd, n, O_RDONLY, &rd->size);

@@ -27,7 +27,7 @@ enum cmdlog_read_result {
 
 /* Open segment n of directory dirfd at its first record.  0, or -1 (errno);
  * on success, close it with cmdlog_reader_close. */
-int cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint32_t n);
+int cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint64_t n);
 
 /* The next record: on CMDLOG_READ_REC, *r is decoded, *bytes and *len are
  * its framed bytes (valid until the next call) and *at its file offset.

@@ -857,11 +857,65 @@ START_TEST(test_rec_frame_and_unchecked)
 }
 END_TEST
 
+/* Names grow past 9 digits instead of being cut (999999999 is followed by
+ * 1000000000.log, not "1000000000.lo"), and every name that looks like a
+ * segment's and is none is told apart from other files. */
+START_TEST(test_segment_names_wide)
+{
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
+    static const struct {
+        uint64_t n;
+        const char *name;
+    } good[] = {
+        {1000000000u, "1000000000.log"},
+        {4294967296ull, "4294967296.log"},
+        {UINT64_MAX, "18446744073709551615.log"},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(good); i++) {
+        cmdlog_segment_name(good[i].n, name);
+        ck_assert_str_eq(name, good[i].name);
+        uint64_t n = 0;
+        ck_assert_int_eq(cmdlog_segment_parse(name, &n), 1);
+        ck_assert_uint_eq(n, good[i].n);
+        ck_assert_uint_eq(cmdlog_segment_number(name), good[i].n);
+    }
+    static const char *const stray[] = {
+        "1.log",
+        "00000001.log",
+        "0000000001.log",
+        "000000000.log",
+        "0999999999.log",
+        "18446744073709551616.log",
+        "99999999999999999999.log",
+        "123456789012345678901.log",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(stray); i++) {
+        uint64_t n;
+        if (cmdlog_segment_parse(stray[i], &n) != -1)
+            ck_abort_msg("\"%s\" not told apart", stray[i]);
+        ck_assert_uint_eq(cmdlog_segment_number(stray[i]), 0);
+    }
+    static const char *const other[] = {
+        "notes.txt",     "000000001.log.tmp", ".log", "log",           "000000001.LOG",
+        "-00000001.log", "00000001a.log",     "",     "000000001xlog",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(other); i++) {
+        uint64_t n;
+        if (cmdlog_segment_parse(other[i], &n) != 0)
+            ck_abort_msg("\"%s\" taken for a segment's name", other[i]);
+    }
+    for (uint64_t n = 1; n < UINT64_MAX / 3; n = n * 3 + 1) {
+        cmdlog_segment_name(n, name);
+        ck_assert_uint_eq(cmdlog_segment_number(name), n);
+    }
+}
+END_TEST
+
 /* ---- segment names ---- */
 
 START_TEST(test_segment_names)
 {
-    char name[14];
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(1, name);
     ck_assert_str_eq(name, "000000001.log");
     cmdlog_segment_name(123456789, name);
@@ -899,6 +953,7 @@ cmdlog_codec_suite(void)
         {"crc32c_vectors", test_crc32c_vectors},
         {"crc32c_combine", test_crc32c_combine},
         {"rec_frame_and_unchecked", test_rec_frame_and_unchecked},
+        {"segment_names_wide", test_segment_names_wide},
         {"uvarint_round_trip", test_uvarint_round_trip},
         {"uvarint_rejects", test_uvarint_rejects},
         {"varint_zigzag", test_varint_zigzag},

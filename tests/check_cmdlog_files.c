@@ -126,7 +126,7 @@ seg_read(const struct tdir *d, uint32_t n, struct ref_seg *s)
 struct replay {
     struct core *core;
     int rc;
-    uint32_t last;
+    uint64_t last;
     uint64_t last_size;
     uint64_t records;
 };
@@ -135,8 +135,8 @@ static void
 replay(const struct tdir *d, uint64_t now, bool truncate, struct replay *r)
 {
     r->core = core_new(now);
-    r->rc =
-        cmdlog_files_replay(d->fd, r->core, now, truncate, &r->last, &r->last_size, &r->records);
+    r->rc = cmdlog_files_replay(d->fd, d->path, r->core, now, truncate, &r->last, &r->last_size,
+                                &r->records);
     core_advance(r->core, now); /* as the server does: expire what died meanwhile */
 }
 
@@ -1397,6 +1397,134 @@ START_TEST(test_reader_end_and_damage)
 }
 END_TEST
 
+/* ---- hostile files ---- */
+
+/* Create (or replace) the file `name` of d holding bytes. */
+static void
+put_file(const struct tdir *d, const char *name, const void *bytes, size_t len)
+{
+    int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, bytes, len) == (ssize_t)len);
+    close(fd);
+}
+
+/* A segment's bytes: the header, then recs. */
+static void
+put_segment(const struct tdir *d, const char *name, const struct ref_buf *recs)
+{
+    struct ref_buf b = {0};
+    ref_buf_put(&b, ref_header, REF_HEADER_LEN);
+    ref_buf_put(&b, recs->data, recs->len);
+    put_file(d, name, b.data, b.len);
+    ref_buf_free(&b);
+}
+
+/* What d holds: each name with its type, size and CRC, sorted. */
+static void
+tdir_snapshot(const struct tdir *d, char *out, size_t size)
+{
+    struct dirent **names;
+    int n = scandir(d->path, &names, NULL, alphasort);
+    REQUIRE(n >= 0);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        const char *name = names[i]->d_name;
+        REQUIRE(fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+        uint32_t crc = 0;
+        if (S_ISREG(st.st_mode)) {
+            struct ref_seg s;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", d->path, name);
+            REQUIRE(ref_seg_read(path, &s) == 0);
+            crc = cmdlog_crc32c(0, s.data, s.len);
+            ref_seg_free(&s);
+        }
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s %o %lld %08x;", name, (unsigned)(st.st_mode & S_IFMT),
+                 (long long)st.st_size, crc);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Segment numbers past 999,999,999 take a tenth digit (and more): the
+ * writer's 1000000000.log replays after 999999999.log, in numeric order. */
+START_TEST(test_replay_names_past_9_digits)
+{
+    struct tdir d;
+    tdir_open(&d);
+    struct ref_buf a = {0}, b = {0}, c = {0}, e = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    id_rec(&b, REF_START_ATTEMPT, 1);
+    result_rec(&c, REF_COMPLETE, 1, "done");
+    add_rec(&e, 2, "q", NOW - 1000, HOUR);
+    put_segment(&d, "999999998.log", &a);
+    put_segment(&d, "999999999.log", &b);
+    put_segment(&d, "1000000000.log", &c);
+    put_segment(&d, "18446744073709551615.log", &e);
+    struct replay r;
+    replay(&d, NOW, false, &r);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_uint_eq(r.records, 4);
+    ck_assert_uint_eq(r.last, UINT64_MAX);
+    ck_assert_uint_eq(r.last_size, CMDLOG_HEADER_LEN + e.len);
+    ck_assert_int_eq(find(r.core, 1)->state, JOB_COMPLETED);
+    ck_assert_int_eq(find(r.core, 2)->state, JOB_NEW);
+    replay_free(&r);
+    tdir_close(&d);
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+    ref_buf_free(&c);
+    ref_buf_free(&e);
+}
+END_TEST
+
+/* A file named like a segment that no segment can be (a number cut short,
+ * a tenth digit after a leading zero, zero, past 2^64 - 1) stops replay
+ * before anything is read or cut: it cannot be passed over unnoticed. */
+START_TEST(test_replay_refuses_stray_names)
+{
+    static const char *const stray[] = {
+        "1.log",
+        "00000001.log",
+        "0000000001.log",
+        "000000000.log",
+        "18446744073709551616.log",
+        "123456789012345678901.log",
+    };
+    static const uint8_t zeros[3000];
+    struct ref_buf a = {0}, b = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    ref_buf_put(&a, zeros, sizeof zeros); /* padding, which a replay would cut */
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+    for (size_t i = 0; i < WQ_ARRAY_LEN(stray); i++) {
+        struct tdir d;
+        tdir_open(&d);
+        put_segment(&d, "000000001.log", &a);
+        put_segment(&d, stray[i], &b);
+        char before[1024], after[1024];
+        tdir_snapshot(&d, before, sizeof before);
+        struct replay r;
+        replay(&d, NOW, false, &r);
+        if (r.rc != -1)
+            ck_abort_msg("%s: replay did not refuse", stray[i]);
+        ck_assert_uint_eq(r.records, 0);
+        ck_assert_uint_eq(core_job_count(r.core), 0);
+        replay_free(&r);
+        replay(&d, NOW, true, &r); /* truncate is for damage, not for this */
+        ck_assert_int_eq(r.rc, -1);
+        replay_free(&r);
+        tdir_snapshot(&d, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        tdir_close(&d);
+    }
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+}
+END_TEST
+
 /* ---- the Go server's data directory ---- */
 
 static const char *
@@ -1593,6 +1721,8 @@ cmdlog_files_suite(void)
         {"reader_end_and_damage", test_reader_end_and_damage},
         {"clean_stops_at_damage", test_clean_stops_at_damage},
         {"reader_garbled_length", test_reader_garbled_length},
+        {"replay_names_past_9_digits", test_replay_names_past_9_digits},
+        {"replay_refuses_stray_names", test_replay_refuses_stray_names},
         {"go_fixture", test_go_fixture},
     };
     return unit_suite("cmdlog_files", cases, WQ_ARRAY_LEN(cases));
