@@ -22,20 +22,19 @@ int cmdlog_files_remove_tmp(int dirfd);
  * its size.  The fd, or -1 (errno). */
 int cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size);
 
-/* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
-int cmdlog_files_read(int dirfd, uint64_t n, uint8_t **buf, size_t *len);
-
 /* Replay every segment of directory dirfd (whose path is dir, for the log)
  * into core as of now_ms (the caller then runs core_advance to expire the
- * jobs whose life ended meanwhile).  Zeros after a segment's last record
- * are padding (preallocated blocks) and are cut off.  A torn tail (a
- * partial or garbled end of the last segment after which nothing valid
- * follows) is cut off with a log line.  Other damage stops with -1 after a
- * log line naming segment and offset, unless truncate is set: then the log
- * is cut there (that segment truncated, later ones removed).  A file named
- * like a segment that is not one (cmdlog_segment_parse) stops with -1
- * before anything is read, after a log line giving its path.  On success
- * *last and *last_size give the last segment and its size (0, 0 if none). */
+ * jobs whose life ended meanwhile).  Segments are read in bounded chunks,
+ * never whole.  Zeros after a segment's last record are padding
+ * (preallocated blocks) and are cut off.  A torn tail (a partial or
+ * garbled end of the last segment after which no valid record starts:
+ * cmdlog_scan) is cut off with a log line.  Other damage stops with -1
+ * after a log line naming segment and offset, unless truncate is set: then
+ * the log is cut there (that segment truncated, later ones removed).  A
+ * file named like a segment that is not one (cmdlog_segment_parse) stops
+ * with -1 before anything is read, after a log line giving its path.  On
+ * success *last and *last_size give the last segment and its size (0, 0
+ * if none). */
 int cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms,
                         bool truncate, uint64_t *last, uint64_t *last_size, uint64_t *records);
 
