@@ -109,17 +109,49 @@ cmdlog_files_remove_tmp(int dirfd)
     return rc;
 }
 
+const char *
+cmdlog_files_kind(mode_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+        return NULL;
+    case S_IFLNK:
+        return "a symbolic link";
+    case S_IFDIR:
+        return "a directory";
+    case S_IFIFO:
+        return "a fifo";
+    case S_IFSOCK:
+        return "a socket";
+    case S_IFCHR:
+        return "a character device";
+    case S_IFBLK:
+        return "a block device";
+    default:
+        return "of an unknown type";
+    }
+}
+
 int
 cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size)
 {
     char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(n, name);
-    int fd = openat(dirfd, name, flags | O_CLOEXEC, 0644);
+    /* No symbolic link may take the log elsewhere (/dev/zero swallows what
+     * is written), and a FIFO must not hold the open until a writer comes:
+     * whatever is there is looked at before it is read or written. */
+    int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
+    int err = 0, fl;
+    if (fstat(fd, &st) != 0)
+        err = errno;
+    else if (!S_ISREG(st.st_mode))
+        err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        err = errno;
+    if (err != 0) {
         close(fd);
         errno = err;
         return -1;
@@ -174,19 +206,35 @@ struct replay_end {
     bool padded;   /* only zeros after `at` */
 };
 
-/* Refuse a name that looks like a segment's and is none before anything is
- * read: it is never passed over as if it were not there (it may hold
- * records).  0, or -1 after logging the file's path. */
+/* Refuse what is in the directory before anything is read: a name that
+ * looks like a segment's and is none, or a segment that is not a regular
+ * file.  0, or -1 after logging the file's path and why. */
 static int
-cmdlog_files_refuse(const struct replay *rp, const char *stray)
+cmdlog_files_refuse(const struct replay *rp, const uint64_t *nums, size_t count, const char *stray)
 {
-    if (stray == NULL)
-        return 0;
-    wq_log(LOG_LVL_ERROR,
-           "cmdlog refused path=%s/%s: not a segment name (9 digits, or more without a "
-           "leading zero, from 1 to %" PRIu64 ")",
-           rp->dir, stray, UINT64_MAX);
-    return -1;
+    if (stray != NULL) {
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog refused path=%s/%s: not a segment name (9 digits, or more without a "
+               "leading zero, from 1 to %" PRIu64 ")",
+               rp->dir, stray, UINT64_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
+        cmdlog_segment_name(nums[i], name);
+        struct stat st;
+        if (fstatat(rp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+            return -1;
+        }
+        const char *kind = cmdlog_files_kind(st.st_mode);
+        if (kind != NULL) {
+            wq_log(LOG_LVL_ERROR, "cmdlog refused path=%s/%s: %s, not a regular file", rp->dir,
+                   name, kind);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static uint64_t
@@ -291,7 +339,7 @@ cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_
         return -1;
     }
     struct replay rp = {dirfd, dir, core, now_ms, 0};
-    int rc = cmdlog_files_refuse(&rp, stray);
+    int rc = cmdlog_files_refuse(&rp, nums, count, stray);
     for (size_t i = 0; i < count && rc == 0; i++) {
         char name[CMDLOG_SEGMENT_NAME_SIZE];
         cmdlog_segment_name(nums[i], name);

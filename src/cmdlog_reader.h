@@ -29,8 +29,9 @@ enum cmdlog_read_result {
     CMDLOG_READ_ERROR,   /* read(2) failed (errno) */
 };
 
-/* Open segment n of directory dirfd at its first record.  0, or -1
- * (errno); on success, close it with cmdlog_reader_close. */
+/* Open segment n of directory dirfd at its first record (cmdlog_files_open:
+ * a regular file only).  0, or -1 (errno); on success, close it with
+ * cmdlog_reader_close. */
 int cmdlog_reader_open(struct cmdlog_reader *rd, int dirfd, uint64_t n);
 
 /* The next record: on CMDLOG_READ_REC, *r is decoded, *bytes and *len are

@@ -1526,6 +1526,73 @@ START_TEST(test_replay_refuses_stray_names)
 }
 END_TEST
 
+/* A segment that is not a regular file stops replay before anything is
+ * read: a symbolic link (to /dev/zero, which would swallow every write, or
+ * to a segment elsewhere), a FIFO (which would hold the open), a directory
+ * in the middle (which read as an empty segment), a socket.  Opening one
+ * fails without following or waiting. */
+START_TEST(test_replay_refuses_non_regular)
+{
+    static const uint8_t zeros[3000];
+    struct ref_buf a = {0}, b = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    ref_buf_put(&a, zeros, sizeof zeros);
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+    enum { SYMLINK_ZERO, SYMLINK_SEG, FIFO, DIRECTORY, SOCKET, KINDS };
+    static const int open_errno[KINDS] = {ELOOP, ELOOP, EINVAL, EISDIR, ENXIO};
+    for (int kind = 0; kind < KINDS; kind++) {
+        struct tdir d;
+        tdir_open(&d);
+        put_segment(&d, "000000001.log", &a);
+        put_segment(&d, "000000003.log", &b);
+        put_segment(&d, "elsewhere", &b);
+        switch (kind) {
+        case SYMLINK_ZERO:
+            REQUIRE(symlinkat("/dev/zero", d.fd, "000000002.log") == 0);
+            break;
+        case SYMLINK_SEG:
+            REQUIRE(symlinkat("elsewhere", d.fd, "000000002.log") == 0);
+            break;
+        case FIFO:
+            REQUIRE(mkfifoat(d.fd, "000000002.log", 0644) == 0);
+            break;
+        case DIRECTORY:
+            REQUIRE(mkdirat(d.fd, "000000002.log", 0755) == 0);
+            break;
+        default:
+            REQUIRE(mknodat(d.fd, "000000002.log", S_IFSOCK | 0644, 0) == 0);
+            break;
+        }
+        char before[1024], after[1024];
+        tdir_snapshot(&d, before, sizeof before);
+        for (int truncate = 0; truncate < 2; truncate++) {
+            struct replay r;
+            replay(&d, NOW, truncate, &r);
+            ck_assert_int_eq(r.rc, -1);
+            ck_assert_uint_eq(r.records, 0);
+            replay_free(&r);
+        }
+        tdir_snapshot(&d, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        uint64_t size;
+        for (int wr = 0; wr < 2; wr++) {
+            errno = 0;
+            ck_assert_int_eq(cmdlog_files_open(d.fd, 2, wr ? O_WRONLY : O_RDONLY, &size), -1);
+            int want = open_errno[kind];
+            if (kind == FIFO && wr)
+                want = ENXIO; /* no reader: refused by open itself */
+            if (kind == SOCKET && !wr)
+                want = ENXIO;
+            ck_assert_int_eq(errno, want);
+        }
+        REQUIRE(unlinkat(d.fd, "000000002.log", kind == DIRECTORY ? AT_REMOVEDIR : 0) == 0);
+        tdir_close(&d);
+    }
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+}
+END_TEST
+
 /* A sparse segment of 4 GiB (its records, then a hole) replays through the
  * reader's bounded buffer: the hole is padding, cut off, and the process
  * grows by a few MiB, not by the file's size. */
@@ -1759,6 +1826,7 @@ cmdlog_files_suite(void)
         {"reader_garbled_length", test_reader_garbled_length},
         {"replay_names_past_9_digits", test_replay_names_past_9_digits},
         {"replay_refuses_stray_names", test_replay_refuses_stray_names},
+        {"replay_refuses_non_regular", test_replay_refuses_non_regular},
         {"replay_sparse_segment", test_replay_sparse_segment},
         {"go_fixture", test_go_fixture},
     };
