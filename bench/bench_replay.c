@@ -95,10 +95,9 @@ main(int argc, char **argv)
     double rates[RUNS];
     for (int i = 0; i < RUNS; i++) {
         struct core *c = core_new((uint64_t)now);
-        uint32_t last;
-        uint64_t size, n;
+        uint64_t last, size, n;
         double t0 = now_s();
-        if (cmdlog_files_replay(dirfd, c, (uint64_t)now, false, &last, &size, &n) != 0 ||
+        if (cmdlog_files_replay(dirfd, dir, c, (uint64_t)now, false, &last, &size, &n) != 0 ||
             n != records) {
             fprintf(stderr, "replay failed\n");
             return 1;

@@ -63,7 +63,7 @@
 
 /* Records of the batch bound for one segment. */
 struct chunk {
-    uint32_t seg;
+    uint64_t seg;
     size_t off, len;
     uint64_t lsn; /* sequence number of its last record */
 };
@@ -80,11 +80,11 @@ struct cmdlog {
     struct chunk *chunks;
     size_t nchunks, chunks_cap;
     size_t chunks_done;    /* of a batch whose write failed part way */
-    uint32_t seg;          /* segment new records go to */
+    uint64_t seg;          /* segment new records go to */
     uint64_t seg_bytes;    /* its size once the batch is written */
-    uint32_t replayed_seg; /* the last segment found at start, 0 if none */
+    uint64_t replayed_seg; /* the last segment found at start, 0 if none */
     int fd;                /* the segment being written, -1 before the first */
-    uint32_t fd_seg;
+    uint64_t fd_seg;
     uint64_t fd_size;   /* its bytes that are whole records */
     uint64_t fd_alloc;  /* its size: fd_size, plus zeros preallocated */
     uint64_t fd_zeroed; /* up to here written: records, then zeros */
@@ -117,7 +117,7 @@ struct cmdlog {
     uint64_t synced;
     bool poll; /* the last sync covered many records, quickly (polling pays) */
     bool sync_failed;
-    uint32_t open_seg; /* segments below it are closed for good */
+    uint64_t open_seg; /* segments below it are closed for good */
     bool stop;
     struct hist sync_hist;  /* the syncs' durations */
     uint64_t sync_failures; /* syncs that failed */
@@ -217,10 +217,9 @@ cmdlog_open(const struct cmdlog_config *cfg)
 int
 cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
 {
-    uint32_t last;
-    uint64_t size, records;
+    uint64_t last, size, records;
     uint64_t t0 = cmdlog_mono_ms();
-    if (cmdlog_files_replay(l->dirfd, core, now_ms, l->cfg.truncate_damage, &last, &size,
+    if (cmdlog_files_replay(l->dirfd, l->dir, core, now_ms, l->cfg.truncate_damage, &last, &size,
                             &records) != 0)
         return -1;
     l->replayed_seg = last;
@@ -229,9 +228,9 @@ cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
     l->seg = last > 0 ? last : 1;
     l->seg_bytes = size;
     l->open_seg = l->seg;
-    wq_log(LOG_LVL_INFO, "cmdlog replayed records=%llu jobs=%llu segment=%u ms=%llu",
-           (unsigned long long)records, (unsigned long long)core_job_count(core), l->seg,
-           (unsigned long long)(cmdlog_mono_ms() - t0));
+    wq_log(LOG_LVL_INFO, "cmdlog replayed records=%llu jobs=%llu segment=%llu ms=%llu",
+           (unsigned long long)records, (unsigned long long)core_job_count(core),
+           (unsigned long long)l->seg, (unsigned long long)(cmdlog_mono_ms() - t0));
     return 0;
 }
 
@@ -257,8 +256,10 @@ cmdlog_append(void *arg, const struct cmdlog_rec *r)
     size_t size = cmdlog_rec_size(r);
 
     /* A segment that has reached the size limit is closed: start the next,
-     * whose header goes first in the same write as its first record. */
-    if (l->seg_bytes >= l->cfg.seg_size) {
+     * whose header goes first in the same write as its first record.  The
+     * segment of the last number grows on instead: 2^64 segments are never
+     * reached, but a number must never wrap to 0, a name replay refuses. */
+    if (l->seg_bytes >= l->cfg.seg_size && l->seg < UINT64_MAX) {
         l->seg++;
         l->seg_bytes = 0;
     }
@@ -309,14 +310,15 @@ cmdlog_trim(struct cmdlog *l)
     if (l->fd < 0 || l->fd_alloc <= l->fd_size || l->fd_torn)
         return;
     if (ftruncate(l->fd, (off_t)l->fd_size) != 0)
-        wq_log(LOG_LVL_WARN, "cmdlog cannot trim segment=%u: %s", l->fd_seg, strerror(errno));
+        wq_log(LOG_LVL_WARN, "cmdlog cannot trim segment=%llu: %s", (unsigned long long)l->fd_seg,
+               strerror(errno));
     cmdlog_nothing_ahead(l);
 }
 
 /* Make l->fd the file of segment seg.  A segment the log has not seen yet
  * must not exist (O_EXCL): its first write starts with the header. */
 static int
-cmdlog_use_segment(struct cmdlog *l, uint32_t seg)
+cmdlog_use_segment(struct cmdlog *l, uint64_t seg)
 {
     if (l->fd >= 0 && l->fd_seg == seg)
         return 0;
@@ -703,7 +705,7 @@ cmdlog_cleaner_main(void *arg)
             cmdlog_wait_until(&l->clean_wake, &l->lock, at);
         if (l->stop)
             break;
-        uint32_t below = l->open_seg;
+        uint64_t below = l->open_seg;
         pthread_mutex_unlock(&l->lock);
         if (below > 1)
             cmdlog_clean(l->dirfd, below, CMDLOG_CLEAN_BUDGET);
@@ -783,7 +785,7 @@ cmdlog_get_stats(struct cmdlog *l, struct cmdlog_stats *out)
     out->segment = l->seg;
     out->replay_records = l->replay_records;
     out->replay_ms = l->replay_ms;
-    uint32_t *nums = NULL;
+    uint64_t *nums = NULL;
     size_t n = 0;
     out->segments = cmdlog_files_list(l->dirfd, &nums, &n) == 0 ? n : 0;
     wq_free(nums);

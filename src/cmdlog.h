@@ -98,7 +98,7 @@ void cmdlog_event_ack(struct cmdlog *l);
  * sync_failures and cleanings, which the threads keep under their lock. */
 struct cmdlog_stats {
     uint64_t bytes_written;  /* record bytes handed to the kernel since start */
-    uint32_t segment;        /* the number of the segment being written */
+    uint64_t segment;        /* the number of the segment being written */
     uint64_t segments;       /* segment files in the directory */
     uint64_t replay_records; /* records read back at start */
     uint64_t replay_ms;      /* how long replay took */

@@ -45,7 +45,7 @@ struct clean_gone {
 
 struct clean {
     int dirfd;
-    uint32_t *nums; /* the closed segments, ascending; 0 once removed */
+    uint64_t *nums; /* the closed segments, ascending; 0 once removed */
     size_t count;   /* cut at the first damaged segment */
     size_t synced;  /* segments [0, synced) fdatasync'ed by this pass */
     size_t budget;
@@ -131,7 +131,7 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
         if (res == CMDLOG_READ_DAMAGED) {
             /* Replay stops here, and would cut the log here if told to:
              * the ends after it must not drop the records before it. */
-            char name[14];
+            char name[CMDLOG_SEGMENT_NAME_SIZE];
             cmdlog_segment_name(c->nums[i], name);
             wq_log(LOG_LVL_WARN, "cmdlog cleaning stops at damaged segment=%s offset=%llu", name,
                    (unsigned long long)rd.off);
@@ -225,7 +225,7 @@ clean_rewrite(struct clean *c, size_t seg, uint64_t stop_at, uint64_t *stop_new)
         *stop_new = stop_at;
         return 0;
     }
-    char name[14], tmp[20];
+    char name[CMDLOG_SEGMENT_NAME_SIZE], tmp[CMDLOG_SEGMENT_NAME_SIZE + 4];
     cmdlog_segment_name(c->nums[seg], name);
     snprintf(tmp, sizeof tmp, "%s.tmp", name);
     struct stat st;
@@ -280,10 +280,10 @@ clean_now_ms(void)
 }
 
 int
-cmdlog_clean(int dirfd, uint32_t below, size_t budget)
+cmdlog_clean(int dirfd, uint64_t below, size_t budget)
 {
     uint64_t started = clean_now_ms();
-    uint32_t *nums;
+    uint64_t *nums;
     size_t count;
     if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
         wq_log(LOG_LVL_WARN, "cmdlog cleaning cannot list the directory: %s", strerror(errno));

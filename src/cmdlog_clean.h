@@ -15,6 +15,6 @@
  * is left as it is.  The pass works in chunks whose notes of ended jobs
  * stay within about `budget` bytes (at least one job a chunk).  0, or -1
  * after logging. */
-int cmdlog_clean(int dirfd, uint32_t below, size_t budget);
+int cmdlog_clean(int dirfd, uint64_t below, size_t budget);
 
 #endif /* WQ_CMDLOG_CLEAN_H */

@@ -2,6 +2,7 @@
 #include "wq.h"
 #include "cmdlog_codec.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,26 +13,47 @@
 
 const uint8_t cmdlog_header[CMDLOG_HEADER_LEN] = {0x77, 0x71, 0x77, 0x71, 0, 0, 0, 1};
 
-static uint32_t crc32c_table[256];
+#define CRC32C_POLY 0x82F63B78u /* reflected: x^0 in bit 31 */
 
-/* Build the reflected CRC-32C table once (0x82F63B78). */
+static uint32_t crc32c_table[256];
+/* x^(2^k) modulo the polynomial, for cmdlog_crc32c_combine: 8 * a length
+ * of up to 2^64 bytes needs k up to 66. */
+static uint32_t crc32c_x2k[67];
+static pthread_once_t crc32c_once = PTHREAD_ONCE_INIT;
+
+/* a * b modulo the polynomial, both in the CRC's reflected bit order. */
+static uint32_t
+crc32c_mul(uint32_t a, uint32_t b)
+{
+    uint32_t prod = 0;
+    for (uint32_t bit = 1u << 31; bit != 0; bit >>= 1) {
+        if (a & bit)
+            prod ^= b;
+        b = (b & 1) ? (b >> 1) ^ CRC32C_POLY : b >> 1; /* b * x */
+    }
+    return prod;
+}
+
+/* Build the tables once. */
 static void
 crc32c_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
         for (int k = 0; k < 8; k++)
-            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+            c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
         crc32c_table[i] = c;
     }
+    crc32c_x2k[0] = 1u << 30; /* x^1 */
+    for (size_t k = 1; k < WQ_ARRAY_LEN(crc32c_x2k); k++)
+        crc32c_x2k[k] = crc32c_mul(crc32c_x2k[k - 1], crc32c_x2k[k - 1]);
 }
 
 /* Byte-at-a-time table CRC, for machines without the instruction. */
 static uint32_t
 crc32c_soft(uint32_t crc, const uint8_t *p, size_t len)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, crc32c_init); /* the writer and cleaner threads call this too */
+    pthread_once(&crc32c_once, crc32c_init); /* the writer and cleaner threads call this too */
     while (len--)
         crc = crc32c_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return crc;
@@ -64,6 +86,19 @@ cmdlog_crc32c(uint32_t crc, const void *data, size_t len)
         return ~crc32c_hw(~crc, data, len);
 #endif
     return ~crc32c_soft(~crc, data, len);
+}
+
+uint32_t
+cmdlog_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    pthread_once(&crc32c_once, crc32c_init);
+    /* CRC(A B) = CRC(A) * x^(8 len_b) + CRC(B): the pre- and post-
+     * conditioning cancel out (they are the same for both parts). */
+    uint32_t xn = 1u << 31; /* x^0 */
+    for (size_t k = 3; len_b != 0; len_b >>= 1, k++)
+        if (len_b & 1)
+            xn = crc32c_mul(crc32c_x2k[k], xn);
+    return crc32c_mul(xn, crc_a) ^ crc_b;
 }
 
 static void
@@ -451,9 +486,8 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
 }
 
 enum cmdlog_decode_result
-cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *used)
+cmdlog_rec_frame(const uint8_t *in, size_t len, size_t *total)
 {
-    memset(r, 0, sizeof *r);
     if (len < CMDLOG_TIME_LEN + 1)
         return CMDLOG_REC_SHORT;
     uint64_t size;
@@ -462,18 +496,45 @@ cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *u
         return len - CMDLOG_TIME_LEN >= 10 ? CMDLOG_REC_BAD : CMDLOG_REC_SHORT;
     if (size > CMDLOG_MAX_PAYLOAD)
         return CMDLOG_REC_BAD;
-    size_t head = CMDLOG_TIME_LEN + n;
-    size_t total = head + (size_t)size + CMDLOG_CRC_LEN;
+    *total = CMDLOG_TIME_LEN + n + (size_t)size + CMDLOG_CRC_LEN;
+    return CMDLOG_REC_OK;
+}
+
+enum cmdlog_decode_result
+cmdlog_rec_decode_unchecked(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *used)
+{
+    memset(r, 0, sizeof *r);
+    size_t total;
+    enum cmdlog_decode_result f = cmdlog_rec_frame(in, len, &total);
+    if (f != CMDLOG_REC_OK)
+        return f;
     if (len < total)
         return CMDLOG_REC_SHORT;
-    uint32_t crc = (uint32_t)get_be(in + head + size, 4);
-    if (crc != cmdlog_crc32c(0, in, head + (size_t)size))
-        return CMDLOG_REC_BAD;
+    uint64_t size;
+    size_t head =
+        CMDLOG_TIME_LEN + cmdlog_uvarint_get(in + CMDLOG_TIME_LEN, len - CMDLOG_TIME_LEN, &size);
     bool has_at;
-    if (cmdlog_time_get(in, &has_at, &r->at_ms) != 0)
+    if (cmdlog_time_get(in, &has_at, &r->at_ms) != 0 ||
+        !cmdlog_payload_decode(in + head, (size_t)size, r))
         return CMDLOG_REC_BAD;
-    if (!cmdlog_payload_decode(in + head, (size_t)size, r))
+    *used = total;
+    return CMDLOG_REC_OK;
+}
+
+enum cmdlog_decode_result
+cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *used)
+{
+    /* Everything that costs nothing comes before the CRC, which costs the
+     * record's length: a scan for records in garbage tries every offset. */
+    size_t total;
+    enum cmdlog_decode_result d = cmdlog_rec_decode_unchecked(in, len, r, &total);
+    if (d != CMDLOG_REC_OK)
+        return d;
+    size_t body = total - CMDLOG_CRC_LEN;
+    if ((uint32_t)get_be(in + body, 4) != cmdlog_crc32c(0, in, body)) {
+        memset(r, 0, sizeof *r);
         return CMDLOG_REC_BAD;
+    }
     *used = total;
     return CMDLOG_REC_OK;
 }
@@ -501,21 +562,41 @@ cmdlog_rec_ends_job(const struct cmdlog_rec *r)
 }
 
 void
-cmdlog_segment_name(uint32_t n, char out[14])
+cmdlog_segment_name(uint64_t n, char out[CMDLOG_SEGMENT_NAME_SIZE])
 {
-    snprintf(out, 14, "%09u.log", n);
+    snprintf(out, CMDLOG_SEGMENT_NAME_SIZE, "%09" PRIu64 ".log", n);
 }
 
-uint32_t
-cmdlog_segment_number(const char *name)
+int
+cmdlog_segment_parse(const char *name, uint64_t *n)
 {
-    if (strlen(name) != 13 || strcmp(name + 9, ".log") != 0)
+    size_t len = strlen(name);
+    if (len <= 4 || strcmp(name + len - 4, ".log") != 0)
         return 0;
-    uint32_t n = 0;
-    for (int i = 0; i < 9; i++) {
+    size_t digits = len - 4;
+    for (size_t i = 0; i < digits; i++)
         if (name[i] < '0' || name[i] > '9')
             return 0;
-        n = n * 10 + (uint32_t)(name[i] - '0');
+    /* Digits and ".log": a segment's name, or one this server would never
+     * write (and so must not pass over: replay refuses it). */
+    if (digits < 9 || (digits > 9 && name[0] == '0'))
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < digits; i++) {
+        unsigned d = (unsigned)(name[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
     }
-    return n;
+    if (v == 0)
+        return -1;
+    *n = v;
+    return 1;
+}
+
+uint64_t
+cmdlog_segment_number(const char *name)
+{
+    uint64_t n;
+    return cmdlog_segment_parse(name, &n) == 1 ? n : 0;
 }

@@ -86,6 +86,11 @@ struct cmdlog_rec {
 
 /* CRC-32C (Castagnoli) continued from crc (0 to start). */
 uint32_t cmdlog_crc32c(uint32_t crc, const void *data, size_t len);
+/* The CRC of A followed by B from crc_a and crc_b, the CRCs of A and of B,
+ * and B's length, in O(log len_b) steps.  So the CRC of B is crc_ab ^
+ * cmdlog_crc32c_combine(crc_a, 0, len_b): what a scan needs to check a
+ * record at any offset from the running CRC of the bytes before it. */
+uint32_t cmdlog_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 /* Go's time.MarshalBinary (version 1, UTC) of Unix ms; has_time false
  * writes Go's zero time. */
@@ -110,9 +115,18 @@ enum cmdlog_decode_result {
     CMDLOG_REC_SHORT, /* the buffer ends inside the record (a torn tail?) */
     CMDLOG_REC_BAD,   /* CRC mismatch or a malformed payload */
 };
-/* Decode the record at in[0..len): on OK, *used is its framed size. */
+/* Decode the record at in[0..len): on OK, *used is its framed size.  The
+ * CRC is checked last, after everything that costs nothing. */
 enum cmdlog_decode_result cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r,
                                             size_t *used);
+/* cmdlog_rec_decode without the CRC check (its 4 bytes end the record): for
+ * a scan that checks CRCs its own way. */
+enum cmdlog_decode_result cmdlog_rec_decode_unchecked(const uint8_t *in, size_t len,
+                                                      struct cmdlog_rec *r, size_t *used);
+/* The framed size the record at in[0..len) claims (TIME, SIZE, PAYLOAD,
+ * CRC) into *total, from its SIZE alone: OK, SHORT (in ends inside TIME or
+ * SIZE) or BAD (a SIZE no record has), as cmdlog_rec_decode would see it. */
+enum cmdlog_decode_result cmdlog_rec_frame(const uint8_t *in, size_t len, size_t *total);
 
 /* The key that ties r to its job, for cleaning: a kind byte and the id or
  * jid, into key (at least 1 + the longest jid bytes); its length, 0 when r
@@ -121,9 +135,18 @@ size_t cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap);
 /* Does r end its job's life (delete, expire, ack, discard)? */
 bool cmdlog_rec_ends_job(const struct cmdlog_rec *r);
 
-/* "NNNNNNNNN.log" for segment number n (>= 1) into out (>= 14 bytes). */
-void cmdlog_segment_name(uint32_t n, char out[14]);
+/* Room for any segment file's name: up to 20 digits, ".log" and a NUL. */
+#define CMDLOG_SEGMENT_NAME_SIZE 25
+
+/* "NNNNNNNNN.log" for segment number n (>= 1): 9 digits with leading zeros,
+ * more once n needs them (up to 20), so that no number is ever cut. */
+void cmdlog_segment_name(uint64_t n, char out[CMDLOG_SEGMENT_NAME_SIZE]);
+/* What a file name is: 1 for a segment's (*n its number), 0 for another
+ * file's (not digits and ".log"), -1 for digits and ".log" that no segment
+ * has: fewer than 9 digits, a leading zero past 9, zero, or past
+ * UINT64_MAX (replay refuses these rather than pass over them). */
+int cmdlog_segment_parse(const char *name, uint64_t *n);
 /* The number of a segment file name, or 0 if it is not one. */
-uint32_t cmdlog_segment_number(const char *name);
+uint64_t cmdlog_segment_number(const char *name);
 
 #endif /* WQ_CMDLOG_CODEC_H */

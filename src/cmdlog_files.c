@@ -1,25 +1,28 @@
-/* cmdlog_files.c - segment files: list, read, replay. */
+/* cmdlog_files.c - segment files: list, open, replay. */
 #include "wq.h"
 #include "cmdlog_files.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "cmdlog_codec.h"
+#include "cmdlog_reader.h"
 #include "core.h"
 #include "log.h"
 
 static int
-u32_cmp(const void *a, const void *b)
+u64_cmp(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
 }
 
@@ -41,28 +44,42 @@ cmdlog_files_opendir(int dirfd)
     return d;
 }
 
-int
-cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count)
+/* List the segments; with stray, also the first name that looks like a
+ * segment's and is none (cmdlog_segment_parse -1), into *stray (free it
+ * with wq_free; NULL if there is none).  0 or -1 (errno). */
+static int
+cmdlog_files_list_dir(int dirfd, uint64_t **nums, size_t *count, char **stray)
 {
     DIR *d = cmdlog_files_opendir(dirfd);
     if (d == NULL)
         return -1;
     size_t n = 0, cap = 16;
-    uint32_t *v = wq_malloc(cap * sizeof *v);
+    uint64_t *v = wq_malloc(cap * sizeof *v);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        uint32_t num = cmdlog_segment_number(de->d_name);
-        if (num == 0)
+        uint64_t num;
+        int kind = cmdlog_segment_parse(de->d_name, &num);
+        if (kind < 0 && stray != NULL && *stray == NULL) {
+            size_t len = strlen(de->d_name) + 1;
+            *stray = memcpy(wq_malloc(len), de->d_name, len);
+        }
+        if (kind != 1)
             continue;
         if (n == cap)
             v = wq_realloc(v, (cap *= 2) * sizeof *v);
         v[n++] = num;
     }
     closedir(d);
-    qsort(v, n, sizeof *v, u32_cmp);
+    qsort(v, n, sizeof *v, u64_cmp);
     *nums = v;
     *count = n;
     return 0;
+}
+
+int
+cmdlog_files_list(int dirfd, uint64_t **nums, size_t *count)
+{
+    return cmdlog_files_list_dir(dirfd, nums, count, NULL);
 }
 
 int
@@ -74,12 +91,12 @@ cmdlog_files_remove_tmp(int dirfd)
     int rc = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        char seg[14];
+        char seg[CMDLOG_SEGMENT_NAME_SIZE];
         size_t n = strlen(de->d_name);
-        if (n != 17 || strcmp(de->d_name + 13, ".tmp") != 0)
+        if (n <= 4 || n - 4 >= sizeof seg || strcmp(de->d_name + n - 4, ".tmp") != 0)
             continue;
-        memcpy(seg, de->d_name, 13);
-        seg[13] = '\0';
+        memcpy(seg, de->d_name, n - 4);
+        seg[n - 4] = '\0';
         if (cmdlog_segment_number(seg) == 0)
             continue;
         if (unlinkat(dirfd, de->d_name, 0) != 0) {
@@ -92,17 +109,49 @@ cmdlog_files_remove_tmp(int dirfd)
     return rc;
 }
 
-int
-cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size)
+const char *
+cmdlog_files_kind(mode_t mode)
 {
-    char name[14];
+    switch (mode & S_IFMT) {
+    case S_IFREG:
+        return NULL;
+    case S_IFLNK:
+        return "a symbolic link";
+    case S_IFDIR:
+        return "a directory";
+    case S_IFIFO:
+        return "a fifo";
+    case S_IFSOCK:
+        return "a socket";
+    case S_IFCHR:
+        return "a character device";
+    case S_IFBLK:
+        return "a block device";
+    default:
+        return "of an unknown type";
+    }
+}
+
+int
+cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size)
+{
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(n, name);
-    int fd = openat(dirfd, name, flags | O_CLOEXEC, 0644);
+    /* No symbolic link may take the log elsewhere (/dev/zero swallows what
+     * is written), and a FIFO must not hold the open until a writer comes:
+     * whatever is there is looked at before it is read or written. */
+    int fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0644);
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
+    int err = 0, fl;
+    if (fstat(fd, &st) != 0)
+        err = errno;
+    else if (!S_ISREG(st.st_mode))
+        err = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    else if ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        err = errno;
+    if (err != 0) {
         close(fd);
         errno = err;
         return -1;
@@ -111,59 +160,11 @@ cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size)
     return fd;
 }
 
-int
-cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len)
-{
-    uint64_t st_size;
-    int fd = cmdlog_files_open(dirfd, n, O_RDONLY, &st_size);
-    if (fd < 0)
-        return -1;
-    size_t size = (size_t)st_size, got = 0;
-    uint8_t *b = wq_malloc(size + 1);
-    while (got < size) {
-        ssize_t r = read(fd, b + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break; /* shorter than stat said: read what there is */
-        got += (size_t)r;
-    }
-    close(fd);
-    *buf = b;
-    *len = got;
-    return 0;
-}
-
-/* Are p[0..n) all zero bytes?  Zeros after a segment's last record are
- * padding: the blocks the writer preallocated (doc/cmdlog.md). */
-static bool
-cmdlog_files_zeros(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != 0)
-            return false;
-    return true;
-}
-
-/* Is there any valid record at or after `from` in buf? */
-static bool
-cmdlog_files_valid_after(const uint8_t *buf, size_t len, size_t from)
-{
-    struct cmdlog_rec r;
-    size_t used;
-    for (size_t at = from; at + CMDLOG_TIME_LEN + 1 + CMDLOG_CRC_LEN <= len; at++) {
-        if (buf[at] == 1 && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK)
-            return true;
-    }
-    return false;
-}
-
 static int
-cmdlog_files_truncate(int dirfd, uint32_t n, size_t size)
+cmdlog_files_truncate(int dirfd, uint64_t n, uint64_t size)
 {
-    char name[14];
-    cmdlog_segment_name(n, name);
-    int fd = openat(dirfd, name, O_WRONLY | O_CLOEXEC);
+    uint64_t old;
+    int fd = cmdlog_files_open(dirfd, n, O_WRONLY, &old);
     if (fd < 0)
         return -1;
     int rc = ftruncate(fd, (off_t)size) == 0 && fsync(fd) == 0 ? 0 : -1;
@@ -171,14 +172,15 @@ cmdlog_files_truncate(int dirfd, uint32_t n, size_t size)
     return rc;
 }
 
-/* Cut the log at segment n, offset `at`: truncate it, remove later ones. */
+/* Cut the log at segment nums[i], offset `at`: truncate it, remove later
+ * ones. */
 static int
-cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t at)
+cmdlog_files_cut(int dirfd, const uint64_t *nums, size_t count, size_t i, uint64_t at)
 {
     if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
         return -1;
     for (size_t k = i + 1; k < count; k++) {
-        char name[14];
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
         cmdlog_segment_name(nums[k], name);
         if (unlinkat(dirfd, name, 0) != 0)
             return -1;
@@ -187,80 +189,190 @@ cmdlog_files_cut(int dirfd, const uint32_t *nums, size_t count, size_t i, size_t
     return fsync(dirfd);
 }
 
-int
-cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate, uint32_t *last,
-                    uint64_t *last_size, uint64_t *records)
+/* A replay in progress. */
+struct replay {
+    int dirfd;
+    const char *dir;
+    struct core *core;
+    uint64_t now_ms;
+    uint64_t records;
+};
+
+/* How a segment's records ended. */
+struct replay_end {
+    uint64_t at;   /* where the records end */
+    uint64_t size; /* the file's size */
+    bool damaged;  /* bytes after `at` that are no torn tail */
+    bool padded;   /* only zeros after `at` */
+};
+
+/* Refuse what is in the directory before anything is read: a name that
+ * looks like a segment's and is none, or a segment that is not a regular
+ * file.  0, or -1 after logging the file's path and why. */
+static int
+cmdlog_files_refuse(const struct replay *rp, const uint64_t *nums, size_t count, const char *stray)
 {
-    uint32_t *nums;
+    if (stray != NULL) {
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog refused path=%s/%s: not a segment name (9 digits, or more without a "
+               "leading zero, from 1 to %" PRIu64 ")",
+               rp->dir, stray, UINT64_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
+        cmdlog_segment_name(nums[i], name);
+        struct stat st;
+        if (fstatat(rp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+            return -1;
+        }
+        const char *kind = cmdlog_files_kind(st.st_mode);
+        if (kind != NULL) {
+            wq_log(LOG_LVL_ERROR, "cmdlog refused path=%s/%s: %s, not a regular file", rp->dir,
+                   name, kind);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static uint64_t
+cmdlog_files_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Is the garbage after the last record of the last segment a torn tail?
+ * Damage if a valid record starts after it (or if the scan cannot tell).
+ * 0, or -1 (errno). */
+static int
+cmdlog_files_tail(const char *name, int fd, struct replay_end *e)
+{
+    struct cmdlog_scan_stats st;
+    uint64_t t0 = cmdlog_files_ms();
+    enum cmdlog_scan_result res = cmdlog_scan(fd, e->at + 1, e->size, NULL, &st);
+    int err = errno;
+    static const char *const results[] = {"torn tail", "valid record", "gave up", "error"};
+    wq_log(LOG_LVL_DEBUG,
+           "cmdlog recovery scan segment=%s offset=%" PRIu64 " bytes=%" PRIu64
+           " candidates=%" PRIu64 " crc_checks=%" PRIu64 " crc_bytes=%" PRIu64
+           " max_waiting=%" PRIu64 " ms=%" PRIu64 " result=%s",
+           name, e->at, e->size - e->at, st.candidates, st.crc_checks, st.crc_bytes, st.max_waiting,
+           cmdlog_files_ms() - t0, results[res]);
+    if (res == CMDLOG_SCAN_ERROR) {
+        errno = err;
+        return -1;
+    }
+    if (res == CMDLOG_SCAN_GAVE_UP)
+        wq_log(LOG_LVL_ERROR,
+               "cmdlog recovery scan gave up segment=%s offset=%" PRIu64 " candidates=%" PRIu64
+               ": the bytes after it claim more records than the scan follows; taken as damage",
+               name, e->at, st.candidates);
+    e->damaged = res != CMDLOG_SCAN_NONE;
+    return 0;
+}
+
+/* Replay the records of segment n into the core, through a bounded
+ * buffer, and say how they ended.  0, or -1 after logging why. */
+static int
+cmdlog_files_replay_one(struct replay *rp, uint64_t n, bool is_last, struct replay_end *e)
+{
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
+    cmdlog_segment_name(n, name);
+    struct cmdlog_reader rd;
+    if (cmdlog_reader_open(&rd, rp->dirfd, n) != 0) {
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+        return -1;
+    }
+    enum cmdlog_read_result res;
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t off;
+    while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &off)) == CMDLOG_READ_REC) {
+        core_replay(rp->core, &r, rp->now_ms);
+        rp->records++;
+    }
+    *e = (struct replay_end){.at = rd.off, .size = rd.size};
+    int rc = 0, z;
+    if (res == CMDLOG_READ_END) {
+        e->padded = e->at < e->size;
+    } else if (res == CMDLOG_READ_DAMAGED && rd.off == 0) {
+        /* No whole header.  A crash before the first write was whole
+         * leaves part of it (then perhaps preallocated zeros), or only
+         * zeros. */
+        size_t k = 0;
+        while (k < rd.end && k < CMDLOG_HEADER_LEN && rd.buf[k] == cmdlog_header[k])
+            k++;
+        if ((z = cmdlog_reader_zeros(rd.fd, k, e->size)) < 0)
+            rc = -1;
+        e->padded = k == 0 && z == 1;
+        e->damaged = !e->padded && !(is_last && z == 1);
+    } else if (res == CMDLOG_READ_DAMAGED) {
+        e->damaged = !is_last;
+        if (is_last)
+            rc = cmdlog_files_tail(name, rd.fd, e);
+    } else {
+        rc = -1;
+    }
+    if (rc != 0)
+        wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+    cmdlog_reader_close(&rd);
+    return rc;
+}
+
+int
+cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms, bool truncate,
+                    uint64_t *last, uint64_t *last_size, uint64_t *records)
+{
+    uint64_t *nums;
     size_t count;
+    char *stray = NULL;
     *last = 0;
     *last_size = 0;
     *records = 0;
-    if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
+    if (cmdlog_files_list_dir(dirfd, &nums, &count, &stray) != 0) {
         wq_log(LOG_LVL_ERROR, "cmdlog cannot list the directory: %s", strerror(errno));
         return -1;
     }
-    int rc = 0;
+    struct replay rp = {dirfd, dir, core, now_ms, 0};
+    int rc = cmdlog_files_refuse(&rp, nums, count, stray);
     for (size_t i = 0; i < count && rc == 0; i++) {
-        bool is_last = i + 1 == count;
-        uint8_t *buf;
-        size_t len;
-        char name[14];
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
         cmdlog_segment_name(nums[i], name);
-        if (cmdlog_files_read(dirfd, nums[i], &buf, &len) != 0) {
-            wq_log(LOG_LVL_ERROR, "cmdlog cannot read segment=%s: %s", name, strerror(errno));
+        struct replay_end e;
+        if (cmdlog_files_replay_one(&rp, nums[i], i + 1 == count, &e) != 0) {
             rc = -1;
             break;
         }
-        size_t at = 0;
-        bool damaged = false, padded = false; /* padded: only zeros after at */
-        if (len < CMDLOG_HEADER_LEN || memcmp(buf, cmdlog_header, CMDLOG_HEADER_LEN) != 0) {
-            /* A crash before the first write was whole leaves part of the
-             * header (then perhaps preallocated zeros), or only zeros. */
-            size_t k = 0;
-            while (k < len && k < CMDLOG_HEADER_LEN && buf[k] == cmdlog_header[k])
-                k++;
-            bool torn_header = cmdlog_files_zeros(buf + k, len - k);
-            padded = cmdlog_files_zeros(buf, len);
-            damaged = !padded && !(is_last && torn_header);
-        } else {
-            at = CMDLOG_HEADER_LEN;
-            while (at < len) {
-                struct cmdlog_rec r;
-                size_t used;
-                enum cmdlog_decode_result d = cmdlog_rec_decode(buf + at, len - at, &r, &used);
-                if (d != CMDLOG_REC_OK) {
-                    padded = cmdlog_files_zeros(buf + at, len - at);
-                    damaged = !padded && (!is_last || cmdlog_files_valid_after(buf, len, at + 1));
-                    break;
-                }
-                core_replay(core, &r, now_ms);
-                (*records)++;
-                at += used;
-            }
-        }
-        if (damaged) {
-            wq_log(LOG_LVL_ERROR, "cmdlog damaged segment=%s offset=%zu%s", name, at,
+        if (e.damaged) {
+            wq_log(LOG_LVL_ERROR, "cmdlog damaged segment=%s offset=%" PRIu64 "%s", name, e.at,
                    truncate ? ": cutting the log there as asked" : "");
-            if (!truncate || cmdlog_files_cut(dirfd, nums, count, i, at) != 0)
+            if (!truncate || cmdlog_files_cut(dirfd, nums, count, i, e.at) != 0)
                 rc = -1;
             count = i + 1; /* nothing after the cut */
-        } else if (at < len) {
-            if (padded)
-                wq_log(LOG_LVL_DEBUG, "cmdlog cut padding segment=%s offset=%zu bytes=%zu", name,
-                       at, len - at);
+        } else if (e.at < e.size) {
+            if (e.padded)
+                wq_log(LOG_LVL_DEBUG,
+                       "cmdlog cut padding segment=%s offset=%" PRIu64 " bytes=%" PRIu64, name,
+                       e.at, e.size - e.at);
             else
-                wq_log(LOG_LVL_WARN, "cmdlog cut torn tail segment=%s offset=%zu bytes=%zu", name,
-                       at, len - at);
-            if (cmdlog_files_truncate(dirfd, nums[i], at) != 0)
+                wq_log(LOG_LVL_WARN,
+                       "cmdlog cut torn tail segment=%s offset=%" PRIu64 " bytes=%" PRIu64, name,
+                       e.at, e.size - e.at);
+            if (cmdlog_files_truncate(dirfd, nums[i], e.at) != 0)
                 rc = -1;
         }
         if (rc == 0 && i + 1 == count) {
             *last = nums[i];
-            *last_size = at;
+            *last_size = e.at;
         }
-        wq_free(buf);
     }
+    *records = rp.records;
+    wq_free(stray);
     wq_free(nums);
     return rc;
 }

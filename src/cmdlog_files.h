@@ -7,10 +7,13 @@
 
 #include "wq.h"
 
+#include <sys/types.h>
+
 struct core;
 
-/* The segment numbers in directory dirfd, ascending.  0 or -1 (errno). */
-int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
+/* The segment numbers in directory dirfd, ascending (names that are not a
+ * segment's are passed over).  0 or -1 (errno). */
+int cmdlog_files_list(int dirfd, uint64_t **nums, size_t *count);
 
 /* Remove the temporary files (NNNNNNNNN.log.tmp) of a cleaning pass that
  * was cut short: the segments they were to replace are still whole.  0 or
@@ -18,21 +21,29 @@ int cmdlog_files_list(int dirfd, uint32_t **nums, size_t *count);
 int cmdlog_files_remove_tmp(int dirfd);
 
 /* Open segment n with these open(2) flags (O_CLOEXEC is added) and give
- * its size.  The fd, or -1 (errno). */
-int cmdlog_files_open(int dirfd, uint32_t n, int flags, uint64_t *size);
+ * its size.  Only a regular file is opened: never through a symbolic link
+ * (ELOOP), never waiting on a FIFO; anything else is -1 with EISDIR for a
+ * directory, EINVAL for the rest.  The fd, or -1 (errno). */
+int cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size);
 
-/* Read all of segment n.  0 or -1 (errno); free *buf with wq_free. */
-int cmdlog_files_read(int dirfd, uint32_t n, uint8_t **buf, size_t *len);
+/* What a file of this mode is, when it is not a regular file ("a symbolic
+ * link", "a directory", "a fifo", ...); NULL for a regular file. */
+const char *cmdlog_files_kind(mode_t mode);
 
-/* Replay every segment into core as of now_ms (the caller then runs
- * core_advance to expire the jobs whose life ended meanwhile).  Zeros after
- * a segment's last record are padding (preallocated blocks) and are cut
- * off.  A torn tail (a partial or garbled end of the last segment after
- * which nothing valid follows) is cut off with a log line.  Other damage stops with -1 after a log
- * line naming segment and offset, unless truncate is set: then the log is cut there (that segment
- * truncated, later ones removed).  On success *last and *last_size give the last segment and its
- * size (0, 0 if none). */
-int cmdlog_files_replay(int dirfd, struct core *core, uint64_t now_ms, bool truncate,
-                        uint32_t *last, uint64_t *last_size, uint64_t *records);
+/* Replay every segment of directory dirfd (whose path is dir, for the log)
+ * into core as of now_ms (the caller then runs core_advance to expire the
+ * jobs whose life ended meanwhile).  Segments are read in bounded chunks,
+ * never whole.  Zeros after a segment's last record are padding
+ * (preallocated blocks) and are cut off.  A torn tail (a partial or
+ * garbled end of the last segment after which no valid record starts:
+ * cmdlog_scan) is cut off with a log line.  Other damage stops with -1
+ * after a log line naming segment and offset, unless truncate is set: then
+ * the log is cut there (that segment truncated, later ones removed).  A
+ * file named like a segment that is not one (cmdlog_segment_parse), or a
+ * segment that is not a regular file, stops with -1 before anything is
+ * read, after a log line giving its path and why.  On success *last and
+ * *last_size give the last segment and its size (0, 0 if none). */
+int cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms,
+                        bool truncate, uint64_t *last, uint64_t *last_size, uint64_t *records);
 
 #endif /* WQ_CMDLOG_FILES_H */

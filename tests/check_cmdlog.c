@@ -216,6 +216,97 @@ START_TEST(test_rotation)
 }
 END_TEST
 
+/* The file `name` of d as a segment, read back ({NULL} if missing). */
+static struct ref_seg
+seg_named(const struct tdir *d, const char *name)
+{
+    struct ref_seg s;
+    memset(&s, 0, sizeof s);
+    if (ref_seg_read(tdir_file(d, name), &s) != 0)
+        memset(&s, 0, sizeof s);
+    return s;
+}
+
+/* Write a segment file `name` holding the header and one add of job n. */
+static void
+put_segment_add(const struct tdir *d, const char *name, uint64_t n)
+{
+    struct ref_buf b = {0};
+    uint8_t id[REF_ID_LEN];
+    ref_id(id, n);
+    ref_rec_add(&b, NOW, id, "q", 1000, 60000, 0, 0, 0, "p", 1, NOW);
+    FILE *fp = fopen(tdir_file(d, name), "w");
+    ck_assert_ptr_nonnull(fp);
+    fwrite(ref_header, 1, REF_HEADER_LEN, fp);
+    fwrite(b.data, 1, b.len, fp);
+    fclose(fp);
+    ref_buf_free(&b);
+}
+
+/* After segment 999,999,999 comes 1000000000.log, whole (a 14-byte name
+ * buffer made it "1000000000.lo", which replay passed over), and a restart
+ * replays every record, in order. */
+START_TEST(test_rotation_past_9_digits)
+{
+    struct tdir d;
+    tdir_make(&d);
+    put_segment_add(&d, "999999999.log", 1);
+    struct cmdlog *l = open_log(&d, CMDLOG_SYNC_OS, 15);
+    for (uint64_t n = 2; n <= 4; n++)
+        append_add(l, n);
+    ck_assert_int_eq(cmdlog_write(l), 0);
+    cmdlog_close(l);
+    static const char *const names[] = {"1000000000.log", "1000000001.log", "1000000002.log"};
+    for (size_t i = 0; i < 3; i++) {
+        struct ref_seg s = seg_named(&d, names[i]);
+        ck_assert_ptr_nonnull(s.data);
+        require_adds(&s, 2 + i, 1);
+        ref_seg_free(&s);
+    }
+    ck_assert_int_ne(access(tdir_file(&d, "1000000000.lo"), F_OK), 0);
+    struct cmdlog_config cfg = {.dir = d.path, .seg_size = 15, .sync = CMDLOG_SYNC_OS};
+    l = cmdlog_open(&cfg);
+    ck_assert_ptr_nonnull(l);
+    struct core *core = core_new((uint64_t)NOW);
+    ck_assert_int_eq(cmdlog_replay(l, core, (uint64_t)NOW), 0);
+    ck_assert_uint_eq(core_job_count(core), 4);
+    struct cmdlog_stats st;
+    cmdlog_get_stats(l, &st);
+    ck_assert_uint_eq(st.replay_records, 4);
+    ck_assert_uint_eq(st.segment, 1000000002u);
+    core_free(core);
+    cmdlog_close(l);
+    tdir_remove(&d);
+}
+END_TEST
+
+/* The last number there is (2^64 - 1) is never followed by a wrap to 0,
+ * a name replay would pass over: that segment goes on growing past the
+ * size limit. */
+START_TEST(test_last_segment_number)
+{
+    struct tdir d;
+    tdir_make(&d);
+    put_segment_add(&d, "18446744073709551615.log", 1);
+    struct cmdlog *l = open_log(&d, CMDLOG_SYNC_OS, 15);
+    for (uint64_t n = 2; n <= 4; n++)
+        append_add(l, n);
+    ck_assert_int_eq(cmdlog_write(l), 0);
+    cmdlog_close(l);
+    struct ref_seg s = seg_named(&d, "18446744073709551615.log");
+    require_adds(&s, 1, 4);
+    ref_seg_free(&s);
+    DIR *dir = opendir(d.path);
+    REQUIRE(dir != NULL);
+    size_t files = 0;
+    for (struct dirent *de; (de = readdir(dir)) != NULL;)
+        files += de->d_name[0] != '.';
+    closedir(dir);
+    ck_assert_uint_eq(files, 1);
+    tdir_remove(&d);
+}
+END_TEST
+
 /* Under always the write is not enough: replies wait for the sync thread,
  * which syncs what was written and says so through the event fd. */
 START_TEST(test_always_waits_for_sync)
@@ -292,8 +383,8 @@ START_TEST(test_always_polls)
 
     tdir_make(&d);
     l = open_log(&d, CMDLOG_SYNC_INTERVAL, 64u << 20);
-    for (uint64_t n = 1; n <= 20; n++)
-        append_add(l, n);
+    for (uint64_t k = 1; k <= 20; k++)
+        append_add(l, k);
     ck_assert(!cmdlog_poll(l));
     ck_assert_int_eq(cmdlog_write(l), 0);
     ck_assert(!cmdlog_poll(l));
@@ -511,6 +602,8 @@ main(void)
     const struct unit_case cases[] = {
         {"write_at_end_of_pass", test_write_at_end_of_pass},
         {"rotation", test_rotation},
+        {"rotation_past_9_digits", test_rotation_past_9_digits},
+        {"last_segment_number", test_last_segment_number},
         {"always_waits_for_sync", test_always_waits_for_sync},
         {"always_polls", test_always_polls},
         {"always_preallocates", test_always_preallocates},

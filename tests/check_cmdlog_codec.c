@@ -783,11 +783,139 @@ START_TEST(test_rec_size_boundaries)
 }
 END_TEST
 
+/* The CRC of a whole from those of its parts and the second part's length,
+ * whatever the lengths (zero, odd, past 4 GiB), and so the CRC of a part
+ * from the CRCs up to its start and its end. */
+START_TEST(test_crc32c_combine)
+{
+    uint8_t buf[5000];
+    uint32_t x = 777;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+    for (size_t a = 0; a <= sizeof buf; a += 97) {
+        for (size_t b = a; b <= sizeof buf; b += 131) {
+            uint32_t ca = cmdlog_crc32c(0, buf, a), cb = cmdlog_crc32c(0, buf + a, b - a);
+            uint32_t cab = cmdlog_crc32c(0, buf, b);
+            REQUIRE(cmdlog_crc32c_combine(ca, cb, b - a) == cab);
+            REQUIRE((cab ^ cmdlog_crc32c_combine(ca, 0, b - a)) == cb);
+        }
+    }
+    ck_assert_uint_eq(cmdlog_crc32c_combine(0x12345678u, 0x9abcdef0u, 0),
+                      0x12345678u ^ 0x9abcdef0u);
+    /* zeros: n zero bytes after A, with n far past what can be hashed here */
+    static const uint8_t zeros[4096];
+    uint32_t z = cmdlog_crc32c(0, zeros, sizeof zeros), c = cmdlog_crc32c(0, "abc", 3);
+    uint32_t step = cmdlog_crc32c_combine(c, z, sizeof zeros);
+    ck_assert_uint_eq(step, cmdlog_crc32c(c, zeros, sizeof zeros));
+    /* a run of zeros built by doubling agrees with hashing it, at 1 MiB */
+    uint8_t *mib = calloc(1, 1u << 20);
+    REQUIRE(mib != NULL);
+    uint32_t zrun = cmdlog_crc32c(0, zeros, 1);
+    for (uint64_t have = 1; have < (1u << 20); have *= 2)
+        zrun = cmdlog_crc32c_combine(zrun, zrun, have);
+    ck_assert_uint_eq(zrun, cmdlog_crc32c(0, mib, 1u << 20));
+    free(mib);
+    /* shifting by n then m is shifting by n + m, also past 2^32 bytes */
+    static const uint64_t lens[] = {1, 255, 4096, 1ull << 31, (5ull << 32) + 12345, 1ull << 62};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(lens); i++)
+        for (size_t k = 0; k < WQ_ARRAY_LEN(lens); k++)
+            ck_assert_uint_eq(
+                cmdlog_crc32c_combine(cmdlog_crc32c_combine(c, 0, lens[i]), 0, lens[k]),
+                cmdlog_crc32c_combine(c, 0, lens[i] + lens[k]));
+}
+END_TEST
+
+/* Framing and decoding without the CRC agree with decoding: the same
+ * sizes, and OK exactly when only the CRC is wrong. */
+START_TEST(test_rec_frame_and_unchecked)
+{
+    struct ref_buf b = {0};
+    uint8_t id[REF_ID_LEN];
+    id_of(1, id);
+    ref_rec_result(&b, NOW, REF_COMPLETE, id, "done", 4);
+    struct cmdlog_rec r;
+    size_t total, used;
+    ck_assert_int_eq(cmdlog_rec_frame(b.data, b.len, &total), CMDLOG_REC_OK);
+    ck_assert_uint_eq(total, b.len);
+    ck_assert_int_eq(cmdlog_rec_frame(b.data, 15, &total), CMDLOG_REC_SHORT);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(used, b.len);
+    ck_assert_uint_eq(r.code, CMDLOG_COMPLETE);
+    b.data[b.len - 1] ^= 1; /* the CRC */
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len - 1, &r, &used), CMDLOG_REC_SHORT);
+    b.data[0] = 2; /* the TIME's version */
+    ck_assert_int_eq(cmdlog_rec_decode_unchecked(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    static const uint8_t huge[] = {
+        1, 0, 0, 0,    0,    0,    0,    0,    0,    0,
+        0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}; /* SIZE past 2^31 */
+    ck_assert_int_eq(cmdlog_rec_frame(huge, sizeof huge, &total), CMDLOG_REC_BAD);
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* Names grow past 9 digits instead of being cut (999999999 is followed by
+ * 1000000000.log, not "1000000000.lo"), and every name that looks like a
+ * segment's and is none is told apart from other files. */
+START_TEST(test_segment_names_wide)
+{
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
+    static const struct {
+        uint64_t n;
+        const char *name;
+    } good[] = {
+        {1000000000u, "1000000000.log"},
+        {4294967296ull, "4294967296.log"},
+        {UINT64_MAX, "18446744073709551615.log"},
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(good); i++) {
+        cmdlog_segment_name(good[i].n, name);
+        ck_assert_str_eq(name, good[i].name);
+        uint64_t n = 0;
+        ck_assert_int_eq(cmdlog_segment_parse(name, &n), 1);
+        ck_assert_uint_eq(n, good[i].n);
+        ck_assert_uint_eq(cmdlog_segment_number(name), good[i].n);
+    }
+    static const char *const stray[] = {
+        "1.log",
+        "00000001.log",
+        "0000000001.log",
+        "000000000.log",
+        "0999999999.log",
+        "18446744073709551616.log",
+        "99999999999999999999.log",
+        "123456789012345678901.log",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(stray); i++) {
+        uint64_t n;
+        if (cmdlog_segment_parse(stray[i], &n) != -1)
+            ck_abort_msg("\"%s\" not told apart", stray[i]);
+        ck_assert_uint_eq(cmdlog_segment_number(stray[i]), 0);
+    }
+    static const char *const other[] = {
+        "notes.txt",     "000000001.log.tmp", ".log", "log",           "000000001.LOG",
+        "-00000001.log", "00000001a.log",     "",     "000000001xlog",
+    };
+    for (size_t i = 0; i < WQ_ARRAY_LEN(other); i++) {
+        uint64_t n;
+        if (cmdlog_segment_parse(other[i], &n) != 0)
+            ck_abort_msg("\"%s\" taken for a segment's name", other[i]);
+    }
+    for (uint64_t n = 1; n < UINT64_MAX / 3; n = n * 3 + 1) {
+        cmdlog_segment_name(n, name);
+        ck_assert_uint_eq(cmdlog_segment_number(name), n);
+    }
+}
+END_TEST
+
 /* ---- segment names ---- */
 
 START_TEST(test_segment_names)
 {
-    char name[14];
+    char name[CMDLOG_SEGMENT_NAME_SIZE];
     cmdlog_segment_name(1, name);
     ck_assert_str_eq(name, "000000001.log");
     cmdlog_segment_name(123456789, name);
@@ -823,6 +951,9 @@ cmdlog_codec_suite(void)
 {
     const struct unit_case cases[] = {
         {"crc32c_vectors", test_crc32c_vectors},
+        {"crc32c_combine", test_crc32c_combine},
+        {"rec_frame_and_unchecked", test_rec_frame_and_unchecked},
+        {"segment_names_wide", test_segment_names_wide},
         {"uvarint_round_trip", test_uvarint_round_trip},
         {"uvarint_rejects", test_uvarint_rejects},
         {"varint_zigzag", test_varint_zigzag},

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,7 +127,7 @@ seg_read(const struct tdir *d, uint32_t n, struct ref_seg *s)
 struct replay {
     struct core *core;
     int rc;
-    uint32_t last;
+    uint64_t last;
     uint64_t last_size;
     uint64_t records;
 };
@@ -135,8 +136,8 @@ static void
 replay(const struct tdir *d, uint64_t now, bool truncate, struct replay *r)
 {
     r->core = core_new(now);
-    r->rc =
-        cmdlog_files_replay(d->fd, r->core, now, truncate, &r->last, &r->last_size, &r->records);
+    r->rc = cmdlog_files_replay(d->fd, d->path, r->core, now, truncate, &r->last, &r->last_size,
+                                &r->records);
     core_advance(r->core, now); /* as the server does: expire what died meanwhile */
 }
 
@@ -1397,6 +1398,236 @@ START_TEST(test_reader_end_and_damage)
 }
 END_TEST
 
+/* ---- hostile files ---- */
+
+/* Create (or replace) the file `name` of d holding bytes. */
+static void
+put_file(const struct tdir *d, const char *name, const void *bytes, size_t len)
+{
+    int fd = openat(d->fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, bytes, len) == (ssize_t)len);
+    close(fd);
+}
+
+/* A segment's bytes: the header, then recs. */
+static void
+put_segment(const struct tdir *d, const char *name, const struct ref_buf *recs)
+{
+    struct ref_buf b = {0};
+    ref_buf_put(&b, ref_header, REF_HEADER_LEN);
+    ref_buf_put(&b, recs->data, recs->len);
+    put_file(d, name, b.data, b.len);
+    ref_buf_free(&b);
+}
+
+/* What d holds: each name with its type, size and CRC, sorted. */
+static void
+tdir_snapshot(const struct tdir *d, char *out, size_t size)
+{
+    struct dirent **names;
+    int n = scandir(d->path, &names, NULL, alphasort);
+    REQUIRE(n >= 0);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        const char *name = names[i]->d_name;
+        REQUIRE(fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0);
+        uint32_t crc = 0;
+        if (S_ISREG(st.st_mode)) {
+            struct ref_seg s;
+            char path[600];
+            snprintf(path, sizeof path, "%s/%s", d->path, name);
+            REQUIRE(ref_seg_read(path, &s) == 0);
+            crc = cmdlog_crc32c(0, s.data, s.len);
+            ref_seg_free(&s);
+        }
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s %o %lld %08x;", name, (unsigned)(st.st_mode & S_IFMT),
+                 (long long)st.st_size, crc);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* Segment numbers past 999,999,999 take a tenth digit (and more): the
+ * writer's 1000000000.log replays after 999999999.log, in numeric order. */
+START_TEST(test_replay_names_past_9_digits)
+{
+    struct tdir d;
+    tdir_open(&d);
+    struct ref_buf a = {0}, b = {0}, c = {0}, e = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    id_rec(&b, REF_START_ATTEMPT, 1);
+    result_rec(&c, REF_COMPLETE, 1, "done");
+    add_rec(&e, 2, "q", NOW - 1000, HOUR);
+    put_segment(&d, "999999998.log", &a);
+    put_segment(&d, "999999999.log", &b);
+    put_segment(&d, "1000000000.log", &c);
+    put_segment(&d, "18446744073709551615.log", &e);
+    struct replay r;
+    replay(&d, NOW, false, &r);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_uint_eq(r.records, 4);
+    ck_assert_uint_eq(r.last, UINT64_MAX);
+    ck_assert_uint_eq(r.last_size, CMDLOG_HEADER_LEN + e.len);
+    ck_assert_int_eq(find(r.core, 1)->state, JOB_COMPLETED);
+    ck_assert_int_eq(find(r.core, 2)->state, JOB_NEW);
+    replay_free(&r);
+    tdir_close(&d);
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+    ref_buf_free(&c);
+    ref_buf_free(&e);
+}
+END_TEST
+
+/* A file named like a segment that no segment can be (a number cut short,
+ * a tenth digit after a leading zero, zero, past 2^64 - 1) stops replay
+ * before anything is read or cut: it cannot be passed over unnoticed. */
+START_TEST(test_replay_refuses_stray_names)
+{
+    static const char *const stray[] = {
+        "1.log",
+        "00000001.log",
+        "0000000001.log",
+        "000000000.log",
+        "18446744073709551616.log",
+        "123456789012345678901.log",
+    };
+    static const uint8_t zeros[3000];
+    struct ref_buf a = {0}, b = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    ref_buf_put(&a, zeros, sizeof zeros); /* padding, which a replay would cut */
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+    for (size_t i = 0; i < WQ_ARRAY_LEN(stray); i++) {
+        struct tdir d;
+        tdir_open(&d);
+        put_segment(&d, "000000001.log", &a);
+        put_segment(&d, stray[i], &b);
+        char before[1024], after[1024];
+        tdir_snapshot(&d, before, sizeof before);
+        struct replay r;
+        replay(&d, NOW, false, &r);
+        if (r.rc != -1)
+            ck_abort_msg("%s: replay did not refuse", stray[i]);
+        ck_assert_uint_eq(r.records, 0);
+        ck_assert_uint_eq(core_job_count(r.core), 0);
+        replay_free(&r);
+        replay(&d, NOW, true, &r); /* truncate is for damage, not for this */
+        ck_assert_int_eq(r.rc, -1);
+        replay_free(&r);
+        tdir_snapshot(&d, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        tdir_close(&d);
+    }
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* A segment that is not a regular file stops replay before anything is
+ * read: a symbolic link (to /dev/zero, which would swallow every write, or
+ * to a segment elsewhere), a FIFO (which would hold the open), a directory
+ * in the middle (which read as an empty segment), a socket.  Opening one
+ * fails without following or waiting. */
+START_TEST(test_replay_refuses_non_regular)
+{
+    static const uint8_t zeros[3000];
+    struct ref_buf a = {0}, b = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    ref_buf_put(&a, zeros, sizeof zeros);
+    add_rec(&b, 2, "q", NOW - 1000, HOUR);
+    enum { SYMLINK_ZERO, SYMLINK_SEG, FIFO, DIRECTORY, SOCKET, KINDS };
+    static const int open_errno[KINDS] = {ELOOP, ELOOP, EINVAL, EISDIR, ENXIO};
+    for (int kind = 0; kind < KINDS; kind++) {
+        struct tdir d;
+        tdir_open(&d);
+        put_segment(&d, "000000001.log", &a);
+        put_segment(&d, "000000003.log", &b);
+        put_segment(&d, "elsewhere", &b);
+        switch (kind) {
+        case SYMLINK_ZERO:
+            REQUIRE(symlinkat("/dev/zero", d.fd, "000000002.log") == 0);
+            break;
+        case SYMLINK_SEG:
+            REQUIRE(symlinkat("elsewhere", d.fd, "000000002.log") == 0);
+            break;
+        case FIFO:
+            REQUIRE(mkfifoat(d.fd, "000000002.log", 0644) == 0);
+            break;
+        case DIRECTORY:
+            REQUIRE(mkdirat(d.fd, "000000002.log", 0755) == 0);
+            break;
+        default:
+            REQUIRE(mknodat(d.fd, "000000002.log", S_IFSOCK | 0644, 0) == 0);
+            break;
+        }
+        char before[1024], after[1024];
+        tdir_snapshot(&d, before, sizeof before);
+        for (int truncate = 0; truncate < 2; truncate++) {
+            struct replay r;
+            replay(&d, NOW, truncate, &r);
+            ck_assert_int_eq(r.rc, -1);
+            ck_assert_uint_eq(r.records, 0);
+            replay_free(&r);
+        }
+        tdir_snapshot(&d, after, sizeof after);
+        ck_assert_str_eq(after, before);
+        uint64_t size;
+        for (int wr = 0; wr < 2; wr++) {
+            errno = 0;
+            ck_assert_int_eq(cmdlog_files_open(d.fd, 2, wr ? O_WRONLY : O_RDONLY, &size), -1);
+            int want = open_errno[kind];
+            if (kind == FIFO && wr)
+                want = ENXIO; /* no reader: refused by open itself */
+            if (kind == SOCKET && !wr)
+                want = ENXIO;
+            ck_assert_int_eq(errno, want);
+        }
+        REQUIRE(unlinkat(d.fd, "000000002.log", kind == DIRECTORY ? AT_REMOVEDIR : 0) == 0);
+        tdir_close(&d);
+    }
+    ref_buf_free(&a);
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* A sparse segment of 4 GiB (its records, then a hole) replays through the
+ * reader's bounded buffer: the hole is padding, cut off, and the process
+ * grows by a few MiB, not by the file's size. */
+START_TEST(test_replay_sparse_segment)
+{
+    struct tdir d;
+    tdir_open(&d);
+    struct ref_buf a = {0};
+    add_rec(&a, 1, "q", NOW - 1000, HOUR);
+    id_rec(&a, REF_START_ATTEMPT, 1);
+    put_segment(&d, "000000001.log", &a);
+    int fd = openat(d.fd, "000000001.log", O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(ftruncate(fd, (off_t)(4ull << 30)) == 0);
+    close(fd);
+    struct rusage ru0, ru1;
+    REQUIRE(getrusage(RUSAGE_SELF, &ru0) == 0);
+    struct replay r;
+    replay(&d, NOW, false, &r);
+    REQUIRE(getrusage(RUSAGE_SELF, &ru1) == 0);
+    ck_assert_int_eq(r.rc, 0);
+    ck_assert_uint_eq(r.records, 2);
+    ck_assert_uint_eq(r.last_size, CMDLOG_HEADER_LEN + a.len);
+    ck_assert_int_eq(find(r.core, 1)->state, JOB_LEASED);
+    replay_free(&r);
+    ck_assert_int_lt(ru1.ru_maxrss - ru0.ru_maxrss, 64 * 1024); /* KiB */
+    struct ref_seg s;
+    seg_read(&d, 1, &s);
+    ck_assert_uint_eq(s.len, CMDLOG_HEADER_LEN + a.len);
+    ref_seg_free(&s);
+    tdir_close(&d);
+    ref_buf_free(&a);
+}
+END_TEST
+
 /* ---- the Go server's data directory ---- */
 
 static const char *
@@ -1593,6 +1824,10 @@ cmdlog_files_suite(void)
         {"reader_end_and_damage", test_reader_end_and_damage},
         {"clean_stops_at_damage", test_clean_stops_at_damage},
         {"reader_garbled_length", test_reader_garbled_length},
+        {"replay_names_past_9_digits", test_replay_names_past_9_digits},
+        {"replay_refuses_stray_names", test_replay_refuses_stray_names},
+        {"replay_refuses_non_regular", test_replay_refuses_non_regular},
+        {"replay_sparse_segment", test_replay_sparse_segment},
         {"go_fixture", test_go_fixture},
     };
     return unit_suite("cmdlog_files", cases, WQ_ARRAY_LEN(cases));

@@ -325,6 +325,38 @@ ref_rec_id(struct ref_buf *b, int64_t at_ms, int code, const uint8_t id[REF_ID_L
     return ref_rec_raw(b, at_ms, p, sizeof p);
 }
 
+/* v as a varint of exactly 5 bytes (LEB128 allows padding with 0x80s). */
+static void
+ref_uvarint5(uint8_t out[5], uint64_t v)
+{
+    for (int i = 0; i < 4; i++, v >>= 7)
+        out[i] = (uint8_t)(0x80 | (v & 0x7f));
+    out[4] = (uint8_t)v;
+}
+
+size_t
+ref_crafted_tail(struct ref_buf *b, int64_t at_ms, size_t len)
+{
+    size_t start = b->len, n = 0;
+    uint8_t *zero = calloc(1, len);
+    if (zero == NULL)
+        abort();
+    ref_buf_put(b, zero, len);
+    free(zero);
+    uint8_t *t = b->data + start;
+    for (size_t j = 0; j + REF_CRAFT_STEP + REF_CRC_LEN <= len; j += REF_CRAFT_STEP, n++) {
+        uint8_t *p = t + j;
+        uint64_t size = (uint64_t)(len - j) - REF_TIME_LEN - 5 - REF_CRC_LEN;
+        ref_time_put(p, true, at_ms);
+        ref_uvarint5(p + REF_TIME_LEN, size);
+        p[REF_TIME_LEN + 5] = REF_COMPLETE;
+        memset(p + REF_TIME_LEN + 6, 0x5a, REF_ID_LEN);
+        ref_uvarint5(p + REF_TIME_LEN + 6 + REF_ID_LEN, size - 1 - REF_ID_LEN - 5);
+    }
+    memcpy(t + len - REF_CRC_LEN, "\xde\xad\xbe\xef", REF_CRC_LEN);
+    return n;
+}
+
 /* ---- segment files --------------------------------------------------------- */
 
 void

@@ -151,6 +151,14 @@ void ref_payload_job(struct ref_buf *p, int code, const uint8_t id[REF_ID_LEN], 
                      uint64_t max_fails, const void *payload, size_t len,
                      const uint8_t time[REF_TIME_LEN], const uint8_t created[REF_TIME_LEN]);
 
+/* Append len bytes of garbage that claims records at every REF_CRAFT_STEP
+ * bytes: each a complete (code 3) with a TIME of at_ms and SIZE and result
+ * lengths (5-byte varints) that make it end at the last 4 bytes, which no
+ * CRC matches.  A scan that checks the CRC of each in turn does quadratic
+ * work.  The number of such records. */
+#define REF_CRAFT_STEP 42
+size_t ref_crafted_tail(struct ref_buf *b, int64_t at_ms, size_t len);
+
 /* ---- segment files --------------------------------------------------------- */
 
 /* "NNNNNNNNN.log" for n (9 digits, zero-padded) into out. */

@@ -4,12 +4,17 @@
  *   tests/fuzz/seeds DIR     (make fuzz-seeds: DIR is tests/fuzz)
  * DIR/cmdlog_rec/: one record of each code, and a torn and a garbled one;
  * DIR/replay/: whole logs (segments one after the other, as fuzz_replay
- * reads them), clean and with the damage replay must handle. */
+ * reads them), clean and with the damage replay must handle;
+ * DIR/cmdlog_scan/: what follows the last good record of a last segment:
+ * torn and damaged records, records with their CRC right and their payload
+ * wrong, bytes that claim a record every 42 bytes, records after them. */
 #include "wq.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmdlog_codec.h"
 
@@ -256,6 +261,99 @@ write_logs(const char *dir)
     write_file(dir, "replay", "zeros", zeros, sizeof zeros);
 }
 
+/* v as a varint of exactly 5 bytes (LEB128 allows padding). */
+static void
+put_uvarint5(uint8_t out[5], uint64_t v)
+{
+    for (int i = 0; i < 4; i++, v >>= 7)
+        out[i] = (uint8_t)(0x80 | (v & 0x7f));
+    out[4] = (uint8_t)v;
+}
+
+/* len bytes claiming a complete record every 42 bytes, each running to the
+ * last 4 bytes, whose CRC none has (as tests/cmdlog_ref.c's
+ * ref_crafted_tail). */
+static void
+put_crafted(struct buf *b, size_t len)
+{
+    uint8_t *t = b->data + b->len;
+    put(b, (uint8_t[4096]){0}, len);
+    for (size_t j = 0; j + 46 <= len; j += 42) {
+        uint64_t size = len - j - CMDLOG_TIME_LEN - 5 - CMDLOG_CRC_LEN;
+        cmdlog_time_put(t + j, true, T0);
+        put_uvarint5(t + j + CMDLOG_TIME_LEN, size);
+        t[j + CMDLOG_TIME_LEN + 5] = CMDLOG_COMPLETE;
+        memset(t + j + CMDLOG_TIME_LEN + 6, 0x5a, JOBID_LEN);
+        put_uvarint5(t + j + CMDLOG_TIME_LEN + 6 + JOBID_LEN, size - 1 - JOBID_LEN - 5);
+    }
+    memcpy(t + len - CMDLOG_CRC_LEN, "\xde\xad\xbe\xef", CMDLOG_CRC_LEN);
+}
+
+/* A record framed around payload bytes that are no record's, CRC right. */
+static void
+put_malformed(struct buf *b, size_t len)
+{
+    uint8_t rec[1024];
+    if (len + 64 > sizeof rec)
+        abort();
+    cmdlog_time_put(rec, true, T0);
+    size_t n = CMDLOG_TIME_LEN + cmdlog_uvarint_put(rec + CMDLOG_TIME_LEN, len);
+    memset(rec + n, 0, len);
+    rec[n] = 99; /* no such code */
+    n += len;
+    uint32_t crc = cmdlog_crc32c(0, rec, n);
+    for (int i = 0; i < 4; i++)
+        rec[n + (size_t)i] = (uint8_t)(crc >> (24 - 8 * i));
+    put(b, rec, n + CMDLOG_CRC_LEN);
+}
+
+static void
+write_scan(const char *dir)
+{
+    char sub[4200];
+    snprintf(sub, sizeof sub, "%s/cmdlog_scan", dir);
+    if (mkdir(sub, 0755) != 0 && errno != EEXIST) {
+        perror(sub);
+        exit(1);
+    }
+    static const char payload[] = "a payload long enough to outrun a small window: "
+                                  "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghij"
+                                  "klmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123"
+                                  "456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmn"
+                                  "opqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz";
+    struct cmdlog_rec add = rec_add(7, "q", payload), del = rec_id(CMDLOG_DELETE, 7);
+    struct cmdlog_rec push = rec_faktory(CMDLOG_F_PUSH, "f1");
+    struct buf b = {.len = 0};
+    put_rec(&b, &del);
+    put_rec(&b, &add);
+    write_file(dir, "cmdlog_scan", "records", b.data, b.len);
+    write_file(dir, "cmdlog_scan", "torn", b.data, b.len - 30);
+    b.data[3] ^= 0x10; /* the first one's TIME: its CRC fails, the second stands */
+    write_file(dir, "cmdlog_scan", "bad_then_record", b.data, b.len);
+    b.len = 0;
+    put_crafted(&b, 2000);
+    write_file(dir, "cmdlog_scan", "crafted", b.data, b.len);
+    put_rec(&b, &del);
+    write_file(dir, "cmdlog_scan", "crafted_then_record", b.data, b.len);
+    b.len = 0;
+    put_malformed(&b, 300);
+    write_file(dir, "cmdlog_scan", "crc_right_payload_wrong", b.data, b.len);
+    put_rec(&b, &add);
+    write_file(dir, "cmdlog_scan", "malformed_then_big_record", b.data, b.len);
+    b.len = 0;
+    put(&b, (uint8_t[700]){0}, 700);
+    put_rec(&b, &push);
+    write_file(dir, "cmdlog_scan", "zeros_then_faktory", b.data, b.len);
+    b.len = 0;
+    uint32_t x = 2024;
+    for (int i = 0; i < 600; i++) {
+        x = x * 1103515245u + 12345u;
+        uint8_t c = (uint8_t)(x >> 16);
+        put(&b, &c, 1);
+    }
+    write_file(dir, "cmdlog_scan", "garbage", b.data, b.len);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -265,5 +363,6 @@ main(int argc, char **argv)
     }
     write_records(argv[1]);
     write_logs(argv[1]);
+    write_scan(argv[1]);
     return 0;
 }
