@@ -128,10 +128,10 @@ info_num(int fd, const char *path)
     return n;
 }
 
-/* PUSH job (its jid is jid), FETCH it back from queue on the same
- * connection, ACK it as ack (a format with one %s for the jid). */
+/* PUSH job (its jid is jid), FETCH it back with fetch on the same
+ * connection, ACK it, the JSON spaced as Python writes it or compact. */
 static void
-push_fetch_ack(int fd, const char *job, const char *jid, const char *fetch, const char *ack)
+push_fetch_ack(int fd, const char *job, const char *jid, const char *fetch, bool spaced)
 {
     systest_roundtrip(fd, f("PUSH %s\r\n", job), OK);
     const char *got = bulk_of(fd, fetch);
@@ -140,7 +140,8 @@ push_fetch_ack(int fd, const char *job, const char *jid, const char *fetch, cons
     ck_assert_str_eq(json_string_value(json_object_get(v, "jid")), jid);
     ck_assert(json_is_string(json_object_get(v, "enqueued_at")));
     json_decref(v);
-    systest_roundtrip(fd, f("ACK %s\r\n", f(ack, jid)), OK);
+    systest_roundtrip(fd, f(spaced ? "ACK {\"jid\": \"%s\"}\r\n" : "ACK {\"jid\":\"%s\"}\r\n", jid),
+                      OK);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -169,7 +170,7 @@ go_client(void)
                    "{\"jid\":\"Kq3XhGZ1o5J3vB8M\",\"queue\":\"default\",\"jobtype\":\"SomeJob\","
                    "\"args\":[1,\"two\"],\"created_at\":\"2026-11-27T18:00:00.123456789Z\","
                    "\"retry\":25}",
-                   "Kq3XhGZ1o5J3vB8M", "FETCH default", "{\"jid\":\"%s\"}");
+                   "Kq3XhGZ1o5J3vB8M", "FETCH default", false);
     /* PushBulk: a JSON array of jobs; the refused ones by jid (none) */
     ck_assert_str_eq(bulk_of(fd, "PUSHB [{\"jid\":\"b-Kq3XhGZ1\",\"queue\":\"default\",\"jobtype\":"
                                  "\"SomeJob\",\"args\":[],\"retry\":25},{\"jid\":\"short\","
@@ -190,7 +191,7 @@ go_client(void)
     push_fetch_ack(w,
                    "{\"jid\":\"Zm9vYmFyYmF6cXV4\",\"queue\":\"critical\",\"jobtype\":\"SomeJob\","
                    "\"args\":[],\"created_at\":\"2026-11-27T18:00:00.5Z\",\"retry\":25}",
-                   "Zm9vYmFyYmF6cXV4", "FETCH critical default bulk", "{\"jid\":\"%s\"}");
+                   "Zm9vYmFyYmF6cXV4", "FETCH critical default bulk", false);
     systest_roundtrip(w, "BEAT {\"rss_kb\":10240,\"wid\":\"4l3g7a9d2ht1\"}\r\n", OK);
     systest_roundtrip(
         w, "BEAT {\"current_state\":\"quiet\",\"rss_kb\":10240,\"wid\":\"4l3g7a9d2ht1\"}\r\n",
@@ -265,7 +266,7 @@ ruby_client(void)
                    "{\"retry\":3,\"backtrace\":10,\"blargh\":\"foo\",\"queue\":\"custom\","
                    "\"jobtype\":\"SystemTest::TestJob\",\"args\":[1,\"bob\"],\"custom\":"
                    "{\"locale\":\"en\"},\"jid\":\"0f1e2d3c4b5a69788796a5b4\"}",
-                   "0f1e2d3c4b5a69788796a5b4", "FETCH custom", "{\"jid\":\"%s\"}");
+                   "0f1e2d3c4b5a69788796a5b4", "FETCH custom", false);
     /* perform_in: at with nine digits and +00:00; then the mutate test */
     systest_roundtrip(fd, "FLUSH\r\n", OK);
     ck_assert_int_eq(info_num(fd, "faktory/tasks/Scheduled/size"), 0);
@@ -340,7 +341,7 @@ python_client(void)
                    "{\"jid\": \"6f1c1e2e9a8b4c7d8e9f0a1b2c3d4e5f\", \"queue\": \"default\", "
                    "\"jobtype\": \"add\", \"priority\": 5, \"args\": [1, 2], \"retry\": 5, "
                    "\"backtrace\": 0}",
-                   "6f1c1e2e9a8b4c7d8e9f0a1b2c3d4e5f", "FETCH default", "{\"jid\": \"%s\"}");
+                   "6f1c1e2e9a8b4c7d8e9f0a1b2c3d4e5f", "FETCH default", true);
     close(fd);
     /* Worker: a uuid4 hex wid; FAIL with errtype and message; BEAT */
     const char *wid = "0a1b2c3d4e5f60718293a4b5c6d7e8f9";
