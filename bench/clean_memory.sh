@@ -9,7 +9,7 @@
 # The server (WQ_SERVER, default src/workq-server of the build in the
 # current directory) runs with a command log of 16 MiB segments and
 # -log-level debug; workq-bench (WQ_BENCH) runs cycle, 20,000 jobs with a
-# 5 s TTL at a time (so every job ends, by expiry), back to back for the
+# 5 s TTL at a time (and --keep, so every job ends by expiry), back to back for the
 # load's length.  The script samples RSS every 0.1 s and waits until the
 # pass has ended (its summary line, or no segment rewritten for 5 s), then
 # prints the bench's last run, the peak RSS before the pass and during it,
@@ -50,7 +50,7 @@ start=$(date +%s)
 (
     runs=0
     while [ "$(date +%s)" -lt $((start + load)) ]; do
-        "$bench" -p "$port" -t cycle -c 20 -P 8 -n 20000 --ttl 5000 -q >"$d/bench" 2>&1 || exit 1
+        "$bench" -p "$port" -t cycle -c 20 -P 8 -n 20000 --ttl 5000 --keep -q >"$d/bench" 2>&1 || exit 1
         runs=$((runs + 1))
     done
     echo "$runs runs of 20,000 jobs; the last: $(cat "$d/bench")" >"$d/bench"

@@ -11,8 +11,8 @@
 # The server (WQ_SERVER, default src/workq-server of the build in the
 # current directory) runs with a command log (sync interval), -max-memory
 # 256M and -idle-timeout 30s.  Meanwhile, one after another without pause:
-#   - workq-bench (WQ_BENCH) runs of 20,000 jobs (TTL 5 s, so that done
-#     jobs expire and the server reaches a steady state), cycling through the
+#   - workq-bench (WQ_BENCH) runs of 20,000 jobs (TTL 5 s and --keep, so
+#     that done jobs expire and the server reaches a steady state), cycling through the
 #     workloads cycle, run, schedule and add-then-lease-complete with 10
 #     to 50 connections, pipelined or not; each run's p99 latency and
 #     throughput are kept;
@@ -72,7 +72,7 @@ status=0
         c=$((10 + (i * 7) % 41))
         [ $((c % 2)) -eq 1 ] && c=$((c + 1))
         p=$((1 + (i % 3) * 7))
-        if "$bench" -p "$port" -t "$w" -c "$c" -P "$p" -n 20000 --ttl 5000 --timeout 120 --csv \
+        if "$bench" -p "$port" -t "$w" -c "$c" -P "$p" -n 20000 --ttl 5000 --keep --timeout 120 --csv \
             >"$out/run.csv" 2>"$out/run.err"; then
             tail -1 "$out/run.csv" | awk -F, -v w="$w" -v c="$c" -v p="$p" \
                 'NR==1 { print w "," c "," p "," $0 }' >"$out/last.csv"

@@ -48,6 +48,15 @@ struct event_base;
 #define BENCH_BACKLOG_DEPTH  128         /* the backlog is added with this pipeline */
 #define BENCH_ID_BATCH       4096        /* ids per getrandom call */
 #define BENCH_MAX_PASSWORD   1024        /* a password, bytes */
+#define BENCH_CLEAN_CONNS    4           /* connections of the clean-up */
+#define BENCH_CLEAN_DEPTH    256         /* clean-up requests in flight per connection */
+#define BENCH_CLEAN_LINE     8192        /* longest QUEUE REMOVE line of the clean-up */
+
+/* Exit statuses (sysexits.h's where there is one). */
+#define BENCH_EXIT_FAILED   1  /* errors, lost jobs, --timeout, Ctrl-C, the server unusable */
+#define BENCH_EXIT_USAGE    64 /* EX_USAGE */
+#define BENCH_EXIT_NOINPUT  66 /* EX_NOINPUT: the password file */
+#define BENCH_EXIT_PASSWORD 77 /* EX_NOPERM: a password needed but not given, or refused */
 
 /* The TTL of backlog jobs: the largest `add` takes (2^64 - 1 ms).  workq
  * caps created + TTL at 2^64 - 1, which its clock never reaches, so they
@@ -96,12 +105,14 @@ enum wb_op {
     OP_HI,    /* Faktory's greeting, which comes unasked: set-up, not measured */
     OP_HELLO, /* Faktory's HELLO: set-up, not measured */
     OP_AUTH,  /* workq's auth: set-up, not measured */
+    OP_CLEAN, /* the clean-up's delete, ACK or QUEUE REMOVE: not measured */
     OP_COUNT
 };
 extern const char *const wb_op_names[]; /* wb_conn.c */
 
-/* Only replies read in PH_MEASURE count towards throughput and latency. */
-enum wb_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE };
+/* Only replies read in PH_MEASURE count towards throughput and latency.
+ * PH_CLEAN is the clean-up after the run, on connections of its own. */
+enum wb_phase { PH_CONNECT, PH_BACKLOG, PH_PREFILL, PH_MEASURE, PH_DONE, PH_CLEAN };
 
 /* Per-job bookkeeping bits. */
 enum wb_job_flag {
@@ -156,6 +167,7 @@ struct wb_conn {
     struct evbuffer *out; /* requests not yet written; see bench_flush (wb_conn.c) */
     bool ready;           /* connected and set up */
     bool closed;          /* failed; never used again */
+    bool answered;        /* has received bytes (the first may show a foreign server) */
     bool producer;        /* in the current phase */
     unsigned prod_idx;    /* its index among producers */
     uint32_t name;        /* name of the next job it produces */
@@ -173,6 +185,7 @@ struct wb_conn {
 struct wb_opts {
     const char *host;
     const char *port; /* NULL: the protocol's default */
+    char *addr_buf;   /* what host and port point into after --addr or WORKQ_ADDR */
     enum wb_workload workload;
     enum wb_proto proto;
     uint32_t conns;
@@ -185,6 +198,7 @@ struct wb_opts {
     uint32_t timeout_s;
     uint32_t backlog; /* unmeasured jobs added to every name first */
     bool priorities, csv, json, quiet;
+    bool keep; /* --keep: no clean-up after the run */
     /* Faktory: --password-file's first line, else FAKTORY_PASSWORD, else
      * NULL (a server that asks for a password is then refused). */
     char *password;
@@ -204,12 +218,15 @@ struct bench {
     struct event *progress_ev, *timeout_ev, *sigint_ev;
     bool progress;
     struct wb_conn *conns;
+    unsigned nconns;        /* opened in this phase: opt.conns, or the clean-up's */
     struct wb_conn **dirty; /* connections with output to flush */
     size_t ndirty, dirty_cap;
     unsigned nready, nprod;
     enum wb_phase phase;
     bool drained; /* a lease found nothing although all jobs were sent */
-    bool timed_out, interrupted, fatal;
+    bool timed_out, interrupted;
+    bool answered; /* some connection has had a reply */
+    int fatal;     /* the exit status after a failure that ends everything (no report); 0: none */
 
     struct wb_job *jobs; /* opt.jobs measured jobs, then nbacklog backlog jobs */
     uint32_t nbacklog;
@@ -250,6 +267,16 @@ struct bench {
 
     struct wb_hist all;
     struct wb_hist hist[OP_COUNT];
+
+    /* The clean-up (wb_clean.c): the next job (or beanstalkd id slot) to
+     * remove, then the next queue name (Faktory's QUEUE REMOVE); what it
+     * removed; whether it ran to its end, and how long it took. */
+    size_t clean_next;
+    uint32_t clean_name;
+    uint64_t cleaned;
+    bool clean_done;
+    uint64_t clean_ns;
+    uint64_t *clean_enqueued; /* Faktory: per name, jobs pushed and never fetched */
 };
 
 /* The parts of one complete reply, found in the input buffer. */
@@ -290,7 +317,9 @@ __attribute__((format(printf, 2, 3))) void wb_error(struct bench *b, const char 
 /* ------------------------------------------------------------------------ */
 /* wb_opts.c: the command line                                              */
 
-/* Fill o from the command line; exits 2 on anything invalid, 0 after --help. */
+/* Fill o from the command line and the environment (WORKQ_ADDR, the
+ * passwords); exits 64 on anything invalid (66 for an unreadable password
+ * file), 0 after --help and --version. */
 void wb_opts_parse(struct wb_opts *o, int argc, char **argv);
 
 /* ------------------------------------------------------------------------ */
@@ -381,6 +410,30 @@ void wb_run_start(struct bench *b);
 
 /* Nothing in flight: refill, or end the phase. */
 void wb_run_check_idle(struct bench *b);
+
+/* Something makes the run impossible (the server is not there or not what
+ * it should be, a password is wanted): stop at once; the exit status is
+ * status, with no report. */
+void wb_run_fatal(struct bench *b, int status);
+
+/* ------------------------------------------------------------------------ */
+/* wb_clean.c: the clean-up after the run                                   */
+
+/* Remove what the run left on the server (unless --keep), over new
+ * connections; runs the event loop until done, --timeout or Ctrl-C. */
+void wb_clean(struct bench *b);
+
+/* All clean-up connections are up: start. */
+void wb_clean_start(struct bench *b);
+
+/* Send what c may send in the clean-up. */
+void wb_clean_fill(struct wb_conn *c);
+
+/* Nothing in flight in the clean-up: refill, or end it. */
+void wb_clean_check_idle(struct bench *b);
+
+/* The reply to a clean-up request. */
+void wb_clean_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 
 /* ------------------------------------------------------------------------ */
 /* wb_report.c: the progress line and the report                           */

@@ -22,7 +22,7 @@
 /* Request types by name, for errors and reports. */
 const char *const wb_op_names[] = {"add",     "schedule", "run",   "lease", "complete", "put",
                                    "reserve", "delete",   "use",   "watch", "push",     "fetch",
-                                   "ack",     "hi",       "hello", "auth"};
+                                   "ack",     "hi",       "hello", "auth",  "clean-up"};
 _Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* Classes of requests, for the counters: producing requests bring a job
@@ -43,7 +43,8 @@ op_is_lease(enum wb_op op)
 static bool
 op_is_measured(enum wb_op op)
 {
-    return op != OP_USE && op != OP_WATCH && op != OP_HI && op != OP_HELLO && op != OP_AUTH;
+    return op != OP_USE && op != OP_WATCH && op != OP_HI && op != OP_HELLO && op != OP_AUTH &&
+           op != OP_CLEAN;
 }
 
 /* Queue bytes of a request; wb_conn_push marks the connection for flushing. */
@@ -131,25 +132,46 @@ wb_conn_pop(struct wb_conn *c)
     return r;
 }
 
-/* c is connected and set up; the run starts when the last one is. */
+/* c is connected and set up; the run (or the clean-up) starts when the
+ * last one is. */
 static void
 wb_conn_ready(struct wb_conn *c)
 {
+    struct bench *b = c->b;
     c->ready = true;
-    if (++c->b->nready == c->b->opt.conns)
-        wb_run_start(c->b);
+    if (++b->nready < b->nconns)
+        return;
+    if (b->phase == PH_CLEAN)
+        wb_clean_start(b);
+    else
+        wb_run_start(b);
+}
+
+/* The server cannot be used: say why, with a hint if there is one (NULL:
+ * none), and end everything (exit status 1, no report). */
+static void
+wb_conn_unusable(struct bench *b, const char *why, const char *hint)
+{
+    if (b->fatal != 0)
+        return;
+    if (b->progress)
+        fprintf(stderr, "\r%-79s\r", "");
+    fprintf(stderr, "workq-bench: %scannot use %s: %s\n", b->phase == PH_CLEAN ? "clean-up: " : "",
+            b->addr, why);
+    if (hint != NULL)
+        fprintf(stderr, "workq-bench: hint: %s\n", hint);
+    wb_run_fatal(b, BENCH_EXIT_FAILED);
 }
 
 /* The connection broke: count what was in flight as lost and go on without
- * it.  Before set-up finished it is fatal: the server is not there. */
+ * it.  Before set-up finished it is fatal: the server is not there.  hint
+ * is for that case (NULL: none). */
 static void
-wb_conn_fail(struct wb_conn *c, const char *why)
+wb_conn_fail_hint(struct wb_conn *c, const char *why, const char *hint)
 {
     struct bench *b = c->b;
     if (!c->ready) {
-        fprintf(stderr, "workq-bench: cannot use %s: %s\n", b->addr, why);
-        b->fatal = true;
-        wb_run_stop(b);
+        wb_conn_unusable(b, why, hint);
         return;
     }
     wb_error(b, "conn %u: %s (%u requests lost)", c->idx, why, (unsigned)c->count);
@@ -168,6 +190,61 @@ wb_conn_fail(struct wb_conn *c, const char *why)
     evbuffer_drain(c->out, evbuffer_get_length(c->out));
     c->closed = true;
     wb_run_check_idle(b);
+}
+
+static void
+wb_conn_fail(struct wb_conn *c, const char *why)
+{
+    wb_conn_fail_hint(c, why, NULL);
+}
+
+/* The first bytes a connection receives, when they are not those of the
+ * protocol asked for but of another listener (workq-server's Faktory or
+ * metrics one, or TLS): the server cannot be used, and why.  False if they
+ * look right (or are too few to tell). */
+static bool
+wb_conn_sniff(struct wb_conn *c, struct evbuffer *in)
+{
+    struct bench *b = c->b;
+    size_t n = evbuffer_get_length(in);
+    const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)(n < 7 ? n : 7));
+    if (b->tls == NULL && n >= 2 && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03) {
+        wb_conn_unusable(b, "it answered in TLS (a tls:// listener)",
+                         "add --tls (and --cacert FILE if the system does not trust its "
+                         "certificate's CA)");
+        return true;
+    }
+    if (b->opt.proto != WB_PROTO_FAKTORY && n >= 5 && memcmp(p, "+HI {", 5) == 0) {
+        wb_conn_unusable(b, "it is a Faktory listener (it greeted with +HI)",
+                         "add --protocol faktory, or give the address of the server's -listen");
+        return true;
+    }
+    if (n >= 7 && memcmp(p, "HTTP/1.", 7) == 0) {
+        wb_conn_unusable(b, "it answered in HTTP (a metrics listener)",
+                         "give the address of the server's -listen");
+        return true;
+    }
+    return false;
+}
+
+/* A reply that says the run cannot go on, whatever was asked: the server
+ * wants a password that was not given.  Says so and stops (exit 77). */
+static bool
+wb_conn_refused(struct wb_conn *c, const struct wb_frame *f)
+{
+    struct bench *b = c->b;
+    if (b->opt.proto != WB_PROTO_WORKQ || !wb_frame_is(f, "-CLIENT-ERROR Authentication required"))
+        return false;
+    if (b->fatal == 0) {
+        if (b->progress)
+            fprintf(stderr, "\r%-79s\r", "");
+        fprintf(stderr,
+                "workq-bench: %s wants a password (-CLIENT-ERROR Authentication required)\n"
+                "workq-bench: hint: give --password-file FILE, or set WORKQ_PASSWORD\n",
+                b->addr);
+    }
+    wb_run_fatal(b, BENCH_EXIT_PASSWORD);
+    return true;
 }
 
 /* Requests are written here, at the end of each callback, not by the
@@ -225,6 +302,7 @@ static const wb_reply_fn reply_table[] = {
     [OP_PUSH] = wb_fk_reply_push,         [OP_FETCH] = wb_fk_reply_fetch,
     [OP_ACK] = wb_fk_reply_ack,           [OP_HI] = wb_fk_reply_hi,
     [OP_HELLO] = wb_fk_reply_hello,       [OP_AUTH] = wb_wq_reply_auth,
+    [OP_CLEAN] = wb_clean_reply,
 };
 _Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
 
@@ -241,6 +319,8 @@ wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *
         wb_hist_record(&b->all, us);
         b->requests++;
     }
+    if (wb_conn_refused(c, f))
+        return;
     reply_table[r->op](c, r, f);
     if (!c->ready && --c->setup_left == 0 && b->phase != PH_DONE)
         wb_conn_ready(c);
@@ -255,6 +335,9 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
     struct bench *b = c->b;
     struct evbuffer *in = bufferevent_get_input(bev);
     uint64_t now = wb_now_ns(); /* all replies read at once arrived at once */
+    /* Until a reply has made sense, the bytes may be another listener's. */
+    if (!c->answered && wb_conn_sniff(c, in))
+        return;
     while (evbuffer_get_length(in) > 0) {
         struct wb_frame f;
         const char *why;
@@ -272,9 +355,10 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
             return;
         }
         struct wb_req r = wb_conn_pop(c);
+        c->answered = b->answered = true;
         wb_conn_reply(c, &r, &f, now);
         evbuffer_drain(in, f.total);
-        if (b->phase == PH_DONE)
+        if (b->phase == PH_DONE || b->fatal != 0)
             return;
     }
     wb_run_fill(c);
@@ -290,7 +374,8 @@ wb_conn_setup(struct wb_conn *c)
 {
     struct bench *b = c->b;
     c->setup_left = 0;
-    if (b->opt.proto == WB_PROTO_BEANSTALKD && !wb_run_is_producer(b, c->idx))
+    if (b->opt.proto == WB_PROTO_BEANSTALKD && b->phase != PH_CLEAN &&
+        !wb_run_is_producer(b, c->idx))
         c->setup_left = wb_bs_watch_all(c);
     else if (b->opt.proto == WB_PROTO_FAKTORY)
         c->setup_left = wb_fk_greet(c);
@@ -311,11 +396,28 @@ wb_conn_event_cb(struct bufferevent *bev, short what, void *arg)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         wb_conn_setup(c);
+        bench_flush(c->b);
+        return;
+    }
+    struct bench *b = c->b;
+    int err = EVUTIL_SOCKET_ERROR();
+    /* A tls:// listener closes a plain-text connection without a byte (a
+     * reset, when it had bytes left unread): if the server never answered
+     * any connection, it cannot be used. */
+    if (b->tls == NULL && !b->answered && evbuffer_get_length(bufferevent_get_input(bev)) == 0 &&
+        ((what & BEV_EVENT_EOF) || err == ECONNRESET || err == EPIPE)) {
+        char hint[sizeof b->addr + 64];
+        snprintf(hint, sizeof hint, "if %s is a tls:// listener, add --tls", b->addr);
+        wb_conn_unusable(b, "it closed the connection before answering", hint);
     } else if (what & BEV_EVENT_EOF) {
         wb_conn_fail(c, "server closed the connection");
     } else {
-        const char *tls = c->b->tls != NULL ? wb_tls_error(bev) : NULL;
-        wb_conn_fail(c, tls ? tls : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+        const char *tls = b->tls != NULL ? wb_tls_error(bev) : NULL;
+        /* A plain-text listener answers a ClientHello with no TLS record. */
+        bool not_tls = tls != NULL && strstr(tls, "wrong version number") != NULL;
+        char hint[sizeof b->addr + 64];
+        snprintf(hint, sizeof hint, "%s does not speak TLS; without --tls?", b->addr);
+        wb_conn_fail_hint(c, tls ? tls : evutil_socket_error_to_string(err), not_tls ? hint : NULL);
     }
     bench_flush(c->b);
 }

@@ -72,7 +72,7 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
         what = "malformed password challenge";
     if (what != NULL) {
         json_decref(hi);
-        wb_setup_fail(c, r, f, what);
+        wb_setup_fail(c, r, f, what, BENCH_EXIT_FAILED);
         return;
     }
     uint64_t iter = i != NULL ? (uint64_t)json_integer_value(i) : 0;
@@ -84,12 +84,13 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
     }
     json_decref(hi);
     if (iter > 0 && b->opt.password == NULL) {
-        wb_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)");
+        wb_setup_fail(c, r, f, "the server wants a password (--password-file or FAKTORY_PASSWORD)",
+                      BENCH_EXIT_PASSWORD);
         return;
     }
     char line[256];
     int n = snprintf(line, sizeof line, "HELLO {\"v\":2");
-    if (!wb_run_is_producer(b, c->idx))
+    if (b->phase != PH_CLEAN && !wb_run_is_producer(b, c->idx))
         n += snprintf(line + n, sizeof line - (size_t)n, ",\"wid\":\"wb%06x-%u\",\"pid\":%ld",
                       b->tag, c->idx, (long)getpid());
     if (iter > 0) {
@@ -106,8 +107,10 @@ wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame 
 void
 wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
+    /* (with a password, that is what a refusal is about) */
     if (!wb_frame_is(f, "+OK"))
-        wb_setup_fail(c, r, f, "HELLO refused");
+        wb_setup_fail(c, r, f, "HELLO refused",
+                      c->b->opt.password != NULL ? BENCH_EXIT_PASSWORD : BENCH_EXIT_FAILED);
 }
 
 /* PUSH job ji: its id's text as jid, the payload as the one argument; a

@@ -1,12 +1,15 @@
 /* wb_opts.c - workq-bench's command line: the usage text, the parsing and
- * checking of every option (and the Faktory password it names), and the
- * names of workloads and protocols that options and reports share. */
+ * checking of every option (and the password and address it takes from the
+ * environment), and the names of workloads and protocols that options and
+ * reports share.  Usage errors exit 64 (EX_USAGE), as the server's and
+ * workq-cli's do. */
 #include "wb.h"
 #include "wb_proto.h" /* wb_tok_u64 */
 
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +31,9 @@ opts_usage(FILE *out)
             "  -h HOST             server host (default 127.0.0.1)\n"
             "  -p PORT             server port (default 9922; 11300 for beanstalkd, 7419\n"
             "                      for faktory)\n"
-            "  --addr HOST:PORT    both at once ([::1]:PORT for IPv6)\n"
+            "  --addr HOST:PORT    both at once ([::1]:PORT for IPv6; HOST alone, :PORT)\n"
+            "                      (default with the workq protocol: $WORKQ_ADDR, if set\n"
+            "                      and none of -h, -p, --addr is given)\n"
             "  -c N                connections (default 50)\n"
             "  -n N                jobs (default 100000)\n"
             "  -d BYTES            payload size (default 16)\n"
@@ -42,6 +47,8 @@ opts_usage(FILE *out)
             "                      cycle only); they never expire: one fresh server per run\n"
             "  --ttr MS            job TTR (default 60000)\n"
             "  --ttl MS            TTL of the measured jobs (default 3600000)\n"
+            "  --keep              leave the jobs on the server; by default the run\n"
+            "                      removes what it added at its end (not measured)\n"
             "  --timeout SECONDS   give up after this long (default 300; 0: never), counted\n"
             "                      from the start: connecting, the backlog and the prefill\n"
             "                      count too\n"
@@ -58,6 +65,7 @@ opts_usage(FILE *out)
             "  --json              one JSON object\n"
             "  -q                  quiet: one summary line, no progress\n"
             "  --help              this help\n"
+            "  -V, --version       show the version\n"
             "\n"
             "Workloads:\n"
             "  add             add N jobs; measures adds\n"
@@ -68,8 +76,10 @@ opts_usage(FILE *out)
             "                  lease + complete (workq only)\n"
             "  schedule        like cycle, with schedule at times from 1 s ago to 100 ms ahead\n"
             "\n"
-            "Exit status: 0 if every reply was as expected and every job done, 1 otherwise,\n"
-            "2 on a usage error.\n");
+            "Exit status: 0 if every reply was as expected and every job done, 1 otherwise\n"
+            "(also when the server cannot be used), 64 on a usage error, 66 if the password\n"
+            "file cannot be read, 77 if the server wants a password and has none or\n"
+            "refuses it.\n");
 }
 
 /* Strict decimal in [min, max]: no sign, no spaces, no trailing junk. */
@@ -84,35 +94,59 @@ parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
     return 0;
 }
 
+/* Say what is wrong with the command line and exit 64. */
+static void opt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+opt_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("workq-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(BENCH_EXIT_USAGE);
+}
+
 /* Parse a numeric option or exit with a usage error. */
 static uint64_t
 opt_number(const char *name, const char *arg, uint64_t min, uint64_t max)
 {
     uint64_t v;
-    if (parse_u64(arg, min, max, &v) < 0) {
-        fprintf(stderr, "workq-bench: %s must be a number from %" PRIu64 " to %" PRIu64 "\n", name,
-                min, max);
-        exit(2);
-    }
+    if (parse_u64(arg, min, max, &v) < 0)
+        opt_die("%s must be a number from %" PRIu64 " to %" PRIu64, name, min, max);
     return v;
 }
 
-/* HOST:PORT, [IPV6]:PORT; the strings point into arg, which is modified. */
-static void
-opt_addr(struct wb_opts *o, char *arg)
+/* An address as workq-cli takes it: HOST:PORT, [IPV6]:PORT, HOST alone or
+ * :PORT (host 127.0.0.1); a port of NULL is the protocol's default.  The
+ * strings point into o->addr_buf, a copy of arg.  -1 if it is none of
+ * those. */
+static int
+opt_addr(struct wb_opts *o, const char *arg)
 {
-    char *colon = strrchr(arg, ':');
-    if (colon == NULL || colon[1] == '\0' || colon == arg) {
-        fprintf(stderr, "workq-bench: --addr wants HOST:PORT\n");
-        exit(2);
+    free(o->addr_buf);
+    char *host = o->addr_buf = strdup(arg), *port = NULL, *colon;
+    if (host == NULL)
+        return -1;
+    if (host[0] == '[') {
+        char *close = strchr(host, ']');
+        if (close == NULL || (close[1] != '\0' && close[1] != ':'))
+            return -1;
+        *close = '\0';
+        port = close[1] == ':' ? close + 2 : NULL;
+        host++;
+    } else if ((colon = strchr(host, ':')) != NULL && strchr(colon + 1, ':') == NULL) {
+        *colon = '\0';
+        port = colon + 1;
     }
-    *colon = '\0';
-    o->port = colon + 1;
-    if (arg[0] == '[' && colon[-1] == ']') {
-        colon[-1] = '\0';
-        arg++;
-    }
-    o->host = arg;
+    uint64_t v;
+    if (port != NULL && parse_u64(port, 1, 65535, &v) < 0)
+        return -1;
+    o->host = host[0] != '\0' ? host : "127.0.0.1";
+    o->port = port;
+    return 0;
 }
 
 /* Index of arg in a name table, or exit with a usage error. */
@@ -122,8 +156,20 @@ opt_lookup(const char *const *names, int n, const char *what, const char *arg)
     for (int i = 0; i < n; i++)
         if (strcmp(names[i], arg) == 0)
             return i;
-    fprintf(stderr, "workq-bench: unknown %s: %s\n", what, arg);
-    exit(2);
+    opt_die("unknown %s: %s", what, arg);
+}
+
+/* The option getopt_long just refused, as written: a long one, or the
+ * letter (which may stand in a group such as -qx). */
+static const char *
+opt_name(char **argv, bool missing_value)
+{
+    static char letter[3] = "-?";
+    const char *word = argv[optind - 1];
+    if (optopt == 0 || optopt > 255 || (missing_value && strncmp(word, "--", 2) == 0))
+        return word;
+    letter[1] = (char)optopt;
+    return letter;
 }
 
 enum {
@@ -142,13 +188,14 @@ enum {
     WB_OPT_CACERT,
     WB_OPT_CERT,
     WB_OPT_KEY,
+    WB_OPT_KEEP,
     WB_OPT_HELP
 };
 
-static void opt_finish(struct wb_opts *o, const char *password_file);
+static void opt_finish(struct wb_opts *o, const char *password_file, bool addr_given);
 
-/* Fill o from the command line; exits 2 on anything invalid, 0 after
- * --help. */
+/* Fill o from the command line and the environment; exits 64 on anything
+ * invalid, 0 after --help and --version. */
 void
 wb_opts_parse(struct wb_opts *o, int argc, char **argv)
 {
@@ -168,7 +215,9 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         {"cacert", required_argument, NULL, WB_OPT_CACERT},
         {"cert", required_argument, NULL, WB_OPT_CERT},
         {"key", required_argument, NULL, WB_OPT_KEY},
+        {"keep", no_argument, NULL, WB_OPT_KEEP},
         {"help", no_argument, NULL, WB_OPT_HELP},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     *o = (struct wb_opts){.host = "127.0.0.1",
@@ -183,15 +232,19 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
                           .ttl_ms = 3600000,
                           .timeout_s = 300};
     const char *password_file = NULL;
+    bool addr_given = false;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h:p:c:n:d:P:t:q", wb_long_options, NULL)) != -1) {
+    opterr = 0; /* its messages are ours, below */
+    while ((ch = getopt_long(argc, argv, ":h:p:c:n:d:P:t:qV", wb_long_options, NULL)) != -1) {
         switch (ch) {
         case 'h':
             o->host = optarg;
+            addr_given = true;
             break;
         case 'p':
             opt_number("-p", optarg, 1, 65535);
             o->port = optarg;
+            addr_given = true;
             break;
         case 'c':
             o->conns = (uint32_t)opt_number("-c", optarg, 1, 10000);
@@ -213,7 +266,9 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
             o->quiet = true;
             break;
         case WB_OPT_ADDR:
-            opt_addr(o, optarg);
+            if (opt_addr(o, optarg) < 0)
+                opt_die("bad address \"%s\" (--addr HOST:PORT)", optarg);
+            addr_given = true;
             break;
         case WB_OPT_NAMES:
             o->names = (uint32_t)opt_number("--names", optarg, 1, BENCH_MAX_NAMES);
@@ -258,25 +313,31 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
         case WB_OPT_KEY:
             o->key = optarg;
             break;
+        case WB_OPT_KEEP:
+            o->keep = true;
+            break;
         case WB_OPT_HELP:
             opts_usage(stdout);
             exit(0);
+        case 'V':
+            printf("workq-bench %s\n", PACKAGE_VERSION);
+            exit(0);
+        case ':':
+            opt_die("missing value for option \"%s\" (see workq-bench --help)",
+                    opt_name(argv, true));
         default:
-            opts_usage(stderr);
-            exit(2);
+            opt_die("unknown option \"%s\" (see workq-bench --help)", opt_name(argv, false));
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "workq-bench: unexpected argument: %s\n", argv[optind]);
-        exit(2);
-    }
-    opt_finish(o, password_file);
+    if (optind < argc)
+        opt_die("unexpected argument: %s", argv[optind]);
+    opt_finish(o, password_file, addr_given);
 }
 
 /* The password: the first line of path (without its line end), or the
  * environment variable env if path is NULL (none if that is unset or
- * empty); exits 2 if the file cannot be read, or its first line is empty or
- * too long. */
+ * empty); exits 66 if the file cannot be read, or its first line is empty
+ * or too long, 64 if the variable is too long. */
 static char *
 opt_password(const char *path, const char *env_name)
 {
@@ -285,17 +346,14 @@ opt_password(const char *path, const char *env_name)
         const char *env = getenv(env_name);
         if (env == NULL || env[0] == '\0')
             return NULL;
-        if (strlen(env) > BENCH_MAX_PASSWORD) {
-            fprintf(stderr, "workq-bench: %s is longer than %d bytes\n", env_name,
-                    BENCH_MAX_PASSWORD);
-            exit(2);
-        }
+        if (strlen(env) > BENCH_MAX_PASSWORD)
+            opt_die("%s is longer than %d bytes", env_name, BENCH_MAX_PASSWORD);
         return strdup(env);
     }
     FILE *fp = fopen(path, "r");
     if (fp == NULL) {
         fprintf(stderr, "workq-bench: %s: %s\n", path, strerror(errno));
-        exit(2);
+        exit(BENCH_EXIT_NOINPUT);
     }
     bool got = fgets(line, sizeof line, fp) != NULL;
     fclose(fp);
@@ -308,61 +366,47 @@ opt_password(const char *path, const char *env_name)
     if (len == 0 || len > BENCH_MAX_PASSWORD) {
         fprintf(stderr, "workq-bench: %s: the first line must hold the password (1 to %d bytes)\n",
                 path, BENCH_MAX_PASSWORD);
-        exit(2);
+        exit(BENCH_EXIT_NOINPUT);
     }
     return strdup(line);
 }
 
-/* Defaults that depend on other options, and combinations that make no
- * sense; exits 2 on those. */
+/* Defaults that depend on other options (WORKQ_ADDR names a Workq
+ * listener, so only the workq protocol reads it, and only when no option
+ * names the server, as workq-cli's -a wins over it), and combinations that
+ * make no sense; exits 64 on those. */
 static void
-opt_finish(struct wb_opts *o, const char *password_file)
+opt_finish(struct wb_opts *o, const char *password_file, bool addr_given)
 {
     static const char *const default_ports[] = {"9922", "11300", "7419"};
     _Static_assert(BENCH_ARRAY_LEN(default_ports) == WB_PROTO_COUNT, "default_ports out of sync");
+    const char *env = getenv("WORKQ_ADDR");
+    if (!addr_given && o->proto == WB_PROTO_WORKQ && env != NULL && env[0] != '\0' &&
+        opt_addr(o, env) < 0)
+        opt_die("bad address \"%s\" in WORKQ_ADDR", env);
     if (o->port == NULL)
         o->port = default_ports[o->proto];
-    if (o->csv && o->json) {
-        fprintf(stderr, "workq-bench: --csv and --json exclude each other\n");
-        exit(2);
-    }
-    if (o->conns < 2 && o->workload != WL_ADD && o->workload != WL_LEASE_COMPLETE) {
-        fprintf(stderr, "workq-bench: %s needs at least 2 connections\n",
-                wb_workload_names[o->workload]);
-        exit(2);
-    }
-    if (o->proto == WB_PROTO_BEANSTALKD && o->workload == WL_RUN) {
-        fprintf(stderr, "workq-bench: beanstalkd has no equivalent of run\n");
-        exit(2);
-    }
-    if (o->proto == WB_PROTO_FAKTORY && o->workload == WL_RUN) {
-        fprintf(stderr, "workq-bench: Faktory has no equivalent of run\n");
-        exit(2);
-    }
-    if ((o->cacert != NULL || o->cert != NULL || o->key != NULL) && !o->tls) {
-        fprintf(stderr, "workq-bench: --cacert, --cert and --key need --tls\n");
-        exit(2);
-    }
-    if ((o->cert == NULL) != (o->key == NULL)) {
-        fprintf(stderr, "workq-bench: --cert and --key go together\n");
-        exit(2);
-    }
-    if (password_file != NULL && o->proto == WB_PROTO_BEANSTALKD) {
-        fprintf(stderr, "workq-bench: beanstalkd has no password (--password-file)\n");
-        exit(2);
-    }
+    if (o->csv && o->json)
+        opt_die("--csv and --json exclude each other");
+    if (o->conns < 2 && o->workload != WL_ADD && o->workload != WL_LEASE_COMPLETE)
+        opt_die("%s needs at least 2 connections", wb_workload_names[o->workload]);
+    if (o->proto == WB_PROTO_BEANSTALKD && o->workload == WL_RUN)
+        opt_die("beanstalkd has no equivalent of run");
+    if (o->proto == WB_PROTO_FAKTORY && o->workload == WL_RUN)
+        opt_die("Faktory has no equivalent of run");
+    if ((o->cacert != NULL || o->cert != NULL || o->key != NULL) && !o->tls)
+        opt_die("--cacert, --cert and --key need --tls");
+    if ((o->cert == NULL) != (o->key == NULL))
+        opt_die("--cert and --key go together");
+    if (password_file != NULL && o->proto == WB_PROTO_BEANSTALKD)
+        opt_die("beanstalkd has no password (--password-file)");
     /* add measures no lease, and run and schedule consumers cannot lease
      * only jobs whose creation was acknowledged: run jobs leave the queue
      * by themselves, scheduled ones become ready later. */
-    if (o->backlog > 0 && o->workload != WL_LEASE_COMPLETE && o->workload != WL_CYCLE) {
-        fprintf(stderr, "workq-bench: --backlog works only with -t lease-complete or -t cycle\n");
-        exit(2);
-    }
-    if ((uint64_t)o->backlog * o->names + o->jobs > BENCH_MAX_ALL_JOBS) {
-        fprintf(stderr, "workq-bench: -n plus --backlog times --names must be at most %u\n",
-                BENCH_MAX_ALL_JOBS);
-        exit(2);
-    }
+    if (o->backlog > 0 && o->workload != WL_LEASE_COMPLETE && o->workload != WL_CYCLE)
+        opt_die("--backlog works only with -t lease-complete or -t cycle");
+    if ((uint64_t)o->backlog * o->names + o->jobs > BENCH_MAX_ALL_JOBS)
+        opt_die("-n plus --backlog times --names must be at most %u", BENCH_MAX_ALL_JOBS);
     if (o->proto == WB_PROTO_FAKTORY)
         o->password = opt_password(password_file, "FAKTORY_PASSWORD");
     else if (o->proto == WB_PROTO_WORKQ)

@@ -55,9 +55,10 @@ void wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_
 unsigned wb_wq_auth(struct wb_conn *c);
 /* auth: +OK, else (a wrong password) the run cannot go on. */
 void wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-/* A set-up reply that makes the run impossible: say why, and stop. */
+/* A set-up reply that makes the run impossible: say why, and stop with
+ * exit status status. */
 void wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
-                   const char *what);
+                   const char *what, int status);
 
 /* ------------------------------------------------------------------------ */
 /* wb_bs.c: the beanstalkd client                                           */

@@ -100,6 +100,11 @@ report_human(const struct bench *b, uint64_t incomplete)
         printf("%-12s%" PRIu64 " jobs were accepted but not completed\n", "incomplete", incomplete);
     if (b->opt.workload != WL_ADD)
         printf("%-12s%" PRIu64 "\n", "empty waits", b->lease_timeouts);
+    if (b->opt.keep)
+        printf("%-12sskipped (--keep)\n", "clean-up");
+    else
+        printf("%-12s%" PRIu64 " jobs removed in %.3f s%s\n", "clean-up", b->cleaned,
+               (double)b->clean_ns / 1e9, b->clean_done ? "" : " (not finished)");
     printf("latency (ms)      count       p50       p90       p99     p99.9       max\n");
     report_hist_line("all", &b->all);
     for (int i = 0; i < nops; i++)
@@ -132,6 +137,7 @@ report_csv(const struct bench *b, uint64_t incomplete)
         const char *p = i == 0 ? "all" : wb_op_names[ops[i]];
         printf(",%s_count,%s_p50_us,%s_p90_us,%s_p99_us,%s_p999_us,%s_max_us", p, p, p, p, p, p);
     }
+    printf(",cleaned");
     printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu64
            ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
            wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
@@ -146,7 +152,7 @@ report_csv(const struct bench *b, uint64_t incomplete)
             printf(",%" PRIu64, wb_hist_percentile(h, report_permyriads[k]));
         printf(",%" PRIu64, h->max);
     }
-    printf("\n");
+    printf(",%" PRIu64 "\n", b->cleaned);
 }
 
 /* One latency object of the JSON report, in microseconds. */
@@ -170,18 +176,20 @@ report_json(const struct bench *b, uint64_t incomplete)
     int nops = bench_report_ops(b, ops);
     /* The address is host:port from the command line, with nothing to escape
      * in practice; names are ours. */
-    printf(
-        "{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
-        ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
-        ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"backlog_added\":%" PRIu64 ",\"jobs\":%" PRIu32
-        ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64 ",\"incomplete\":%" PRIu64
-        ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
-        ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"latency_us\":{",
-        wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
-        b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities ? "true" : "false",
-        b->opt.backlog, b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
-        b->timed_out ? "true" : "false", b->interrupted ? "true" : "false", b->lease_timeouts, secs,
-        secs > 0 ? (double)wb_run_done(b) / secs : 0, secs > 0 ? (double)b->requests / secs : 0);
+    printf("{\"workload\":\"%s\",\"protocol\":\"%s\",\"address\":\"%s\",\"connections\":%" PRIu32
+           ",\"pipeline\":%" PRIu32 ",\"payload\":%" PRIu32 ",\"names\":%" PRIu32
+           ",\"priorities\":%s,\"backlog\":%" PRIu32 ",\"backlog_added\":%" PRIu64
+           ",\"jobs\":%" PRIu32 ",\"done\":%" PRIu64 ",\"errors\":%" PRIu64
+           ",\"incomplete\":%" PRIu64
+           ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
+           ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"cleaned\":%" PRIu64
+           ",\"clean_seconds\":%.6f,\"latency_us\":{",
+           wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
+           b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities ? "true" : "false",
+           b->opt.backlog, b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
+           b->timed_out ? "true" : "false", b->interrupted ? "true" : "false", b->lease_timeouts,
+           secs, secs > 0 ? (double)wb_run_done(b) / secs : 0,
+           secs > 0 ? (double)b->requests / secs : 0, b->cleaned, (double)b->clean_ns / 1e9);
     report_json_hist("all", &b->all, nops == 0);
     for (int i = 0; i < nops; i++)
         report_json_hist(wb_op_names[ops[i]], &b->hist[ops[i]], i == nops - 1);

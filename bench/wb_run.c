@@ -141,6 +141,10 @@ wb_run_fill(struct wb_conn *c)
     struct bench *b = c->b;
     if (c->closed || !c->ready || b->phase == PH_CONNECT || b->phase == PH_DONE)
         return;
+    if (b->phase == PH_CLEAN) {
+        wb_clean_fill(c);
+        return;
+    }
     if (c->producer) {
         uint32_t depth = b->opt.pipeline;
         if (b->phase == PH_PREFILL && depth < BENCH_PREFILL_DEPTH)
@@ -196,7 +200,7 @@ bench_ticket(struct bench *b, uint32_t ji)
 void
 wb_run_fill_all(struct bench *b)
 {
-    for (unsigned i = 0; i < b->opt.conns; i++)
+    for (unsigned i = 0; i < b->nconns; i++)
         wb_run_fill(&b->conns[i]);
 }
 
@@ -260,13 +264,24 @@ wb_run_done(const struct bench *b)
     return b->completes_ok;
 }
 
-/* End the run: stop the clock and leave the event loop. */
+/* End the run: stop the clock and leave the event loop.  (The clean-up
+ * keeps its own clock.) */
 void
 wb_run_stop(struct bench *b)
 {
-    b->t_end_ns = wb_now_ns();
-    b->phase = PH_DONE;
+    if (b->phase != PH_CLEAN) {
+        b->t_end_ns = wb_now_ns();
+        b->phase = PH_DONE;
+    }
     event_base_loopbreak(b->base);
+}
+
+void
+wb_run_fatal(struct bench *b, int status)
+{
+    if (b->fatal == 0)
+        b->fatal = status;
+    wb_run_stop(b);
 }
 
 /* Does connection idx produce in the measured phase?  In cycle, run and
@@ -352,6 +367,10 @@ wb_run_start(struct bench *b)
 void
 wb_run_check_idle(struct bench *b)
 {
+    if (b->phase == PH_CLEAN) {
+        wb_clean_check_idle(b);
+        return;
+    }
     if (b->phase == PH_CONNECT || b->phase == PH_DONE || b->inflight != 0)
         return;
     wb_run_fill_all(b);

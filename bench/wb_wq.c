@@ -34,11 +34,11 @@ wb_sched_offset_ms(struct bench *b)
 }
 
 void
-wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what)
+wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what,
+              int status)
 {
     wb_error_reply(c, r, f, what);
-    c->b->fatal = true;
-    wb_run_stop(c->b);
+    wb_run_fatal(c->b, status);
 }
 
 unsigned
@@ -56,7 +56,7 @@ void
 wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     if (!wb_frame_is(f, "+OK"))
-        wb_setup_fail(c, r, f, "auth refused");
+        wb_setup_fail(c, r, f, "auth refused", BENCH_EXIT_PASSWORD);
 }
 
 /* workq: add, schedule or run job ji. */

@@ -89,25 +89,27 @@ bench_progress_cb(evutil_socket_t fd, short what, void *arg)
     wb_report_progress(arg);
 }
 
-/* --timeout expired: report what was done and fail. */
+/* --timeout expired: report what was done and fail (in the clean-up:
+ * leave the rest). */
 static void
 bench_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct bench *b = arg;
-    b->timed_out = true;
+    b->timed_out = b->timed_out || b->phase != PH_CLEAN;
     wb_run_stop(b);
 }
 
-/* Ctrl-C: report what was done so far and fail. */
+/* Ctrl-C: report what was done so far and fail; the clean-up follows,
+ * and a second Ctrl-C cuts it short. */
 static void
 bench_sigint_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct bench *b = arg;
-    b->interrupted = true;
+    b->interrupted = b->interrupted || b->phase != PH_CLEAN;
     wb_run_stop(b);
 }
 
@@ -152,6 +154,7 @@ bench_init(struct bench *b)
     b->scratch = wb_xcalloc(1, b->scratch_len);
     wb_jobs_init(b);
     b->conns = wb_xcalloc(b->opt.conns, sizeof *b->conns);
+    b->nconns = b->opt.conns;
     b->dirty_cap = b->opt.conns;
     b->dirty = wb_xcalloc(b->dirty_cap, sizeof *b->dirty);
     for (unsigned i = 0; i < b->opt.conns; i++) {
@@ -181,6 +184,8 @@ bench_free(struct bench *b)
     free(b->lease_line);
     free(b->scratch);
     free(b->opt.password);
+    free(b->opt.addr_buf);
+    free(b->clean_enqueued);
     event_free(b->progress_ev);
     event_free(b->timeout_ev);
     event_free(b->sigint_ev);
@@ -234,15 +239,18 @@ main(int argc, char **argv)
     event_base_dispatch(b->base);
     if (b->progress)
         fprintf(stderr, "\r%-79s\r", "");
-    if (b->fatal) {
+    if (b->fatal != 0) {
+        int fatal = b->fatal;
         bench_free(b);
-        return 1;
+        return fatal;
     }
     if (b->timed_out)
         wb_error(b, "timed out after %" PRIu32 " s", b->opt.timeout_s);
     uint64_t incomplete = bench_incomplete(b);
+    wb_clean(b);
     wb_report_print(b, incomplete);
-    int status = b->errors > 0 || incomplete > 0 || b->timed_out || b->interrupted ? 1 : 0;
+    bool failed = b->errors > 0 || incomplete > 0 || b->timed_out || b->interrupted ||
+                  (!b->opt.keep && !b->clean_done);
     bench_free(b);
-    return status;
+    return failed ? BENCH_EXIT_FAILED : 0;
 }

@@ -13,46 +13,67 @@
 /* Positional-argument index meaning "the last one". */
 #define CLI_ARG_LAST (-2)
 #define CLI_ARG_NONE (-1)
+/* A command's largest number of positional arguments when any number will do. */
+#define CLI_ARGS_ANY UINT8_MAX
 
+/* A command as workq-cli knows it: what it checks itself (the name, the
+ * number of positional arguments, the subject of inspect and worker), how
+ * it turns the typed line into protocol bytes, and how long the reply may
+ * rightly take.  The values (ids, names, numbers, flags) are the server's
+ * to judge. */
 struct cli_cmd_spec {
     const char *name;
     enum cli_cmd_kind kind;
-    uint8_t args; /* positional arguments when payload is set */
-    bool payload; /* the last positional argument is a data block */
-    bool new_id;  /* the first positional argument may be "-" */
+    uint8_t min_args, max_args; /* positional arguments; flags not counted */
+    bool payload;               /* the last positional argument is a data block */
+    bool new_id;                /* the first positional argument may be "-" */
+    bool subject;               /* the first positional argument picks a row of cli_cmd_subs */
     enum cli_view view;
-    int8_t wait_arg; /* the wait-timeout in ms, or CLI_ARG_NONE */
-    int8_t ttr_arg;  /* run also waits for the TTR once leased */
+    int8_t wait_arg;          /* the wait-timeout in ms, or CLI_ARG_NONE */
+    int8_t ttr_arg;           /* run also waits for the TTR once leased */
+    int8_t name_arg;          /* a queue name (CLI_ARG_LAST: every one), for completion */
+    const char *const *flags; /* for completion; NULL: none */
     const char *usage;
 };
 
+static const char *const cli_job_flags[] = {
+    "-priority=",    "-max-attempts=", "-max-fails=", "-after=",
+    "-idempotent=1", "-worker=",       "-target=all", NULL};
+static const char *const cli_run_flags[] = {"-priority=", NULL};
+static const char *const cli_lease_flags[] = {"-fencing=1", NULL};
+static const char *const cli_attempt_flags[] = {"-attempt=", NULL};
+static const char *const cli_hello_flags[] = {"-labels=", NULL};
+
 static const struct cli_cmd_spec cli_cmd_table[] = {
-    {"add", CLI_CMD_SEND, 5, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+    {"add", CLI_CMD_SEND, 5, 5, true, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, 1,
+     cli_job_flags,
      "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N] "
      "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
-    {"schedule", CLI_CMD_SEND, 6, true, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+    {"schedule", CLI_CMD_SEND, 6, 6, true, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     1, cli_job_flags,
      "schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] [-max-attempts=N] "
      "[-max-fails=N] "
      "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
-    {"run", CLI_CMD_SEND, 5, true, true, CLI_VIEW_RESULT, 3, 2,
+    {"run", CLI_CMD_SEND, 5, 5, true, true, false, CLI_VIEW_RESULT, 3, 2, 1, cli_run_flags,
      "run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]"},
-    {"result", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,
-     "result <id> <wait-timeout>"},
-    {"lease", CLI_CMD_SEND, 0, false, false, CLI_VIEW_LEASE, CLI_ARG_LAST, CLI_ARG_NONE,
-     "lease <name>... <wait-timeout> [-fencing=1]"},
-    {"complete", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "complete <id> <result> [-attempt=N]"},
-    {"fail", CLI_CMD_SEND, 2, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "fail <id> <result> [-attempt=N]"},
-    {"touch", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "touch <id> [<ttr>] [-attempt=N]"},
-    {"cancel", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "cancel <id>"},
-    {"wait", CLI_CMD_SEND, 0, false, false, CLI_VIEW_RESULT, 0, CLI_ARG_NONE,
-     "wait <wait-timeout> <id>..."},
-    {"delete", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "delete <id>"},
-    {"inspect", CLI_CMD_SEND, 0, false, false, CLI_VIEW_SERVER, CLI_ARG_NONE, CLI_ARG_NONE,
+    {"result", CLI_CMD_SEND, 2, 2, false, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "result <id> <wait-timeout>"},
+    {"lease", CLI_CMD_SEND, 2, CLI_ARGS_ANY, false, false, false, CLI_VIEW_LEASE, CLI_ARG_LAST,
+     CLI_ARG_NONE, CLI_ARG_LAST, cli_lease_flags, "lease <name>... <wait-timeout> [-fencing=1]"},
+    {"complete", CLI_CMD_SEND, 2, 2, true, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE,
+     CLI_ARG_NONE, CLI_ARG_NONE, cli_attempt_flags, "complete <id> <result> [-attempt=N]"},
+    {"fail", CLI_CMD_SEND, 2, 2, true, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, cli_attempt_flags, "fail <id> <result> [-attempt=N]"},
+    {"touch", CLI_CMD_SEND, 1, 2, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, cli_attempt_flags, "touch <id> [<ttr>] [-attempt=N]"},
+    {"cancel", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "cancel <id>"},
+    {"wait", CLI_CMD_SEND, 2, CLI_ARGS_ANY, false, false, false, CLI_VIEW_RESULT, 0, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "wait <wait-timeout> <id>..."},
+    {"delete", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "delete <id>"},
+    {"inspect", CLI_CMD_SEND, 1, CLI_ARGS_ANY, false, false, true, CLI_VIEW_SERVER, CLI_ARG_NONE,
+     CLI_ARG_NONE, CLI_ARG_NONE, NULL,
      "inspect server\n"
      "inspect queues <offset> <limit>\n"
      "inspect queue <name>\n"
@@ -60,28 +81,56 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
      "inspect jobs <name> <offset> <limit>\n"
      "inspect scheduled-jobs <name> <offset> <limit>\n"
      "inspect workers <offset> <limit>"},
-    {"hello", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "hello <name> [-labels=a,b]"},
-    {"worker", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+    {"hello", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, cli_hello_flags, "hello <name> [-labels=a,b]"},
+    {"worker", CLI_CMD_SEND, 2, 2, false, false, true, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL,
      "worker quiet <wid>\n"
      "worker terminate <wid>"},
-    {"auth", CLI_CMD_SEND, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "auth <password>"},
-    {"help", CLI_CMD_HELP, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, "help"},
-    {"quit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
-     "quit, exit"},
-    {"exit", CLI_CMD_QUIT, 0, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, NULL},
+    {"auth", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "auth <password>"},
+    {"help", CLI_CMD_HELP, 0, CLI_ARGS_ANY, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE,
+     CLI_ARG_NONE, CLI_ARG_NONE, NULL, "help"},
+    {"quit", CLI_CMD_QUIT, 0, CLI_ARGS_ANY, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE,
+     CLI_ARG_NONE, CLI_ARG_NONE, NULL, "quit, exit"},
+    {"exit", CLI_CMD_QUIT, 0, CLI_ARGS_ANY, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE,
+     CLI_ARG_NONE, CLI_ARG_NONE, NULL, NULL},
 };
 
-/* How each object of inspect is shown. */
-static const struct {
-    const char *object;
+/* The subjects of inspect and the actions of worker: how many positional
+ * arguments follow the subject, where a queue name stands among them (for
+ * completion), and how the reply is shown. */
+struct cli_cmd_sub {
+    const char *cmd, *name;
+    uint8_t args;
+    int8_t name_arg; /* counted from the subject (0), or CLI_ARG_NONE */
     enum cli_view view;
-} cli_cmd_inspect_views[] = {
-    {"server", CLI_VIEW_SERVER},  {"job", CLI_VIEW_JOB},   {"queues", CLI_VIEW_QUEUES},
-    {"queue", CLI_VIEW_QUEUES},   {"jobs", CLI_VIEW_JOBS}, {"scheduled-jobs", CLI_VIEW_JOBS},
-    {"workers", CLI_VIEW_QUEUES}, /* blocks of keys, shown as a table */
 };
+
+static const struct cli_cmd_sub cli_cmd_subs[] = {
+    {"inspect", "server", 0, CLI_ARG_NONE, CLI_VIEW_SERVER},
+    {"inspect", "queues", 2, CLI_ARG_NONE, CLI_VIEW_QUEUES},
+    {"inspect", "queue", 1, 1, CLI_VIEW_QUEUES},
+    {"inspect", "job", 1, CLI_ARG_NONE, CLI_VIEW_JOB},
+    {"inspect", "jobs", 3, 1, CLI_VIEW_JOBS},
+    {"inspect", "scheduled-jobs", 3, 1, CLI_VIEW_JOBS},
+    {"inspect", "workers", 2, CLI_ARG_NONE, CLI_VIEW_QUEUES}, /* blocks of keys, as a table */
+    {"worker", "quiet", 1, CLI_ARG_NONE, CLI_VIEW_STATUS},
+    {"worker", "terminate", 1, CLI_ARG_NONE, CLI_VIEW_STATUS},
+};
+
+/* Every command name and every subject, for completion (NULL terminated). */
+static const char *const cli_cmd_names[] = {
+    "add",    "schedule", "run",   "result", "lease", "complete", "fail", "touch", "cancel", "wait",
+    "delete", "inspect",  "hello", "worker", "auth",  "help",     "quit", "exit",  NULL};
+_Static_assert(WQ_ARRAY_LEN(cli_cmd_names) == WQ_ARRAY_LEN(cli_cmd_table) + 1,
+               "cli_cmd_names out of sync");
+static const char *const cli_inspect_subjects[] = {"server", "queues",         "queue",   "job",
+                                                   "jobs",   "scheduled-jobs", "workers", NULL};
+static const char *const cli_worker_actions[] = {"quiet", "terminate", NULL};
+_Static_assert(WQ_ARRAY_LEN(cli_inspect_subjects) + WQ_ARRAY_LEN(cli_worker_actions) ==
+                   WQ_ARRAY_LEN(cli_cmd_subs) + 2,
+               "cli_inspect_subjects or cli_worker_actions out of sync");
 
 struct cli_token {
     const char *p;
@@ -236,21 +285,94 @@ cli_cmd_arg(const struct cli_token *tok, size_t n, size_t k)
     return k == SIZE_MAX ? seen : 0;
 }
 
-/* The view of the reply, and how long the server may rightly wait. */
-static void
-cli_cmd_expect(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struct cli_token *tok,
-               size_t n)
+/* The row of cli_cmd_subs for the subject token t of command cmd, or NULL. */
+static const struct cli_cmd_sub *
+cli_cmd_sub_lookup(const char *cmd, const struct cli_token *t)
+{
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_subs); i++)
+        if (strcmp(cli_cmd_subs[i].cmd, cmd) == 0 && cli_token_is(t, cli_cmd_subs[i].name))
+            return &cli_cmd_subs[i];
+    return NULL;
+}
+
+/* The subjects of cmd, as "a, b or c". */
+static const char *
+cli_cmd_sub_list(const char *cmd)
+{
+    static char list[128];
+    size_t o = 0, n = 0, total = 0;
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_subs); i++)
+        total += strcmp(cli_cmd_subs[i].cmd, cmd) == 0;
+    list[0] = '\0';
+    for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_subs) && o < sizeof list; i++) {
+        if (strcmp(cli_cmd_subs[i].cmd, cmd) != 0)
+            continue;
+        n++;
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", cli_cmd_subs[i].name,
+                              n + 1 == total ? " or "
+                              : n < total    ? ", "
+                                             : "");
+    }
+    return list;
+}
+
+/* Refuse a command with the usage line of sub (or of the whole command). */
+static int
+cli_cmd_usage(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struct cli_cmd_sub *sub)
+{
+    if (sub == NULL)
+        return cli_cmd_fail(cmd, "usage: %s", spec->usage);
+    /* The usage of a subject is its line of spec->usage. */
+    size_t want = strlen(sub->name);
+    for (const char *u = spec->usage; *u != '\0';) {
+        size_t line = strcspn(u, "\n"), cmd_n = strlen(spec->name);
+        if (line > cmd_n + want && strncmp(u + cmd_n + 1, sub->name, want) == 0 &&
+            (u[cmd_n + 1 + want] == ' ' || u[cmd_n + 1 + want] == '\n' ||
+             u[cmd_n + 1 + want] == '\0'))
+            return cli_cmd_fail(cmd, "usage: %.*s", (int)line, u);
+        u += line + (u[line] == '\n');
+    }
+    return cli_cmd_fail(cmd, "usage: %s %s", spec->name, sub->name);
+}
+
+/* What the cli checks before sending (the rule of workq-cli(1), "Usage
+ * errors"): the number of positional arguments, and for inspect and worker
+ * the subject.  Values are the server's to judge.  *sub gets the subject's
+ * row. */
+static int
+cli_cmd_check(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struct cli_token *tok,
+              size_t n, const struct cli_cmd_sub **sub)
 {
     size_t npos = cli_cmd_arg(tok, n, SIZE_MAX);
-    cmd->view = spec->view;
+    *sub = NULL;
+    if (spec->subject) {
+        bool worker = strcmp(spec->name, "worker") == 0;
+        const char *noun = worker ? "action" : "subject";
+        if (npos == 0)
+            return cli_cmd_fail(cmd, "%s needs %s %s: %s", spec->name, worker ? "an" : "a", noun,
+                                cli_cmd_sub_list(spec->name));
+        const struct cli_token *t = &tok[cli_cmd_arg(tok, n, 0)];
+        if ((*sub = cli_cmd_sub_lookup(spec->name, t)) == NULL)
+            return cli_cmd_fail(cmd, "unknown %s %s \"%.*s\" (%s)", spec->name, noun,
+                                (int)WQ_MIN(t->n, 64), t->p, cli_cmd_sub_list(spec->name));
+        return npos == 1u + (*sub)->args ? 0 : cli_cmd_usage(cmd, spec, *sub);
+    }
+    if (npos < spec->min_args || (spec->max_args != CLI_ARGS_ANY && npos > spec->max_args))
+        return cli_cmd_usage(cmd, spec, NULL);
+    return 0;
+}
+
+/* The view of the reply, and how long the server may rightly wait. */
+static void
+cli_cmd_expect(struct cli_cmd *cmd, const struct cli_cmd_spec *spec, const struct cli_cmd_sub *sub,
+               const struct cli_token *tok, size_t n)
+{
+    size_t npos = cli_cmd_arg(tok, n, SIZE_MAX);
+    cmd->view = sub != NULL ? sub->view : spec->view;
     if (strcmp(spec->name, "lease") == 0)
         for (size_t i = 1; i < n; i++)
             if (cli_token_is(&tok[i], "-fencing=1"))
                 cmd->view = CLI_VIEW_FENCED;
-    if (strcmp(spec->name, "inspect") == 0 && npos > 0)
-        for (size_t i = 0; i < WQ_ARRAY_LEN(cli_cmd_inspect_views); i++)
-            if (cli_token_is(&tok[cli_cmd_arg(tok, n, 0)], cli_cmd_inspect_views[i].object))
-                cmd->view = cli_cmd_inspect_views[i].view;
     if (spec->wait_arg == CLI_ARG_NONE || npos == 0)
         return;
     size_t w =
@@ -277,12 +399,14 @@ cli_cmd_build(struct cli_cmd *cmd, const struct cli_token *tok, size_t n)
     cmd->kind = spec->kind;
     if (spec->kind != CLI_CMD_SEND)
         return 0;
-    /* A wrong count would make the server read the payload as a command. */
-    if (spec->payload && cli_cmd_arg(tok, n, SIZE_MAX) != spec->args)
-        return cli_cmd_fail(cmd, "usage: %s", spec->usage);
-    size_t payload = spec->payload ? cli_cmd_arg(tok, n, spec->args - 1u) : 0;
+    /* (For a payload, a wrong count would also make the server read the
+     * data block as a command.) */
+    const struct cli_cmd_sub *sub;
+    if (cli_cmd_check(cmd, spec, tok, n, &sub) != 0)
+        return -1;
+    cli_cmd_expect(cmd, spec, sub, tok, n);
+    size_t payload = spec->payload ? cli_cmd_arg(tok, n, spec->max_args - 1u) : 0;
     size_t id = spec->new_id ? cli_cmd_arg(tok, n, 0) : 0;
-    cli_cmd_expect(cmd, spec, tok, n);
 
     struct cli_text b = {0};
     cli_text_add(&b, spec->name, strlen(spec->name));
@@ -353,6 +477,71 @@ cli_cmd_parse_words(struct cli_cmd *cmd, char *const *words, size_t n)
     int rc = cli_cmd_build(cmd, tok, n);
     free(tok);
     return rc;
+}
+
+/* The end of the word of line[0..len) that starts at i: after its closing
+ * quote for a quoted one (len if it has none), else at the next space or
+ * tab. */
+static size_t
+cli_cmd_word_end(const char *line, size_t len, size_t i)
+{
+    if (line[i] != '"') {
+        while (i < len && line[i] != ' ' && line[i] != '\t')
+            i++;
+        return i;
+    }
+    for (i++; i < len && line[i] != '"'; i++)
+        if (line[i] == '\\')
+            i++;
+    return i < len ? i + 1 : len;
+}
+
+void
+cli_cmd_complete(struct cli_complete *out, const char *line, size_t start, size_t end)
+{
+    struct cli_token name = {0}, subject = {0};
+    size_t words = 0, npos = 0; /* words before line[start]; positional ones after the name */
+    *out = (struct cli_complete){CLI_COMPLETE_NOTHING, NULL};
+    for (size_t i = 0;;) {
+        while (i < start && (line[i] == ' ' || line[i] == '\t'))
+            i++;
+        if (i >= start)
+            break;
+        size_t e = cli_cmd_word_end(line, start, i);
+        if (line[i] == '"' && e == start && (line[e - 1] != '"' || e - i < 2))
+            return; /* line[start] is inside a quoted string */
+        struct cli_token t = {line + i, e - i, line[i] == '"'};
+        if (words++ == 0)
+            name = t;
+        else if (!cli_token_is_flag(&t) && npos++ == 0)
+            subject = t;
+        i = e;
+    }
+    if (words == 0) {
+        *out = (struct cli_complete){CLI_COMPLETE_WORDS, cli_cmd_names};
+        return;
+    }
+    const struct cli_cmd_spec *spec = cli_cmd_lookup(&name);
+    if (spec == NULL || spec->kind != CLI_CMD_SEND)
+        return;
+    /* At the id of add, schedule and run, "-" is a new id, not a flag. */
+    if (end > start && line[start] == '-' && spec->flags != NULL && !(spec->new_id && npos == 0)) {
+        *out = (struct cli_complete){CLI_COMPLETE_WORDS, spec->flags};
+        return;
+    }
+    int name_arg = spec->name_arg;
+    if (spec->subject) {
+        if (npos == 0) {
+            bool worker = strcmp(spec->name, "worker") == 0;
+            *out = (struct cli_complete){CLI_COMPLETE_WORDS,
+                                         worker ? cli_worker_actions : cli_inspect_subjects};
+            return;
+        }
+        const struct cli_cmd_sub *sub = cli_cmd_sub_lookup(spec->name, &subject);
+        name_arg = sub != NULL ? sub->name_arg : CLI_ARG_NONE;
+    }
+    if (name_arg == CLI_ARG_LAST || (name_arg >= 0 && (size_t)name_arg == npos))
+        out->kind = CLI_COMPLETE_QUEUES;
 }
 
 void

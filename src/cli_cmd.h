@@ -36,6 +36,21 @@ int cli_cmd_parse_line(struct cli_cmd *cmd, const char *line, size_t len);
 int cli_cmd_parse_words(struct cli_cmd *cmd, char *const *words, size_t n);
 void cli_cmd_clear(struct cli_cmd *cmd);
 
+/* Tab completion: what may be typed at the word line[start..end) of a line
+ * being edited, as the words before it say. */
+enum cli_complete_kind {
+    CLI_COMPLETE_NOTHING, /* an id, a number, a payload, an unknown command */
+    CLI_COMPLETE_WORDS,   /* one of words: a command, a subject, a flag */
+    CLI_COMPLETE_QUEUES,  /* a queue name, which only the server knows */
+};
+
+struct cli_complete {
+    enum cli_complete_kind kind;
+    const char *const *words; /* NULL terminated; static */
+};
+
+void cli_cmd_complete(struct cli_complete *out, const char *line, size_t start, size_t end);
+
 /* The list of commands with their syntax, for `help`. */
 void cli_cmd_print_help(FILE *out);
 

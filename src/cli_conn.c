@@ -8,22 +8,58 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-/* Wait up to ms (-1: forever) for fd to become ready for events. */
-static int
-cli_conn_wait(int fd, short events, int ms)
+int64_t
+cli_conn_now_ms(void)
 {
-    struct pollfd p = {fd, events, 0};
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Say why something failed, on stderr, unless c is quiet. */
+static void cli_conn_say(const struct cli_conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+cli_conn_say(const struct cli_conn *c, const char *fmt, ...)
+{
+    if (c->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* Wait up to ms (-1: forever), and never past c->deadline_ms, for c->fd to
+ * become ready for events.  0, or -1 with errno ETIMEDOUT, or EINTR once
+ * *c->interrupt is set. */
+static int
+cli_conn_wait(const struct cli_conn *c, short events, int ms)
+{
+    struct pollfd p = {c->fd, events, 0};
     int pr;
-    while ((pr = poll(&p, 1, ms)) < 0 && errno == EINTR)
-        ;
+    for (;;) {
+        int wait = ms;
+        if (c->deadline_ms > 0) {
+            int64_t left = WQ_MAX(c->deadline_ms - cli_conn_now_ms(), 0);
+            wait = ms < 0 || left < ms ? (int)WQ_MIN(left, (int64_t)INT32_MAX) : ms;
+        }
+        if ((pr = poll(&p, 1, wait)) >= 0 || errno != EINTR)
+            break;
+        if (c->interrupt != NULL && *c->interrupt)
+            return -1; /* errno is EINTR */
+    }
     if (pr == 0)
         errno = ETIMEDOUT;
     return pr > 0 ? 0 : -1;
@@ -56,24 +92,24 @@ cli_conn_tls(struct cli_conn *c, const char *cacert, const char *cert, const cha
     SSL_CTX_set_verify(c->tls, SSL_VERIFY_PEER, NULL);
     if ((cacert != NULL ? SSL_CTX_load_verify_locations(c->tls, cacert, NULL)
                         : SSL_CTX_set_default_verify_paths(c->tls)) != 1) {
-        fprintf(stderr, "workq-cli: cannot load CA certificates %s: %s\n",
-                cacert ? cacert : "(the system's)", cli_conn_ssl_error());
+        cli_conn_say(c, "workq-cli: cannot load CA certificates %s: %s\n",
+                     cacert ? cacert : "(the system's)", cli_conn_ssl_error());
         return -1;
     }
     if ((cert == NULL) != (key == NULL)) {
-        fprintf(stderr, "workq-cli: --cert and --key go together\n");
+        cli_conn_say(c, "workq-cli: --cert and --key go together\n");
         return -1;
     }
     if (cert != NULL && (SSL_CTX_use_certificate_chain_file(c->tls, cert) != 1 ||
                          SSL_CTX_use_PrivateKey_file(c->tls, key, SSL_FILETYPE_PEM) != 1 ||
                          SSL_CTX_check_private_key(c->tls) != 1)) {
-        fprintf(stderr, "workq-cli: cannot load client certificate %s and key %s: %s\n", cert, key,
-                cli_conn_ssl_error());
+        cli_conn_say(c, "workq-cli: cannot load client certificate %s and key %s: %s\n", cert, key,
+                     cli_conn_ssl_error());
         return -1;
     }
     return 0;
 fail:
-    fprintf(stderr, "workq-cli: cannot set up TLS: %s\n", cli_conn_ssl_error());
+    cli_conn_say(c, "workq-cli: cannot set up TLS: %s\n", cli_conn_ssl_error());
     return -1;
 }
 
@@ -87,7 +123,9 @@ cli_conn_connect_one(const struct cli_conn *c, const struct addrinfo *ai)
     if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
         int err = 0;
         socklen_t len = sizeof err;
-        if (errno != EINPROGRESS || cli_conn_wait(fd, POLLOUT, c->timeout_ms) != 0 ||
+        struct cli_conn w = *c;
+        w.fd = fd;
+        if (errno != EINPROGRESS || cli_conn_wait(&w, POLLOUT, c->timeout_ms) != 0 ||
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
             if (err != 0)
                 errno = err;
@@ -110,9 +148,9 @@ cli_conn_tls_wait(struct cli_conn *c, int rc, int ms)
 {
     switch (SSL_get_error(c->ssl, rc)) {
     case SSL_ERROR_WANT_READ:
-        return cli_conn_wait(c->fd, POLLIN, ms);
+        return cli_conn_wait(c, POLLIN, ms);
     case SSL_ERROR_WANT_WRITE:
-        return cli_conn_wait(c->fd, POLLOUT, ms);
+        return cli_conn_wait(c, POLLOUT, ms);
     case SSL_ERROR_ZERO_RETURN:
         errno = 0;
         return -1;
@@ -137,7 +175,7 @@ cli_conn_handshake(struct cli_conn *c, const char *host, const char *addr)
     if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 ||
         (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host)
                : SSL_set1_host(c->ssl, host) && SSL_set_tlsext_host_name(c->ssl, host)) != 1) {
-        fprintf(stderr, "workq-cli: cannot set up TLS: %s\n", cli_conn_ssl_error());
+        cli_conn_say(c, "workq-cli: cannot set up TLS: %s\n", cli_conn_ssl_error());
         return -1;
     }
     int rc;
@@ -147,14 +185,21 @@ cli_conn_handshake(struct cli_conn *c, const char *host, const char *addr)
     if (rc == 1)
         return 0;
     long verify = SSL_get_verify_result(c->ssl);
-    if (errno == ETIMEDOUT)
-        fprintf(stderr, "workq-cli: TLS handshake with %s failed: %s\n", addr, strerror(errno));
+    /* A plain-text listener answers a ClientHello with something that is
+     * not a TLS record (a Workq error line, Faktory's +HI). */
+    int reason = ERR_GET_REASON(ERR_peek_error());
+    bool not_tls = errno == EPROTO &&
+                   (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG);
+    if (errno == ETIMEDOUT || errno == EINTR)
+        cli_conn_say(c, "workq-cli: TLS handshake with %s failed: %s\n", addr, strerror(errno));
     else if (verify != X509_V_OK)
-        fprintf(stderr, "workq-cli: TLS handshake with %s failed: certificate verify failed: %s\n",
-                addr, X509_verify_cert_error_string(verify));
+        cli_conn_say(c, "workq-cli: TLS handshake with %s failed: certificate verify failed: %s\n",
+                     addr, X509_verify_cert_error_string(verify));
     else
-        fprintf(stderr, "workq-cli: TLS handshake with %s failed: %s\n", addr,
-                errno == EPROTO ? cli_conn_ssl_error() : "connection closed");
+        cli_conn_say(c, "workq-cli: TLS handshake with %s failed: %s\n", addr,
+                     errno == EPROTO ? cli_conn_ssl_error() : "connection closed");
+    if (not_tls)
+        cli_conn_say(c, "workq-cli: hint: %s does not speak TLS; without --tls?\n", addr);
     ERR_clear_error();
     return -1;
 }
@@ -167,7 +212,7 @@ cli_conn_open(struct cli_conn *c, const char *host, const char *port, const char
     hints.ai_flags = AI_NUMERICSERV;
     int gai = getaddrinfo(host, port, &hints, &res);
     if (gai != 0) {
-        fprintf(stderr, "workq-cli: cannot resolve %s: %s\n", host, gai_strerror(gai));
+        cli_conn_say(c, "workq-cli: cannot resolve %s: %s\n", host, gai_strerror(gai));
         return -1;
     }
     for (const struct addrinfo *ai = res; ai != NULL && c->fd < 0; ai = ai->ai_next)
@@ -175,7 +220,7 @@ cli_conn_open(struct cli_conn *c, const char *host, const char *port, const char
     int err = errno;
     freeaddrinfo(res);
     if (c->fd < 0) {
-        fprintf(stderr, "workq-cli: cannot connect to %s: %s\n", addr, strerror(err));
+        cli_conn_say(c, "workq-cli: cannot connect to %s: %s\n", addr, strerror(err));
         return -1;
     }
     if (c->tls != NULL && cli_conn_handshake(c, host, addr) != 0) {
@@ -229,10 +274,10 @@ cli_conn_send(struct cli_conn *c, const char *p, size_t len)
             w = rc > 0 ? rc : 0;
         } else {
             w = send(c->fd, p, len, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
+            if (w < 0 && errno == EINTR && (c->interrupt == NULL || !*c->interrupt))
                 continue;
             if (w < 0 && errno == EAGAIN) {
-                if (cli_conn_wait(c->fd, POLLOUT, c->timeout_ms) != 0)
+                if (cli_conn_wait(c, POLLOUT, c->timeout_ms) != 0)
                     return -1;
                 continue;
             }
@@ -258,7 +303,7 @@ cli_conn_recv(struct cli_conn *c, char *buf, size_t n, int ms)
             if (cli_conn_tls_wait(c, rc, ms) == 0)
                 continue;
             if (errno == EPROTO)
-                fprintf(stderr, "workq-cli: TLS error: %s\n", cli_conn_ssl_error());
+                cli_conn_say(c, "workq-cli: TLS error: %s\n", cli_conn_ssl_error());
             return errno == 0 || errno == ECONNRESET ? 0 : -1;
         }
         ssize_t r = recv(c->fd, buf, n, 0);
@@ -266,9 +311,11 @@ cli_conn_recv(struct cli_conn *c, char *buf, size_t n, int ms)
             return r;
         if (errno == ECONNRESET)
             return 0;
+        if (errno == EINTR && c->interrupt != NULL && *c->interrupt)
+            return -1;
         if (errno != EAGAIN && errno != EINTR)
             return -1;
-        if (errno == EAGAIN && cli_conn_wait(c->fd, POLLIN, ms) != 0)
+        if (errno == EAGAIN && cli_conn_wait(c, POLLIN, ms) != 0)
             return -1;
     }
 }
@@ -282,7 +329,9 @@ cli_conn_read_reply(struct cli_conn *c, struct cli_reply *r, int first_ms)
     while (st == CLI_REPLY_MORE) {
         ssize_t n = cli_conn_recv(c, chunk, sizeof chunk, got ? c->timeout_ms : first_ms);
         if (n < 0)
-            return errno == ETIMEDOUT ? CLI_REPLY_TIMEOUT : CLI_REPLY_IO_ERROR;
+            return errno == ETIMEDOUT ? CLI_REPLY_TIMEOUT
+                   : errno == EINTR   ? CLI_REPLY_INTERRUPTED
+                                      : CLI_REPLY_IO_ERROR;
         if (n == 0)
             return CLI_REPLY_CLOSED;
         got = true;

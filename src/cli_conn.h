@@ -8,13 +8,23 @@
 #include "cli_reply.h"
 
 #include <openssl/ssl.h>
+#include <signal.h>
 
 struct cli_conn {
     int fd;         /* -1 while not connected */
     SSL *ssl;       /* NULL: plain TCP */
-    SSL_CTX *tls;   /* NULL: TLS is off */
+    SSL_CTX *tls;   /* NULL: TLS is off (not owned when borrowed from another) */
     int timeout_ms; /* for connecting and each wait; -1: none */
+    /* Every wait also ends at this CLOCK_MONOTONIC time in ms (0: none). */
+    int64_t deadline_ms;
+    /* When set and *interrupt is non-zero, a wait that a signal broke
+     * gives up with EINTR (Ctrl-C in interactive mode); NULL: never. */
+    const volatile sig_atomic_t *interrupt;
+    bool quiet; /* say nothing on stderr (tab completion's connection) */
 };
+
+/* CLOCK_MONOTONIC in milliseconds (for deadline_ms). */
+int64_t cli_conn_now_ms(void);
 
 /* Make c->tls from the PEM files cacert (NULL: the system's CAs), cert and
  * key (both NULL: no client certificate).  0, or -1 after saying why on
@@ -30,12 +40,12 @@ void cli_conn_free(struct cli_conn *c);
 /* Has the server closed the idle connection? */
 bool cli_conn_peer_closed(struct cli_conn *c);
 /* Send all of p[0..len).  0, or -1 with errno (ETIMEDOUT for the time
- * limit). */
+ * limit, EINTR when interrupted). */
 int cli_conn_send(struct cli_conn *c, const char *p, size_t len);
 /* Read until the reply in r is complete.  Waits up to first_ms for the
  * first byte and c->timeout_ms between later ones (-1: forever).  DONE,
- * MALFORMED, CLOSED (r->len tells whether any byte came), TIMEOUT or
- * IO_ERROR. */
+ * MALFORMED, CLOSED (r->len tells whether any byte came), TIMEOUT,
+ * INTERRUPTED or IO_ERROR. */
 enum cli_reply_status cli_conn_read_reply(struct cli_conn *c, struct cli_reply *r, int first_ms);
 
 #endif /* WQ_CLI_CONN_H */

@@ -347,6 +347,20 @@ cli_reply_feed(struct cli_reply *r, const void *data, size_t len)
     return st;
 }
 
+enum cli_foreign
+cli_reply_foreign(const struct cli_reply *r)
+{
+    static const char faktory[] = "+HI {", http[] = "HTTP/1.";
+    if (r->len >= sizeof faktory - 1 && memcmp(r->buf, faktory, sizeof faktory - 1) == 0)
+        return CLI_FOREIGN_FAKTORY;
+    if (r->len >= sizeof http - 1 && memcmp(r->buf, http, sizeof http - 1) == 0)
+        return CLI_FOREIGN_HTTP;
+    /* A TLS record: content type, then version 3.x (SSL 3.0 to TLS 1.3). */
+    if (r->len >= 2 && (r->buf[0] == 0x15 || r->buf[0] == 0x16) && r->buf[1] == 0x03)
+        return CLI_FOREIGN_TLS;
+    return CLI_FOREIGN_NONE;
+}
+
 bool
 cli_reply_is_error(const struct cli_reply *r)
 {

@@ -55,12 +55,24 @@ struct cli_reply {
 };
 
 enum cli_reply_status {
-    CLI_REPLY_DONE,      /* a complete reply is in buf[0..end) */
-    CLI_REPLY_MORE,      /* feed more bytes */
-    CLI_REPLY_MALFORMED, /* not a reply of this view; r->error says why */
-    CLI_REPLY_CLOSED,    /* cli_conn_read_reply: the peer closed before the end */
-    CLI_REPLY_TIMEOUT,   /* cli_conn_read_reply: nothing arrived in time */
-    CLI_REPLY_IO_ERROR,  /* cli_conn_read_reply: recv failed, see errno */
+    CLI_REPLY_DONE,        /* a complete reply is in buf[0..end) */
+    CLI_REPLY_MORE,        /* feed more bytes */
+    CLI_REPLY_MALFORMED,   /* not a reply of this view; r->error says why */
+    CLI_REPLY_CLOSED,      /* cli_conn_read_reply: the peer closed before the end */
+    CLI_REPLY_TIMEOUT,     /* cli_conn_read_reply: nothing arrived in time */
+    CLI_REPLY_IO_ERROR,    /* cli_conn_read_reply: recv failed, see errno */
+    CLI_REPLY_INTERRUPTED, /* cli_conn_read_reply: the user pressed Ctrl-C */
+    CLI_REPLY_FOREIGN,     /* workq-cli: another server answered (cli_reply_foreign) */
+};
+
+/* What else than a Workq server the first bytes a connection received
+ * come from: a listener of the same workq-server for another protocol, or
+ * a TLS one spoken to in plain text. */
+enum cli_foreign {
+    CLI_FOREIGN_NONE,    /* a Workq reply, or too few bytes to tell */
+    CLI_FOREIGN_FAKTORY, /* "+HI {": Faktory's greeting (-faktory-listen) */
+    CLI_FOREIGN_HTTP,    /* "HTTP/1.": the metrics endpoint (-metrics-listen) */
+    CLI_FOREIGN_TLS,     /* a TLS record: an alert (0x15) or a handshake (0x16) */
 };
 
 /* A growing byte string, NUL terminated once anything was added (also
@@ -79,6 +91,10 @@ void cli_reply_clear(struct cli_reply *r);
 void cli_reply_start(struct cli_reply *r, enum cli_view view);
 /* Append len bytes and parse as far as they go: DONE, MORE or MALFORMED. */
 enum cli_reply_status cli_reply_feed(struct cli_reply *r, const void *data, size_t len);
+
+/* Judge the bytes received so far (r->buf[0..r->len)) as the first of a
+ * connection. */
+enum cli_foreign cli_reply_foreign(const struct cli_reply *r);
 
 /* True if the complete reply is an error (starts with '-'). */
 bool cli_reply_is_error(const struct cli_reply *r);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Build the workq-server .deb with contrib/build-deb.sh and check what is in
 # it: the file list, that the programs run from an unpacked copy, the man
-# pages, the control fields, the maintainer scripts, the unit
+# pages, the bash completion, the control fields, the maintainer scripts, the unit
 # (systemd-analyze verify and security, when systemd-analyze is there), and
 # lintian's verdict when lintian is installed; then check the RPM spec's
 # %install and %files against a `make install` of the same build.  Prints
@@ -87,9 +87,22 @@ for f in \
     usr/share/doc/workq-server/examples/workq.conf \
     usr/share/doc/workq-server/examples/prometheus.yml \
     usr/share/doc/workq-server/examples/workq.json \
-    usr/lib/sysusers.d/workq-server.conf; do
+    usr/lib/sysusers.d/workq-server.conf \
+    usr/share/bash-completion/completions/workq-server \
+    usr/share/bash-completion/completions/workq-cli \
+    usr/share/bash-completion/completions/workq-bench; do
     check "contains /$f" grep -qx "$f" "$scratch/contents"
 done
+# The bash completion: one file, loaded by bash-completion under each
+# program's name (the cli's and the bench's are links to it), and it
+# defines the three completions.
+comp=$root/usr/share/bash-completion/completions
+check "bash completion workq-server is a file" test -f "$comp/workq-server" -a ! -L "$comp/workq-server"
+for p in workq-cli workq-bench; do
+    check "bash completion $p links to workq-server" test "$(readlink "$comp/$p")" = workq-server
+done
+check "bash completion defines workq-server, workq-cli and workq-bench" \
+    bash -c ". '$comp/workq-server' && complete -p workq-server workq-cli workq-bench"
 for f in usr/sbin/workq-server usr/bin/workq-bench usr/bin/workq-cli; do
     check "/$f is an executable file" test -f "$root/$f" -a -x "$root/$f"
 done
@@ -205,6 +218,7 @@ if [ -f "$spec" ] && make -C "$src" install DESTDIR="$rpmroot" sysconfdir=/etc \
         sed -e "s|%{buildroot}|$rpmroot|g" -e 's|%{_sbindir}|/usr/sbin|g' \
             -e 's|%{_bindir}|/usr/bin|g' -e 's|%{_mandir}|/usr/share/man|g' \
             -e 's|%{_docdir}|/usr/share/doc|g' -e 's|%{name}|workq|g' \
+            -e 's|%{_datadir}|/usr/share|g' \
             -e 's|%{_unitdir}|/usr/lib/systemd/system|g' \
             -e 's|%{_sysusersdir}|/usr/lib/sysusers.d|g' -e 's|%{_sysconfdir}|/etc|g'
     }

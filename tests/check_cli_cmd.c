@@ -101,9 +101,10 @@ START_TEST(test_cmd_other)
     ck_assert_uint_eq(c.wait_ms, 0);
     c = expect_wire("delete " ID, "delete " ID "\r\n");
     ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
-    /* The server judges the arity of commands without a payload. */
-    expect_wire("delete", "delete\r\n");
     expect_wire("lease \"q\" 0", "lease q 0\r\n");
+    /* The server judges the values. */
+    expect_wire("delete x", "delete x\r\n");
+    expect_wire("touch x y -attempt=z", "touch x y -attempt=z\r\n");
     c = expect_wire("worker quiet w1", "worker quiet w1\r\n");
     ck_assert_int_eq(c.view, CLI_VIEW_STATUS);
     expect_wire("worker terminate w1", "worker terminate w1\r\n");
@@ -115,12 +116,75 @@ START_TEST(test_cmd_other)
         {"inspect server", CLI_VIEW_SERVER},       {"inspect job " ID, CLI_VIEW_JOB},
         {"inspect queues 0 10", CLI_VIEW_QUEUES},  {"inspect queue q", CLI_VIEW_QUEUES},
         {"inspect jobs q 0 10", CLI_VIEW_JOBS},    {"inspect scheduled-jobs q 0 1", CLI_VIEW_JOBS},
-        {"inspect workers 0 10", CLI_VIEW_QUEUES}, {"inspect nothing", CLI_VIEW_SERVER},
+        {"inspect workers 0 10", CLI_VIEW_QUEUES},
     };
     for (size_t i = 0; i < sizeof inspect / sizeof inspect[0]; i++) {
         c = expect_wire(inspect[i].line, f("%s\r\n", inspect[i].line));
         ck_assert_int_eq(c.view, inspect[i].view);
     }
+}
+END_TEST
+
+/* The cli checks the shape of a command itself: its name, the number of
+ * positional arguments (flags are not counted), and the subject of inspect
+ * and worker; never the values. */
+START_TEST(test_cmd_arity)
+{
+    static const char *const accepted[] = {
+        "result x y",
+        "lease q 0",
+        "lease a b c d e 0 -fencing=1",
+        "touch x",
+        "touch x 1 -attempt=2",
+        "cancel x",
+        "wait 0 x",
+        "wait 0 x y z",
+        "delete x -bogus=1",
+        "inspect server",
+        "inspect queues 0 10",
+        "inspect queue q",
+        "inspect job x",
+        "inspect jobs q 0 1",
+        "inspect scheduled-jobs q 0 1",
+        "inspect workers 0 1",
+        "hello w -labels=a",
+        "worker quiet w",
+        "worker terminate w",
+        "auth pw",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+        expect_wire(accepted[i], f("%s\r\n", accepted[i]));
+    static const char *const cases[][2] = {
+        {"delete", "usage: delete <id>"},
+        {"delete a b", "usage: delete <id>"},
+        {"delete -x=1", "usage: delete <id>"},
+        {"result x", "usage: result <id> <wait-timeout>"},
+        {"lease 0", "usage: lease <name>... <wait-timeout> [-fencing=1]"},
+        {"touch", "usage: touch <id> [<ttr>] [-attempt=N]"},
+        {"touch a b c", "usage: touch <id> [<ttr>] [-attempt=N]"},
+        {"cancel", "usage: cancel <id>"},
+        {"wait 0", "usage: wait <wait-timeout> <id>..."},
+        {"hello", "usage: hello <name> [-labels=a,b]"},
+        {"auth", "usage: auth <password>"},
+        {"auth a b", "usage: auth <password>"},
+        {"inspect", "inspect needs a subject: server, queues, queue, job, jobs, scheduled-jobs "
+                    "or workers"},
+        {"inspect bogus", "unknown inspect subject \"bogus\" (server, queues, queue, job, jobs, "
+                          "scheduled-jobs or workers)"},
+        {"inspect server now", "usage: inspect server"},
+        {"inspect queues 0", "usage: inspect queues <offset> <limit>"},
+        {"inspect queue", "usage: inspect queue <name>"},
+        {"inspect job", "usage: inspect job <id>"},
+        {"inspect jobs q 0", "usage: inspect jobs <name> <offset> <limit>"},
+        {"inspect scheduled-jobs q", "usage: inspect scheduled-jobs <name> <offset> <limit>"},
+        {"inspect workers", "usage: inspect workers <offset> <limit>"},
+        {"worker", "worker needs an action: quiet or terminate"},
+        {"worker stop w", "unknown worker action \"stop\" (quiet or terminate)"},
+        {"worker quiet", "usage: worker quiet <wid>"},
+        {"worker terminate a b", "usage: worker terminate <wid>"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_refused(cases[i][0], cases[i][1]);
 }
 END_TEST
 
@@ -216,7 +280,7 @@ START_TEST(test_cmd_words)
     ck_assert_int_eq(cli_cmd_parse_words(&cmd, spaced, 3), -1);
     ck_assert_str_eq(cmd.error,
                      "\"a b\": only a payload may be empty or hold spaces or line breaks");
-    char *empty[] = {"inspect", ""};
+    char *empty[] = {"delete", ""};
     ck_assert_int_eq(cli_cmd_parse_words(&cmd, empty, 2), -1);
     ck_assert_str_eq(cmd.error, "\"\": only a payload may be empty or hold spaces or line breaks");
 }
@@ -258,13 +322,87 @@ START_TEST(test_cmd_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Tab completion */
+
+/* What cli_cmd_complete says for the last word of line (the word being
+ * typed: after the last space, possibly empty). */
+static struct cli_complete
+complete(const char *line)
+{
+    struct cli_complete c;
+    const char *sp = strrchr(line, ' ');
+    size_t start = sp != NULL ? (size_t)(sp - line) + 1 : 0;
+    cli_cmd_complete(&c, line, start, strlen(line));
+    return c;
+}
+
+/* Expect the words of line's completion to be exactly want (a list
+ * separated by spaces). */
+static void
+expect_words(const char *line, const char *want)
+{
+    struct cli_complete c = complete(line);
+    ck_assert_msg(c.kind == CLI_COMPLETE_WORDS, "%s: kind %d", line, (int)c.kind);
+    char got[512] = "";
+    for (size_t i = 0; c.words[i] != NULL; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", i ? " " : "", c.words[i]);
+    ck_assert_str_eq(got, want);
+}
+
+START_TEST(test_complete)
+{
+    static const char commands[] = "add schedule run result lease complete fail touch cancel "
+                                   "wait delete inspect hello worker auth help quit exit";
+    expect_words("", commands);
+    expect_words("de", commands);
+    expect_words("  ", commands);
+    expect_words("inspect ", "server queues queue job jobs scheduled-jobs workers");
+    expect_words("inspect -x=1 qu", "server queues queue job jobs scheduled-jobs workers");
+    expect_words("worker ", "quiet terminate");
+    expect_words("add - q 1 2 x -p", "-priority= -max-attempts= -max-fails= -after= "
+                                     "-idempotent=1 -worker= -target=all");
+    expect_words("run " ID " q 1 2 -", "-priority=");
+    expect_words("lease q -f", "-fencing=1");
+    expect_words("complete " ID " \"a b\" -", "-attempt=");
+    expect_words("hello w -", "-labels=");
+
+    static const char *const queues[] = {
+        "add - ",
+        "add - q 1 2 x -priority=1 ", /* no: the ttr */
+        "schedule x ",
+        "run \"x\" ",
+        "lease ",
+        "lease a b ",
+        "inspect queue ",
+        "inspect jobs ",
+        "inspect scheduled-jobs ",
+    };
+    for (size_t i = 0; i < sizeof queues / sizeof queues[0]; i++)
+        ck_assert_msg(complete(queues[i]).kind ==
+                          (i == 1 ? CLI_COMPLETE_NOTHING : CLI_COMPLETE_QUEUES),
+                      "%s", queues[i]);
+    static const char *const nothing[] = {
+        "add ",  /* an id */
+        "add -", /* the new id, not a flag */
+        "add - q ",       "delete ",         "delete -",
+        "inspect job ",   "inspect jobs q ", "inspect queues ",
+        "inspect bogus ", "worker quiet ",   "frob ",
+        "help ",          "quit ",           "complete x \"open ", /* inside a quoted string */
+    };
+    for (size_t i = 0; i < sizeof nothing / sizeof nothing[0]; i++)
+        ck_assert_msg(complete(nothing[i]).kind == CLI_COMPLETE_NOTHING, "%s", nothing[i]);
+}
+END_TEST
+
 static Suite *
 cli_cmd_suite(void)
 {
     const struct systest_group groups[] = {
         {"cmd",
-         {test_cmd_payload, test_cmd_escapes, test_cmd_other, test_cmd_new_id, test_cmd_local,
-          test_cmd_words, test_cmd_errors, NULL}},
+         {test_cmd_payload, test_cmd_escapes, test_cmd_other, test_cmd_arity, test_cmd_new_id,
+          test_cmd_local, test_cmd_words, test_cmd_errors, NULL}},
+        {"complete", {test_complete, NULL}},
     };
     return systest_suite("cli_cmd", groups, sizeof groups / sizeof groups[0]);
 }

@@ -1,6 +1,6 @@
 /* check_cli_reply.c - unit tests for src/cli_reply.c, workq-cli's reply
- * reader: framing (whole, byte by byte, malformed) and printing (status,
- * jobs, inspect tables, raw). */
+ * reader: framing (whole, byte by byte, malformed), printing (status,
+ * jobs, inspect tables, raw), and the first bytes of other servers. */
 #include "config.h"
 
 #include <check.h>
@@ -275,13 +275,45 @@ START_TEST(test_reply_print_raw)
 }
 END_TEST
 
+/* The first bytes of a connection tell another server's listener. */
+START_TEST(test_reply_foreign)
+{
+    static const struct {
+        const char *bytes;
+        size_t len;
+        enum cli_foreign want;
+    } cases[] = {
+        {"+HI {\"v\":2}\r\n", 12, CLI_FOREIGN_FAKTORY},
+        {"+HI {", 5, CLI_FOREIGN_FAKTORY},
+        {"+HI", 3, CLI_FOREIGN_NONE}, /* too few bytes to tell */
+        {"+OK\r\n", 5, CLI_FOREIGN_NONE},
+        {"-CLIENT-ERROR Unknown command\r\n", 31, CLI_FOREIGN_NONE},
+        {"HTTP/1.1 400 Bad Request\r\n", 26, CLI_FOREIGN_HTTP},
+        {"HTTP/1.0 200 OK\r\n", 17, CLI_FOREIGN_HTTP},
+        {"\x15\x03\x03\x00\x02\x02\x46", 7, CLI_FOREIGN_TLS}, /* an alert */
+        {"\x16\x03\x01", 3, CLI_FOREIGN_TLS},                 /* a handshake */
+        {"\x15", 1, CLI_FOREIGN_NONE},
+        {"\x15\x04", 2, CLI_FOREIGN_NONE},
+        {"", 0, CLI_FOREIGN_NONE},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct cli_reply r;
+        cli_reply_init(&r);
+        cli_reply_start(&r, CLI_VIEW_STATUS);
+        cli_reply_feed(&r, cases[i].bytes, cases[i].len);
+        ck_assert_msg(cli_reply_foreign(&r) == cases[i].want, "case %zu", i);
+        cli_reply_clear(&r);
+    }
+}
+END_TEST
+
 static Suite *
 cli_reply_suite(void)
 {
     const struct systest_group groups[] = {
         {"reply",
          {test_reply_frames, test_reply_malformed, test_reply_print_status, test_reply_print_jobs,
-          test_reply_print_inspect, test_reply_print_raw, NULL}},
+          test_reply_print_inspect, test_reply_print_raw, test_reply_foreign, NULL}},
     };
     return systest_suite("cli_reply", groups, sizeof groups / sizeof groups[0]);
 }

@@ -1,7 +1,10 @@
 /* sys_bench.c - system test of the load generator: workq-bench runs
  * briefly against the real server, and its counts must add up with what the
  * server reports; against a fake server that breaks one rule, it must fail.
- * Behaviour only: its speed is never checked here. */
+ * Its clean-up leaves the server as it found it; its command line (exit
+ * statuses, -V, WORKQ_ADDR); it stops at once, saying why, when a password
+ * is wanted or the address is another kind of listener.  Behaviour only:
+ * its speed is never checked here. */
 #include "config.h"
 
 #include <check.h>
@@ -13,6 +16,8 @@
 #include <poll.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -45,6 +50,23 @@ static int
 bench_run(const char *args, char *out, size_t cap)
 {
     return bench_run_port(systest_srv.port, args, NULL, out, cap);
+}
+
+/* Run workq-bench with exactly these arguments; return its exit status and
+ * its stdout in out (its stderr is the test's). */
+static int
+bench_run_args(const char *args, char *out, size_t cap)
+{
+    const char *bench = getenv("WQ_BENCH");
+    ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s %s", bench, args);
+    FILE *p = popen(cmd, "r");
+    ck_assert_ptr_nonnull(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* Run workq-bench with exactly these arguments (no server needed: for
@@ -92,22 +114,24 @@ START_TEST(test_bench_counts)
     systest_start_srv();
     int fd = systest_conn();
 
-    ck_assert_int_eq(bench_run("-t add -n 500 -c 4", out, sizeof out), 0);
+    /* --keep: the jobs stay, so the server's counts can be checked. */
+    ck_assert_int_eq(bench_run("-t add -n 500 -c 4 --keep", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 500);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 500);
 
-    ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4", out, sizeof out), 0);
+    ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4 --keep", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 300);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 300);
 
-    ck_assert_int_eq(bench_run("-t cycle -n 400 -c 4 --names 3 --priorities", out, sizeof out), 0);
+    ck_assert_int_eq(
+        bench_run("-t cycle -n 400 -c 4 --names 3 --priorities --keep", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 400);
     ck_assert_int_eq(systest_server_stat(fd, "completed-jobs"), 700);
     ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 500);
 
-    ck_assert_int_eq(bench_run("-t run -n 200 -c 4", out, sizeof out), 0);
+    ck_assert_int_eq(bench_run("-t run -n 200 -c 4 --keep", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "done"), 200);
     ck_assert_int_eq(systest_server_stat(fd, "jobs"), 500 + 300 + 400); /* run jobs are gone */
     ck_assert_int_eq(systest_server_stat(fd, "parked-clients"), 0);
@@ -146,7 +170,7 @@ START_TEST(test_bench_backlog)
     int fd = systest_conn();
 
     ck_assert_int_eq(bench_run("-t lease-complete -n 300 -c 3 -P 4 --names 2 --priorities "
-                               "--backlog 30",
+                               "--backlog 30 --keep",
                                out, sizeof out),
                      0);
     ck_assert_int_eq(csv_field(out, "backlog"), 30);
@@ -163,8 +187,8 @@ START_TEST(test_bench_backlog)
 
     /* More consumers than producers, pipelined: a lease that did not wait
      * for its job's add to be accepted would take a backlog job. */
-    ck_assert_int_eq(bench_run("-t cycle -n 400 -c 3 -P 8 --names 3 --backlog 20", out, sizeof out),
-                     0);
+    ck_assert_int_eq(
+        bench_run("-t cycle -n 400 -c 3 -P 8 --names 3 --backlog 20 --keep", out, sizeof out), 0);
     ck_assert_int_eq(csv_field(out, "backlog"), 20);
     ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
     ck_assert_int_eq(csv_field(out, "done"), 400);
@@ -186,7 +210,8 @@ START_TEST(test_bench_backlog_ttl)
     systest_start_srv();
     int fd = systest_conn();
     ck_assert_int_eq(
-        bench_run("-t lease-complete -n 20 -c 1 --names 2 --backlog 5 --ttl 1000", out, sizeof out),
+        bench_run("-t lease-complete -n 20 -c 1 --names 2 --backlog 5 --ttl 1000 --keep", out,
+                  sizeof out),
         0);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     systest_sleep_past(1000);
@@ -297,8 +322,9 @@ START_TEST(test_bench_lease_other_queue)
     close(lfd);
     int efd = mkstemp(err_path);
     ck_assert_int_ge(efd, 0);
-    int rc = bench_run_port(port, "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10",
-                            err_path, out, sizeof out);
+    int rc = bench_run_port(
+        port, "-t lease-complete --names 2 --backlog 1 -c 1 -n 20 --timeout 10 --keep", err_path,
+        out, sizeof out);
     ssize_t n = read(efd, err, sizeof err - 1);
     err[n > 0 ? n : 0] = '\0';
     close(efd);
@@ -323,11 +349,11 @@ START_TEST(test_bench_backlog_refused)
     char err[1024], args[128];
     for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++) {
         snprintf(args, sizeof args, "-t %s -n 10 -c 2 --backlog 5", workloads[i]);
-        ck_assert_int_eq(bench_run_stderr(args, err, sizeof err), 2);
+        ck_assert_int_eq(bench_run_stderr(args, err, sizeof err), 64);
         ck_assert_str_eq(err, want);
     }
     ck_assert_int_eq(
-        bench_run_stderr("-t add -n 10 --backlog 5 --protocol beanstalkd", err, sizeof err), 2);
+        bench_run_stderr("-t add -n 10 --backlog 5 --protocol beanstalkd", err, sizeof err), 64);
     ck_assert_str_eq(err, want);
 }
 END_TEST
@@ -540,7 +566,8 @@ fk_run(struct fk_fake *fk, int acks, const char *args, int *fake_status, char *o
     close(lfd);
     int efd = mkstemp(err_path);
     ck_assert_int_ge(efd, 0);
-    snprintf(full, sizeof full, "--protocol faktory --timeout 15 %s", args);
+    /* --keep: the fake serves the run's connections only */
+    snprintf(full, sizeof full, "--protocol faktory --timeout 15 --keep %s", args);
     int rc = bench_run_port(port, full, err_path, out, cap);
     ssize_t n = read(efd, err, err_cap - 1);
     err[n > 0 ? n : 0] = '\0';
@@ -583,7 +610,7 @@ START_TEST(test_bench_faktory_fake)
     fk = (struct fk_fake){.password = "other"};
     rc = fk_run(&fk, 0, f("-t add -n 10 -c 2 --password-file %s", pw), &status, out, sizeof out,
                 err, sizeof err);
-    ck_assert_int_eq(rc, 1);
+    ck_assert_int_eq(rc, 77);
     ck_assert_int_eq(status, 91);
     ck_assert_msg(strstr(err, ": hello: HELLO refused: \"-ERR Invalid password\"") != NULL,
                   "stderr: %s", err);
@@ -611,20 +638,23 @@ START_TEST(test_bench_faktory_wrong_payload)
 END_TEST
 
 /* run, which has no Faktory equivalent, and a password file for beanstalkd
- * or without a password are refused, with exit status 2. */
+ * are refused, with exit status 64; a password file without a password
+ * with 66 (EX_NOINPUT), as workq-cli. */
 START_TEST(test_bench_faktory_refused)
 {
     char err[1024];
-    ck_assert_int_eq(bench_run_stderr("--protocol faktory -t run -n 10 -c 2", err, sizeof err), 2);
+    ck_assert_int_eq(bench_run_stderr("--protocol faktory -t run -n 10 -c 2", err, sizeof err), 64);
     ck_assert_str_eq(err, "workq-bench: Faktory has no equivalent of run\n");
     ck_assert_int_eq(
-        bench_run_stderr("--protocol beanstalkd --password-file /dev/null", err, sizeof err), 2);
+        bench_run_stderr("--protocol beanstalkd --password-file /dev/null", err, sizeof err), 64);
     ck_assert_str_eq(err, "workq-bench: beanstalkd has no password (--password-file)\n");
-    ck_assert_int_eq(bench_run_stderr("-t cycle --password-file /dev/null", err, sizeof err), 2);
+    ck_assert_int_eq(bench_run_stderr("-t cycle --password-file /dev/null", err, sizeof err), 66);
     ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
                           "1024 bytes)\n");
+    ck_assert_int_eq(bench_run_stderr("--password-file /nonexistent/pw", err, sizeof err), 66);
+    ck_assert_str_eq(err, "workq-bench: /nonexistent/pw: No such file or directory\n");
     ck_assert_int_eq(
-        bench_run_stderr("--protocol faktory --password-file /dev/null", err, sizeof err), 2);
+        bench_run_stderr("--protocol faktory --password-file /dev/null", err, sizeof err), 66);
     ck_assert_str_eq(err, "workq-bench: /dev/null: the first line must hold the password (1 to "
                           "1024 bytes)\n");
 }
@@ -664,9 +694,9 @@ START_TEST(test_bench_faktory_server)
     int wq_port, port = fk_start(&p, NULL, &wq_port);
     int fd = systest_connect_port(wq_port);
 
-    ck_assert_int_eq(
-        bench_run_port(port, "--protocol faktory -t add -n 300 -c 3 -P 4", NULL, out, sizeof out),
-        0);
+    ck_assert_int_eq(bench_run_port(port, "--protocol faktory -t add -n 300 -c 3 -P 4 --keep", NULL,
+                                    out, sizeof out),
+                     0);
     ck_assert_int_eq(csv_field(out, "done"), 300);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
     ck_assert_int_eq(csv_field(out, "push_count"), 300);
@@ -712,10 +742,17 @@ START_TEST(test_bench_faktory_server)
     ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
     ck_assert_int_eq(csv_field(out, "done"), 300);
     ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "cleaned"), 60); /* the backlog, by QUEUE REMOVE */
 
-    /* Only the jobs of the add run and the backlog are left, still queued. */
-    ck_assert_int_eq(systest_server_stat(fd, "faktory-jobs"), 300 + 60);
-    ck_assert_int_eq(systest_server_stat(fd, "faktory-enqueued-jobs"), 300 + 60);
+    /* An add run cleans up after itself too. */
+    ck_assert_int_eq(bench_run_port(port, "--protocol faktory -t add -n 100 -c 2 --names 2", NULL,
+                                    out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "cleaned"), 100);
+
+    /* Only the jobs of the --keep add run are left, still queued. */
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-jobs"), 300);
+    ck_assert_int_eq(systest_server_stat(fd, "faktory-enqueued-jobs"), 300);
     ck_assert_int_eq(systest_server_stat(fd, "faktory-working-jobs"), 0);
     ck_assert_int_eq(systest_server_stat(fd, "jobs"), 0); /* no Workq job */
     close(fd);
@@ -753,7 +790,8 @@ START_TEST(test_bench_faktory_password)
     ck_assert_int_ge(efd, 0);
     ck_assert_int_eq(setenv("FAKTORY_PASSWORD", "s3cre", 1), 0);
     ck_assert_int_eq(
-        bench_run_port(port, "--protocol faktory -t add -n 10 -c 2", err_path, out, sizeof out), 1);
+        bench_run_port(port, "--protocol faktory -t add -n 10 -c 2", err_path, out, sizeof out),
+        77);
     ck_assert_int_eq(unsetenv("FAKTORY_PASSWORD"), 0);
     ssize_t n = read(efd, err, sizeof err - 1);
     err[n > 0 ? n : 0] = '\0';
@@ -795,7 +833,7 @@ START_TEST(test_bench_workq_password)
     int efd = mkstemp(err_path);
     ck_assert_int_ge(efd, 0);
     ck_assert_int_eq(setenv("WORKQ_PASSWORD", "s3cre", 1), 0);
-    ck_assert_int_eq(bench_run_port(p.s.port, "-t add -n 10 -c 2", err_path, out, sizeof out), 1);
+    ck_assert_int_eq(bench_run_port(p.s.port, "-t add -n 10 -c 2", err_path, out, sizeof out), 77);
     ck_assert_int_eq(unsetenv("WORKQ_PASSWORD"), 0);
     ssize_t n = read(efd, err, sizeof err - 1);
     err[n > 0 ? n : 0] = '\0';
@@ -804,9 +842,204 @@ START_TEST(test_bench_workq_password)
     ck_assert_msg(strstr(err, ": auth: auth refused: \"-CLIENT-ERROR Invalid password\"") != NULL,
                   "stderr: %s", err);
     ck_assert_str_eq(out, "");
+
+    /* No password at all: the first "Authentication required" ends the
+     * run, said once (not once per request), exit 77, no report. */
+    ck_assert_int_eq(bench_run_stderr(f("-p %d -n 1000 -c 8 -P 4", p.s.port), err, sizeof err), 77);
+    ck_assert_str_eq(err, f("workq-bench: 127.0.0.1:%d wants a password (-CLIENT-ERROR "
+                            "Authentication required)\n"
+                            "workq-bench: hint: give --password-file FILE, or set WORKQ_PASSWORD\n",
+                            p.s.port));
+    ck_assert_int_eq(bench_run_port(p.s.port, "-t add -n 10 -c 2", NULL, out, sizeof out), 77);
+    ck_assert_str_eq(out, "");
     unlink(pw);
     systest_proc_stop(&p);
     systest_proc_free(&p);
+}
+END_TEST
+
+/* The clean-up: after every workload, after --timeout and after Ctrl-C,
+ * `inspect server` counts as many jobs as before the run; --keep leaves
+ * them. */
+START_TEST(test_bench_clean)
+{
+    char out[8192];
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, id4(1), "mine", "x"); /* not the bench's: stays */
+    static const struct {
+        const char *args;
+        long cleaned;
+    } runs[] = {
+        {"-t add -n 300 -c 3 -P 4", 300},
+        {"-t cycle -n 300 -c 4", 300}, /* completed jobs stay until their TTL */
+        {"-t cycle -n 200 -c 3 -P 8 --names 3 --backlog 10", 200 + 30},
+        {"-t lease-complete -n 200 -c 2 --names 2 --backlog 5", 200 + 10},
+        {"-t schedule -n 200 -c 4 -P 2", 200},
+        {"-t run -n 100 -c 4", 0}, /* the server removes run jobs itself */
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        ck_assert_int_eq(bench_run(runs[i].args, out, sizeof out), 0);
+        ck_assert_int_eq(csv_field(out, "errors"), 0);
+        ck_assert_int_eq(csv_field(out, "cleaned"), runs[i].cleaned);
+        ck_assert_msg(systest_server_stat(fd, "jobs") == 1, "%s left jobs", runs[i].args);
+    }
+
+    /* Cut short by --timeout: what was added is removed all the same. */
+    ck_assert_int_eq(bench_run("-t add -n 2000000 -c 4 -P 16 --timeout 1", out, sizeof out), 1);
+    ck_assert_int_eq(csv_field(out, "timed_out"), 1);
+    ck_assert_int_gt(csv_field(out, "cleaned"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 1);
+
+    /* Ctrl-C, with leases waiting and jobs in flight. */
+    const char *bench = getenv("WQ_BENCH");
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDOUT_FILENO);
+        execl(bench, bench, "-p", f("%d", systest_srv.port), "-t", "cycle", "-n", "2000000", "-c",
+              "8", "-P", "8", "--backlog", "50", "-q", (char *)NULL);
+        _exit(127);
+    }
+    for (int waited = 0; systest_server_stat(fd, "completed-jobs") < 1000; waited += 20) {
+        ck_assert_msg(waited < systest_wait_ms(), "the run does not get going");
+        systest_sleep_ms(20);
+    }
+    ck_assert_int_eq(kill(pid, SIGINT), 0);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d", status);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 1);
+
+    /* --keep leaves them. */
+    ck_assert_int_eq(bench_run("-t add -n 50 -c 2 --keep", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "cleaned"), 0);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), 51);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* -V and --version as the server's and workq-cli's; usage errors exit 64. */
+START_TEST(test_bench_version_usage)
+{
+    char out[256], err[1024];
+    ck_assert_int_eq(bench_run_args("-V", out, sizeof out), 0);
+    ck_assert_str_eq(out, "workq-bench " PACKAGE_VERSION "\n");
+    ck_assert_int_eq(bench_run_args("--version", out, sizeof out), 0);
+    ck_assert_str_eq(out, "workq-bench " PACKAGE_VERSION "\n");
+    static const char *const cases[][2] = {
+        {"--bogus", "workq-bench: unknown option \"--bogus\" (see workq-bench --help)\n"},
+        {"-qx", "workq-bench: unknown option \"-x\" (see workq-bench --help)\n"},
+        {"-c", "workq-bench: missing value for option \"-c\" (see workq-bench --help)\n"},
+        {"--names", "workq-bench: missing value for option \"--names\" (see workq-bench "
+                    "--help)\n"},
+        {"-c 0", "workq-bench: -c must be a number from 1 to 10000\n"},
+        {"-t nap", "workq-bench: unknown workload: nap\n"},
+        {"--csv --json", "workq-bench: --csv and --json exclude each other\n"},
+        {"--addr [::1", "workq-bench: bad address \"[::1\" (--addr HOST:PORT)\n"},
+        {"--addr h:0", "workq-bench: bad address \"h:0\" (--addr HOST:PORT)\n"},
+        {"extra", "workq-bench: unexpected argument: extra\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(bench_run_stderr(cases[i][0], err, sizeof err), 64);
+        ck_assert_str_eq(err, cases[i][1]);
+    }
+}
+END_TEST
+
+/* WORKQ_ADDR, as workq-cli reads it: the server when no option names one;
+ * -h, -p and --addr win over it; only the workq protocol reads it. */
+START_TEST(test_bench_workq_addr)
+{
+    char out[8192], err[1024];
+    systest_start_srv();
+    const char *addr = f("127.0.0.1:%d", systest_srv.port);
+    ck_assert_int_eq(setenv("WORKQ_ADDR", addr, 1), 0);
+    ck_assert_int_eq(bench_run_args("-t add -n 20 -c 2 --csv -q", out, sizeof out), 0);
+    ck_assert_int_eq(csv_field(out, "done"), 20);
+    ck_assert_ptr_nonnull(strstr(out, f(",%s,", addr)));
+    ck_assert_int_eq(setenv("WORKQ_ADDR", f(":%d", systest_srv.port), 1), 0); /* host 127.0.0.1 */
+    ck_assert_int_eq(bench_run_args("-t add -n 20 -c 2 --csv -q", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, f(",%s,", addr)));
+    /* An option wins, whatever the variable holds. */
+    ck_assert_int_eq(setenv("WORKQ_ADDR", "nonsense:port", 1), 0);
+    ck_assert_int_eq(bench_run("-t add -n 20 -c 2", out, sizeof out), 0);
+    ck_assert_int_eq(
+        bench_run_args(f("--addr %s -t add -n 20 -c 2 --csv -q", addr), out, sizeof out), 0);
+    ck_assert_int_eq(bench_run_stderr("-t add -n 20", err, sizeof err), 64);
+    ck_assert_str_eq(err, "workq-bench: bad address \"nonsense:port\" in WORKQ_ADDR\n");
+    /* Faktory's port is not WORKQ_ADDR's: nothing is read from it. */
+    ck_assert_int_eq(setenv("WORKQ_ADDR", addr, 1), 0);
+    bench_run_stderr("--protocol faktory -t add -n 1 -c 1 --timeout 2", err, sizeof err);
+    ck_assert_msg(strstr(err, addr) == NULL, "stderr: %s", err);
+    systest_stop_srv();
+}
+END_TEST
+
+/* Another listener than the protocol's: the run stops at once, saying what
+ * answered and what to try (exit 1, no report). */
+START_TEST(test_bench_other_listeners)
+{
+    char dir[64], err[4096], cert[96], key[96];
+    systest_tmpdir_new(dir);
+    ck_assert_int_eq(system(f("cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
+                              "ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem "
+                              "-days 2 -subj /CN=localhost -addext "
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
+                              dir)),
+                     0);
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0,tls://127.0.0.1:0",
+                          "-faktory-listen",
+                          "127.0.0.1:0",
+                          "-metrics-listen",
+                          "127.0.0.1:0",
+                          "-tls-cert",
+                          cert,
+                          "-tls-key",
+                          key,
+                          NULL};
+    struct systest_proc p;
+    systest_proc_start(&p, args);
+    while (systest_count_lines(p.out.p) < 4) /* four listening lines */
+        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
+    int plain = systest_listening_port(p.out.p, 0);
+    int tls = atoi(strstr(p.out.p, "listening on tls://127.0.0.1:") + 29);
+    int fk = atoi(strstr(p.out.p, "faktory listening on 127.0.0.1:") + 31);
+    int metrics = atoi(strstr(p.out.p, "metrics listening on 127.0.0.1:") + 31);
+
+    ck_assert_int_eq(bench_run_stderr(f("-p %d -n 1000 -c 8", tls), err, sizeof err), 1);
+    ck_assert_str_eq(err, f("workq-bench: cannot use 127.0.0.1:%d: it closed the connection "
+                            "before answering\n"
+                            "workq-bench: hint: if 127.0.0.1:%d is a tls:// listener, add --tls\n",
+                            tls, tls));
+    ck_assert_int_eq(bench_run_stderr(f("-p %d -n 1000 -c 8", fk), err, sizeof err), 1);
+    ck_assert_str_eq(err, f("workq-bench: cannot use 127.0.0.1:%d: it is a Faktory listener (it "
+                            "greeted with +HI)\n"
+                            "workq-bench: hint: add --protocol faktory, or give the address of "
+                            "the server's -listen\n",
+                            fk));
+    ck_assert_int_eq(bench_run_stderr(f("-p %d -n 1000 -c 8", metrics), err, sizeof err), 1);
+    ck_assert_str_eq(err, f("workq-bench: cannot use 127.0.0.1:%d: it answered in HTTP (a metrics "
+                            "listener)\n"
+                            "workq-bench: hint: give the address of the server's -listen\n",
+                            metrics));
+    ck_assert_int_eq(
+        bench_run_stderr(f("-p %d -n 10 -c 2 --tls --cacert %s", plain, cert), err, sizeof err), 1);
+    ck_assert_msg(strstr(err, "wrong version number\n") != NULL, "stderr: %s", err);
+    ck_assert_ptr_nonnull(strstr(
+        err, f("\nworkq-bench: hint: 127.0.0.1:%d does not speak TLS; without --tls?\n", plain)));
+    /* The right way round works. */
+    ck_assert_int_eq(
+        bench_run_stderr(f("-p %d -n 100 -c 2 --tls --cacert %s", tls, cert), err, sizeof err), 0);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    ck_assert_int_eq(system(f("rm -rf '%s'", dir)), 0);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -824,7 +1057,9 @@ static Suite *
 bench_suite(void)
 {
     const struct systest_group groups[] = {
-        {"bench", {test_bench_counts, test_bench_refused, NULL}},
+        {"bench",
+         {test_bench_counts, test_bench_refused, test_bench_clean, test_bench_version_usage,
+          test_bench_workq_addr, test_bench_other_listeners, NULL}},
         {"backlog",
          {test_bench_backlog, test_bench_backlog_ttl, test_bench_backlog_timeout,
           test_bench_lease_other_queue, test_bench_backlog_refused, NULL}},

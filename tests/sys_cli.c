@@ -1,14 +1,18 @@
 /* sys_cli.c - workq-cli: system tests of the real binary against the real
  * server (its parts have unit tests: check_cli_cmd.c, check_cli_reply.c):
  * one-shot mode and its exit codes,
- * --raw, generated ids, script mode over stdin, and interactive mode on a
- * pseudo-terminal.
+ * --raw, generated ids, script mode over stdin (line numbers), what the cli
+ * says when another listener answers (TLS, Faktory, metrics) or a password
+ * is wanted, and interactive mode on a pseudo-terminal (Ctrl-C, tab
+ * completion).
  *
  * Environment: WQ_CLI is the binary (set by make check); WQ_CLI_WRAPPER
  * puts command words before it, e.g. "valgrind -q --leak-check=full
- * --errors-for-leak-kinds=all --error-exitcode=99", so that every path
- * below is also a leak check (any valgrind report changes stderr or the
- * exit status, and the test fails). */
+ * --errors-for-leak-kinds=definite,indirect --error-exitcode=99" (with
+ * WQ_TEST_SLOW=5), so that every path below is also a leak check (any
+ * valgrind report changes stderr or the exit status, and the test fails).
+ * Not "all" kinds: libedit's history and terminal state are still
+ * reachable at exit, so the terminal tests would fail on them. */
 #include "config.h"
 
 #include <check.h>
@@ -198,8 +202,7 @@ START_TEST(test_one_shot)
     expect_run(1, "NOT-FOUND\n", "delete", ID);
     expect_run(1, "error: Invalid ID\n", "add", "bad", "q", "1", "1", "x");
     expect_run(1, "error: Invalid command flags\n", "add", ID, "q", "1", "1", "x", "-prio=1");
-    expect_run(1, "error: Unknown command\n", "inspect", "bogus");
-    expect_run(1, "error: Invalid command args\n", "delete");
+    expect_run(1, "error: Invalid command args\n", "delete", ID, "-prio=1");
     expect_run(0, "(none)\n", "inspect", "queues", "0", "10");
     systest_stop_srv();
 }
@@ -284,7 +287,6 @@ START_TEST(test_new_id)
     /* The server has the job under that id. */
     int fd = systest_conn();
     systest_lease_now(fd, "q", id, "hi");
-    close(fd);
 
     /* With --raw, stdout is the reply alone; the id goes to stderr. */
     o = cli_run(NULL, NULL, "-a", srv_addr(), "--raw", "schedule", "-", "q", "60000", "600000",
@@ -294,6 +296,19 @@ START_TEST(test_new_id)
     ck_assert_uint_eq(o.err.n, 40);
     ck_assert(strncmp(o.err.p, "id ", 3) == 0 && o.err.p[39] == '\n');
     cli_out_free(&o);
+
+    /* The id is shown only once the server has the job: after an error,
+     * only the error. */
+    expect_run(1, "error: Invalid TTR\n", "add", "-", "emails", "abc", "1000", "x");
+    expect_run(1, "-CLIENT-ERROR Invalid TTL\\r\\n\n", "-r", "add", "-", "q", "1", "0", "x");
+    int before = (int)systest_server_stat(fd, "jobs");
+    o = cli_run(NULL, "add - q 1 x y\nrun - q 1 0 z\n", "-a", srv_addr());
+    ck_assert_str_eq(o.out.p, "line 1: error: Invalid TTL\nline 2: TIMEOUT\n");
+    ck_assert_str_eq(o.err.p, "");
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+    ck_assert_int_eq(systest_server_stat(fd, "jobs"), before);
+    close(fd);
     systest_stop_srv();
 }
 END_TEST
@@ -319,6 +334,14 @@ START_TEST(test_usage)
                  "-a", "127.0.0.1:1", "add", "-", "q");
     expect_usage("workq-cli: usage: complete <id> <result> [-attempt=N]\n", "complete", ID);
     expect_usage("workq-cli: unknown command \"frob\" (help lists them)\n", "frob");
+    /* The shape of every command is checked here, its values by the server. */
+    expect_usage("workq-cli: usage: delete <id>\n", "-a", "127.0.0.1:1", "delete");
+    expect_usage("workq-cli: usage: result <id> <wait-timeout>\n", "result", ID, "1", "2");
+    expect_usage("workq-cli: unknown inspect subject \"bogus\" (server, queues, queue, job, jobs, "
+                 "scheduled-jobs or workers)\n",
+                 "inspect", "bogus");
+    expect_usage("workq-cli: usage: inspect jobs <name> <offset> <limit>\n", "inspect", "jobs",
+                 "q");
     expect_usage("workq-cli: \"a b\": only a payload may be empty or hold spaces or line breaks\n",
                  "lease", "a b", "0");
     expect_usage("workq-cli: unknown option \"--bogus\" (see workq-cli --help)\n", "--bogus");
@@ -455,19 +478,29 @@ START_TEST(test_bad_server)
     cli_out_free(&o);
     close(accept(lfd, NULL, NULL)); /* its connection, waiting in the backlog */
 
-    /* Nonsense, a reply cut short, no reply at all. */
-    static const char *const replies[][2] = {
-        {"hello\r\n", NULL}, {"+OK 1\r\n" ID " q 1 5\r\nab", NULL}, {"", NULL}};
-    static const char *const errors[][2] = {
-        {"malformed reply from ", ": reply does not start with + or -"},
-        {"connection closed by ", " in the middle of a reply"},
-        {"connection closed by ", ""}};
-    static const int statuses[] = {76, 69, 69};
-    for (int i = 0; i < 3; i++) {
+    /* Nonsense, a reply cut short, no reply at all (as from a tls://
+     * listener), TLS bytes (an alert record's start). */
+    static const char *const replies[][2] = {{"hello\r\n", NULL},
+                                             {"+OK 1\r\n" ID " q 1 5\r\nab", NULL},
+                                             {"", NULL},
+                                             {"\x15\x03\x03", NULL}};
+    const char *errors[] = {
+        f("workq-cli: malformed reply from %s: reply does not start with + or -\n", addr),
+        f("workq-cli: connection closed by %s in the middle of a reply\n", addr),
+        f("workq-cli: connection closed by %s\n"
+          "workq-cli: hint: if %s is a tls:// listener, add --tls\n",
+          addr, addr),
+        f("workq-cli: %s answered in TLS: it is a tls:// listener\n"
+          "workq-cli: hint: add --tls (and --cacert FILE if the system does not trust its "
+          "certificate's CA)\n",
+          addr),
+    };
+    static const int statuses[] = {76, 69, 69, 76};
+    for (int i = 0; i < 4; i++) {
         pid_t pid = fake_server(lfd, replies[i]);
         o = cli_run(NULL, NULL, "-a", addr, "lease", "q", "0");
         ck_assert_str_eq(o.out.p, "");
-        ck_assert_str_eq(o.err.p, f("workq-cli: %s%s%s\n", errors[i][0], addr, errors[i][1]));
+        ck_assert_str_eq(o.err.p, errors[i]);
         ck_assert_int_eq(o.status, statuses[i]);
         cli_out_free(&o);
         fake_server_done(pid);
@@ -485,7 +518,7 @@ START_TEST(test_resend)
      * answer: it is sent again on a new connection, once. */
     pid_t pid = fake_server(lfd, (const char *const[]){"+OK\r\n", "", NF, NULL});
     struct cli_out o = cli_run(NULL, "delete a\ndelete b\n", "-a", addr);
-    ck_assert_str_eq(o.out.p, "OK\nNOT-FOUND\n");
+    ck_assert_str_eq(o.out.p, "OK\nline 2: NOT-FOUND\n");
     ck_assert_str_eq(o.err.p, f("workq-cli: reconnected to %s\n", addr));
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
@@ -494,8 +527,9 @@ START_TEST(test_resend)
     pid = fake_server(lfd, (const char *const[]){"+OK\r\n", "", "", NULL});
     o = cli_run(NULL, "delete a\ndelete b\ndelete c\n", "-a", addr);
     ck_assert_str_eq(o.out.p, "OK\n");
+    /* (no hint about TLS: this server has answered before) */
     ck_assert_str_eq(o.err.p, f("workq-cli: reconnected to %s\nworkq-cli: connection closed by "
-                                "%s\n",
+                                "%s\nworkq-cli: script stopped at line 2\n",
                                 addr, addr));
     ck_assert_int_eq(o.status, 69);
     cli_out_free(&o);
@@ -543,10 +577,10 @@ START_TEST(test_script)
                               "id      " ID "\n"
                               "status  completed\n"
                               "result  \"ok\"\n"
-                              "NOT-FOUND\n"
+                              "line 7: NOT-FOUND\n"
                               "(none)\n");
-    ck_assert_str_eq(o.err.p, "workq-cli: unknown command \"bogus\" (help lists them)\n"
-                              "workq-cli: usage: add <id> <name> <ttr> <ttl> <payload> "
+    ck_assert_str_eq(o.err.p, "workq-cli: line 8: unknown command \"bogus\" (help lists them)\n"
+                              "workq-cli: line 9: usage: add <id> <name> <ttr> <ttl> <payload> "
                               "[-priority=N] [-max-attempts=N] [-max-fails=N] [-after=ID,...] "
                               "[-idempotent=1] [-worker=NAME,...] [-target=all]\n");
     ck_assert_int_eq(o.status, 1);
@@ -567,7 +601,7 @@ START_TEST(test_script)
     cli_cmd_print_help(out);
     fclose(out);
     o = cli_run(NULL, f("help\ndelete %s\n", id4(9)), "-a", srv_addr());
-    ck_assert_str_eq(o.out.p, f("%sNOT-FOUND\n", help));
+    ck_assert_str_eq(o.out.p, f("%sline 2: NOT-FOUND\n", help));
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
     free(help);
@@ -576,7 +610,7 @@ START_TEST(test_script)
     /* Without a server the script stops at the first command. */
     o = cli_run(NULL, "help\ndelete x\ndelete y\n", "-a", srv_addr());
     ck_assert(strncmp(o.out.p, "Commands", 8) == 0);
-    ck_assert_str_eq(o.err.p, refused(srv_addr()));
+    ck_assert_str_eq(o.err.p, f("%sworkq-cli: script stopped at line 2\n", refused(srv_addr())));
     ck_assert_int_eq(o.status, 69);
     cli_out_free(&o);
 }
@@ -591,11 +625,122 @@ START_TEST(test_reconnect)
     const char *addr = f("127.0.0.1:%d", s.port);
     const char *script = f("lease %s 0\ndelete %s\ndelete %s\n", systest_name_of(200, 'a'), ID, ID);
     struct cli_out o = cli_run(NULL, script, "-a", addr);
-    ck_assert_str_eq(o.out.p, "error: Line too long\nNOT-FOUND\nNOT-FOUND\n");
+    ck_assert_str_eq(o.out.p,
+                     "line 1: error: Line too long\nline 2: NOT-FOUND\nline 3: NOT-FOUND\n");
     ck_assert_str_eq(o.err.p, f("workq-cli: reconnected to %s\n", addr));
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
     systest_stop(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Other listeners of the server */
+
+/* 127.0.0.1:PORT, PORT from the server's line that holds key followed by
+ * the port. */
+static const char *
+listener_addr(const struct systest_proc *p, const char *key)
+{
+    const char *at = strstr(p->out.p, key);
+    ck_assert_msg(at != NULL, "no \"%s\" in: %s", key, p->out.p);
+    return f("127.0.0.1:%d", atoi(at + strlen(key)));
+}
+
+/* What the cli says on stderr, and its exit status, for one command. */
+#define expect_fail(status_, err_, ...)                                                            \
+    do {                                                                                           \
+        struct cli_out o_ = cli_run(NULL, NULL, __VA_ARGS__);                                      \
+        ck_assert_str_eq(o_.out.p, "");                                                            \
+        ck_assert_str_eq(o_.err.p, err_);                                                          \
+        ck_assert_int_eq(o_.status, status_);                                                      \
+        cli_out_free(&o_);                                                                         \
+    } while (0)
+
+/* A server with every kind of listener (a self-signed certificate for the
+ * TLS one, made with the openssl command): the cli says what answered
+ * when it is not a plain Workq listener, and what to do. */
+START_TEST(test_other_listeners)
+{
+    char dir[64];
+    systest_tmpdir_new(dir);
+    ck_assert_int_eq(system(f("cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
+                              "ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem "
+                              "-days 2 -subj /CN=localhost -addext "
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
+                              dir)),
+                     0);
+    char cert[96], key[96];
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0,tls://127.0.0.1:0",
+                          "-faktory-listen",
+                          "127.0.0.1:0",
+                          "-metrics-listen",
+                          "127.0.0.1:0",
+                          "-tls-cert",
+                          cert,
+                          "-tls-key",
+                          key,
+                          NULL};
+    struct systest_proc p;
+    systest_proc_start(&p, args);
+    while (systest_count_lines(p.out.p) < 4) /* four listening lines */
+        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
+    char plain[32], tls[32], faktory[32], metrics[32];
+    strcpy(plain, f("127.0.0.1:%d", systest_listening_port(p.out.p, 0)));
+    strcpy(tls, listener_addr(&p, "listening on tls://127.0.0.1:"));
+    strcpy(faktory, listener_addr(&p, "faktory listening on 127.0.0.1:"));
+    strcpy(metrics, listener_addr(&p, "metrics listening on 127.0.0.1:"));
+
+    /* A tls:// listener closes a plain-text connection at once. */
+    const char *closed = f("workq-cli: connection closed by %s\n"
+                           "workq-cli: hint: if %s is a tls:// listener, add --tls\n",
+                           tls, tls);
+    expect_fail(69, closed, "-a", tls, "delete", ID);
+    struct cli_out o = cli_run("WORKQ_PASSWORD=pw", "delete " ID "\n", "-a", tls);
+    ck_assert_str_eq(o.err.p, f("%sworkq-cli: script stopped at line 1\n", closed));
+    ck_assert_int_eq(o.status, 69);
+    cli_out_free(&o);
+    o = cli_run(NULL, NULL, "-a", tls, "--tls", "--cacert", cert, "delete", ID);
+    ck_assert_str_eq(o.out.p, "NOT-FOUND\n");
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+
+    /* --tls to a plain listener: the handshake fails on its first bytes. */
+    o = cli_run(NULL, NULL, "-a", plain, "--tls", "--cacert", cert, "delete", ID);
+    ck_assert_msg(strncmp(o.err.p, f("workq-cli: TLS handshake with %s failed: ", plain),
+                          strlen(f("workq-cli: TLS handshake with %s failed: ", plain))) == 0 &&
+                      strstr(o.err.p, "wrong version number\n") != NULL,
+                  "got %s", o.err.p);
+    ck_assert_ptr_nonnull(
+        strstr(o.err.p, f("\nworkq-cli: hint: %s does not speak TLS; without --tls?\n", plain)));
+    ck_assert_int_eq(o.status, 69);
+    cli_out_free(&o);
+
+    /* Faktory greets first; the metrics endpoint answers in HTTP. */
+    const char *fk = f("workq-cli: %s is a Faktory listener (it greeted with +HI), not a Workq "
+                       "one\nworkq-cli: hint: give the address of the server's -listen, not of "
+                       "its -faktory-listen\n",
+                       faktory);
+    expect_fail(76, fk, "-a", faktory, "delete", ID);
+    expect_fail(76, fk, "-a", faktory, "inspect", "server");
+    o = cli_run("WORKQ_PASSWORD=pw", "delete " ID "\n", "-a", faktory);
+    ck_assert_str_eq(o.err.p, f("%sworkq-cli: script stopped at line 1\n", fk));
+    ck_assert_int_eq(o.status, 76);
+    cli_out_free(&o);
+    const char *http = f("workq-cli: %s answered in HTTP: it is a metrics listener, not a Workq "
+                         "one\nworkq-cli: hint: give the address of the server's -listen, not "
+                         "of its -metrics-listen\n",
+                         metrics);
+    expect_fail(76, http, "-a", metrics, "delete", ID);
+    expect_fail(76, http, "-a", metrics, "-r", "inspect", "server");
+
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    ck_assert_int_eq(system(f("rm -rf '%s'", dir)), 0);
+    systest_tmpdir_remove(dir);
 }
 END_TEST
 
@@ -609,12 +754,13 @@ struct tty {
     size_t pos;     /* tty_expect searches from here */
 };
 
-/* Start the cli on a new terminal with HOME set to home. */
+/* Start the cli on a new terminal with HOME set to home, for the server at
+ * addr. */
 static void
-tty_start(struct tty *t, const char *home)
+tty_start(struct tty *t, const char *home, const char *addr)
 {
     char *wrapper;
-    char **argv = cli_argv((const char *const[]){"-a", srv_addr(), NULL}, &wrapper);
+    char **argv = cli_argv((const char *const[]){"-a", addr, NULL}, &wrapper);
     struct winsize ws = {.ws_row = 24, .ws_col = 200};
     memset(&t->seen, 0, sizeof t->seen);
     sb_add(&t->seen, "");
@@ -694,7 +840,7 @@ START_TEST(test_tty)
     char home[] = "/tmp/sys_cli.XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(home));
     struct tty t;
-    tty_start(&t, home);
+    tty_start(&t, home, srv_addr());
     const char *prompt = f("workq %s> ", srv_addr());
     tty_prompt(&t, prompt);
     tty_type(&t, "add " ID " q 60000 600000 \"hi there\"\r");
@@ -730,7 +876,7 @@ START_TEST(test_tty)
 
     /* A HOME that cannot hold the history: not a word about it; and the
      * end of input (^D) leaves like quit. */
-    tty_start(&t, "/nonexistent/home");
+    tty_start(&t, "/nonexistent/home", srv_addr());
     tty_prompt(&t, prompt);
     tty_type(&t, f("delete %s\r", id4(9)));
     tty_expect(&t, "NOT-FOUND\r\n");
@@ -738,6 +884,100 @@ START_TEST(test_tty)
     tty_type(&t, "\x04");
     ck_assert_int_eq(tty_wait(&t), 0);
     systest_stop_srv();
+}
+END_TEST
+
+/* Wait until the server's `inspect server` says key is value. */
+static void
+wait_stat(int fd, const char *key, uint64_t value)
+{
+    for (int waited = 0; systest_server_stat(fd, key) != value; waited += 10) {
+        ck_assert_msg(waited < systest_wait_ms(), "%s never became %llu", key, U(value));
+        systest_sleep_ms(10);
+    }
+}
+
+/* Ctrl-C while a command waits ends that command (its connection is
+ * closed, so the server cancels it) and the session goes on; Ctrl-C at the
+ * prompt ends the session. */
+START_TEST(test_tty_interrupt)
+{
+    systest_start_srv();
+    int fd = systest_conn();
+    struct tty t;
+    tty_start(&t, "/nonexistent/home", srv_addr());
+    const char *prompt = f("workq %s> ", srv_addr());
+    tty_prompt(&t, prompt);
+    tty_type(&t, "lease q 60000\r");
+    wait_stat(fd, "parked-clients", 1);
+    tty_type(&t, "\x03");
+    tty_expect(&t, "workq-cli: interrupted (connection closed: the server cancels the waiting "
+                   "command)\r\n");
+    tty_prompt(&t, prompt);
+    /* The lease is gone: a job added now stays ready. */
+    wait_stat(fd, "parked-clients", 0);
+    systest_add(fd, ID, "q", "x");
+    ck_assert_int_eq(systest_server_stat(fd, "ready-jobs"), 1);
+    tty_type(&t, "delete " ID "\r");
+    tty_expect(&t, f("workq-cli: reconnected to %s\r\nOK\r\n", srv_addr()));
+    tty_prompt(&t, prompt);
+    tty_type(&t, "\x03");
+    ck_assert_int_eq(tty_wait(&t), 0);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+
+/* Tab completes commands, subjects and flags, and queue names from the
+ * server, which it asks on a connection of its own, never waiting long. */
+START_TEST(test_tty_complete)
+{
+#if defined(HAVE_LIBEDIT) || defined(HAVE_READLINE)
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_add(fd, ID, "emails", "x");
+    systest_add(fd, id4(2), "reports", "y");
+    struct tty t;
+    tty_start(&t, "/nonexistent/home", srv_addr());
+    const char *prompt = f("workq %s> ", srv_addr());
+    tty_prompt(&t, prompt);
+    tty_type(&t, "ins\tqueue em\t\r");
+    tty_expect(&t, "inspect queue emails \r\n");
+    tty_expect(&t, "name    ready-len  scheduled-len\r\nemails  1          0\r\n");
+    tty_prompt(&t, prompt);
+    /* A flag that wants a value goes on without a space. */
+    tty_type(&t, "add - q 1000 60000 x -pri\t5\r");
+    tty_expect(&t, "add - q 1000 60000 x -priority=5\r\n");
+    tty_expect(&t, "\r\nOK\r\n");
+    tty_prompt(&t, prompt);
+    tty_type(&t, "lease r\t0\r");
+    tty_expect(&t, "lease reports 0\r\n");
+    tty_expect(&t, "payload  \"y\"\r\n");
+    tty_prompt(&t, prompt);
+    tty_type(&t, "quit\r");
+    ck_assert_int_eq(tty_wait(&t), 0);
+    close(fd);
+    systest_stop_srv();
+
+    /* A server that never answers: the editor has nothing to offer, and
+     * echoes the next key within about CLI_COMPLETE_MS (500 ms), not the
+     * 10 s of -t. */
+    int port;
+    int lfd = systest_listen(&port);
+    const char *addr = f("127.0.0.1:%d", port);
+    tty_start(&t, "/nonexistent/home", addr);
+    tty_prompt(&t, f("workq %s> ", addr));
+    tty_type(&t, "lease e");
+    tty_expect(&t, "lease e");
+    int64_t t0 = systest_now_ms();
+    tty_type(&t, "\tx");
+    tty_expect(&t, "x");
+    int64_t took = systest_now_ms() - t0;
+    ck_assert_msg(took < 3000 * systest_slow(), "completion took %lld ms", (long long)took);
+    tty_type(&t, "\x03");
+    ck_assert_int_eq(tty_wait(&t), 0);
+    close(lfd);
+#endif
 }
 END_TEST
 
@@ -761,15 +1001,27 @@ START_TEST(test_password)
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
     o = cli_run("WORKQ_PASSWORD=s3cret", "delete " ID "\ndelete " ID "\n", "-a", addr);
-    ck_assert_str_eq(o.out.p, "NOT-FOUND\nNOT-FOUND\n");
+    ck_assert_str_eq(o.out.p, "line 1: NOT-FOUND\nline 2: NOT-FOUND\n");
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
+    /* Without the password: the server's refusal, and a hint (once). */
+    const char *hint = f("workq-cli: hint: %s wants a password: give --password-file FILE, or "
+                         "set WORKQ_PASSWORD\n",
+                         addr);
     o = cli_run(NULL, NULL, "-a", addr, "delete", ID);
     ck_assert_str_eq(o.out.p, "error: Authentication required\n");
+    ck_assert_str_eq(o.err.p, hint);
+    ck_assert_int_eq(o.status, 1);
+    cli_out_free(&o);
+    o = cli_run(NULL, "delete " ID "\ndelete " ID "\n", "-a", addr);
+    ck_assert_str_eq(o.out.p, "line 1: error: Authentication required\n"
+                              "line 2: error: Authentication required\n");
+    ck_assert_str_eq(o.err.p, hint);
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
     o = cli_run(NULL, "auth s3cret\ndelete " ID "\n", "-a", addr);
-    ck_assert_str_eq(o.out.p, "OK\nNOT-FOUND\n");
+    ck_assert_str_eq(o.out.p, "OK\nline 2: NOT-FOUND\n");
+    ck_assert_str_eq(o.err.p, "");
     cli_out_free(&o);
     o = cli_run("WORKQ_PASSWORD=s3cre", NULL, "-a", addr, "delete", ID);
     ck_assert_str_eq(o.out.p, "");
@@ -796,7 +1048,8 @@ cli_suite(void)
          {test_one_shot, test_one_shot_inspect, test_new_id, test_raw, test_usage,
           test_help_version, test_addr, test_bad_server, test_long_wait, test_password, NULL}},
         {"script", {test_script, test_reconnect, test_resend, NULL}},
-        {"tty", {test_tty, NULL}},
+        {"listeners", {test_other_listeners, NULL}},
+        {"tty", {test_tty, test_tty_interrupt, test_tty_complete, NULL}},
     };
     return systest_suite("cli", groups, sizeof groups / sizeof groups[0]);
 }
