@@ -17,6 +17,8 @@
 #include "cmdlog_codec.h"
 #include "cmdlog_reader.h"
 #include "core.h"
+#include "fjobs.h"
+#include "registry.h"
 #include "log.h"
 
 static int
@@ -324,6 +326,30 @@ cmdlog_files_replay_one(struct replay *rp, uint64_t n, bool is_last, struct repl
     return rc;
 }
 
+/* Replay stops at damage (segment i of nums[0..count), at offset at of
+ * its size bytes) without -cmdlog-truncate: say how to start anyway, and
+ * what that would drop, so that the operator can choose. */
+static void
+cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i, uint64_t at,
+                         uint64_t size, const struct core *core)
+{
+    uint64_t later_bytes = 0;
+    for (size_t k = i + 1; k < count; k++) {
+        char name[CMDLOG_SEGMENT_NAME_SIZE];
+        struct stat st;
+        cmdlog_segment_name(nums[k], name);
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            later_bytes += (uint64_t)st.st_size;
+    }
+    wq_log(LOG_LVL_ERROR,
+           "cmdlog cannot start past the damage; to start with what comes before it, start once "
+           "with -cmdlog-truncate, which cuts the log there and drops bytes=%" PRIu64
+           " of that segment and segments=%zu after it (bytes=%" PRIu64
+           "); the jobs before the damage, which it keeps: %zu Workq, %" PRIu64 " Faktory",
+           size > at ? size - at : 0, count - i - 1, later_bytes, core_job_count(core),
+           (uint64_t)registry_count(core->fjobs->jobs));
+}
+
 int
 cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms, bool truncate,
                     uint64_t *last, uint64_t *last_size, uint64_t *records)
@@ -351,6 +377,8 @@ cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_
         if (e.damaged) {
             wq_log(LOG_LVL_ERROR, "cmdlog damaged segment=%s offset=%" PRIu64 "%s", name, e.at,
                    truncate ? ": cutting the log there as asked" : "");
+            if (!truncate)
+                cmdlog_files_damage_hint(dirfd, nums, count, i, e.at, e.size, core);
             if (!truncate || cmdlog_files_cut(dirfd, nums, count, i, e.at) != 0)
                 rc = -1;
             count = i + 1; /* nothing after the cut */

@@ -1196,6 +1196,12 @@ expect_refused(struct fx *x, uint32_t seg, size_t off)
     ref_seg_name(seg, name);
     const char *want = f("cmdlog damaged segment=%s offset=%zu", name, off);
     ck_assert_msg(strstr(err, want) != NULL, "stderr does not say \"%s\": %s", want, err);
+    /* and what to do, with what it would cost */
+    want = f("error cmdlog cannot start past the damage; to start with what comes before it, "
+             "start once with -cmdlog-truncate, which cuts the log there and drops bytes=%zu of "
+             "that segment and segments=",
+             len0 - off);
+    ck_assert_msg(strstr(err, want) != NULL, "stderr does not say \"%s\": %s", want, err);
     free(err);
     ck_assert_uint_eq(seg_list(x->dir, after, 64), nb);
     size_t len1;
@@ -1241,6 +1247,12 @@ START_TEST(test_damage_middle_record)
         write_file(seg, bad, len);
         free(bad);
         expect_refused(&x, 1, r->off);
+        char *err = systest_slurp(x.err, NULL);
+        const char *kept = f(" after it (bytes=0); the jobs before the damage, which it keeps: %zu "
+                             "Workq, 0 Faktory\n",
+                             flips[i].rec);
+        ck_assert_msg(strstr(err, kept) != NULL, "stderr does not say \"%s\": %s", kept, err);
+        free(err);
     }
 
     /* Asked to, the server cuts the log at the damage and starts. */
