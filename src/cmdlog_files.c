@@ -345,8 +345,8 @@ cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i
            "cmdlog cannot start past the damage; to start with what comes before it, start once "
            "with -cmdlog-truncate, which cuts the log there and drops bytes=%" PRIu64
            " of that segment and segments=%zu after it (bytes=%" PRIu64
-           "); the jobs before the damage, which it keeps: %zu Workq, %" PRIu64 " Faktory",
-           size > at ? size - at : 0, count - i - 1, later_bytes, core_job_count(core),
+           "); the jobs before the damage, which it keeps: %" PRIu64 " Workq, %" PRIu64 " Faktory",
+           size > at ? size - at : 0, count - i - 1, later_bytes, (uint64_t)core_job_count(core),
            (uint64_t)registry_count(core->fjobs->jobs));
 }
 

@@ -333,6 +333,9 @@ conn_reply_pause(void *to, uint64_t ms)
     struct conn *c = to;
     c->state = CONN_PAUSED;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    /* a wake still active from a reply would run, delete the event and
+     * lose this timer: it is done with now */
+    event_del(c->wake_ev);
     event_add(c->wake_ev, &tv);
 }
 
@@ -664,8 +667,9 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     if (!c->direct) {
+        /* read and write: the handshake may wait for either */
         struct timeval handshake = {CONN_HANDSHAKE_MS / 1000, 0};
-        bufferevent_set_timeouts(c->bev, &handshake, NULL);
+        bufferevent_set_timeouts(c->bev, &handshake, &handshake);
         struct bufferevent *bottom = c->bev;
         while (bufferevent_get_underlying(bottom) != NULL)
             bottom = bufferevent_get_underlying(bottom);

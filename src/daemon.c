@@ -175,7 +175,7 @@ daemon_remove_pidfile(const char *path)
 }
 
 int
-daemon_drop_user(const char *user, const char *log_file)
+daemon_drop_user(const char *user)
 {
     errno = 0;
     struct passwd *pw = getpwnam(user);
@@ -189,10 +189,11 @@ daemon_drop_user(const char *user, const char *log_file)
         wq_log(LOG_LVL_ERROR, "cannot drop privileges to user=%s: not running as root", user);
         return EX_NOPERM;
     }
-    /* the log file stays the server's to reopen on SIGHUP */
-    if (log_file != NULL && chown(log_file, pw->pw_uid, pw->pw_gid) != 0)
-        wq_log(LOG_LVL_WARN, "cannot give the log file to user=%s path=%s error=\"%s\"", user,
-               log_file, strerror(errno));
+    /* the log file stays the server's to reopen on SIGHUP (the open
+     * file, not its name: a symlink put there must not be followed) */
+    if (log_give(pw->pw_uid, pw->pw_gid) != 0)
+        wq_log(LOG_LVL_WARN, "cannot give the log file to user=%s error=\"%s\"", user,
+               strerror(errno));
     if (initgroups(pw->pw_name, pw->pw_gid) != 0 || setgid(pw->pw_gid) != 0 ||
         setuid(pw->pw_uid) != 0) {
         wq_log(LOG_LVL_ERROR, "cannot drop privileges to user=%s error=\"%s\"", user,

@@ -26,10 +26,10 @@ int daemon_write_pidfile(const char *path);
 void daemon_remove_pidfile(const char *path);
 
 /* Become user (its uid, gid and supplementary groups), for good, with
- * no_new_privs set; log_file (NULL: none) is given to user first, so
- * that SIGHUP can reopen it.  Returns 0, or an exit status (EX_NOUSER,
- * EX_NOPERM, EX_OSERR) after logging. */
-int daemon_drop_user(const char *user, const char *log_file);
+ * no_new_privs set; the log file, if there is one, is given to user
+ * first, so that SIGHUP can reopen it.  Returns 0, or an exit status
+ * (EX_NOUSER, EX_NOPERM, EX_OSERR) after logging. */
+int daemon_drop_user(const char *user);
 
 /* Send state (e.g. "READY=1") to systemd's $NOTIFY_SOCKET, if set. */
 void daemon_notify(const char *state);

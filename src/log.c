@@ -118,10 +118,27 @@ log_level_name(enum log_level lvl)
     return log_level_names[lvl];
 }
 
+/* The log file, never through a symlink (root opens it, maybe in a
+ * directory another user may write). */
 static int
 log_open_file(const char *path)
 {
-    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW, 0640);
+}
+
+int
+log_give(uid_t uid, gid_t gid)
+{
+    struct stat st;
+    if (log_target != LOG_TO_FILE)
+        return 0;
+    if (fstat(log_fd, &st) != 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return fchown(log_fd, uid, gid);
 }
 
 int

@@ -8,6 +8,8 @@
 
 #include "wq.h"
 
+#include <sys/types.h>
+
 enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG, LOG_LVL_COUNT };
 
 enum log_target { LOG_TO_STDERR, LOG_TO_FILE, LOG_TO_SYSLOG };
@@ -30,6 +32,10 @@ int log_open(enum log_target target, const char *path);
 /* Reopen the log file (after logrotate moved it); a no-op for the other
  * targets.  On failure the old file stays in use and -1 is returned. */
 int log_reopen(void);
+/* Give the log file (the one open, a regular file) to uid:gid, so that
+ * SIGHUP can reopen it after privileges are dropped; 0 for the other
+ * targets, or -1 with errno. */
+int log_give(uid_t uid, gid_t gid);
 /* Back to stderr, closing a file or syslog. */
 void log_close(void);
 

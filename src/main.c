@@ -73,7 +73,7 @@ main_start(struct server *srv, const struct options *o)
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
         return EX_CANTCREAT;
     if (o->user != NULL) {
-        int status = daemon_drop_user(o->user, o->log_file);
+        int status = daemon_drop_user(o->user);
         if (status != 0)
             return status;
         main_check_pidfile_dir(o->pidfile);

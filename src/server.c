@@ -647,6 +647,7 @@ server_probe_cmdlog_dir(const char *dir)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/.workq-probe.%ld", dir, (long)getpid());
+    unlink(path); /* one a crash left, by a server of the same pid */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         wq_log(LOG_LVL_ERROR,

@@ -73,6 +73,7 @@ tls_context(const struct tls *t)
         goto fail;
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    what = "cannot set the TLS 1.2 cipher suites";
     if (SSL_CTX_set_cipher_list(ctx, TLS12_CIPHERS) != 1)
         goto fail;
     /* Renegotiation costs the server a handshake at the client's whim;

@@ -988,6 +988,24 @@ START_TEST(test_user_log_and_pidfile)
     systest_proc_stop(&p);
     systest_proc_free(&p);
     unlink(pidpath);
+    /* a symlink where the log file goes (the user may write its
+     * directory) is neither followed nor given away: the start fails */
+    const char *target = f("%s/roots", dir);
+    char targetpath[128];
+    snprintf(targetpath, sizeof targetpath, "%s", target);
+    int tfd = open(targetpath, O_WRONLY | O_CREAT, 0600);
+    ck_assert_int_ge(tfd, 0);
+    close(tfd);
+    unlink(logpath);
+    ck_assert_int_eq(symlink(targetpath, logpath), 0);
+    ck_assert_int_eq(
+        systest_proc_run(&p, (const char *const[]){"-listen", "127.0.0.1:0", "-u", "nobody",
+                                                   "-log-file", logpath, NULL}),
+        73);
+    systest_proc_free(&p);
+    ck_assert_int_eq(stat(targetpath, &st), 0);
+    ck_assert_int_eq(st.st_uid, 0);
+    ck_assert_int_eq(st.st_size, 0);
     systest_tmpdir_remove(dir);
 }
 END_TEST
