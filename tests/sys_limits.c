@@ -428,17 +428,12 @@ START_TEST(test_memory_used_unread_payloads)
 }
 END_TEST
 
-/* Does the server allocate with jemalloc (inspect server's allocator)?
- * Sanitizer builds use their own, and report the RSS as memory-used. */
+/* Sanitizer builds use their own allocator, and report the RSS as
+ * memory-used. */
 static bool
 uses_jemalloc(int fd)
 {
-    bool jemalloc = false;
-    systest_roundtrip(fd, "inspect server\r\n", "+OK 1\r\n");
-    int keys = atoi(systest_read_line(fd) + 7); /* "server N", then N lines */
-    for (int i = 0; i < keys; i++)
-        jemalloc |= strncmp(systest_read_line(fd), "allocator jemalloc", 18) == 0;
-    return jemalloc;
+    return systest_uses_jemalloc(fd);
 }
 
 /* The resident size of process pid, in bytes (0 if unknown). */

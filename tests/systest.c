@@ -473,3 +473,14 @@ systest_pwdhash(const char *password, const char *salt, int iterations)
     free(hex.p);
     return out;
 }
+
+bool
+systest_uses_jemalloc(int fd)
+{
+    bool jemalloc = false;
+    systest_roundtrip(fd, "inspect server\r\n", "+OK 1\r\n");
+    int keys = atoi(systest_read_line(fd) + 7); /* "server N", then N lines */
+    for (int i = 0; i < keys; i++)
+        jemalloc |= strncmp(systest_read_line(fd), "allocator jemalloc", 18) == 0;
+    return jemalloc;
+}

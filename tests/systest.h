@@ -137,6 +137,10 @@ const char *systest_read_line(int fd);
 /* The same, waiting up to ms (not scaled): NULL if no line came by then or
  * the connection closed. */
 const char *systest_read_line_within(int fd, int ms);
+/* Does the server on Workq connection fd allocate with jemalloc (inspect
+ * server's allocator)?  Sanitizer builds do not: their RSS holds shadow
+ * memory and a quarantine of freed blocks, so RSS bounds do not apply. */
+bool systest_uses_jemalloc(int fd);
 /* The value of key in the reply to `inspect server` (sent here). */
 uint64_t systest_server_stat(int fd, const char *key);
 
