@@ -48,37 +48,6 @@ find(const struct core *c, uint64_t n)
     return core_find(c, id);
 }
 
-/* A temporary directory holding segment files. */
-struct tdir {
-    char path[256];
-    int fd;
-};
-
-static void
-tdir_open(struct tdir *d)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(d->path, sizeof d->path, "%s/wq-cmdlog-XXXXXX", tmp != NULL ? tmp : "/tmp");
-    REQUIRE(mkdtemp(d->path) != NULL);
-    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    REQUIRE(d->fd >= 0);
-}
-
-static void
-tdir_close(struct tdir *d)
-{
-    DIR *dir = opendir(d->path);
-    REQUIRE(dir != NULL);
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
-            REQUIRE(unlinkat(d->fd, de->d_name, 0) == 0);
-    }
-    closedir(dir);
-    close(d->fd);
-    REQUIRE(rmdir(d->path) == 0);
-}
-
 static void
 seg_path(const struct tdir *d, uint32_t n, char *out, size_t size)
 {
@@ -216,7 +185,7 @@ result_rec(struct ref_buf *b, int code, uint64_t n, const char *result)
 START_TEST(test_replay_states)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     uint8_t id[JOBID_LEN];
     int64_t t0 = NOW - HOUR;
@@ -378,7 +347,7 @@ END_TEST
 START_TEST(test_replay_ready_order)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     uint8_t id[JOBID_LEN];
     static const int64_t prios[] = {0, 5, -5, 5, 0};
@@ -409,7 +378,7 @@ END_TEST
 START_TEST(test_replay_expiry)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     uint8_t id[JOBID_LEN];
     /* 1: add, created + ttl before now -> gone */
@@ -471,7 +440,7 @@ END_TEST
 START_TEST(test_replay_readd)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     add_rec(&b, 1, "first", NOW - 1000, HOUR);
     id_rec(&b, REF_START_ATTEMPT, 1);
@@ -499,7 +468,7 @@ END_TEST
 START_TEST(test_replay_empty)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct replay r;
     /* no segments at all */
     replay(&d, NOW, false, &r);
@@ -559,7 +528,7 @@ START_TEST(test_replay_torn_tail)
     size_t whole = b.len;
     for (size_t keep = good + 1; keep < whole; keep++) {
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         REQUIRE(ref_seg_write(d.path, 1, b.data, keep) == 0);
         struct replay r;
         replay(&d, NOW, false, &r);
@@ -613,7 +582,7 @@ START_TEST(test_replay_garbage_tail)
             t.data[at + 20] ^= 0x40; /* inside the payload */
         }
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         REQUIRE(ref_seg_write(d.path, 1, t.data, t.len) == 0);
         struct replay r;
         replay(&d, NOW, false, &r);
@@ -653,7 +622,7 @@ START_TEST(test_replay_padding)
     /* the last segment, and a middle one */
     for (int middle = 0; middle < 2; middle++) {
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         REQUIRE(ref_seg_write(d.path, 1, a.data, a.len) == 0);
         if (middle)
             REQUIRE(ref_seg_write(d.path, 2, b.data, b.len) == 0);
@@ -677,7 +646,7 @@ START_TEST(test_replay_padding)
     static const size_t head_lens[] = {0, 3, 7};
     for (size_t h = 0; h < 3; h++) {
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
         struct ref_buf raw = {0};
         ref_buf_put(&raw, heads[h], head_lens[h]);
@@ -701,7 +670,7 @@ START_TEST(test_replay_padding)
 
     /* a record after the zeros: they were not padding */
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     ref_buf_put(&a, b.data, b.len);
     REQUIRE(ref_seg_write(d.path, 1, a.data, a.len) == 0);
     struct replay r;
@@ -727,7 +696,7 @@ check_clean_padded_segment(size_t budget)
     id_rec(&s2, REF_DELETE, 1);
     add_rec(&s3, 3, "q", NOW - 1000, HOUR);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, s1.data, s1.len) == 0);
     REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
     REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
@@ -770,7 +739,7 @@ START_TEST(test_replay_damage_middle)
     b.data[bad_at + 30] ^= 0x01; /* inside record 2's payload */
 
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
     struct replay r;
     replay(&d, NOW, false, &r);
@@ -819,7 +788,7 @@ START_TEST(test_replay_damage_earlier_segment)
     add_rec(&s3, 4, "q", NOW - 1000, HOUR);
 
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, s1.data, cut1) == 0);
     REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
     REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
@@ -851,7 +820,7 @@ START_TEST(test_replay_damage_earlier_segment)
     tdir_close(&d);
 
     /* a bad header in the first of two segments */
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write_raw(d.path, 1, "wqwq\0\0\0\2", 8) == 0);
     REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
     replay(&d, NOW, false, &r);
@@ -880,7 +849,7 @@ END_TEST
 START_TEST(test_replay_multi_segment)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf s = {0};
     add_rec(&s, 1, "q", NOW - 1000, HOUR);
     REQUIRE(ref_seg_write(d.path, 2, s.data, s.len) == 0);
@@ -967,7 +936,7 @@ static void
 check_clean(size_t budget)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
     int64_t t = NOW - 1000;
     /* segment 1 */
@@ -1061,7 +1030,7 @@ static void
 check_clean_removes_empty_segments(size_t budget)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     add_rec(&b, 1, "q", NOW - 1000, HOUR);
     id_rec(&b, REF_START_ATTEMPT, 1);
@@ -1113,7 +1082,7 @@ END_TEST
 START_TEST(test_clean_skips_damaged)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf b = {0};
     add_rec(&b, 1, "q", NOW - 1000, HOUR);
     id_rec(&b, REF_DELETE, 1);
@@ -1141,7 +1110,7 @@ END_TEST
 START_TEST(test_clean_stops_at_damage)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
     add_rec(&s1, 1, "q", NOW - 1000, HOUR);
     add_rec(&s1, 3, "q", NOW - 1000, HOUR);
@@ -1189,7 +1158,7 @@ START_TEST(test_reader_garbled_length)
     ref_buf_put(&b, zeros, sizeof zeros);
     b.data[b.len - 1] = 1;
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
     struct cmdlog_reader rd;
     ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, 1), 0);
@@ -1281,7 +1250,7 @@ START_TEST(test_clean_random_chunks)
         rng_seed(round);
         struct tdir dirs[5]; /* 0: cleaned whole, 1-3: in chunks, 4: not */
         for (size_t i = 0; i < 5; i++)
-            tdir_open(&dirs[i]);
+            tdir_open(&dirs[i], "cmdlog");
         write_random_log(dirs, 5, NSEGS);
         uint32_t below = 1 + (uint32_t)rng_below(NSEGS + 1);
         ck_assert_int_eq(cmdlog_clean(dirs[0].fd, below, SIZE_MAX), 0);
@@ -1322,7 +1291,7 @@ START_TEST(test_clean_big_record)
     ref_rec_add(&b, NOW - 1000, id, "q", 60000, HOUR, 0, 0, 0, payload, big, NOW - 1000);
     id_rec(&b, REF_DELETE, 1);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
     REQUIRE(ref_seg_write(d.path, 2, NULL, 0) == 0);
 
@@ -1363,7 +1332,7 @@ START_TEST(test_reader_end_and_damage)
     size_t first = b.len;
     ref_buf_put(&b, zeros, sizeof zeros);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);
     b.data[first + 4000] = 1; /* not padding any more */
     REQUIRE(ref_seg_write(d.path, 2, b.data, b.len) == 0);
@@ -1455,7 +1424,7 @@ tdir_snapshot(const struct tdir *d, char *out, size_t size)
 START_TEST(test_replay_names_past_9_digits)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf a = {0}, b = {0}, c = {0}, e = {0};
     add_rec(&a, 1, "q", NOW - 1000, HOUR);
     id_rec(&b, REF_START_ATTEMPT, 1);
@@ -1502,7 +1471,7 @@ START_TEST(test_replay_refuses_stray_names)
     add_rec(&b, 2, "q", NOW - 1000, HOUR);
     for (size_t i = 0; i < WQ_ARRAY_LEN(stray); i++) {
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         put_segment(&d, "000000001.log", &a);
         put_segment(&d, stray[i], &b);
         char before[1024], after[1024];
@@ -1542,7 +1511,7 @@ START_TEST(test_replay_refuses_non_regular)
     static const int open_errno[KINDS] = {ELOOP, ELOOP, EINVAL, EISDIR, ENXIO};
     for (int kind = 0; kind < KINDS; kind++) {
         struct tdir d;
-        tdir_open(&d);
+        tdir_open(&d, "cmdlog");
         put_segment(&d, "000000001.log", &a);
         put_segment(&d, "000000003.log", &b);
         put_segment(&d, "elsewhere", &b);
@@ -1599,7 +1568,7 @@ END_TEST
 START_TEST(test_replay_sparse_segment)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     struct ref_buf a = {0};
     add_rec(&a, 1, "q", NOW - 1000, HOUR);
     id_rec(&a, REF_START_ATTEMPT, 1);
@@ -1683,7 +1652,7 @@ START_TEST(test_go_fixture)
     char buf[1024], src[1100];
     snprintf(src, sizeof src, "%s/workq-go", fixtures_dir(buf, sizeof buf));
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "cmdlog");
     copy_dir(src, &d);
 
     /* the reference reads every byte of it */

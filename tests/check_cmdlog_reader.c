@@ -6,6 +6,7 @@
  * length whose CRC does not match, holes skipped unread). */
 #include "wq.h"
 #include "cmdlog_reader.h"
+#include "cmdlog_scan_ref.h"
 
 #include <check.h>
 #include <errno.h>
@@ -24,31 +25,6 @@
 
 /* ---- helpers ---- */
 
-/* A temporary directory holding segment files. */
-struct tdir {
-    char path[256];
-    int fd;
-};
-
-static void
-tdir_open(struct tdir *d)
-{
-    const char *tmp = getenv("TMPDIR");
-    snprintf(d->path, sizeof d->path, "%s/wq-reader-XXXXXX", tmp != NULL ? tmp : "/tmp");
-    REQUIRE(mkdtemp(d->path) != NULL);
-    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    REQUIRE(d->fd >= 0);
-}
-
-static void
-tdir_close(struct tdir *d)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d->path);
-    REQUIRE(system(cmd) == 0);
-    close(d->fd);
-}
-
 /* Write bytes as the file `name` of d and open it for reading. */
 static int
 file_of(const struct tdir *d, const char *name, const void *bytes, size_t len)
@@ -57,19 +33,6 @@ file_of(const struct tdir *d, const char *name, const void *bytes, size_t len)
     REQUIRE(fd >= 0);
     REQUIRE(pwrite(fd, bytes, len, 0) == (ssize_t)len);
     return fd;
-}
-
-/* The definition the scan must keep: is there an offset in [from, len)
- * where cmdlog_rec_decode takes a record from the bytes to the end? */
-static bool
-naive_valid_after(const uint8_t *buf, size_t len, size_t from)
-{
-    struct cmdlog_rec r;
-    size_t used;
-    for (size_t at = from; at + CMDLOG_TIME_LEN + 1 + CMDLOG_CRC_LEN <= len; at++)
-        if (buf[at] == 1 && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK)
-            return true;
-    return false;
 }
 
 static void
@@ -145,7 +108,7 @@ START_TEST(test_scan_matches_naive)
 {
     static const size_t windows[] = {64, 100, 257, 4096, 0};
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     size_t found = 0, cases = RUNNING_ON_VALGRIND ? 60 : 600;
     for (uint64_t seed = 1; seed <= cases; seed++) {
         rng_seed(seed);
@@ -192,7 +155,7 @@ scan_crafted(size_t len, struct cmdlog_scan_stats *st, size_t *claims)
     size_t at = b.len;
     *claims = ref_crafted_tail(&b, NOW, len);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     int fd = file_of(&d, "000000001.log", b.data, b.len);
     ck_assert_int_eq(cmdlog_scan(fd, at + 1, b.len, NULL, st), CMDLOG_SCAN_NONE);
     close(fd);
@@ -238,7 +201,7 @@ START_TEST(test_scan_finds_record_after_crafted)
     size_t rec = b.len;
     add_rec(&b, 2, 5000);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     int fd = file_of(&d, "seg", b.data, b.len);
     struct cmdlog_scan_limits lim;
     cmdlog_scan_defaults(&lim);
@@ -263,7 +226,7 @@ START_TEST(test_scan_gives_up)
     struct ref_buf b = {0};
     ref_crafted_tail(&b, NOW, 100000);
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     int fd = file_of(&d, "seg", b.data, b.len);
     struct cmdlog_scan_limits lim;
     cmdlog_scan_defaults(&lim);
@@ -297,7 +260,7 @@ END_TEST
 START_TEST(test_scan_skips_holes)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     struct ref_buf b = {0};
     add_rec(&b, 1, 100);
     int fd = file_of(&d, "seg", "garbage", 7);
@@ -326,7 +289,7 @@ END_TEST
 START_TEST(test_reader_big_claim_bounded)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     struct ref_buf b = {0};
     add_rec(&b, 1, 10);
     size_t first = b.len;
@@ -364,7 +327,7 @@ END_TEST
 START_TEST(test_reader_stops_at_size)
 {
     struct tdir d;
-    tdir_open(&d);
+    tdir_open(&d, "reader");
     struct ref_buf b = {0};
     add_rec(&b, 1, 10);
     REQUIRE(ref_seg_write(d.path, 1, b.data, b.len) == 0);

@@ -1,12 +1,22 @@
 /* cmdlog_check.h - what the command-log unit tests (check_cmdlog_codec.c,
- * check_cmdlog_files.c) share: their fake time, and the reference reader's
- * sizes checked against src's. */
+ * check_cmdlog_files.c, check_cmdlog_reader.c) share: their fake time, the
+ * reference reader's sizes checked against src's, and a scratch directory
+ * for segment files. */
 #ifndef WQ_TESTS_CMDLOG_CHECK_H
 #define WQ_TESTS_CMDLOG_CHECK_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cmdlog_codec.h"
 #include "cmdlog_ref.h"
 #include "jobid.h"
+#include "unit.h"
 
 /* A fake "now" (2023-11-14T22:13:20Z) and a long TTL. */
 #define NOW      1700000000000LL
@@ -22,6 +32,41 @@ static inline void
 id_of(uint64_t n, uint8_t id[JOBID_LEN])
 {
     ref_id(id, n);
+}
+
+/* A temporary directory holding segment files. */
+struct tdir {
+    char path[256];
+    int fd;
+};
+
+/* Make one, $TMPDIR/wq-TAG-XXXXXX (or under /tmp). */
+static inline void
+tdir_open(struct tdir *d, const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(d->path, sizeof d->path, "%s/wq-%s-XXXXXX", tmp != NULL ? tmp : "/tmp", tag);
+    REQUIRE(mkdtemp(d->path) != NULL);
+    d->fd = open(d->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    REQUIRE(d->fd >= 0);
+}
+
+/* Remove it with what it holds (files, links, FIFOs, empty directories). */
+static inline void
+tdir_close(struct tdir *d)
+{
+    DIR *dir = opendir(d->path);
+    REQUIRE(dir != NULL);
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (unlinkat(d->fd, de->d_name, 0) != 0)
+            REQUIRE(errno == EISDIR && unlinkat(d->fd, de->d_name, AT_REMOVEDIR) == 0);
+    }
+    closedir(dir);
+    close(d->fd);
+    REQUIRE(rmdir(d->path) == 0);
 }
 
 #endif /* WQ_TESTS_CMDLOG_CHECK_H */

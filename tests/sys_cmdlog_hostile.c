@@ -21,6 +21,7 @@
  * resident size is the wrapper's and is not checked. */
 #include "config.h"
 #include "systest.h"
+#include "systest_fx.h"
 #include "cmdlog_ref.h"
 
 #include <check.h>
@@ -47,86 +48,10 @@
 /* ------------------------------------------------------------------------ */
 /* Helpers */
 
-struct fx {
-    char base[64];
-    char dir[96];  /* the command log */
-    char err[112]; /* stderr of the last server started */
-    unsigned runs;
-};
-
-static void
-fx_init(struct fx *x)
-{
-    memset(x, 0, sizeof *x);
-    snprintf(x->base, sizeof x->base, "/tmp/wq-hostile-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(x->base));
-    snprintf(x->dir, sizeof x->dir, "%s/log", x->base);
-    ck_assert_int_eq(mkdir(x->dir, 0755), 0);
-}
-
-static void
-fx_free(struct fx *x)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->base);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 static const char *
-next_err(struct fx *x)
-{
-    snprintf(x->err, sizeof x->err, "%s/stderr.%u", x->base, ++x->runs);
-    return x->err;
-}
-
-static const char *
-path_of(const struct fx *x, const char *name)
+path_of(const struct systest_fx *x, const char *name)
 {
     return f("%s/%s", x->dir, name);
-}
-
-/* -listen 127.0.0.1:0 -cmdlog-path DIR and the NULL-terminated extras. */
-static void
-collect_args(const struct fx *x, const char **args, size_t cap, va_list ap)
-{
-    size_t n = 0;
-    args[n++] = "-listen";
-    args[n++] = "127.0.0.1:0";
-    args[n++] = "-cmdlog-path";
-    args[n++] = x->dir;
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        ck_assert_uint_lt(n, cap - 1);
-        args[n++] = a;
-    }
-    args[n] = NULL;
-}
-
-static void srv_start(struct fx *x, struct systest_server *s, ...) __attribute__((sentinel));
-
-/* Start a server on x->dir with the extra arguments; wait until it listens. */
-static void
-srv_start(struct fx *x, struct systest_server *s, ...)
-{
-    const char *args[16];
-    va_list ap;
-    va_start(ap, s);
-    collect_args(x, args, 16, ap);
-    va_end(ap);
-    systest_start_argv(s, args, next_err(x));
-}
-
-/* Run a server on x->dir that must refuse to start: its exit status. */
-static int
-srv_run(struct fx *x)
-{
-    const char *args[8];
-    size_t n = 0;
-    args[n++] = "-listen";
-    args[n++] = "127.0.0.1:0";
-    args[n++] = "-cmdlog-path";
-    args[n++] = x->dir;
-    args[n] = NULL;
-    return systest_run_argv(args, next_err(x));
 }
 
 /* The text form of ref_id(n). */
@@ -187,7 +112,7 @@ append_file(const char *path, const void *data, size_t len)
 
 /* What the directory holds: names, types and sizes, sorted. */
 static char *
-dir_listing(const struct fx *x)
+dir_listing(const struct systest_fx *x)
 {
     struct dirent **names;
     int n = scandir(x->dir, &names, NULL, alphasort);
@@ -207,10 +132,10 @@ dir_listing(const struct fx *x)
 
 /* A log of one segment holding jobs 1..n, written by a server. */
 static void
-make_log(struct fx *x, unsigned n)
+make_log(struct systest_fx *x, unsigned n)
 {
     struct systest_server s;
-    srv_start(x, &s, NULL);
+    systest_fx_start(x, &s, NULL);
     int fd = systest_connect(&s);
     for (unsigned i = 1; i <= n; i++)
         add(fd, i);
@@ -221,10 +146,10 @@ make_log(struct fx *x, unsigned n)
 /* The server must refuse the directory: exit 78 with exactly `want` in
  * its log, and the directory as it was. */
 static void
-expect_refused(struct fx *x, const char *want)
+expect_refused(struct systest_fx *x, const char *want)
 {
     char *before = dir_listing(x);
-    int rc = srv_run(x);
+    int rc = systest_fx_run(x, NULL);
     char *err = slurp(x->err, NULL);
     ck_assert_msg(rc == EX_CONFIG_STATUS, "exit %d, want 78; stderr: %s", rc, err);
     ck_assert_msg(strstr(err, want) != NULL, "stderr does not say \"%s\": %s", want, err);
@@ -262,7 +187,7 @@ parse_scan_line(const char *err, struct scan_line *sl)
 /* Append len crafted bytes to the log of job 1, start a server, and check
  * that it cut them as a torn tail and kept the job.  Its scan line. */
 static void
-replay_crafted(struct fx *x, size_t len, struct scan_line *sl, size_t *claims)
+replay_crafted(struct systest_fx *x, size_t len, struct scan_line *sl, size_t *claims)
 {
     const char *seg = path_of(x, "000000001.log");
     char segpath[160];
@@ -275,7 +200,7 @@ replay_crafted(struct fx *x, size_t len, struct scan_line *sl, size_t *claims)
     ref_buf_free(&b);
 
     struct systest_server s;
-    srv_start(x, &s, "-log-level", "debug", NULL);
+    systest_fx_start(x, &s, "-log-level", "debug", NULL);
     char *err = slurp(x->err, NULL);
     parse_scan_line(err, sl);
     const char *cut =
@@ -301,8 +226,8 @@ replay_crafted(struct fx *x, size_t len, struct scan_line *sl, size_t *claims)
  * the 16 times of a quadratic scan. */
 START_TEST(test_crafted_tail_linear)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 1);
     struct scan_line one, four;
     size_t claims1, claims4;
@@ -320,7 +245,7 @@ START_TEST(test_crafted_tail_linear)
     /* time: a quadratic scan takes 16 times as long for 4 times the bytes */
     unsigned long long bound = 8 * (one.ms > 50 ? one.ms : 50) + 500ull * systest_slow();
     ck_assert_msg(four.ms <= bound, "4 MiB took %llu ms, 1 MiB %llu ms", four.ms, one.ms);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -333,12 +258,12 @@ END_TEST
  * 77 of 100 jobs lost). */
 START_TEST(test_names_past_9_digits)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 1);
     ck_assert_int_eq(rename(path_of(&x, "000000001.log"), path_of(&x, "999999990.log")), 0);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-seg-size", "15", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "15", NULL);
     int fd = systest_connect(&s);
     for (unsigned i = 2; i <= 101; i++)
         add(fd, i);
@@ -348,14 +273,14 @@ START_TEST(test_names_past_9_digits)
     ck_assert_int_eq(access(path_of(&x, "1000000090.log"), F_OK), 0);
     ck_assert_int_ne(access(path_of(&x, "1000000000.lo"), F_OK), 0);
 
-    srv_start(&x, &s, "-cmdlog-seg-size", "15", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "15", NULL);
     fd = systest_connect(&s);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 101);
     for (unsigned i = 1; i <= 101; i++)
         ck_assert_msg(has_job(fd, i), "job %u lost", i);
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -366,14 +291,14 @@ START_TEST(test_stray_names_refused)
     static const char *const stray[] = {"18446744073709551616.log", "0000000002.log",
                                         "00000002.log"};
     for (size_t i = 0; i < sizeof stray / sizeof stray[0]; i++) {
-        struct fx x;
-        fx_init(&x);
+        struct systest_fx x;
+        systest_fx_init(&x, "hostile", true);
         make_log(&x, 1);
         ck_assert_int_eq(link(path_of(&x, "000000001.log"), path_of(&x, stray[i])), 0);
         expect_refused(&x, f("cmdlog refused path=%s/%s: not a segment name (9 digits, or more "
                              "without a leading zero, from 1 to 18446744073709551615)",
                              x.dir, stray[i]));
-        fx_free(&x);
+        systest_fx_free(&x);
     }
 }
 END_TEST
@@ -385,14 +310,14 @@ END_TEST
  * and every later write went to /dev/zero: refused. */
 START_TEST(test_symlink_refused)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 2);
     ck_assert_int_eq(symlink("/dev/zero", path_of(&x, "000000002.log")), 0);
     expect_refused(&x, f("cmdlog refused path=%s/000000002.log: a symbolic link, not a regular "
                          "file",
                          x.dir));
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -400,29 +325,29 @@ END_TEST
  * at once. */
 START_TEST(test_fifo_refused)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 2);
     ck_assert_int_eq(mkfifo(path_of(&x, "000000002.log"), 0644), 0);
     int64_t t0 = systest_now_ms();
     expect_refused(&x,
                    f("cmdlog refused path=%s/000000002.log: a fifo, not a regular file", x.dir));
     ck_assert_int_lt(systest_now_ms() - t0, systest_wait_ms());
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
 /* A directory in the middle read as an empty segment: refused. */
 START_TEST(test_directory_refused)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 2);
     ck_assert_int_eq(mkdir(path_of(&x, "000000002.log"), 0755), 0);
     ck_assert_int_eq(link(path_of(&x, "000000001.log"), path_of(&x, "000000003.log")), 0);
     expect_refused(
         &x, f("cmdlog refused path=%s/000000002.log: a directory, not a regular file", x.dir));
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -447,8 +372,8 @@ vm_hwm_kib(pid_t pid)
  * off, and the server stays small. */
 START_TEST(test_sparse_segment_bounded)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "hostile", true);
     make_log(&x, 3);
     const char *seg = path_of(&x, "000000001.log");
     char segpath[160];
@@ -458,7 +383,7 @@ START_TEST(test_sparse_segment_bounded)
     ck_assert_int_eq(truncate(segpath, (off_t)(10ull << 30)), 0);
 
     struct systest_server s;
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     long kib = vm_hwm_kib(s.pid);
     int fd = systest_connect(&s);
     for (unsigned i = 1; i <= 3; i++)
@@ -471,7 +396,7 @@ START_TEST(test_sparse_segment_bounded)
     struct stat st;
     ck_assert_int_eq(stat(segpath, &st), 0);
     ck_assert_int_eq(st.st_size, (off_t)good);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 

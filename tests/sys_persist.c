@@ -18,6 +18,7 @@
  * wrapper (killing valgrind kills the server it runs), with one round. */
 #include "config.h"
 #include "systest.h"
+#include "systest_fx.h"
 #include "cmdlog_ref.h"
 #include "rng.h"
 
@@ -89,92 +90,11 @@ wrapped(void)
 /* ------------------------------------------------------------------------ */
 /* Helpers: the test directory and the server process */
 
-struct fx {
-    char base[64];
-    char dir[96];  /* the command log */
-    char err[112]; /* stderr of the last server started */
-    unsigned runs;
-    bool err_inherit; /* stderr to ours instead of a file */
-};
-
-static void
-fx_init(struct fx *x)
-{
-    memset(x, 0, sizeof *x);
-    snprintf(x->base, sizeof x->base, "/tmp/wq-persist-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(x->base));
-    snprintf(x->dir, sizeof x->dir, "%s/log", x->base);
-}
-
-static void
-fx_free(struct fx *x)
-{
-    umount2(x->base, MNT_DETACH); /* test_full_disk_headroom's file system, if any */
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->base);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 static long long
 file_size(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
-}
-
-/* A new stderr file for the next server, x->err; NULL when the server
- * is to inherit ours. */
-static const char *
-next_err(struct fx *x)
-{
-    snprintf(x->err, sizeof x->err, "%s/stderr.%u", x->base, ++x->runs);
-    return x->err_inherit ? NULL : x->err;
-}
-
-/* -listen 127.0.0.1:0 -cmdlog-path DIR, then the NULL-terminated extras. */
-static void
-collect_args(const struct fx *x, const char **args, size_t cap, va_list ap)
-{
-    size_t n = 0;
-    args[n++] = "-listen";
-    args[n++] = "127.0.0.1:0";
-    args[n++] = "-cmdlog-path";
-    args[n++] = x->dir;
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        ck_assert_uint_lt(n, cap - 1);
-        args[n++] = a;
-    }
-    args[n] = NULL;
-}
-
-/* Start a server logging to x->dir with extra arguments (NULL terminated)
- * and wait until it listens. */
-static void srv_start(struct fx *x, struct systest_server *s, ...) __attribute__((sentinel));
-
-static void
-srv_start(struct fx *x, struct systest_server *s, ...)
-{
-    const char *args[40];
-    va_list ap;
-    va_start(ap, s);
-    collect_args(x, args, 40, ap);
-    va_end(ap);
-    systest_start_argv(s, args, next_err(x));
-}
-
-/* Run a server that must end by itself (e.g. refuse to start); its exit
- * status.  It fails the test if the server starts listening instead. */
-static int srv_run(struct fx *x, ...) __attribute__((sentinel));
-
-static int
-srv_run(struct fx *x, ...)
-{
-    const char *args[40];
-    va_list ap;
-    va_start(ap, x);
-    collect_args(x, args, 40, ap);
-    va_end(ap);
-    return systest_run_argv(args, next_err(x));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -573,10 +493,10 @@ snapshot_compare(const struct snapshot *a, const struct snapshot *b, const char 
 START_TEST(test_restart_keeps_everything)
 {
     const char *policy = sync_policies[_i];
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
     int fd = systest_connect(&s);
     restart_build(fd);
 
@@ -592,7 +512,7 @@ START_TEST(test_restart_keeps_everything)
     close(fd);
     systest_stop(&s);
 
-    srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "50", NULL);
     fd = systest_connect(&s);
     snapshot_take(fd, &after);
     snapshot_compare(&before, &after, policy);
@@ -626,7 +546,7 @@ START_TEST(test_restart_keeps_everything)
     systest_stop(&s);
 
     /* and a second restart sees those changes too */
-    srv_start(&x, &s, "-cmdlog-sync", policy, NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", policy, NULL);
     fd = systest_connect(&s);
     expect_result(fd, R_RETRIED, 1, "fine", 4);
     expect_result(fd, R_LEASED, 1, "late", 4);
@@ -635,7 +555,7 @@ START_TEST(test_restart_keeps_everything)
     lease_now(fd, "q", 100, TTR, "new");
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -644,10 +564,10 @@ END_TEST
 START_TEST(test_restart_ttr_fresh_ttl_original)
 {
     unsigned t = 1000u * (unsigned)systest_slow();
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     int fd = systest_connect(&s);
     add_ex(fd, 1, "l", t, TTL, "a", NULL);
     lease_now(fd, "l", 1, t, "a");
@@ -663,7 +583,7 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     /* Down for longer than the TTR, the TTL of 2, and the time + ttl of 3. */
     systest_sleep_ms((int)(2 * t + 500));
 
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     /* The old TTR is over; had replay kept it, the job would be PENDING. */
     struct ji j;
@@ -679,7 +599,7 @@ START_TEST(test_restart_ttr_fresh_ttl_original)
     lease_now(fd, "l", 1, t, "a");
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -971,13 +891,13 @@ kill_rounds(const struct kcase *k)
     rng_seed(w.seed);
     int rounds = wrapped() ? 1 : 3;
     unsigned cleaned = 0;
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
     const char *clean_int = k->clean_int ? k->clean_int : "300000";
     for (int round = 0; round <= rounds; round++) {
-        srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size,
-                  "-cmdlog-clean-int", clean_int, "-log-level", "debug", NULL);
+        systest_fx_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size,
+                         "-cmdlog-clean-int", clean_int, "-log-level", "debug", NULL);
         if (round > 0) {
             int fd = systest_connect(&s);
             kverify(&w, fd);
@@ -996,7 +916,7 @@ kill_rounds(const struct kcase *k)
     }
     systest_stop(&s);
     free(w.jobs);
-    fx_free(&x);
+    systest_fx_free(&x);
     return cleaned;
 }
 
@@ -1021,10 +941,10 @@ START_TEST(test_kill_after_last_ack)
 {
     enum { BULK_FIRST = 1000, BULK = 1000, BATCH = 100 };
     const struct kcase *k = &kill_cases[_i];
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
     int fd = systest_connect(&s);
     restart_build(fd);
     struct snapshot before, after;
@@ -1044,7 +964,7 @@ START_TEST(test_kill_after_last_ack)
     systest_kill(&s);
     close(fd);
 
-    srv_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", k->policy, "-cmdlog-seg-size", k->seg_size, NULL);
     fd = systest_connect(&s);
     snapshot_take(fd, &after);
     after.stats[0] -= BULK; /* jobs */
@@ -1064,7 +984,7 @@ START_TEST(test_kill_after_last_ack)
     lease_now(fd, "bulk", BULK_FIRST, TTR, "bulk-0");
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1095,10 +1015,10 @@ END_TEST
  * cut off and start-up goes on. */
 START_TEST(test_torn_last_record)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 5; n++)
         add(fd, n, "q", f("job%u", n));
@@ -1122,7 +1042,7 @@ START_TEST(test_torn_last_record)
         append_file(segbuf, rec.data, cuts[c]);
         ck_assert_int_eq(file_size(segbuf), good + (long long)cuts[c]);
 
-        srv_start(&x, &s, NULL);
+        systest_fx_start(&x, &s, NULL);
         /* replay cut the tail before listening */
         ck_assert_msg(file_size(segbuf) == good, "cut %zu: size %lld, want %lld", cuts[c],
                       file_size(segbuf), good);
@@ -1153,7 +1073,7 @@ START_TEST(test_torn_last_record)
     /* A new last segment torn inside its header (a crash right after it was
      * created) is cut too, and then used. */
     ck_assert_int_eq(ref_seg_write_raw(x.dir, 2, ref_header, 3), 0);
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), NEW);
     add(fd, 300, "new", "seg2");
@@ -1169,27 +1089,27 @@ START_TEST(test_torn_last_record)
     ref_seg_free(&sg);
     /* An empty last segment is no damage either. */
     ck_assert_int_eq(ref_seg_write_raw(x.dir, 3, "", 0), 0);
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 300), NEW);
     close(fd);
     systest_stop(&s);
 
     ref_buf_free(&rec);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
 /* Start a server that must refuse the damaged log: exit 78 and a message
  * naming the segment and the offset; the files stay as they were. */
 static void
-expect_refused(struct fx *x, uint32_t seg, size_t off)
+expect_refused(struct systest_fx *x, uint32_t seg, size_t off)
 {
     uint32_t before[64], after[64];
     size_t nb = seg_list(x->dir, before, 64);
     size_t len0;
     char *bytes0 = systest_slurp(seg_path(x->dir, seg), &len0);
-    int rc = srv_run(x, NULL);
+    int rc = systest_fx_run(x, NULL);
     char *err = systest_slurp(x->err, NULL);
     ck_assert_msg(rc == EX_CONFIG_STATUS, "exit %d, want 78; stderr: %s", rc, err);
     char name[14];
@@ -1214,10 +1134,10 @@ expect_refused(struct fx *x, uint32_t seg, size_t off)
 
 START_TEST(test_damage_middle_record)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 6; n++)
         add(fd, n, "q", f("job%u", n));
@@ -1263,7 +1183,7 @@ START_TEST(test_damage_middle_record)
     bad[r->off + 20] ^= 0x01;
     write_file(seg, bad, len);
     free(bad);
-    srv_start(&x, &s, "--cmdlog-truncate", NULL);
+    systest_fx_start(&x, &s, "--cmdlog-truncate", NULL);
     ck_assert_int_eq(file_size(seg), (long long)cut);
     fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), NEW);
@@ -1281,13 +1201,13 @@ START_TEST(test_damage_middle_record)
     ck_assert(rec_is(&sg.recs[2], 7));
     ref_seg_free(&sg);
     /* and a normal start is happy again */
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 3);
     close(fd);
     systest_stop(&s);
     free(orig);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1296,10 +1216,10 @@ END_TEST
  * ends there and the later segments go. */
 START_TEST(test_damage_earlier_segment)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-seg-size", "100", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "100", NULL);
     int fd = systest_connect(&s);
     for (unsigned n = 1; n <= 8; n++)
         add(fd, n, "q", f("job%u", n));
@@ -1347,7 +1267,7 @@ START_TEST(test_damage_earlier_segment)
     ck_assert_int_eq(truncate(seg_path(x.dir, 1), (off_t)(last->off + last->size - 3)), 0);
     expect_refused(&x, 1, cut);
 
-    srv_start(&x, &s, "-cmdlog-seg-size", "100", "--cmdlog-truncate", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "100", "--cmdlog-truncate", NULL);
     uint32_t left[64];
     ck_assert_uint_eq(seg_list(x.dir, left, 64), 1);
     ck_assert_int_eq(file_size(seg_path(x.dir, 1)), (long long)cut);
@@ -1379,7 +1299,7 @@ START_TEST(test_damage_earlier_segment)
     ck_assert_uint_eq(recs, kept + 2);
     ref_seg_free(&sg1);
     ref_seg_free(&sg2);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1408,17 +1328,17 @@ fill_file(const char *path, int mib)
  * writable again; after a SIGKILL every acknowledged job is there. */
 START_TEST(test_full_disk_headroom)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     if (mount("tmpfs", x.base, "tmpfs", 0, "size=24m,mode=0700") != 0) {
-        fx_free(&x); /* not allowed to mount here: nothing to test */
+        systest_fx_free(&x); /* not allowed to mount here: nothing to test */
         return;
     }
     char filler[128];
     snprintf(filler, sizeof filler, "%s/filler", x.base);
     ck_assert_int_eq(fill_file(filler, 13), 0);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", "always", NULL);
     int fd = systest_connect(&s);
     char payload[1001];
     memset(payload, 'p', 1000);
@@ -1453,14 +1373,14 @@ START_TEST(test_full_disk_headroom)
     }
     acked++;
     systest_kill(&s);
-    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", "always", NULL);
     close(fd);
     fd = systest_connect(&s);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), acked);
     ck_assert_int_eq(job_state(fd, n), NEW);
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1479,11 +1399,11 @@ START_TEST(test_full_disk)
     const char *policy = full_policies[_i];
     if (wrapped())
         return; /* prlimit needs the server's own pid; see the top of the file */
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     x.err_inherit = true; /* a stderr file would meet the limit too */
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "20", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", policy, "-cmdlog-sync-int", "20", NULL);
     int fd = systest_connect(&s);
     char payload[101];
     memset(payload, 'x', 100);
@@ -1613,7 +1533,7 @@ START_TEST(test_full_disk)
     systest_stop(&s);
 
     /* Every acknowledged add is in the log, no refused one. */
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     nacked = 0;
     for (unsigned i = 2; i < n; i++) {
@@ -1632,7 +1552,7 @@ START_TEST(test_full_disk)
     seg_read(x.dir, 1, &sg);
     ck_assert_msg(sg.status == REF_OK, "log damaged at %zu", sg.bad_off);
     ref_seg_free(&sg);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1708,11 +1628,11 @@ clean_done(const char *dir, const uint8_t *kind, size_t nkind, long long *total,
 START_TEST(test_cleaning)
 {
     enum { JOBS = 400, FILLER = 10000 };
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-seg-size", "200", "-cmdlog-clean-int", "100", "-cmdlog-sync", "os",
-              NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "200", "-cmdlog-clean-int", "100", "-cmdlog-sync",
+                     "os", NULL);
     int fd = systest_connect(&s);
     static uint8_t kind[JOBS + 1];
     memset(kind, C_NONE, sizeof kind);
@@ -1800,7 +1720,7 @@ START_TEST(test_cleaning)
     systest_stop(&s);
 
     /* exactly the live jobs, in their order */
-    srv_start(&x, &s, "-cmdlog-seg-size", "200", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-seg-size", "200", NULL);
     fd = systest_connect(&s);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), nlive + nreborn + fillers);
     static char ids[JOBS][64];
@@ -1820,7 +1740,7 @@ START_TEST(test_cleaning)
     lease_now(fd, "fill", FILLER, TTR, payload);
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1868,12 +1788,12 @@ START_TEST(test_records_decode)
 {
     static const char bin[] = "bin\r\n\0\xff end";
     const size_t binlen = sizeof bin - 1;
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
     int64_t t0 = systest_now_ms();
     int64_t when = (t0 / 1000 + 3600) * 1000 + 250;
-    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", "always", NULL);
     int fd = systest_connect(&s);
     send_add(fd, 1, "alpha", 30000, "600000", bin, binlen,
              "-priority=-7 -max-attempts=3 -max-fails=2");
@@ -1941,7 +1861,7 @@ START_TEST(test_records_decode)
     ref_seg_free(&sg);
 
     /* and a replay of what we just read gives what the server said */
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     fd = systest_connect(&s);
     ck_assert_int_eq(job_state(fd, 1), GONE);
     expect_result(fd, 2, 0, "bad", 3);
@@ -1955,7 +1875,7 @@ START_TEST(test_records_decode)
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -1964,13 +1884,13 @@ END_TEST
 
 START_TEST(test_second_server_refused)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server a, b;
-    srv_start(&x, &a, NULL);
+    systest_fx_start(&x, &a, NULL);
     int fd = systest_connect(&a);
     add(fd, 1, "q", "one");
-    int rc = srv_run(&x, NULL);
+    int rc = systest_fx_run(&x, NULL);
     char *err = systest_slurp(x.err, NULL);
     ck_assert_msg(rc == EX_CONFIG_STATUS, "second server: exit %d, want 78; stderr: %s", rc, err);
     ck_assert_msg(err[0] != '\0', "second server: no message");
@@ -1979,7 +1899,7 @@ START_TEST(test_second_server_refused)
     add(fd, 2, "q", "two");
     close(fd);
     systest_stop(&a);
-    srv_start(&x, &b, NULL);
+    systest_fx_start(&x, &b, NULL);
     fd = systest_connect(&b);
     ck_assert_int_eq(job_state(fd, 1), NEW);
     ck_assert_int_eq(job_state(fd, 2), NEW);
@@ -1991,7 +1911,7 @@ START_TEST(test_second_server_refused)
     ck_assert_int_eq(sg.status, REF_OK);
     ck_assert_uint_eq(sg.nrecs, 2);
     ref_seg_free(&sg);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 
@@ -2000,10 +1920,10 @@ END_TEST
 
 START_TEST(test_run_not_logged)
 {
-    struct fx x;
-    fx_init(&x);
+    struct systest_fx x;
+    systest_fx_init(&x, "persist", false);
     struct systest_server s;
-    srv_start(&x, &s, "-cmdlog-sync", "always", NULL);
+    systest_fx_start(&x, &s, "-cmdlog-sync", "always", NULL);
     int client = systest_connect(&s), worker = systest_connect(&s);
     add(worker, 10, "other", "logged");
     /* completed */
@@ -2044,14 +1964,14 @@ START_TEST(test_run_not_logged)
     expect_id_rec(&sg.recs[1], REF_ADD, 13);
     ref_seg_free(&sg);
 
-    srv_start(&x, &s, NULL);
+    systest_fx_start(&x, &s, NULL);
     int fd = systest_connect(&s);
     ck_assert_uint_eq(systest_server_stat(fd, "jobs"), 2);
     ck_assert_int_eq(job_state(fd, 12), GONE);
     ck_assert_int_eq(job_state(fd, 13), NEW);
     close(fd);
     systest_stop(&s);
-    fx_free(&x);
+    systest_fx_free(&x);
 }
 END_TEST
 

@@ -21,18 +21,7 @@
 
 #include "cmdlog_codec.h"
 #include "cmdlog_reader.h"
-
-/* Is there an offset in [from, len) where a record decodes? */
-static bool
-naive_valid_after(const uint8_t *buf, size_t len, size_t from)
-{
-    struct cmdlog_rec r;
-    size_t used;
-    for (size_t at = from; at + CMDLOG_TIME_LEN + 1 + CMDLOG_CRC_LEN <= len; at++)
-        if (buf[at] == 1 && cmdlog_rec_decode(buf + at, len - at, &r, &used) == CMDLOG_REC_OK)
-            return true;
-    return false;
-}
+#include "../cmdlog_scan_ref.h"
 
 static void
 check(int fd, const uint8_t *data, size_t size, size_t from, const struct cmdlog_scan_limits *lim,
