@@ -52,15 +52,16 @@ bench_run(const char *args, char *out, size_t cap)
     return bench_run_port(systest_srv.port, args, NULL, out, cap);
 }
 
-/* Run workq-bench with exactly these arguments; return its exit status and
- * its stdout in out (its stderr is the test's). */
+/* Run workq-bench with exactly these arguments, its output as redirect
+ * says (a shell redirection, or ""); return its exit status and what it
+ * wrote to our end of the pipe in out. */
 static int
-bench_run_args(const char *args, char *out, size_t cap)
+bench_popen(const char *args, const char *redirect, char *out, size_t cap)
 {
     const char *bench = getenv("WQ_BENCH");
     ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s", bench, args);
+    snprintf(cmd, sizeof cmd, "%s %s%s", bench, args, redirect);
     FILE *p = popen(cmd, "r");
     ck_assert_ptr_nonnull(p);
     size_t n = fread(out, 1, cap - 1, p);
@@ -69,21 +70,18 @@ bench_run_args(const char *args, char *out, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Run workq-bench with exactly these arguments (no server needed: for
- * usage errors); return its exit status and its stderr in err. */
+/* Its exit status and stdout (its stderr is the test's). */
+static int
+bench_run_args(const char *args, char *out, size_t cap)
+{
+    return bench_popen(args, "", out, cap);
+}
+
+/* Its exit status and stderr (no server needed: for usage errors). */
 static int
 bench_run_stderr(const char *args, char *err, size_t cap)
 {
-    const char *bench = getenv("WQ_BENCH");
-    ck_assert_msg(bench != NULL, "WQ_BENCH is not set (run through make check)");
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s %s 2>&1 >/dev/null", bench, args);
-    FILE *p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    size_t n = fread(err, 1, cap - 1, p);
-    err[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return bench_popen(args, " 2>&1 >/dev/null", err, cap);
 }
 
 /* The value of column `name` in a two-line CSV (header, data). */
@@ -982,35 +980,14 @@ END_TEST
  * answered and what to try (exit 1, no report). */
 START_TEST(test_bench_other_listeners)
 {
-    char dir[64], err[4096], cert[96], key[96];
+    char dir[64], err[4096];
     systest_tmpdir_new(dir);
-    ck_assert_int_eq(system(f("cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
-                              "ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem "
-                              "-days 2 -subj /CN=localhost -addext "
-                              "subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
-                              dir)),
-                     0);
-    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
-    snprintf(key, sizeof key, "%s/key.pem", dir);
-    const char *args[] = {"-listen",
-                          "127.0.0.1:0,tls://127.0.0.1:0",
-                          "-faktory-listen",
-                          "127.0.0.1:0",
-                          "-metrics-listen",
-                          "127.0.0.1:0",
-                          "-tls-cert",
-                          cert,
-                          "-tls-key",
-                          key,
-                          NULL};
     struct systest_proc p;
-    systest_proc_start(&p, args);
-    while (systest_count_lines(p.out.p) < 4) /* four listening lines */
-        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
-    int plain = systest_listening_port(p.out.p, 0);
-    int tls = atoi(strstr(p.out.p, "listening on tls://127.0.0.1:") + 29);
-    int fk = atoi(strstr(p.out.p, "faktory listening on 127.0.0.1:") + 31);
-    int metrics = atoi(strstr(p.out.p, "metrics listening on 127.0.0.1:") + 31);
+    struct systest_ports ports;
+    systest_proc_start_every_listener(&p, dir, &ports);
+    int plain = ports.plain, tls = ports.tls, fk = ports.faktory, metrics = ports.metrics;
+    char cert[96];
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
 
     ck_assert_int_eq(bench_run_stderr(f("-p %d -n 1000 -c 8", tls), err, sizeof err), 1);
     ck_assert_str_eq(err, f("workq-bench: cannot use 127.0.0.1:%d: it closed the connection "

@@ -637,16 +637,6 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* Other listeners of the server */
 
-/* 127.0.0.1:PORT, PORT from the server's line that holds key followed by
- * the port. */
-static const char *
-listener_addr(const struct systest_proc *p, const char *key)
-{
-    const char *at = strstr(p->out.p, key);
-    ck_assert_msg(at != NULL, "no \"%s\" in: %s", key, p->out.p);
-    return f("127.0.0.1:%d", atoi(at + strlen(key)));
-}
-
 /* What the cli says on stderr, and its exit status, for one command. */
 #define expect_fail(status_, err_, ...)                                                            \
     do {                                                                                           \
@@ -664,35 +654,16 @@ START_TEST(test_other_listeners)
 {
     char dir[64];
     systest_tmpdir_new(dir);
-    ck_assert_int_eq(system(f("cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
-                              "ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem "
-                              "-days 2 -subj /CN=localhost -addext "
-                              "subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
-                              dir)),
-                     0);
-    char cert[96], key[96];
-    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
-    snprintf(key, sizeof key, "%s/key.pem", dir);
-    const char *args[] = {"-listen",
-                          "127.0.0.1:0,tls://127.0.0.1:0",
-                          "-faktory-listen",
-                          "127.0.0.1:0",
-                          "-metrics-listen",
-                          "127.0.0.1:0",
-                          "-tls-cert",
-                          cert,
-                          "-tls-key",
-                          key,
-                          NULL};
     struct systest_proc p;
-    systest_proc_start(&p, args);
-    while (systest_count_lines(p.out.p) < 4) /* four listening lines */
-        ck_assert(systest_proc_pump(&p, systest_wait_ms()));
+    struct systest_ports ports;
+    systest_proc_start_every_listener(&p, dir, &ports);
     char plain[32], tls[32], faktory[32], metrics[32];
-    strcpy(plain, f("127.0.0.1:%d", systest_listening_port(p.out.p, 0)));
-    strcpy(tls, listener_addr(&p, "listening on tls://127.0.0.1:"));
-    strcpy(faktory, listener_addr(&p, "faktory listening on 127.0.0.1:"));
-    strcpy(metrics, listener_addr(&p, "metrics listening on 127.0.0.1:"));
+    strcpy(plain, f("127.0.0.1:%d", ports.plain));
+    strcpy(tls, f("127.0.0.1:%d", ports.tls));
+    strcpy(faktory, f("127.0.0.1:%d", ports.faktory));
+    strcpy(metrics, f("127.0.0.1:%d", ports.metrics));
+    char cert[96];
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
 
     /* A tls:// listener closes a plain-text connection at once. */
     const char *closed = f("workq-cli: connection closed by %s\n"

@@ -87,6 +87,16 @@ int systest_proc_run(struct systest_proc *p, const char *const *args);
 void systest_proc_stop(struct systest_proc *p);
 /* Free what was read (the process must have ended). */
 void systest_proc_free(struct systest_proc *p);
+/* The ports of a server with every kind of listener. */
+struct systest_ports {
+    int plain, tls, faktory, metrics;
+};
+/* Start p with a plain and a tls:// Workq listener, a Faktory and a
+ * metrics listener, its certificate self-signed for localhost and
+ * 127.0.0.1 (made with the openssl command as dir/cert.pem, its key
+ * dir/key.pem); their ports. */
+void systest_proc_start_every_listener(struct systest_proc *p, const char *dir,
+                                       struct systest_ports *ports);
 /* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line of out. */
 int systest_listening_port(const char *out, int n);
 /* The number of lines of s. */

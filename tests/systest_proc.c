@@ -335,3 +335,36 @@ systest_proc_stop(struct systest_proc *p)
     int status = systest_proc_finish(p);
     ck_assert_msg(status == 0, "server exited with %d (stderr: %s)", status, p->err.p);
 }
+
+void
+systest_proc_start_every_listener(struct systest_proc *p, const char *dir,
+                                  struct systest_ports *ports)
+{
+    ck_assert_int_eq(system(f("cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
+                              "ec_paramgen_curve:P-256 -nodes -keyout key.pem -out cert.pem "
+                              "-days 2 -subj /CN=localhost -addext "
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1 2>/dev/null",
+                              dir)),
+                     0);
+    char cert[96], key[96];
+    snprintf(cert, sizeof cert, "%s/cert.pem", dir);
+    snprintf(key, sizeof key, "%s/key.pem", dir);
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0,tls://127.0.0.1:0",
+                          "-faktory-listen",
+                          "127.0.0.1:0",
+                          "-metrics-listen",
+                          "127.0.0.1:0",
+                          "-tls-cert",
+                          cert,
+                          "-tls-key",
+                          key,
+                          NULL};
+    systest_proc_start(p, args);
+    while (systest_count_lines(p->out.p) < 4) /* four listening lines */
+        ck_assert(systest_proc_pump(p, systest_wait_ms()));
+    ports->plain = systest_listening_port(p->out.p, 0);
+    ports->tls = atoi(strstr(p->out.p, "listening on tls://127.0.0.1:") + 29);
+    ports->faktory = atoi(strstr(p->out.p, "faktory listening on 127.0.0.1:") + 31);
+    ports->metrics = atoi(strstr(p->out.p, "metrics listening on 127.0.0.1:") + 31);
+}
