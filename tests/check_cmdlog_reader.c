@@ -305,18 +305,7 @@ START_TEST(test_reader_big_claim_bounded)
     REQUIRE(wfd >= 0);
     REQUIRE(ftruncate(wfd, 200 << 20) == 0); /* zeros (a hole) past it */
     close(wfd);
-    struct cmdlog_reader rd;
-    ck_assert_int_eq(cmdlog_reader_open(&rd, d.fd, 1), 0);
-    size_t cap = rd.cap;
-    struct cmdlog_rec r;
-    const uint8_t *bytes;
-    size_t len;
-    uint64_t at;
-    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_REC);
-    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_DAMAGED);
-    ck_assert_uint_eq(rd.off, CMDLOG_HEADER_LEN + first);
-    ck_assert_uint_eq(rd.cap, cap);
-    cmdlog_reader_close(&rd);
+    expect_record_then_damage(d.fd, 1, CMDLOG_HEADER_LEN + first);
     tdir_close(&d);
     ref_buf_free(&b);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cmdlog_codec.h"
+#include "cmdlog_reader.h"
 #include "cmdlog_ref.h"
 #include "jobid.h"
 #include "unit.h"
@@ -67,6 +68,25 @@ tdir_close(struct tdir *d)
     closedir(dir);
     close(d->fd);
     REQUIRE(rmdir(d->path) == 0);
+}
+
+/* Segment seg in dirfd reads as one record, then damage at file offset
+ * off, its buffer no larger for the length the damage claims. */
+static inline void
+expect_record_then_damage(int dirfd, uint64_t seg, uint64_t off)
+{
+    struct cmdlog_reader rd;
+    ck_assert_int_eq(cmdlog_reader_open(&rd, dirfd, seg), 0);
+    size_t cap = rd.cap;
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t at;
+    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_REC);
+    ck_assert_int_eq(cmdlog_reader_next(&rd, &r, &bytes, &len, &at), CMDLOG_READ_DAMAGED);
+    ck_assert_uint_eq(rd.off, off);
+    ck_assert_uint_eq(rd.cap, cap);
+    cmdlog_reader_close(&rd);
 }
 
 #endif /* WQ_TESTS_CMDLOG_CHECK_H */
