@@ -5,7 +5,7 @@
  * core (on a long queue, and on a queue made and freed each time among
  * many).
  * Prints ns/op, the median of 5 runs each; and the memory per queued job. */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "core.h"
-#include "heap.h"
-#include "jobid.h"
-#include "log.h"
-#include "pool.h"
-#include "registry.h"
-#include "wheel.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "engine/core.h"
+#include "lib/heap.h"
+#include "lib/jobid.h"
+#include "lib/log.h"
+#include "lib/pool.h"
+#include "lib/registry.h"
+#include "lib/wheel.h"
+#include "engine/workers.h"
 
 #define RUNS 5
 

@@ -4,7 +4,7 @@
  * percentiles of the fdatasync calls; then the same on a file whose blocks
  * were written (zeros) and synced beforehand, where a sync needs no
  * metadata (no size change).  The file is removed afterwards. */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <fcntl.h>
 #include <stdio.h>

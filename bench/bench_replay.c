@@ -2,7 +2,7 @@
  * (each an add, a lease and a complete: 3 records) with the codec, then
  * times cmdlog_files_replay into a fresh core.  Reports records/s as the
  * median of several runs. */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,12 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cmdlog_codec.h"
-#include "cmdlog_files.h"
-#include "core.h"
-#include "log.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_codec.h"
+#include "store/cmdlog_files.h"
+#include "engine/core.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #define RUNS 5
 

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <stdio.h>
 
-#include "auth_guard.h"
+#include "net/auth_guard.h"
 #include "unit.h"
 
 #define NOW 1700000000000ull

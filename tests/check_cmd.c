@@ -3,8 +3,8 @@
  * the real parser, dispatch and core, answering through a fake reply
  * (reply.h) instead of a connection.  Every error path is checked to the
  * byte, and the order in which arguments are validated. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <check.h>
 #include <stdarg.h>
@@ -12,15 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth_guard.h"
-#include "conn.h"
-#include "core.h"
-#include "proto.h"
-#include "registry.h"
-#include "reply.h"
+#include "net/auth_guard.h"
+#include "net/conn.h"
+#include "engine/core.h"
+#include "workq/proto.h"
+#include "lib/registry.h"
+#include "net/reply.h"
 #include "fake_reply.h"
 #include "unit.h"
-#include "workers.h"
+#include "engine/workers.h"
 
 #define NOW     1700000000000ULL
 #define ID1     "6ba7b810-9dad-11d1-80b4-00c04fd430c1"

@@ -4,8 +4,8 @@
  * write and the retry, and the files a cut-short cleaning pass leaves.
  * What the log wrote is read back with the reference reader
  * (tests/cmdlog_ref.c), which shares no code with src. */
-#include "wq.h"
-#include "cmdlog.h"
+#include "lib/wq.h"
+#include "store/cmdlog.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "cmdlog_ref.h"
-#include "core.h"
+#include "engine/core.h"
 #include "unit.h"
 
 #define NOW 1700000000000LL

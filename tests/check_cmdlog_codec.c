@@ -5,8 +5,8 @@
  * independent reader and writer built from doc/protocol-reference.md section 6: src
  * encodes, the reference decodes, and the other way round, and both must
  * produce the same bytes. */
-#include "wq.h"
-#include "cmdlog_codec.h"
+#include "lib/wq.h"
+#include "store/cmdlog_codec.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -9,9 +9,9 @@
  * trusted to produce what src's reader expects.  The last test replays
  * tests/fixtures/workq-go (see its README.md), a data directory in the
  * format of the original Go server. */
-#include "wq.h"
-#include "cmdlog_files.h"
-#include "cmdlog_clean.h"
+#include "lib/wq.h"
+#include "store/cmdlog_files.h"
+#include "store/cmdlog_clean.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -26,15 +26,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 #include "cmdlog_ref.h"
-#include "core.h"
-#include "job.h"
-#include "jobid.h"
-#include "log.h"
-#include "queue.h"
+#include "engine/core.h"
+#include "engine/job.h"
+#include "lib/jobid.h"
+#include "lib/log.h"
+#include "engine/queue.h"
 #include "cmdlog_check.h"
-#include "cmdlog_reader.h"
+#include "store/cmdlog_reader.h"
 #include "rng.h"
 #include "unit.h"
 

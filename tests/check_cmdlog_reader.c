@@ -4,8 +4,8 @@
  * (decode at every offset), its cost on crafted bytes, its limits, and the
  * reader's bounds (nothing past the size at open, no buffer grown for a
  * length whose CRC does not match, holes skipped unread). */
-#include "wq.h"
-#include "cmdlog_reader.h"
+#include "lib/wq.h"
+#include "store/cmdlog_reader.h"
 #include "cmdlog_scan_ref.h"
 
 #include <check.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 #include "cmdlog_ref.h"
 #include "cmdlog_check.h"
 #include "rng.h"

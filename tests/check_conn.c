@@ -5,8 +5,8 @@
  * another wakes it, closes after a reply, and logs a record whose reply
  * the layer must hold until the command log has written it.  A transport
  * hook wraps the socket in a filter that upper-cases what is sent. */
-#include "wq.h"
-#include "conn.h"
+#include "lib/wq.h"
+#include "net/conn.h"
 
 #include <check.h>
 #include <ctype.h>
@@ -22,8 +22,8 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "cmdlog.h"
-#include "core.h"
+#include "store/cmdlog.h"
+#include "engine/core.h"
 #include "unit.h"
 
 #define NOW 1700000000000ULL

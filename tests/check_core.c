@@ -2,14 +2,14 @@
  * the rules of doc/protocol-reference.md section 3.  Waiters report to a struct
  * owner; after every step check_core() recounts every job, queue and waiter
  * by walking the registries and compares that with c->stats. */
-#include "wq.h"
-#include "core.h"
+#include "lib/wq.h"
+#include "engine/core.h"
 
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 #include "rng.h"
-#include "workers.h"
+#include "engine/workers.h"
 #include "unit.h"
 
 #define RESULT_MAX 64

@@ -4,17 +4,17 @@
  * bounds, pause and resume, flush, the memory count, and the records:
  * encoded, decoded and replayed into a fresh core, which must end up the
  * same. */
-#include "wq.h"
-#include "fjobs.h"
+#include "lib/wq.h"
+#include "faktory/fjobs.h"
 
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "cmdlog_codec.h"
-#include "core.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_codec.h"
+#include "engine/core.h"
 #include "unit.h"
 
 #define NOW 1700000000000ULL

@@ -3,8 +3,8 @@
  * computed elsewhere, the HI greeting, HELLO with and without a password,
  * versions and wids, the worker registry it feeds, BEAT, END, unknown
  * commands and line limits, every reply to the byte. */
-#include "wq.h"
-#include "fwp.h"
+#include "lib/wq.h"
+#include "faktory/fwp.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -13,14 +13,14 @@
 
 #include <jansson.h>
 
-#include "auth_guard.h"
-#include "conn.h"
-#include "core.h"
+#include "net/auth_guard.h"
+#include "net/conn.h"
+#include "engine/core.h"
 #include "fake_reply.h"
-#include "fjobs.h"
-#include "fwp_internal.h"
+#include "faktory/fjobs.h"
+#include "faktory/fwp_internal.h"
 #include "unit.h"
-#include "workers.h"
+#include "engine/workers.h"
 
 #define NOW 1700000000000ULL
 

@@ -3,14 +3,14 @@
  * rules), bytes beyond ASCII and NUL, the agreement with the reference
  * matcher of tests/glob_ref.h on many random small patterns and texts,
  * and the time a hostile pattern takes on a long text. */
-#include "wq.h"
-#include "glob.h"
+#include "lib/wq.h"
+#include "lib/glob.h"
 
 #include <check.h>
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 #include "glob_ref.h"
 #include "rng.h"
 #include "unit.h"

@@ -4,8 +4,8 @@
  * that pops and walks must follow.  Each element also records the position
  * the heap last reported for it, and heap_verify() checks after each
  * operation that those records, the heap order and the item array agree. */
-#include "wq.h"
-#include "heap.h"
+#include "lib/wq.h"
+#include "lib/heap.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* check_jobid.c - unit tests for job ids (src/jobid.c): the canonical form
  * in either case, every malformed one refused, and format then parse giving
  * the same 16 bytes back. */
-#include "wq.h"
-#include "jobid.h"
+#include "lib/wq.h"
+#include "lib/jobid.h"
 
 #include <check.h>
 #include <stdio.h>

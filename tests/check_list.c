@@ -1,7 +1,7 @@
 /* check_list.c - unit tests for src/list.h: both shapes of list, order,
  * unlinking from any place, and walking while unlinking. */
-#include "wq.h"
-#include "list.h"
+#include "lib/wq.h"
+#include "lib/list.h"
 
 #include <check.h>
 

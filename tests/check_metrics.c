@@ -1,16 +1,16 @@
 /* check_metrics.c - unit tests of the metrics' parts that need no socket:
  * stats.c (outcomes, the exposition of a real core in both formats, the
  * queue cap, histogram buckets) and metrics.c's content negotiation. */
-#include "wq.h"
-#include "stats.h"
+#include "lib/wq.h"
+#include "http/stats.h"
 
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
-#include "hist.h"
-#include "metrics.h"
+#include "engine/core.h"
+#include "lib/hist.h"
+#include "http/metrics.h"
 #include "unit.h"
 
 #define T0 1800000000000ull /* a Unix ms */

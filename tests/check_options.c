@@ -6,8 +6,8 @@
  *
  * options_parse prints its complaints; each call here catches stdout and
  * stderr in temporary files so the messages can be compared. */
-#include "wq.h"
-#include "options.h"
+#include "lib/wq.h"
+#include "daemon/options.h"
 
 #include <check.h>
 #include <stdarg.h>
@@ -17,9 +17,9 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 #include "unit.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define NOT_DONE (-1) /* options_parse: go on and start */
 

@@ -4,8 +4,8 @@
  * ostree_verify() checks the links, the order, the treap priorities and
  * every subtree count, and the model is compared with select, next and
  * the walk over every node. */
-#include "wq.h"
-#include "ostree.h"
+#include "lib/wq.h"
+#include "lib/ostree.h"
 
 #include <check.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* check_payload.c - unit tests for payload buffers (src/payload.c): small
  * payloads are plain copies, large ones are reference counted and outlive
  * their job while an output buffer still sends them. */
-#include "wq.h"
-#include "payload.h"
+#include "lib/wq.h"
+#include "lib/payload.h"
 
 #include <check.h>
 #include <stdalign.h>

@@ -2,8 +2,8 @@
  * Objects are filled with a pattern naming their owner and checked later,
  * so overlapping objects or a free list that writes into live objects show
  * up as changed bytes (and, under ASan or valgrind, as bad accesses). */
-#include "wq.h"
-#include "pool.h"
+#include "lib/wq.h"
+#include "lib/pool.h"
 
 #include <check.h>
 #include <signal.h>

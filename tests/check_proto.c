@@ -4,8 +4,8 @@
  * one line of text ("R:..." request, "E:..." error, "F:..." fatal), so two
  * runs over the same stream compare as two strings however the stream was
  * cut into reads. */
-#include "wq.h"
-#include "proto.h"
+#include "lib/wq.h"
+#include "workq/proto.h"
 
 #include <check.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "lib/util.h"
 #include "rng.h"
 #include "unit.h"
 

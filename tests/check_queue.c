@@ -8,15 +8,15 @@
  * keys are 64-bit prefixes of the order (src/job.c), so the cases sit on
  * both sides of where two jobs stop sharing a prefix, and every pop is
  * checked against a plain reference comparison. */
-#include "wq.h"
-#include "queue.h"
+#include "lib/wq.h"
+#include "engine/queue.h"
 
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "job.h"
-#include "registry.h"
+#include "engine/job.h"
+#include "lib/registry.h"
 #include "rng.h"
 #include "unit.h"
 

@@ -6,8 +6,8 @@
  * fix the key instead (see getrandom below) and build the exact collisions
  * and runs they need from the table's layout: home slot = hash's low bits,
  * tag = hash's bits above the pointer's and the 6-bit distance. */
-#include "wq.h"
-#include "registry.h"
+#include "lib/wq.h"
+#include "lib/registry.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* check_util.c - unit tests for strict number parsing and times
  * (src/util.c). */
-#include "wq.h"
-#include "util.h"
+#include "lib/wq.h"
+#include "lib/util.h"
 
 #include <check.h>
 #include <stdio.h>

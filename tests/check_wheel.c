@@ -2,8 +2,8 @@
  * Time is fake: the tests pick every `now` themselves.  Each test timer
  * records how often and at which `now` it fired, and the fire callback checks
  * that it never fires early or later than the advance that is running. */
-#include "wq.h"
-#include "wheel.h"
+#include "lib/wq.h"
+#include "lib/wheel.h"
 
 #include <check.h>
 #include <stdlib.h>

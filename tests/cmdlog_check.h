@@ -13,10 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmdlog_codec.h"
-#include "cmdlog_reader.h"
+#include "store/cmdlog_codec.h"
+#include "store/cmdlog_reader.h"
 #include "cmdlog_ref.h"
-#include "jobid.h"
+#include "lib/jobid.h"
 #include "unit.h"
 
 /* A fake "now" (2023-11-14T22:13:20Z) and a long TTL. */

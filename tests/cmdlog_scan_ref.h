@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 
 /* Is there an offset in [from, len) where cmdlog_rec_decode takes a
  * record from the bytes to the end? */

@@ -8,7 +8,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "reply.h"
+#include "net/reply.h"
 
 struct fake {
     struct reply reply;

@@ -32,7 +32,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "cli_cmd.h"
+#include "cli/cli_cmd.h"
 #include "systest.h"
 
 #define ID   "6ba7b810-9dad-11d1-80b4-00c04fd430c8"

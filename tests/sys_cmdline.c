@@ -6,7 +6,7 @@
  * WQ_TEST_SLOW. */
 #include "config.h"
 #include "systest.h"
-#include "core.h" /* core_job_bytes: what -max-memory counts per job */
+#include "engine/core.h" /* core_job_bytes: what -max-memory counts per job */
 
 #include <arpa/inet.h>
 #include <check.h>

@@ -18,7 +18,7 @@
  * another user they check only the refusal. */
 #include "config.h"
 #include "systest.h"
-#include "core.h" /* core_job_bytes: what -max-memory counts per job */
+#include "engine/core.h" /* core_job_bytes: what -max-memory counts per job */
 
 #include <check.h>
 #include <errno.h>

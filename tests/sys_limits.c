@@ -7,7 +7,7 @@
  * has NOT happened yet run only when WQ_TEST_SLOW is 1. */
 #include "config.h"
 #include "systest.h"
-#include "core.h" /* core_job_bytes: what -max-memory counts per job */
+#include "engine/core.h" /* core_job_bytes: what -max-memory counts per job */
 
 #include <check.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * it tells people when the address or the password is not right.  Its
  * output is its purpose, so unlike the server it prints with stdio
  * directly (house rule R10 covers daemons). */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -25,10 +25,10 @@
 #define CLI_LINE_EDITING 1
 #endif
 
-#include "cli_cmd.h"
-#include "cli_conn.h"
-#include "cli_reply.h"
-#include "util.h"
+#include "cli/cli_cmd.h"
+#include "cli/cli_conn.h"
+#include "cli/cli_reply.h"
+#include "lib/util.h"
 
 #define CLI_DEFAULT_TIMEOUT_S 10
 #define CLI_MAX_TIMEOUT_S     86400

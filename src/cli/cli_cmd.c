@@ -1,14 +1,14 @@
 /* cli_cmd.c - from a typed line to the bytes of a protocol command. */
-#include "wq.h"
-#include "cli_cmd.h"
+#include "lib/wq.h"
+#include "cli/cli_cmd.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uuid.h>
 
-#include "cli_reply.h"
-#include "util.h"
+#include "cli/cli_reply.h"
+#include "lib/util.h"
 
 /* Positional-argument index meaning "the last one". */
 #define CLI_ARG_LAST (-2)

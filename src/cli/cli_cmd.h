@@ -6,8 +6,8 @@
 #ifndef WQ_CLI_CMD_H
 #define WQ_CLI_CMD_H
 
-#include "wq.h"
-#include "cli_reply.h"
+#include "lib/wq.h"
+#include "cli/cli_reply.h"
 
 #include <stdio.h>
 

@@ -1,6 +1,6 @@
 /* cli_conn.c - workq-cli's connection: TCP or TLS, each wait bounded. */
-#include "wq.h"
-#include "cli_conn.h"
+#include "lib/wq.h"
+#include "cli/cli_conn.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

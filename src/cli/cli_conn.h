@@ -4,8 +4,8 @@
 #ifndef WQ_CLI_CONN_H
 #define WQ_CLI_CONN_H
 
-#include "wq.h"
-#include "cli_reply.h"
+#include "lib/wq.h"
+#include "cli/cli_reply.h"
 
 #include <openssl/ssl.h>
 #include <signal.h>

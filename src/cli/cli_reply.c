@@ -3,13 +3,13 @@
  * workq-cli is a standalone client, so it allocates with plain malloc (its
  * leaks stay visible to valgrind) rather than through alloc.h, which would
  * drag in jemalloc; the same holds for cli_cmd.c and cli.c. */
-#include "wq.h"
-#include "cli_reply.h"
+#include "lib/wq.h"
+#include "cli/cli_reply.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 /* No reply line of ours comes near this; more without a LF is garbage. */
 #define CLI_REPLY_MAX_LINE 65536

@@ -1,6 +1,6 @@
 /* daemon.c - detaching, pidfile, privilege drop, readiness notification. */
-#include "wq.h"
-#include "daemon.h"
+#include "lib/wq.h"
+#include "daemon/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 /* The daemon's end of the pipe the original process waits on; -1 when
  * not detached or already reported. */

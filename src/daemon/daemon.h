@@ -5,7 +5,7 @@
 #ifndef WQ_DAEMON_H
 #define WQ_DAEMON_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 /* Fork into the background (twice, with setsid between).  The original
  * process stays in the foreground until daemon_ready or daemon_exit and

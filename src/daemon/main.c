@@ -2,7 +2,7 @@
  * stop signal.  The order matters: detach before any thread exists, bind
  * before dropping privileges, replay before accepting, and report ready
  * (systemd, the waiting parent of -d) only when clients can be served. */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,11 +10,11 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "daemon.h"
-#include "log.h"
-#include "options.h"
-#include "server.h"
+#include "lib/alloc.h"
+#include "daemon/daemon.h"
+#include "lib/log.h"
+#include "daemon/options.h"
+#include "daemon/server.h"
 
 /* Log the start-up line: version, addresses, allocator, persistence. */
 static void

@@ -1,7 +1,7 @@
 /* options.c - the option table, and parsing the command line (getopt_long_only)
  * and config files by it. */
-#include "wq.h"
-#include "options.h"
+#include "lib/wq.h"
+#include "daemon/options.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,8 +13,8 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "lib/util.h"
 
 _Static_assert(sizeof(size_t) == sizeof(uint64_t), "sizes are set as uint64_t");
 

@@ -7,9 +7,9 @@
 #ifndef WQ_OPTIONS_H
 #define WQ_OPTIONS_H
 
-#include "wq.h"
-#include "cmdlog.h"
-#include "log.h"
+#include "lib/wq.h"
+#include "store/cmdlog.h"
+#include "lib/log.h"
 
 #define OPTIONS_MAX_LISTEN 8
 

@@ -1,7 +1,7 @@
 /* server.c - the libevent loop, run a pass at a time: listeners and the
  * services they serve, signals, the wheel timer, the command log's news. */
-#include "wq.h"
-#include "server.h"
+#include "lib/wq.h"
+#include "daemon/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,16 +22,16 @@
 #include <event2/util.h>
 #include <openssl/crypto.h>
 
-#include "cmdlog.h"
-#include "conn.h"
-#include "core.h"
-#include "fjobs.h"
-#include "alloc.h"
-#include "auth_guard.h"
-#include "daemon.h"
-#include "log.h"
-#include "options.h"
-#include "util.h"
+#include "store/cmdlog.h"
+#include "net/conn.h"
+#include "engine/core.h"
+#include "faktory/fjobs.h"
+#include "lib/alloc.h"
+#include "net/auth_guard.h"
+#include "daemon/daemon.h"
+#include "lib/log.h"
+#include "daemon/options.h"
+#include "lib/util.h"
 
 #define SERVER_BACKLOG 1024
 /* How long a stop waits for replies to be written. */

@@ -4,14 +4,14 @@
 #ifndef WQ_SERVER_H
 #define WQ_SERVER_H
 
-#include "wq.h"
-#include "cmd.h"
-#include "conn.h"
-#include "fwp.h"
-#include "options.h"
-#include "metrics.h"
-#include "stats.h"
-#include "tls.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
+#include "net/conn.h"
+#include "faktory/fwp.h"
+#include "daemon/options.h"
+#include "http/metrics.h"
+#include "http/stats.h"
+#include "net/tls.h"
 
 struct options;
 struct cmdlog;

@@ -1,18 +1,18 @@
 /* core.c - jobs and their transitions, timers, and the commands on them
  * (add, run, lease, finish, delete, result); waiters are in core_wait.c,
  * the job_ext side table in core_ext.c, replay in core_replay.c. */
-#include "wq.h"
-#include "core.h"
+#include "lib/wq.h"
+#include "engine/core.h"
 
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 
-#include "alloc.h"
-#include "core_internal.h"
-#include "fjobs.h"
-#include "workers.h"
-#include "payload.h"
+#include "lib/alloc.h"
+#include "engine/core_internal.h"
+#include "faktory/fjobs.h"
+#include "engine/workers.h"
+#include "lib/payload.h"
 
 #define CORE_POOL_BLOCK 1024
 /* How far c->now_ms may run ahead of the wheels' time (24 days). */

@@ -6,14 +6,14 @@
 #ifndef WQ_CORE_H
 #define WQ_CORE_H
 
-#include "wq.h"
-#include "cmdlog_codec.h"
-#include "hist.h"
-#include "job.h"
-#include "pool.h"
-#include "queue.h"
-#include "registry.h"
-#include "wheel.h"
+#include "lib/wq.h"
+#include "store/cmdlog_codec.h"
+#include "lib/hist.h"
+#include "engine/job.h"
+#include "lib/pool.h"
+#include "engine/queue.h"
+#include "lib/registry.h"
+#include "lib/wheel.h"
 
 enum core_status {
     CORE_OK,

@@ -4,15 +4,15 @@
  * failing or losing it touches its own dependents only.  Failures spread
  * down a chain through a work list, not by recursion, so a chain of any
  * depth costs no stack. */
-#include "wq.h"
-#include "core.h"
-#include "core_internal.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "engine/core_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "payload.h"
+#include "lib/alloc.h"
+#include "lib/payload.h"
 
 /* The dependents of one prerequisite, taken from it to be worked through:
  * released (it completed) or failed (it failed or went). */

@@ -1,15 +1,15 @@
 /* core_ext.c - the core's side table of struct job_ext: the rarer fields
  * of a job (its result, the clients waiting for it, a scheduled job's
  * creation time), kept by id for the jobs that have them (JOB_F_EXT). */
-#include "wq.h"
-#include "core.h"
-#include "core_internal.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "engine/core_internal.h"
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 #include <string.h>
 
-#include "payload.h"
+#include "lib/payload.h"
 
 /* ---- the side table of struct job_ext ---- */
 

@@ -5,8 +5,8 @@
 #ifndef WQ_CORE_INTERNAL_H
 #define WQ_CORE_INTERNAL_H
 
-#include "wq.h"
-#include "core.h"
+#include "lib/wq.h"
+#include "engine/core.h"
 
 /* core_ext.c */
 /* j's job_ext, created empty if it has none. */

@@ -1,13 +1,13 @@
 /* core_replay.c - applying the command log's records to the core at
  * start-up (doc/cmdlog.md, "Replay"). */
-#include "wq.h"
-#include "core.h"
-#include "core_internal.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "engine/core_internal.h"
 
 #include <string.h>
 
-#include "fjobs.h"
-#include "payload.h"
+#include "faktory/fjobs.h"
+#include "lib/payload.h"
 
 /* Re-create the job of an add or schedule record, unless already gone. */
 static void

@@ -5,17 +5,17 @@
  * the target-set queues that worker belongs to, and a named worker's lease
  * looks at those beside its base queue.  Costs grow with the distinct
  * target sets a worker is in, never with the jobs. */
-#include "wq.h"
-#include "core.h"
-#include "core_internal.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "engine/core_internal.h"
 
 #include <string.h>
 #include <uuid/uuid.h>
 
-#include "alloc.h"
-#include "util.h"
-#include "registry.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "lib/util.h"
+#include "lib/registry.h"
+#include "engine/workers.h"
 
 /* For one base queue and one worker name ("<base>" SEP "<worker>"): the
  * names of the target-set queues that hold the worker. */

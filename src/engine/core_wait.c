@@ -2,14 +2,14 @@
  * each named queue), and clients waiting for a job's result (result, run),
  * linked to the job's job_ext; their wait-timeouts on the core's second
  * wheel. */
-#include "wq.h"
-#include "core.h"
-#include "core_internal.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "engine/core_internal.h"
 
 #include <string.h>
 
-#include "alloc.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "engine/workers.h"
 
 void
 core_worker_waits(struct worker *who, const struct wq_str *names, size_t n)

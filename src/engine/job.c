@@ -1,8 +1,8 @@
 /* job.c - job ordering keys and small helpers. */
-#include "wq.h"
-#include "job.h"
+#include "lib/wq.h"
+#include "engine/job.h"
 
-#include "registry.h"
+#include "lib/registry.h"
 
 const char *const job_state_names[JOB_STATE_COUNT] = {"new",     "completed", "failed",
                                                       "pending", "leased",    "waiting"};

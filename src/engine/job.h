@@ -6,9 +6,9 @@
 #ifndef WQ_JOB_H
 #define WQ_JOB_H
 
-#include "wq.h"
-#include "jobid.h"
-#include "wheel.h"
+#include "lib/wq.h"
+#include "lib/jobid.h"
+#include "lib/wheel.h"
 
 /* The numbers are the protocol's (inspect shows them). */
 enum job_state {

@@ -1,12 +1,12 @@
 /* queue.c - per-name queues (ready and scheduled heaps, parked leasers)
  * and the table of them. */
-#include "wq.h"
-#include "queue.h"
+#include "lib/wq.h"
+#include "engine/queue.h"
 
 #include <string.h>
 
-#include "alloc.h"
-#include "job.h"
+#include "lib/alloc.h"
+#include "engine/job.h"
 
 struct queue *
 queue_new(const char *name, size_t len, struct registry *exts)

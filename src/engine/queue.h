@@ -7,11 +7,11 @@
 #ifndef WQ_QUEUE_H
 #define WQ_QUEUE_H
 
-#include "wq.h"
-#include "heap.h"
-#include "list.h"
-#include "ostree.h"
-#include "registry.h"
+#include "lib/wq.h"
+#include "lib/heap.h"
+#include "lib/list.h"
+#include "lib/ostree.h"
+#include "lib/registry.h"
 
 struct job;
 struct registry;

@@ -1,13 +1,13 @@
 /* workers.c - the registry of workers, by wid. */
-#include "wq.h"
-#include "workers.h"
+#include "lib/wq.h"
+#include "engine/workers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "registry.h"
+#include "lib/alloc.h"
+#include "lib/registry.h"
 
 struct workers {
     struct registry *by_wid;

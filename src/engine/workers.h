@@ -7,7 +7,7 @@
 #ifndef WQ_WORKERS_H
 #define WQ_WORKERS_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define WORKERS_MAX_ID 255 /* bytes of a wid */
 #define WORKERS_SEEN   32  /* queues a worker is remembered on */

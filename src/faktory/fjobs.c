@@ -1,14 +1,14 @@
 /* fjobs.c - the Faktory front-end's jobs: queues, sets, reservations and
  * parked FETCHes (fjobs.h). */
-#include "wq.h"
-#include "fjobs.h"
+#include "lib/wq.h"
+#include "faktory/fjobs.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "payload.h"
-#include "registry.h"
+#include "lib/alloc.h"
+#include "lib/payload.h"
+#include "lib/registry.h"
 
 #define FJOB_INDEX_BYTES 48 /* a heap item and a registry slot, with slack */
 

@@ -11,10 +11,10 @@
 #ifndef WQ_FJOBS_H
 #define WQ_FJOBS_H
 
-#include "wq.h"
-#include "core.h"
-#include "heap.h"
-#include "list.h"
+#include "lib/wq.h"
+#include "engine/core.h"
+#include "lib/heap.h"
+#include "lib/list.h"
 
 #define FJOB_MAX_JID      255u
 #define FJOB_MAX_QUEUE    255u

@@ -1,8 +1,8 @@
 /* fwp.c - the Faktory Work Protocol: line framing, RESP replies, the
  * handshake (HI, HELLO, the password), and the commands of an identified
  * connection. */
-#include "wq.h"
-#include "fwp.h"
+#include "lib/wq.h"
+#include "faktory/fwp.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,13 +14,13 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "auth_guard.h"
-#include "conn.h"
-#include "core.h"
-#include "fwp_internal.h"
-#include "reply.h"
-#include "util.h"
-#include "workers.h"
+#include "net/auth_guard.h"
+#include "net/conn.h"
+#include "engine/core.h"
+#include "faktory/fwp_internal.h"
+#include "net/reply.h"
+#include "lib/util.h"
+#include "engine/workers.h"
 
 /* The longest first line: a HELLO is a few hundred bytes; a connection
  * that has not identified itself may not make the server hold a job-sized

@@ -7,8 +7,8 @@
 #ifndef WQ_FWP_H
 #define WQ_FWP_H
 
-#include "wq.h"
-#include "list.h"
+#include "lib/wq.h"
+#include "lib/list.h"
 
 struct auth_guard;
 struct conn_hooks;

@@ -1,15 +1,15 @@
 /* fwp_admin.c - the Faktory commands that look at or change everything:
  * INFO, FLUSH and QUEUE (PAUSE, RESUME, REMOVE, LATENCY); MUTATE is
  * fwp_mutate.c's. */
-#include "wq.h"
-#include "fwp_internal.h"
+#include "lib/wq.h"
+#include "faktory/fwp_internal.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 #include "config.h"
-#include "workers.h"
+#include "engine/workers.h"
 
 /* One of INFO's tasks that move jobs out of a set on time, as Faktory's
  * scanners report themselves: how many they moved and the set's size

@@ -1,12 +1,12 @@
 /* fwp_cmd.c - the Faktory job commands: PUSH, PUSHB, FETCH, ACK, FAIL. */
-#include "wq.h"
-#include "fwp_internal.h"
+#include "lib/wq.h"
+#include "faktory/fwp_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "engine/workers.h"
 
 #define FWP_FETCH_WAIT_MS 2000u
 

@@ -5,13 +5,13 @@
 #ifndef WQ_FWP_INTERNAL_H
 #define WQ_FWP_INTERNAL_H
 
-#include "wq.h"
-#include "fwp.h"
+#include "lib/wq.h"
+#include "faktory/fwp.h"
 
 #include <jansson.h>
 
-#include "fjobs.h"
-#include "reply.h"
+#include "faktory/fjobs.h"
+#include "net/reply.h"
 
 enum fwp_stage {
     FWP_NOT_IDENTIFIED, /* greeted, waiting for HELLO */

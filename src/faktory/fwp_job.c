@@ -1,15 +1,15 @@
 /* fwp_job.c - Faktory work units: checking and keeping a pushed job, the
  * times in it, and what a failure does to it (the failure hash, the
  * backoff, the retries and the dead set). */
-#include "wq.h"
-#include "fwp_internal.h"
+#include "lib/wq.h"
+#include "faktory/fwp_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "lib/util.h"
 
 #define FWP_DEFAULT_RETRY   25
 #define FWP_DEFAULT_RESERVE 1800u

@@ -1,16 +1,16 @@
 /* fwp_mutate.c - Faktory's MUTATE: clear, discard, kill or requeue the
  * jobs of the scheduled, retries or dead set that a filter picks. */
-#include "wq.h"
-#include "fwp_internal.h"
+#include "lib/wq.h"
+#include "faktory/fwp_internal.h"
 
 #include <string.h>
 #include <time.h>
 
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "conn.h"
-#include "glob.h"
+#include "lib/alloc.h"
+#include "net/conn.h"
+#include "lib/glob.h"
 
 static const char *const fwp_set_names[FSET_COUNT] = {"scheduled", "retries", "dead"};
 

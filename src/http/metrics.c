@@ -1,7 +1,7 @@
 /* metrics.c - the monitoring endpoint over evhttp: routing, content
  * negotiation, status lines. */
-#include "wq.h"
-#include "metrics.h"
+#include "lib/wq.h"
+#include "http/metrics.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -16,10 +16,10 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "alloc.h"
-#include "http_guard.h"
-#include "log.h"
-#include "stats.h"
+#include "lib/alloc.h"
+#include "net/http_guard.h"
+#include "lib/log.h"
+#include "http/stats.h"
 
 /* A scraper that stalls is dropped after this long (seconds); a request
  * must arrive whole within it too. */

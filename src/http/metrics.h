@@ -6,7 +6,7 @@
 #ifndef WQ_METRICS_H
 #define WQ_METRICS_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct bufferevent;
 struct event_base;

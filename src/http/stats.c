@@ -1,21 +1,21 @@
 /* stats.c - the figures a scrape shows, written in the Prometheus text
  * format 0.0.4 or OpenMetrics 1.0 (doc/metrics.md lists every series). */
-#include "wq.h"
-#include "stats.h"
+#include "lib/wq.h"
+#include "http/stats.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "cmdlog.h"
-#include "core.h"
-#include "fjobs.h"
-#include "hist.h"
-#include "job.h"
-#include "queue.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "store/cmdlog.h"
+#include "engine/core.h"
+#include "faktory/fjobs.h"
+#include "lib/hist.h"
+#include "engine/job.h"
+#include "engine/queue.h"
+#include "engine/workers.h"
 
 static const char *const stats_outcome_names[] = {
     "ok", "timeout", "not_found", "client_error", "server_error", "abandoned",

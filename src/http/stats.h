@@ -10,7 +10,7 @@
 #ifndef WQ_STATS_H
 #define WQ_STATS_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct cmdlog;
 struct core;

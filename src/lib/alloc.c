@@ -1,12 +1,12 @@
 /* alloc.c - allocation over jemalloc (or libc), try and aborting forms. */
-#include "wq.h"
-#include "alloc.h"
+#include "lib/wq.h"
+#include "lib/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 /* How long freed pages stay with jemalloc before they go back to the
  * system. */

@@ -5,7 +5,7 @@
 #ifndef WQ_ALLOC_H
 #define WQ_ALLOC_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 void *wq_malloc(size_t size);
 void *wq_calloc(size_t n, size_t size);

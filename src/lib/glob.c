@@ -11,12 +11,12 @@
  * token by token (skipping the ?s, which take anything); the segments
  * between are found by the shift-and scan, which keeps in bit t whether
  * the segment's first t + 1 tokens match the bytes just read. */
-#include "wq.h"
-#include "glob.h"
+#include "lib/wq.h"
+#include "lib/glob.h"
 
 #include <string.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 /* A run of tokens between stars. */
 struct glob_seg {

@@ -28,7 +28,7 @@
 #ifndef WQ_GLOB_H
 #define WQ_GLOB_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct glob;
 

@@ -3,10 +3,10 @@
  * children fill 64 contiguous bytes (two cache lines at most), which makes
  * pop cheaper on large queues.  Items carry the key, so comparing two of
  * them reads the array alone unless the keys are equal. */
-#include "wq.h"
-#include "heap.h"
+#include "lib/wq.h"
+#include "lib/heap.h"
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 #define HEAP_D 4
 

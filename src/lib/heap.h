@@ -8,7 +8,7 @@
 #ifndef WQ_HEAP_H
 #define WQ_HEAP_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define HEAP_NO_INDEX UINT32_MAX
 

@@ -12,10 +12,10 @@
  *   per item, against 0.2-0.5 us per step of the other).
  *
  * Deep windows (say the last 1,000 of 200,000 jobs) take the second. */
-#include "wq.h"
-#include "heap.h"
+#include "lib/wq.h"
+#include "lib/heap.h"
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 #define HEAP_D 4
 

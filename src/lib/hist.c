@@ -1,6 +1,6 @@
 /* hist.c - the bucket bounds the server's histograms use. */
-#include "wq.h"
-#include "hist.h"
+#include "lib/wq.h"
+#include "lib/hist.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
 #ifndef WQ_HIST_H
 #define WQ_HIST_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define HIST_MAX_BUCKETS 16
 

@@ -1,6 +1,6 @@
 /* jobid.c - job id parsing and formatting. */
-#include "wq.h"
-#include "jobid.h"
+#include "lib/wq.h"
+#include "lib/jobid.h"
 
 #include <string.h>
 #include <uuid.h>

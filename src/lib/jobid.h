@@ -2,7 +2,7 @@
 #ifndef WQ_JOBID_H
 #define WQ_JOBID_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define JOBID_LEN      16
 #define JOBID_TEXT_LEN 36

@@ -9,7 +9,7 @@
 #ifndef WQ_LIST_H
 #define WQ_LIST_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct list {
     struct list *prev, *next;

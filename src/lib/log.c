@@ -1,6 +1,6 @@
 /* log.c - leveled logging to stderr, a file or syslog. */
-#include "wq.h"
-#include "log.h"
+#include "lib/wq.h"
+#include "lib/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #ifndef WQ_LOG_H
 #define WQ_LOG_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <sys/types.h>
 

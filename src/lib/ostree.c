@@ -1,8 +1,8 @@
 /* ostree.c - the order-statistic treap: rotations that keep counts and
  * parent links, insert and remove by rotation, select and successor guided
  * by the counts. */
-#include "wq.h"
-#include "ostree.h"
+#include "lib/wq.h"
+#include "lib/ostree.h"
 
 #include <stddef.h>
 

@@ -9,7 +9,7 @@
 #ifndef WQ_OSTREE_H
 #define WQ_OSTREE_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 /* 32 bytes on LP64: embed it in the object it orders. */
 struct ostree_node {

@@ -1,11 +1,11 @@
 /* payload.c - payload bytes, reference counted when large. */
-#include "wq.h"
-#include "payload.h"
+#include "lib/wq.h"
+#include "lib/payload.h"
 
 #include <stdalign.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 /* The header before the bytes of a shared payload; its size keeps the
  * bytes as aligned as the allocation. */

@@ -12,7 +12,7 @@
 #ifndef WQ_PAYLOAD_H
 #define WQ_PAYLOAD_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define PAYLOAD_SHARE_MIN 2048u
 

@@ -1,10 +1,10 @@
 /* pool.c - fixed-size object pools. */
-#include "wq.h"
-#include "pool.h"
+#include "lib/wq.h"
+#include "lib/pool.h"
 
 #include <stdalign.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 /* The header at the start of every block. */
 struct pool_block {

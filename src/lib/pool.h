@@ -11,7 +11,7 @@
 #ifndef WQ_POOL_H
 #define WQ_POOL_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct pool_block;
 

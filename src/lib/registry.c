@@ -12,15 +12,15 @@
  * hash from the element's key.  At 8 bytes a slot and a load between 1/4
  * and 1/2, an element costs 16 to 32 bytes, plus the old table while a
  * growth is under way. */
-#include "wq.h"
-#include "registry.h"
+#include "lib/wq.h"
+#include "lib/registry.h"
 
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "lib/alloc.h"
 
 /* Pointer bits kept in a slot.  Linux keeps user-space addresses below 2^47
  * on x86-64 and below 2^48 on arm64 (even with 5-level or 52-bit address

@@ -8,7 +8,7 @@
 #ifndef WQ_REGISTRY_H
 #define WQ_REGISTRY_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 /* Report the key bytes of elem.  Also called on elements other than the one
  * sought (their hashes are recomputed when slots move), so every element's key

@@ -1,6 +1,6 @@
 /* util.c - strict number parsing, times, the server clock. */
-#include "wq.h"
-#include "util.h"
+#include "lib/wq.h"
+#include "lib/util.h"
 
 #include <string.h>
 #include <strings.h>

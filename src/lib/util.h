@@ -2,7 +2,7 @@
 #ifndef WQ_UTIL_H
 #define WQ_UTIL_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <string.h>
 

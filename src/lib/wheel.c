@@ -4,8 +4,8 @@
  * above level L equal those of now, and whose digit L is s (> now's digit L).
  * When now's digit L becomes s, those entries are re-added and fall to lower
  * levels; at level 0 that means d == now, so they go to the due list. */
-#include "wq.h"
-#include "wheel.h"
+#include "lib/wq.h"
+#include "lib/wheel.h"
 
 static inline unsigned
 wheel_digit(uint64_t t, unsigned level)

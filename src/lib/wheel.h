@@ -11,8 +11,8 @@
 #ifndef WQ_WHEEL_H
 #define WQ_WHEEL_H
 
-#include "wq.h"
-#include "list.h"
+#include "lib/wq.h"
+#include "lib/list.h"
 
 #define WHEEL_BITS   6
 #define WHEEL_SLOTS  64

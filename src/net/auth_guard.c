@@ -1,12 +1,12 @@
 /* auth_guard.c - failing addresses and their delays (see auth_guard.h). */
-#include "wq.h"
-#include "auth_guard.h"
+#include "lib/wq.h"
+#include "net/auth_guard.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "lib/alloc.h"
+#include "lib/log.h"
 
 #define AUTH_DELAY_MS     250u
 #define AUTH_DELAY_MAX_MS 10000u

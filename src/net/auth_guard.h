@@ -10,7 +10,7 @@
 #ifndef WQ_AUTH_GUARD_H
 #define WQ_AUTH_GUARD_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct auth_guard;
 

@@ -1,7 +1,7 @@
 /* conn.c - client connections over bufferevents, for any protocol module;
  * the set of them, replies held for the command log, closing. */
-#include "wq.h"
-#include "conn.h"
+#include "lib/wq.h"
+#include "net/conn.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,13 +13,13 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
-#include "alloc.h"
-#include "cmdlog.h"
-#include "list.h"
-#include "log.h"
-#include "payload.h"
-#include "pool.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "store/cmdlog.h"
+#include "lib/list.h"
+#include "lib/log.h"
+#include "lib/payload.h"
+#include "lib/pool.h"
+#include "lib/util.h"
 
 /* Output back-pressure: stop taking commands above HIGH buffered reply
  * bytes, take them again below LOW. */

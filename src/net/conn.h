@@ -8,8 +8,8 @@
 #ifndef WQ_CONN_H
 #define WQ_CONN_H
 
-#include "wq.h"
-#include "reply.h"
+#include "lib/wq.h"
+#include "net/reply.h"
 
 struct bufferevent;
 struct cmdlog;

@@ -1,7 +1,7 @@
 /* http_guard.c - caps, bounded buffers, request deadlines and accept
  * pauses for evhttp's connections (see http_guard.h). */
-#include "wq.h"
-#include "http_guard.h"
+#include "lib/wq.h"
+#include "net/http_guard.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -9,10 +9,10 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
-#include "alloc.h"
-#include "list.h"
-#include "log.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "lib/list.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 /* How long the listeners pause after an accept error. */
 #define HTTP_GUARD_PAUSE_MS 100

@@ -18,7 +18,7 @@
 #ifndef WQ_HTTP_GUARD_H
 #define WQ_HTTP_GUARD_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct bufferevent;
 struct event_base;

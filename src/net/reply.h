@@ -5,7 +5,7 @@
 #ifndef WQ_REPLY_H
 #define WQ_REPLY_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <string.h>
 

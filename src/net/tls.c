@@ -1,6 +1,6 @@
 /* tls.c - the TLS server context and the bufferevents made from it. */
-#include "wq.h"
-#include "tls.h"
+#include "lib/wq.h"
+#include "net/tls.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -10,8 +10,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "lib/alloc.h"
+#include "lib/log.h"
 
 struct tls {
     SSL_CTX *ctx; /* what new connections use; each SSL holds a reference */

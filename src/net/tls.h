@@ -7,7 +7,7 @@
 #ifndef WQ_TLS_H
 #define WQ_TLS_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 struct bufferevent;
 struct event_base;

@@ -1,7 +1,7 @@
 /* cmdlog.c - the command log: the pass's batch of records and its write
  * (event loop), the sync thread, the cleaner thread. */
-#include "wq.h"
-#include "cmdlog.h"
+#include "lib/wq.h"
+#include "store/cmdlog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,12 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cmdlog_clean.h"
-#include "cmdlog_files.h"
-#include "core.h"
-#include "hist.h"
-#include "log.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_clean.h"
+#include "store/cmdlog_files.h"
+#include "engine/core.h"
+#include "lib/hist.h"
+#include "lib/log.h"
 
 /* A batch buffer larger than this is freed once written, so that one burst
  * does not keep its memory. */

@@ -24,9 +24,9 @@
 #ifndef WQ_CMDLOG_H
 #define WQ_CMDLOG_H
 
-#include "wq.h"
-#include "cmdlog_codec.h"
-#include "hist.h"
+#include "lib/wq.h"
+#include "store/cmdlog_codec.h"
+#include "lib/hist.h"
 
 struct core;
 

@@ -7,8 +7,8 @@
  * position (a job id may be used again after its end).  Segments are
  * streamed through cmdlog_reader, so memory is the budget plus a record
  * buffer and a write buffer, whatever the log's size. */
-#include "wq.h"
-#include "cmdlog_clean.h"
+#include "lib/wq.h"
+#include "store/cmdlog_clean.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,12 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cmdlog_codec.h"
-#include "cmdlog_files.h"
-#include "cmdlog_reader.h"
-#include "log.h"
-#include "registry.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_codec.h"
+#include "store/cmdlog_files.h"
+#include "store/cmdlog_reader.h"
+#include "lib/log.h"
+#include "lib/registry.h"
 
 /* Per job (cmdlog_rec_key), where the last record that ended it is. */
 struct clean_gone {

@@ -3,7 +3,7 @@
 #ifndef WQ_CMDLOG_CLEAN_H
 #define WQ_CMDLOG_CLEAN_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 /* The memory a cleaning pass may spend on its notes of ended jobs. */
 #define CMDLOG_CLEAN_BUDGET (16u << 20)

@@ -1,6 +1,6 @@
 /* cmdlog_codec.c - command-log record encoding and decoding. */
-#include "wq.h"
-#include "cmdlog_codec.h"
+#include "lib/wq.h"
+#include "store/cmdlog_codec.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -5,8 +5,8 @@
 #ifndef WQ_CMDLOG_CODEC_H
 #define WQ_CMDLOG_CODEC_H
 
-#include "wq.h"
-#include "jobid.h"
+#include "lib/wq.h"
+#include "lib/jobid.h"
 
 #define CMDLOG_HEADER_LEN 8
 #define CMDLOG_TIME_LEN   15

@@ -1,6 +1,6 @@
 /* cmdlog_files.c - segment files: list, open, replay. */
-#include "wq.h"
-#include "cmdlog_files.h"
+#include "lib/wq.h"
+#include "store/cmdlog_files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,13 +13,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cmdlog_codec.h"
-#include "cmdlog_reader.h"
-#include "core.h"
-#include "fjobs.h"
-#include "registry.h"
-#include "log.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_codec.h"
+#include "store/cmdlog_reader.h"
+#include "engine/core.h"
+#include "faktory/fjobs.h"
+#include "lib/registry.h"
+#include "lib/log.h"
 
 static int
 u64_cmp(const void *a, const void *b)

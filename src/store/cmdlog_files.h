@@ -5,7 +5,7 @@
 #ifndef WQ_CMDLOG_FILES_H
 #define WQ_CMDLOG_FILES_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <sys/types.h>
 

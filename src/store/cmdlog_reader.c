@@ -1,15 +1,15 @@
 /* cmdlog_reader.c - a segment's records through a bounded buffer, and the
  * recovery scan. */
-#include "wq.h"
-#include "cmdlog_reader.h"
+#include "lib/wq.h"
+#include "store/cmdlog_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "cmdlog_files.h"
+#include "lib/alloc.h"
+#include "store/cmdlog_files.h"
 
 /* The buffer's size to start with; it grows only for a larger record. */
 #define READER_CHUNK (1u << 20)

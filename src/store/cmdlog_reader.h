@@ -7,9 +7,9 @@
 #ifndef WQ_CMDLOG_READER_H
 #define WQ_CMDLOG_READER_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 
 struct cmdlog_reader {
     int fd;

@@ -1,19 +1,19 @@
 /* cmd.c - the Workq command table and dispatch, the protocol module the
  * connection layer drives (cmd_protocol), argument rules, common replies. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "conn.h"
-#include "core.h"
-#include "job.h"
-#include "jobid.h"
-#include "reply.h"
-#include "stats.h"
-#include "util.h"
-#include "workers.h"
+#include "net/conn.h"
+#include "engine/core.h"
+#include "engine/job.h"
+#include "lib/jobid.h"
+#include "net/reply.h"
+#include "http/stats.h"
+#include "lib/util.h"
+#include "engine/workers.h"
 
 int
 cmd_after_ids(const struct wq_str *v, uint8_t (*after)[JOBID_LEN])

@@ -4,8 +4,8 @@
 #ifndef WQ_CMD_H
 #define WQ_CMD_H
 
-#include "wq.h"
-#include "proto.h"
+#include "lib/wq.h"
+#include "workq/proto.h"
 
 struct auth_guard;
 struct cmd_auth;

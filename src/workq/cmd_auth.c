@@ -1,18 +1,18 @@
 /* cmd_auth.c - passwords for the Workq protocol (our extension, doc/protocol.md
  * "auth"): the auth command and the constant-time check; the delays of
  * failing addresses are auth_guard.c's. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <string.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "alloc.h"
-#include "auth_guard.h"
-#include "log.h"
-#include "reply.h"
+#include "lib/alloc.h"
+#include "net/auth_guard.h"
+#include "lib/log.h"
+#include "net/reply.h"
 
 struct cmd_auth {
     unsigned char digest[EVP_MAX_MD_SIZE]; /* SHA-256 of the password */

@@ -1,20 +1,20 @@
 /* cmd_inspect.c - the inspect command: server, queues, queue, jobs,
  * scheduled-jobs, job.  Read-only: nothing here changes a job or reorders a
  * queue. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "reply.h"
-#include "core.h"
-#include "fjobs.h"
-#include "payload.h"
-#include "util.h"
-#include "workers.h"
+#include "lib/alloc.h"
+#include "net/reply.h"
+#include "engine/core.h"
+#include "faktory/fjobs.h"
+#include "lib/payload.h"
+#include "lib/util.h"
+#include "engine/workers.h"
 
 /* Append a formatted "key value\r\n" line. */
 __attribute__((format(printf, 2, 3))) static void

@@ -1,17 +1,17 @@
 /* cmd_job.c - the client commands: add, schedule, run, result, delete. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "queue.h"
-#include "reply.h"
-#include "workers.h"
-#include "core.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "engine/queue.h"
+#include "net/reply.h"
+#include "engine/workers.h"
+#include "engine/core.h"
+#include "lib/util.h"
 
 /* The reply to a job-creating command that did not park. */
 static void

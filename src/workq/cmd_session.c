@@ -1,12 +1,12 @@
 /* cmd_session.c - the commands for a person at a terminal (ours): quit and
  * help. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "reply.h"
+#include "net/reply.h"
 
 /* quit: +OK, then the connection closes (what it pipelined behind is not
  * read). */

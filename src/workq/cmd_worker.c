@@ -1,11 +1,11 @@
 /* cmd_worker.c - the worker commands: lease, complete, fail. */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdio.h>
 
-#include "reply.h"
-#include "core.h"
+#include "net/reply.h"
+#include "engine/core.h"
 
 /* "+OK 1\r\n<id> <name> <ttr> <size>\r\n<payload>\r\n" for a leased job;
  * with fencing, "<id> <name> <ttr> <attempt> <size>". */

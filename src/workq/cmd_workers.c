@@ -2,8 +2,8 @@
  * (workers.h), extensions of ours: `worker quiet|terminate <wid>` and
  * `hello <name>` (doc/protocol.md, "Workers"; `inspect workers` is in
  * cmd_inspect.c). */
-#include "wq.h"
-#include "cmd.h"
+#include "lib/wq.h"
+#include "workq/cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +11,10 @@
 
 #include <jansson.h>
 
-#include "core.h"
-#include "util.h"
-#include "reply.h"
-#include "workers.h"
+#include "engine/core.h"
+#include "lib/util.h"
+#include "net/reply.h"
+#include "engine/workers.h"
 
 /* worker quiet <wid> / worker terminate <wid>: ask a worker to stop
  * fetching, or to stop; its next BEAT says so.  Terminate is final: a

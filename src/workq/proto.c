@@ -1,11 +1,11 @@
 /* proto.c - framing and tokenizing of command lines and data blocks. */
-#include "wq.h"
-#include "proto.h"
+#include "lib/wq.h"
+#include "workq/proto.h"
 
 #include <string.h>
 
-#include "alloc.h"
-#include "util.h"
+#include "lib/alloc.h"
+#include "lib/util.h"
 
 /* Token slots a connection keeps between lines. */
 #define PROTO_KEEP_TOKENS 16

@@ -8,7 +8,7 @@
 #ifndef WQ_PROTO_H
 #define WQ_PROTO_H
 
-#include "wq.h"
+#include "lib/wq.h"
 
 #define PROTO_ANY_ARGS 0xffff
 

@@ -6,14 +6,14 @@
  * payload decoder instead of stopping at the checksum.  A record that
  * decodes is encoded again (cmdlog_rec_encode), and that encoding must
  * decode and encode to the same bytes. */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 
 /* Go's zero time, 0001-01-01T00:00:00Z, in Unix ms: a record may carry that
  * instant with nanoseconds the ms drop, and it then comes back as "no

@@ -11,7 +11,7 @@
  * scan may also give up, and must answer nothing else.  What it reports
  * must hold too: each byte read and checksummed at most once, no more CRC
  * checks than candidates. */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdio.h>
@@ -19,8 +19,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cmdlog_codec.h"
-#include "cmdlog_reader.h"
+#include "store/cmdlog_codec.h"
+#include "store/cmdlog_reader.h"
 #include "../cmdlog_scan_ref.h"
 
 static void

@@ -5,7 +5,7 @@
  * its /proc/self/fd path as it would open any path.  Errors are printed
  * on stderr, as the server prints them (`make fuzz` sends that to
  * /dev/null). */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "options.h"
+#include "daemon/options.h"
 
 static int config_fd = -1;
 static char config_path[64];

@@ -7,16 +7,16 @@
  * core.  A FETCH that parks is let time out (the clock moves on), and at
  * the end every reservation runs out, so a job that was fetched fails as
  * the server fails it (fwp_job_fail: retry, dead set or discard). */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdlib.h>
 
-#include "conn.h"
-#include "core.h"
-#include "fjobs.h"
+#include "net/conn.h"
+#include "engine/core.h"
+#include "faktory/fjobs.h"
 #include "fuzz_reply.h"
-#include "fwp.h"
+#include "faktory/fwp.h"
 
 #define FUZZ_NOW_MS   1700000000000ULL
 #define FUZZ_DAY_MS   86400000ULL

@@ -11,13 +11,13 @@
  *
  * Pattern and text are copied into buffers of their own size, so that
  * ASan sees a read past either. */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "glob.h"
+#include "lib/glob.h"
 #include "../glob_ref.h"
 
 #define REF_BUDGET 200000 /* steps: enough for most inputs of a few hundred bytes */

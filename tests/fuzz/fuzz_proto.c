@@ -9,15 +9,15 @@
  * transcript of requests and errors; a difference aborts.  The limits are
  * small so that long lines and oversized blocks are reached, but a line
  * holds an add with its id and every flag. */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "proto.h"
+#include "workq/cmd.h"
+#include "workq/proto.h"
 
 #define FUZZ_MAX_LINE    256
 #define FUZZ_MAX_PAYLOAD 32

@@ -16,7 +16,7 @@
  * the same records and jobs; and after a cleaning pass over every
  * segment (src/cmdlog_clean.c, in chunks of a few jobs) the same jobs in
  * the same states. */
-#include "wq.h"
+#include "lib/wq.h"
 #include "fuzz.h"
 
 #include <dirent.h>
@@ -26,10 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmdlog.h"
-#include "cmdlog_clean.h"
-#include "core.h"
-#include "log.h"
+#include "store/cmdlog.h"
+#include "store/cmdlog_clean.h"
+#include "engine/core.h"
+#include "lib/log.h"
 
 #define FUZZ_NOW_MS       1700000000000ULL
 #define FUZZ_MAX_SEGMENTS 16

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "reply.h"
+#include "net/reply.h"
 
 struct fuzz_client {
     struct reply reply;

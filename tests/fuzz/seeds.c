@@ -8,7 +8,7 @@
  * DIR/cmdlog_scan/: what follows the last good record of a last segment:
  * torn and damaged records, records with their CRC right and their payload
  * wrong, bytes that claim a record every 42 bytes, records after them. */
-#include "wq.h"
+#include "lib/wq.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cmdlog_codec.h"
+#include "store/cmdlog_codec.h"
 
 #define T0 1700000000000LL
 
