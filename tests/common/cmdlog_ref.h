@@ -2,7 +2,7 @@
  * format (doc/protocol-reference.md section 6), for tests only.
  *
  * It is written from the format description alone and shares no code with
- * src/cmdlog_codec.c, so a test that writes with one and reads with the other
+ * src/store/cmdlog_codec.c, so a test that writes with one and reads with the other
  * checks the format, not the server's code path against itself.  Plain C11
  * and libc: no project headers, no libevent, no check.
  *

@@ -1,4 +1,4 @@
-/* glob_ref.h - a reference for src/glob.c, shared by tests/check_glob.c and
+/* glob_ref.h - a reference for src/lib/glob.c, shared by tests/unit/lib/check_glob.c and
  * tests/fuzz/fuzz_glob.c: Redis's MATCH rules read straight off the
  * pattern bytes, one token at a time, with a star trying every split of
  * the rest of the text.  Exponential at worst, so it runs under a budget

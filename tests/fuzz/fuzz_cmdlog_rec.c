@@ -1,5 +1,5 @@
 /* fuzz_cmdlog_rec.c - libFuzzer target: the command-log record decoder
- * (cmdlog_rec_decode, src/cmdlog_codec.c).
+ * (cmdlog_rec_decode, src/store/cmdlog_codec.c).
  *
  * The input is the bytes at a record's start in a segment.  It is decoded
  * as it is, and again with its CRC made right, so that mutations reach the

@@ -1,5 +1,5 @@
 /* fuzz_cmdlog_scan.c - libFuzzer target: the recovery scan (cmdlog_scan,
- * src/cmdlog_reader.c), which replay runs over the bytes after the last
+ * src/store/cmdlog_reader.c), which replay runs over the bytes after the last
  * record of the last segment to tell a torn tail from damage.
  *
  * The input is those bytes: any bytes.  They are put in a memfd and
@@ -21,7 +21,7 @@
 
 #include "store/cmdlog_codec.h"
 #include "store/cmdlog_reader.h"
-#include "../cmdlog_scan_ref.h"
+#include "../common/cmdlog_scan_ref.h"
 
 static void
 check(int fd, const uint8_t *data, size_t size, size_t from, const struct cmdlog_scan_limits *lim,

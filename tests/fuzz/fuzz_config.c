@@ -1,5 +1,5 @@
 /* fuzz_config.c - libFuzzer target: the config-file reader of
- * src/options.c.  The input is the file that -config names; the server's
+ * src/daemon/options.c.  The input is the file that -config names; the server's
  * own options_parse reads it, applies every line, and frees what it kept.
  * The file is a memfd, so a run costs no disk: options_parse opens it by
  * its /proc/self/fd path as it would open any path.  Errors are printed

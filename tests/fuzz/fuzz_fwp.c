@@ -1,4 +1,4 @@
-/* fuzz_fwp.c - libFuzzer target: the Faktory front-end (src/fwp.c,
+/* fuzz_fwp.c - libFuzzer target: the Faktory front-end (src/faktory/fwp.c,
  * fwp_job.c, fwp_cmd.c, fwp_admin.c, fwp_mutate.c) through its connection module.
  *
  * The input is what a client sends (a HELLO first, then commands).  It is

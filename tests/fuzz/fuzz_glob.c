@@ -1,9 +1,9 @@
-/* fuzz_glob.c - libFuzzer target: the glob matcher of src/glob.c, which
+/* fuzz_glob.c - libFuzzer target: the glob matcher of src/lib/glob.c, which
  * MUTATE runs over job texts with a client's pattern.  The input's first
  * byte is the pattern's length (cut to what follows), then the pattern,
  * then the text.  Besides no crash, leak or UB:
  *
- *   - the answer is the reference's (tests/glob_ref.h: Redis's rules read
+ *   - the answer is the reference's (tests/common/glob_ref.h: Redis's rules read
  *     straight off the pattern, a star trying every split), whenever the
  *     reference finishes within its budget of steps;
  *   - a pattern GLOB_STRICT takes matches as without it, and one it
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "lib/glob.h"
-#include "../glob_ref.h"
+#include "../common/glob_ref.h"
 
 #define REF_BUDGET 200000 /* steps: enough for most inputs of a few hundred bytes */
 

@@ -1,6 +1,6 @@
-/* fuzz_proto.c - libFuzzer target: the Workq request parser (src/proto.c)
+/* fuzz_proto.c - libFuzzer target: the Workq request parser (src/workq/proto.c)
  * with the real command table (cmd_lookup) and flag rules
- * (cmd_parse_flags) of src/cmd.c.
+ * (cmd_parse_flags) of src/workq/cmd.c.
  *
  * The input is what a client sends.  It is parsed twice: all of it in one
  * buffer, and as it would trickle in from the socket, one byte more per

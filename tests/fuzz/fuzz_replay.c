@@ -1,5 +1,5 @@
 /* fuzz_replay.c - libFuzzer target: replay of a whole command-log
- * directory and its cleaning (src/cmdlog.c, cmdlog_files.c, core_replay.c,
+ * directory and its cleaning (src/store/cmdlog.c, cmdlog_files.c, core_replay.c,
  * cmdlog_clean.c, cmdlog_reader.c).
  *
  * The input is the directory's segments one after the other: a new
@@ -14,7 +14,7 @@
  * truncate_damage cuts it, as an operator would ask; a log that
  * replayed (perhaps after cutting a torn tail or padding) replays again
  * the same records and jobs; and after a cleaning pass over every
- * segment (src/cmdlog_clean.c, in chunks of a few jobs) the same jobs in
+ * segment (src/store/cmdlog_clean.c, in chunks of a few jobs) the same jobs in
  * the same states. */
 #include "lib/wq.h"
 #include "fuzz.h"

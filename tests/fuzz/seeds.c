@@ -271,7 +271,7 @@ put_uvarint5(uint8_t out[5], uint64_t v)
 }
 
 /* len bytes claiming a complete record every 42 bytes, each running to the
- * last 4 bytes, whose CRC none has (as tests/cmdlog_ref.c's
+ * last 4 bytes, whose CRC none has (as tests/common/cmdlog_ref.c's
  * ref_crafted_tail). */
 static void
 put_crafted(struct buf *b, size_t len)

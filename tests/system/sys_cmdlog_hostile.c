@@ -3,7 +3,7 @@
  * the real workq-server started on a log directory that someone crafted.
  *
  *   - a last segment whose garbage claims a record at every 42nd byte
- *     (tests/cmdlog_ref.c, ref_crafted_tail): replay cuts it as a torn tail
+ *     (tests/common/cmdlog_ref.c, ref_crafted_tail): replay cuts it as a torn tail
  *     in time linear in its size, counted by the scan's own figures (its
  *     debug line) for 1 and 4 MiB;
  *   - segment numbers past 999,999,999: 100 acknowledged adds in segments

@@ -584,7 +584,7 @@ START_TEST(test_inspect_jobs_many)
 END_TEST
 
 /* Windows of inspect jobs, shallow (a walk from the heap's top) and deep
- * (a selection over the heap: src/heap_walk.c), after deletes from the
+ * (a selection over the heap: src/lib/heap_walk.c), after deletes from the
  * middle: each lists the ids at those places of the lease order. */
 START_TEST(test_inspect_jobs_windows)
 {

@@ -1,6 +1,6 @@
 // System test: the npm client faktory-worker, unmodified, against the
 // Faktory server at FAKTORY_URL (workq's -faktory-listen, started by
-// tests/sys_faktory_node with -faktory-backoff-unit 10).  Checks Faktory's
+// tests/system/sys_faktory_node with -faktory-backoff-unit 10).  Checks Faktory's
 // semantics: args survive the round trip, each job runs once, a failed job is
 // retried with its failure, retry 0 is not, `at` is honoured, quiet/stop,
 // INFO.  Prints "ok - ..." / "not ok - ..." per group of checks; exits 0 when

@@ -1,4 +1,4 @@
-/* check_cli_cmd.c - unit tests for src/cli_cmd.c, workq-cli's parser:
+/* check_cli_cmd.c - unit tests for src/cli/cli_cmd.c, workq-cli's parser:
  * a typed line becomes the exact protocol bytes (payloads inline, escapes,
  * generated ids), a local command, or a refusal with its message. */
 #include "config.h"

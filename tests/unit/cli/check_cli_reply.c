@@ -1,4 +1,4 @@
-/* check_cli_reply.c - unit tests for src/cli_reply.c, workq-cli's reply
+/* check_cli_reply.c - unit tests for src/cli/cli_reply.c, workq-cli's reply
  * reader: framing (whole, byte by byte, malformed), printing (status,
  * jobs, inspect tables, raw), and the first bytes of other servers. */
 #include "config.h"

@@ -1,7 +1,7 @@
-/* check_options.c - unit tests for the server's settings (src/options.c):
+/* check_options.c - unit tests for the server's settings (src/daemon/options.c):
  * defaults, every option, one or two dashes and "=", -v, the config file
  * and its precedence; and for the size and duration parsers they use
- * (util_parse_size, util_parse_duration_ms in src/util.c).  Two suites,
+ * (util_parse_size, util_parse_duration_ms in src/lib/util.c).  Two suites,
  * "options" and "units".
  *
  * options_parse prints its complaints; each call here catches stdout and

@@ -1,11 +1,11 @@
-/* check_queue.c - unit tests for per-name queues (src/queue.c): the ready
+/* check_queue.c - unit tests for per-name queues (src/engine/queue.c): the ready
  * order (priority descending, untimed before timed, time to the ns,
  * arrival), the scheduled order (time to the ns, priority descending,
  * arrival), removal from the middle, the FIFO of parked leasers, and the
  * table's index of names (the order of inspect queues).  Jobs
  * are hand-built fixtures; the queue only reads their ordering fields, and
  * the nanoseconds from the job_ext registry it was made with.  The heap
- * keys are 64-bit prefixes of the order (src/job.c), so the cases sit on
+ * keys are 64-bit prefixes of the order (src/engine/job.c), so the cases sit on
  * both sides of where two jobs stop sharing a prefix, and every pop is
  * checked against a plain reference comparison. */
 #include "lib/wq.h"

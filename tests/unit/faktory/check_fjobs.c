@@ -1,5 +1,5 @@
 /* check_fjobs.c - unit tests for the Faktory front-end's jobs in the core
- * (src/fjobs.c): queue order and priorities, scheduled jobs, parked
+ * (src/faktory/fjobs.c): queue order and priorities, scheduled jobs, parked
  * FETCHes, reservations running out, the retries and dead sets and their
  * bounds, pause and resume, flush, the memory count, and the records:
  * encoded, decoded and replayed into a fresh core, which must end up the

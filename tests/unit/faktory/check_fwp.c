@@ -1,4 +1,4 @@
-/* check_fwp.c - unit tests for the Faktory protocol module (src/fwp.c)
+/* check_fwp.c - unit tests for the Faktory protocol module (src/faktory/fwp.c)
  * through a fake reply (fake_reply.h): the password hash against vectors
  * computed elsewhere, the HI greeting, HELLO with and without a password,
  * versions and wids, the worker registry it feeds, BEAT, END, unknown

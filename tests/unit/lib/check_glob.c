@@ -1,7 +1,7 @@
-/* check_glob.c - unit tests for src/glob.c: Redis's MATCH rules (each
+/* check_glob.c - unit tests for src/lib/glob.c: Redis's MATCH rules (each
  * case below is what Redis's stringmatchlen answers, read from its
  * rules), bytes beyond ASCII and NUL, the agreement with the reference
- * matcher of tests/glob_ref.h on many random small patterns and texts,
+ * matcher of tests/common/glob_ref.h on many random small patterns and texts,
  * and the time a hostile pattern takes on a long text. */
 #include "lib/wq.h"
 #include "lib/glob.h"

@@ -1,4 +1,4 @@
-/* check_heap.c - unit tests for the 4-ary min-heap (src/heap.c).
+/* check_heap.c - unit tests for the 4-ary min-heap (src/lib/heap.c).
  * Every test element carries its key and a sequence number; the tests' tie
  * function orders equal keys by that number, so (key, seq) is the full order
  * that pops and walks must follow.  Each element also records the position

@@ -1,4 +1,4 @@
-/* check_jobid.c - unit tests for job ids (src/jobid.c): the canonical form
+/* check_jobid.c - unit tests for job ids (src/lib/jobid.c): the canonical form
  * in either case, every malformed one refused, and format then parse giving
  * the same 16 bytes back. */
 #include "lib/wq.h"

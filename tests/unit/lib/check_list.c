@@ -1,4 +1,4 @@
-/* check_list.c - unit tests for src/list.h: both shapes of list, order,
+/* check_list.c - unit tests for src/lib/list.h: both shapes of list, order,
  * unlinking from any place, and walking while unlinking. */
 #include "lib/wq.h"
 #include "lib/list.h"

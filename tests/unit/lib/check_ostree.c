@@ -1,4 +1,4 @@
-/* check_ostree.c - unit tests for the order-statistic treap (src/ostree.c).
+/* check_ostree.c - unit tests for the order-statistic treap (src/lib/ostree.c).
  * Test nodes carry an integer key; a plain array of flags is the model of
  * which keys are in the tree and which count.  After each operation
  * ostree_verify() checks the links, the order, the treap priorities and

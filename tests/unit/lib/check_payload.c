@@ -1,4 +1,4 @@
-/* check_payload.c - unit tests for payload buffers (src/payload.c): small
+/* check_payload.c - unit tests for payload buffers (src/lib/payload.c): small
  * payloads are plain copies, large ones are reference counted and outlive
  * their job while an output buffer still sends them. */
 #include "lib/wq.h"

@@ -1,4 +1,4 @@
-/* check_pool.c - unit tests for the fixed-size object pools (src/pool.c).
+/* check_pool.c - unit tests for the fixed-size object pools (src/lib/pool.c).
  * Objects are filled with a pattern naming their owner and checked later,
  * so overlapping objects or a free list that writes into live objects show
  * up as changed bytes (and, under ASan or valgrind, as bad accesses). */

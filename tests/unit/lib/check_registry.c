@@ -1,4 +1,4 @@
-/* check_registry.c - unit tests for the keyed-hash table (src/registry.c).
+/* check_registry.c - unit tests for the keyed-hash table (src/lib/registry.c).
  * Tables use 16-byte ids (as jobs do) or NUL-terminated names of any length
  * (as queues do).  The hash key is random per table, so most tests cannot
  * choose collisions; they fill tables to their maximum load, where long probe

@@ -1,5 +1,5 @@
 /* check_util.c - unit tests for strict number parsing and times
- * (src/util.c). */
+ * (src/lib/util.c). */
 #include "lib/wq.h"
 #include "lib/util.h"
 

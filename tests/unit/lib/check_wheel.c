@@ -1,4 +1,4 @@
-/* check_wheel.c - unit tests for the hierarchical timer wheel (src/wheel.c).
+/* check_wheel.c - unit tests for the hierarchical timer wheel (src/lib/wheel.c).
  * Time is fake: the tests pick every `now` themselves.  Each test timer
  * records how often and at which `now` it fired, and the fire callback checks
  * that it never fires early or later than the advance that is running. */

@@ -1,4 +1,4 @@
-/* check_conn.c - unit tests for the connection layer (src/conn.c) with a
+/* check_conn.c - unit tests for the connection layer (src/net/conn.c) with a
  * protocol of the test's own, plugged in as any module is (conn.h), over
  * socket pairs and a real libevent loop.  The toy protocol greets, counts
  * each connection's requests in its own state, parks one client until

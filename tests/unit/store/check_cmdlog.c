@@ -1,9 +1,9 @@
-/* check_cmdlog.c - unit tests for src/cmdlog.c, the writer: the batch a loop
+/* check_cmdlog.c - unit tests for src/store/cmdlog.c, the writer: the batch a loop
  * pass appends, its write (one per segment, header first, rotation), the
  * replies it releases under each policy, read-only mode after a failed
  * write and the retry, and the files a cut-short cleaning pass leaves.
  * What the log wrote is read back with the reference reader
- * (tests/cmdlog_ref.c), which shares no code with src. */
+ * (tests/common/cmdlog_ref.c), which shares no code with src. */
 #include "lib/wq.h"
 #include "store/cmdlog.h"
 

@@ -1,7 +1,7 @@
 /* check_cmdlog_codec.c - unit tests for the command-log format
- * (src/cmdlog_codec.c): CRC-32C, varints, times, records and segment names.
+ * (src/store/cmdlog_codec.c): CRC-32C, varints, times, records and segment names.
  *
- * Every record format test is a cross-check against tests/cmdlog_ref.c, an
+ * Every record format test is a cross-check against tests/common/cmdlog_ref.c, an
  * independent reader and writer built from doc/protocol-reference.md section 6: src
  * encodes, the reference decodes, and the other way round, and both must
  * produce the same bytes. */

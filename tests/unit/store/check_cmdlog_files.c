@@ -1,10 +1,10 @@
 /* check_cmdlog_files.c - unit tests for the command log's files
- * (src/cmdlog_files.c, cmdlog_reader.c, cmdlog_clean.c): replay into a
+ * (src/store/cmdlog_files.c, cmdlog_reader.c, cmdlog_clean.c): replay into a
  * core, torn tails, padding, damage, the streaming reader and cleaning,
  * whole and in chunks.
  *
  * Replay tests write their segment files with the reference writer of
- * tests/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
+ * tests/common/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
  * code with src) into a fresh temporary directory, so src's writer is not
  * trusted to produce what src's reader expects.  The last test replays
  * tests/fixtures/workq-go (see its README.md), a data directory in the

@@ -1,4 +1,4 @@
-/* check_cmdlog_reader.c - unit tests for src/cmdlog_reader.c beyond what
+/* check_cmdlog_reader.c - unit tests for src/store/cmdlog_reader.c beyond what
  * replay and cleaning show (check_cmdlog_files.c): the recovery scan that
  * tells a torn tail from damage, against the definition it replaces
  * (decode at every offset), its cost on crafted bytes, its limits, and the

@@ -1,4 +1,4 @@
-/* check_proto.c - unit tests for framing and tokenizing (src/proto.c).
+/* check_proto.c - unit tests for framing and tokenizing (src/workq/proto.c).
  * A small driver plays the connection: it buffers input, calls proto_parse
  * while the contract allows, drops consumed bytes and writes every result as
  * one line of text ("R:..." request, "E:..." error, "F:..." fatal), so two
@@ -19,7 +19,7 @@
 
 #define ID "0f0e0d0c-0b0a-4908-8706-050403020100"
 
-/* ---- the syntax table, shaped like src/cmd.c's ---- */
+/* ---- the syntax table, shaped like src/workq/cmd.c's ---- */
 
 static const struct proto_syntax test_syntax[] = {
     {"add", 5, 5, true, "Invalid payload size"},
