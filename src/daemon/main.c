@@ -21,13 +21,14 @@ static void
 main_log_started(const struct server *srv, const struct options *o)
 {
     static const char *const sync_names[] = {"interval", "os", "always"};
-    char listen[2 * OPTIONS_MAX_LISTEN * 115] = "";
+    char listen[WQ_ARRAY_LEN(srv->bound) * (LISTEN_BOUND_MAX + 12)] = "";
     size_t n = 0;
-    for (size_t i = 0; i < srv->nlisteners; i++) {
-        const struct server_listener *sl = &srv->listeners[i];
-        bool workq = sl->svc->proto == srv->workq.proto;
-        n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s%s%s", i ? "," : "",
-                              workq ? "" : sl->svc->proto->name, workq ? "" : "=", sl->bound);
+    for (size_t i = 0; i < srv->nbound; i++) {
+        const struct server_bound *b = &srv->bound[i];
+        if (!b->conn) /* the metrics endpoint has lines of its own */
+            continue;
+        n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s%s%s", n ? "," : "",
+                              b->name ? b->name : "", b->name ? "=" : "", b->addr);
     }
     wq_log(LOG_LVL_INFO,
            "workq-server started version=%s pid=%ld listen=%s allocator=%s max_line=%zu "
@@ -65,15 +66,17 @@ main_start(struct server *srv, const struct options *o)
 {
     if (server_init(srv, o) != 0)
         return EX_SOFTWARE;
-    if (server_faktory_password(srv) != 0 || server_workq_password(srv) != 0 ||
-        server_tls(srv) != 0)
+    if (server_tls(srv) != 0)
         return EX_CONFIG;
-    if (server_listen(srv) != 0 || server_listen_metrics(srv) != 0)
+    int status = server_open_frontends(srv);
+    if (status != 0)
+        return status;
+    if (server_listen(srv) != 0)
         return EX_UNAVAILABLE;
     if (o->pidfile != NULL && daemon_write_pidfile(o->pidfile) != 0)
         return EX_CANTCREAT;
     if (o->user != NULL) {
-        int status = daemon_drop_user(o->user);
+        status = daemon_drop_user(o->user);
         if (status != 0)
             return status;
         main_check_pidfile_dir(o->pidfile);
@@ -109,19 +112,15 @@ main_serve(const struct options *o)
         log_open(LOG_TO_SYSLOG, NULL);
     main_log_started(&srv, o);
     /* Lines on stdout that scripts and tests read to learn the ports. */
-    for (size_t i = 0; i < srv.nlisteners; i++) { /* the Workq ones first */
-        const struct server_listener *sl = &srv.listeners[i];
-        if (sl->svc->proto == srv.workq.proto)
-            printf("workq-server listening on %s\n", sl->bound);
-        else
-            printf("workq-server %s listening on %s\n", sl->svc->proto->name, sl->bound);
+    for (size_t i = 0; i < srv.nbound; i++) { /* in the table's order: Workq's first */
+        const struct server_bound *b = &srv.bound[i];
+        printf("workq-server %s%slistening on %s\n", b->name ? b->name : "", b->name ? " " : "",
+               b->addr);
     }
-    for (size_t i = 0; i < srv.nmetrics; i++)
-        printf("workq-server metrics listening on %s\n", srv.metrics_bound[i]);
     fflush(stdout);
     char state[160];
-    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld",
-             srv.listeners[0].bound, (long)getpid());
+    snprintf(state, sizeof state, "READY=1\nSTATUS=listening on %s\nMAINPID=%ld", srv.bound[0].addr,
+             (long)getpid());
     daemon_notify(state);
     daemon_ready();
 

@@ -279,13 +279,13 @@ options_parse_addr(const char *addr, size_t n, struct listen_addr *a)
 int
 options_set_listen(struct listen_set *set, const char *list)
 {
-    struct listen_addr addrs[OPTIONS_MAX_LISTEN];
+    struct listen_addr addrs[LISTEN_MAX];
     size_t n = 0;
     const char *p = list;
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (n == OPTIONS_MAX_LISTEN || options_parse_addr(p, len, &addrs[n]) != 0)
+        if (n == LISTEN_MAX || options_parse_addr(p, len, &addrs[n]) != 0)
             return -1;
         n++;
         if (comma == NULL)

@@ -10,24 +10,11 @@
 #include "lib/wq.h"
 #include "store/cmdlog.h"
 #include "lib/log.h"
-
-#define OPTIONS_MAX_LISTEN 8
+#include "net/listener.h"
 
 /* Room for the options of the table in options.c, each of which may keep
  * an owned copy of its text (a later value frees the earlier one). */
 #define OPTIONS_MAX_DEFS 40
-
-struct listen_addr {
-    char host[256]; /* "" means every address */
-    char port[16];
-    bool tls; /* written tls://HOST:PORT */
-};
-
-/* The addresses one protocol listens on. */
-struct listen_set {
-    struct listen_addr addr[OPTIONS_MAX_LISTEN];
-    size_t n;
-};
 
 struct options {
     struct listen_set listen;          /* the Workq protocol */

@@ -19,7 +19,7 @@
 #include "lib/alloc.h"
 #include "net/http_guard.h"
 #include "lib/log.h"
-#include "http/stats.h"
+#include "lib/stats_text.h"
 
 /* A scraper that stalls is dropped after this long (seconds); a request
  * must arrive whole within it too. */

@@ -3,7 +3,6 @@
 #include "lib/wq.h"
 #include "http/stats.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,143 +10,11 @@
 #include "lib/alloc.h"
 #include "store/cmdlog.h"
 #include "engine/core.h"
-#include "faktory/fjobs.h"
 #include "lib/hist.h"
+#include "lib/stats_text.h"
 #include "engine/job.h"
 #include "engine/queue.h"
 #include "engine/workers.h"
-
-static const char *const stats_outcome_names[] = {
-    "ok", "timeout", "not_found", "client_error", "server_error", "abandoned",
-};
-_Static_assert(WQ_ARRAY_LEN(stats_outcome_names) == STATS_OUTCOME_COUNT,
-               "stats_outcome_names out of sync");
-
-const char *
-stats_outcome_name(enum stats_outcome o)
-{
-    return stats_outcome_names[o];
-}
-
-/* Does reply[0..len) start with word, followed by its end, CR or space? */
-static bool
-stats_word(const char *reply, size_t len, const char *word)
-{
-    size_t n = strlen(word);
-    return len >= n && memcmp(reply, word, n) == 0 &&
-           (len == n || reply[n] == '\r' || reply[n] == ' ' || reply[n] == '\n');
-}
-
-enum stats_outcome
-stats_outcome_of(const char *reply, size_t len)
-{
-    if (len > 0 && reply[0] == '+')
-        return STATS_OK;
-    if (stats_word(reply, len, "-TIMEOUT"))
-        return STATS_TIMEOUT;
-    if (stats_word(reply, len, "-NOT-FOUND"))
-        return STATS_NOT_FOUND;
-    if (stats_word(reply, len, "-CLIENT-ERROR"))
-        return STATS_CLIENT_ERROR;
-    return STATS_SERVER_ERROR;
-}
-
-/* ---- the buffer ---- */
-
-static void stats_printf(struct stats_buf *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-stats_printf(struct stats_buf *o, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = o->cap - o->len;
-        int n = vsnprintf(o->p ? o->p + o->len : NULL, room, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            wq_panic(__FILE__, __LINE__, "vsnprintf failed");
-        if ((size_t)n < room) {
-            o->len += (size_t)n;
-            return;
-        }
-        o->cap = WQ_MAX(o->cap * 2, o->len + (size_t)n + 4096);
-        o->p = wq_realloc(o->p, o->cap);
-    }
-}
-
-void
-stats_buf_clear(struct stats_buf *out)
-{
-    wq_free(out->p);
-    memset(out, 0, sizeof *out);
-}
-
-/* ---- families and samples ---- */
-
-struct stats_out {
-    struct stats_buf *b;
-    bool om; /* OpenMetrics */
-};
-
-/* The metadata of a family.  name is the family's name: a counter's
- * samples add _total (which 0.0.4 also puts in HELP and TYPE); unit, for
- * OpenMetrics' UNIT line, is the name's last word or NULL. */
-static void
-stats_family(struct stats_out *o, const char *name, const char *type, const char *unit,
-             const char *help)
-{
-    const char *sfx = strcmp(type, "counter") == 0 && !o->om ? "_total" : "";
-    if (o->om) {
-        stats_printf(o->b, "# TYPE %s %s\n", name, type);
-        if (unit != NULL)
-            stats_printf(o->b, "# UNIT %s %s\n", name, unit);
-        stats_printf(o->b, "# HELP %s %s\n", name, help);
-    } else {
-        stats_printf(o->b, "# HELP %s%s %s\n# TYPE %s%s %s\n", name, sfx, help, name, sfx, type);
-    }
-}
-
-static void
-stats_gauge(struct stats_out *o, const char *name, const char *unit, const char *help, uint64_t v)
-{
-    stats_family(o, name, "gauge", unit, help);
-    stats_printf(o->b, "%s %llu\n", name, (unsigned long long)v);
-}
-
-static void
-stats_counter(struct stats_out *o, const char *name, const char *unit, const char *help, uint64_t v)
-{
-    stats_family(o, name, "counter", unit, help);
-    stats_printf(o->b, "%s_total %llu\n", name, (unsigned long long)v);
-}
-
-/* ns as seconds, exactly: "1.5", "0.000250000" trimmed to "0.00025". */
-static void
-stats_seconds(char *out, size_t size, uint64_t ns)
-{
-    int n = snprintf(out, size, "%llu.%09llu", (unsigned long long)(ns / 1000000000u),
-                     (unsigned long long)(ns % 1000000000u));
-    while (n > 0 && out[n - 1] == '0' && out[n - 2] != '.')
-        out[--n] = '\0';
-}
-
-static void
-stats_histogram(struct stats_out *o, const char *name, const char *help, const struct hist *h)
-{
-    stats_family(o, name, "histogram", "seconds", help);
-    uint64_t cum = 0;
-    char le[40];
-    for (uint32_t i = 0; i < h->nbounds; i++) {
-        cum += h->counts[i];
-        stats_seconds(le, sizeof le, h->bounds[i]);
-        stats_printf(o->b, "%s_bucket{le=\"%s\"} %llu\n", name, le, (unsigned long long)cum);
-    }
-    stats_printf(o->b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count);
-    stats_seconds(le, sizeof le, h->sum_ns);
-    stats_printf(o->b, "%s_sum %s\n%s_count %llu\n", name, le, name, (unsigned long long)h->count);
-}
 
 /* ---- queues ---- */
 
@@ -249,23 +116,14 @@ stats_render_queues(struct stats_out *o, const struct stats_source *src)
 /* ---- the rest ---- */
 
 static void
-stats_render_commands(struct stats_out *o, const struct stats_source *src)
+stats_render_connections(struct stats_out *o, const struct stats_source *src)
 {
-    const struct stats *s = src->counted;
-    stats_family(o, "workq_commands", "counter", NULL,
-                 "Workq protocol commands by name and outcome (unknown names count as "
-                 "command=\"unknown\").");
-    for (size_t i = 0; i < src->ncommands; i++)
-        for (int k = 0; k < STATS_OUTCOME_COUNT; k++)
-            stats_printf(o->b, "workq_commands_total{command=\"%s\",outcome=\"%s\"} %llu\n",
-                         src->commands[i], stats_outcome_names[k],
-                         (unsigned long long)s->commands[i][k]);
     stats_gauge(o, "workq_connections", NULL, "Open client connections (every protocol).",
                 src->connections);
     stats_counter(o, "workq_connections_accepted", NULL, "Client connections accepted.",
-                  s->accepted);
+                  src->accepted);
     stats_counter(o, "workq_connections_refused", NULL,
-                  "Client connections refused at -max-connections.", s->refused);
+                  "Client connections refused at -max-connections.", src->refused);
 }
 
 static void
@@ -348,24 +206,6 @@ stats_render_cmdlog(struct stats_out *o, const struct stats_source *src)
 }
 
 static void
-stats_render_faktory(struct stats_out *o, const struct stats_source *src)
-{
-    static const char *const states[] = {"scheduled", "enqueued", "working", "retry", "dead"};
-    _Static_assert(WQ_ARRAY_LEN(states) == FJOB_STATE_COUNT, "states out of sync");
-    const struct fjobs_stats *f = &src->core->fjobs->stats;
-    stats_counter(o, "workq_faktory_pushed", NULL, "Faktory jobs pushed (PUSH, PUSHB).", f->pushed);
-    stats_counter(o, "workq_faktory_fetched", NULL, "Faktory jobs handed to a FETCH.", f->fetched);
-    stats_counter(o, "workq_faktory_acked", NULL, "Faktory jobs acknowledged (ACK).", f->acked);
-    stats_counter(o, "workq_faktory_failed", NULL,
-                  "Faktory jobs failed (FAIL, or reservation expired).", f->failures);
-    stats_family(o, "workq_faktory_jobs", "gauge", NULL,
-                 "Faktory jobs by state (scheduled, retry and dead are Faktory's sets).");
-    for (int s = 0; s < FJOB_STATE_COUNT; s++)
-        stats_printf(o->b, "workq_faktory_jobs{state=\"%s\"} %llu\n", states[s],
-                     (unsigned long long)f->count[s]);
-}
-
-static void
 stats_render_workers(struct stats_out *o, const struct stats_source *src)
 {
     /* kinds: 1 faktory, 2 workq, 3 both */
@@ -405,13 +245,12 @@ stats_render(const struct stats_source *src, bool openmetrics, struct stats_buf 
     stats_printf(out, "workq_start_time_seconds %s\n", secs);
     stats_render_queues(&o, src);
     stats_render_jobs(&o, src);
-    if (src->counted != NULL)
-        stats_render_commands(&o, src);
+    for (size_t i = 0; i < src->nsections; i++)
+        src->sections[i].render(src->sections[i].arg, &o);
+    stats_render_connections(&o, src);
     stats_render_memory(&o, src);
     stats_render_cmdlog(&o, src);
     stats_render_workers(&o, src);
-    if (src->faktory)
-        stats_render_faktory(&o, src);
     if (openmetrics)
         stats_printf(out, "# EOF\n");
 }

@@ -11,7 +11,7 @@
 #include "engine/job.h"
 #include "lib/jobid.h"
 #include "net/reply.h"
-#include "http/stats.h"
+#include "workq/cmd_stats.h"
 #include "lib/util.h"
 #include "engine/workers.h"
 
@@ -221,7 +221,7 @@ struct cmd_conn {
     bool authed;
     struct reply tap;
     struct reply *out;
-    struct stats *stats;
+    struct cmd_stats *stats;
     uint32_t cmd;  /* row in stats->commands */
     bool answered; /* the command's outcome is counted */
 };
@@ -531,7 +531,7 @@ bool
 cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out)
 {
     static const char msg[] = "-SERVER-ERROR Read-only: command log write failed\r\n";
-    if (!ctx->readonly)
+    if (!*ctx->readonly)
         return false;
     reply_bytes(out, msg, sizeof msg - 1);
     return true;

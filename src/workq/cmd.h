@@ -12,25 +12,25 @@ struct cmd_auth;
 struct conn_proto;
 struct core;
 struct reply;
-struct stats;
+struct cmd_stats;
 struct worker;
 
 /* What handlers share: the core, the time of the current batch, the
  * server figures that inspect shows, and the framing limits. */
 struct cmd_ctx {
     struct core *core;
-    uint64_t now_ms;
+    const uint64_t *now_ms; /* the server's clock: the current batch's time */
     uint64_t started_ms;
-    uint64_t clients; /* open connections */
-    bool readonly;    /* the log cannot be written: refuse changes */
-    bool faktory;     /* a Faktory listener is on (inspect server shows it) */
-    size_t max_line;  /* proto.h's limits */
+    const uint64_t *clients; /* open connections, every listener */
+    const bool *readonly;    /* the log cannot be written: refuse changes */
+    bool faktory;            /* a Faktory listener is on (inspect server shows it) */
+    size_t max_line;         /* proto.h's limits */
     uint64_t max_payload;
     struct worker **worker;        /* the current connection's named worker (hello) */
     struct cmd_auth *auth;         /* -password-file: clients must authenticate; NULL: off */
     struct auth_guard *auth_guard; /* failing addresses (every listener's) */
     bool *authed;                  /* the current connection has authenticated */
-    struct stats *stats;           /* commands by outcome are counted there; NULL: not */
+    struct cmd_stats *stats;       /* commands by outcome are counted there; NULL: not */
 };
 
 /* The Workq protocol as a module of the connection layer (conn.h): its

@@ -86,7 +86,7 @@ cmd_auth(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
     const struct wq_str *given = r->nargs == 1 ? &r->args[0] : &r->flags[0];
     const char *peer = reply_peer(out);
-    uint64_t wait = auth_guard_wait_ms(ctx->auth_guard, peer, ctx->now_ms, "auth");
+    uint64_t wait = auth_guard_wait_ms(ctx->auth_guard, peer, *ctx->now_ms, "auth");
     if (wait > 0) { /* not checked: refused when its address's delay ends */
         reply_pause(out, wait);
         cmd_client_error(out, "Invalid password");
@@ -98,6 +98,6 @@ cmd_auth(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_reply_ok(out);
         return;
     }
-    reply_pause(out, auth_guard_failed(ctx->auth_guard, peer, ctx->now_ms, "auth"));
+    reply_pause(out, auth_guard_failed(ctx->auth_guard, peer, *ctx->now_ms, "auth"));
     cmd_client_error(out, "Invalid password");
 }

@@ -87,11 +87,11 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     bool faktory = ctx->faktory || registry_count(fj->jobs) > 0;
     inspect_line(out, "+OK 1");
     inspect_line(out, "server %d", faktory ? 21 : 14);
-    inspect_line(out, "active-clients %llu", (unsigned long long)ctx->clients);
+    inspect_line(out, "active-clients %llu", (unsigned long long)*ctx->clients);
     inspect_line(out, "evicted-jobs %llu", (unsigned long long)st->evicted);
     inspect_time_line(out, "started", (int64_t)ctx->started_ms);
     inspect_line(out, "version %s", PACKAGE_VERSION);
-    inspect_line(out, "uptime %llu", (unsigned long long)((ctx->now_ms - ctx->started_ms) / 1000));
+    inspect_line(out, "uptime %llu", (unsigned long long)((*ctx->now_ms - ctx->started_ms) / 1000));
     inspect_line(out, "jobs %llu", (unsigned long long)core_job_count(ctx->core));
     inspect_line(out, "ready-jobs %llu", (unsigned long long)st->ready);
     inspect_line(out, "scheduled-jobs %llu", (unsigned long long)st->scheduled);

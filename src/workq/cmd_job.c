@@ -154,7 +154,7 @@ cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
     if (cmd_refuse_readonly(ctx, out))
         return;
-    cmd_reply_added(ctx, out, core_add(ctx->core, &s, ctx->now_ms), &s, idempotent);
+    cmd_reply_added(ctx, out, core_add(ctx->core, &s, *ctx->now_ms), &s, idempotent);
 }
 
 /* "<id> <1|0> <len>\r\n<result>\r\n": the result record of done job j;
@@ -229,7 +229,7 @@ cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
     struct job *j;
     struct waiter *w;
-    switch (core_result(ctx->core, id, wait, ctx->now_ms, cmd_result_done, out, &j, &w)) {
+    switch (core_result(ctx->core, id, wait, *ctx->now_ms, cmd_result_done, out, &j, &w)) {
     case CORE_OK:
         cmd_reply_result(out, ctx->core, j);
         break;
@@ -340,7 +340,7 @@ cmd_wait(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         }
     }
     struct waiter *w;
-    switch (core_wait_all(ctx->core, (const uint8_t(*)[JOBID_LEN])ids, n, wait, ctx->now_ms,
+    switch (core_wait_all(ctx->core, (const uint8_t(*)[JOBID_LEN])ids, n, wait, *ctx->now_ms,
                           cmd_fanin_done, out, &w)) {
     case CORE_PARKED:
         reply_park(out, w);
@@ -362,7 +362,7 @@ cmd_cancel(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     uint8_t id[JOBID_LEN];
     if (!cmd_job_change(ctx, out, r, id))
         return;
-    switch (core_cancel_job(ctx->core, id, ctx->now_ms)) {
+    switch (core_cancel_job(ctx->core, id, *ctx->now_ms)) {
     case CORE_OK:
         cmd_reply_ok(out);
         break;
@@ -390,7 +390,7 @@ cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (err == NULL)
         err = cmd_job_flags_into(r, &s, &idempotent, after, target);
     /* A job whose life would be over before it starts is refused. */
-    if (err == NULL && core_expiry(s.time_ms, s.ttl) <= ctx->now_ms)
+    if (err == NULL && core_expiry(s.time_ms, s.ttl) <= *ctx->now_ms)
         err = "Invalid Time";
     if (err != NULL) {
         cmd_client_error(out, err);
@@ -399,7 +399,7 @@ cmd_schedule(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     if (cmd_refuse_readonly(ctx, out))
         return;
     s.timed = true;
-    cmd_reply_added(ctx, out, core_add(ctx->core, &s, ctx->now_ms), &s, idempotent);
+    cmd_reply_added(ctx, out, core_add(ctx->core, &s, *ctx->now_ms), &s, idempotent);
 }
 
 void
@@ -417,7 +417,7 @@ cmd_run(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         return;
     }
     struct waiter *w;
-    enum core_status st = core_run(ctx->core, &s, wait, ctx->now_ms, cmd_result_done, out, &w);
+    enum core_status st = core_run(ctx->core, &s, wait, *ctx->now_ms, cmd_result_done, out, &w);
     if (st == CORE_PARKED)
         reply_park(out, w);
     else if (st == CORE_TIMEOUT)

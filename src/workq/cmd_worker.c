@@ -74,7 +74,7 @@ cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         return;
     struct job *j;
     struct waiter *w;
-    switch (core_lease(ctx->core, r->args, nnames, wait, ctx->now_ms,
+    switch (core_lease(ctx->core, r->args, nnames, wait, *ctx->now_ms,
                        ctx->worker != NULL ? *ctx->worker : NULL,
                        fencing ? cmd_lease_done_fenced : cmd_lease_done, out, &j, &w)) {
     case CORE_OK:
@@ -107,7 +107,7 @@ cmd_finish(struct cmd_ctx *ctx, struct reply *out, const struct request *r, bool
     if (cmd_refuse_readonly(ctx, out))
         return;
     switch (core_finish(ctx->core, id, success, r->block, r->block_len, (uint32_t)attempt,
-                        ctx->now_ms)) {
+                        *ctx->now_ms)) {
     case CORE_OK:
         cmd_reply_ok(out);
         break;
@@ -149,7 +149,7 @@ cmd_touch(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         cmd_client_error(out, err);
         return;
     }
-    switch (core_touch(ctx->core, id, ttr, (uint32_t)attempt, ctx->now_ms)) {
+    switch (core_touch(ctx->core, id, ttr, (uint32_t)attempt, *ctx->now_ms)) {
     case CORE_OK:
         cmd_reply_ok(out);
         break;

@@ -91,7 +91,7 @@ cmd_hello(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     }
     *ctx->worker =
         workers_attach(ctx->core->workers, name->p, name->n, "", 0, labels != NULL ? labels : "[]",
-                       WORKER_WORKQ, reply_peer(out), ctx->now_ms);
+                       WORKER_WORKQ, reply_peer(out), *ctx->now_ms);
     snprintf((*ctx->worker)->last_command, sizeof(*ctx->worker)->last_command, "hello");
     free(labels);
     cmd_reply_ok(out);

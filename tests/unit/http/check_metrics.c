@@ -1,6 +1,7 @@
 /* check_metrics.c - unit tests of the metrics' parts that need no socket:
- * stats.c (outcomes, the exposition of a real core in both formats, the
- * queue cap, histogram buckets) and metrics.c's content negotiation. */
+ * stats.c (the exposition of a real core in both formats, with a
+ * front-end's section, the queue cap, histogram buckets) and metrics.c's
+ * content negotiation. */
 #include "lib/wq.h"
 #include "http/stats.h"
 
@@ -11,26 +12,10 @@
 #include "engine/core.h"
 #include "lib/hist.h"
 #include "http/metrics.h"
+#include "workq/cmd_stats.h"
 #include "unit.h"
 
 #define T0 1800000000000ull /* a Unix ms */
-
-START_TEST(test_outcome_of)
-{
-    ck_assert_int_eq(stats_outcome_of("+OK\r\n", 5), STATS_OK);
-    ck_assert_int_eq(stats_outcome_of("+OK 1\r\n", 7), STATS_OK);
-    ck_assert_int_eq(stats_outcome_of("-TIMEOUT\r\n", 10), STATS_TIMEOUT);
-    ck_assert_int_eq(stats_outcome_of("-NOT-FOUND\r\n", 12), STATS_NOT_FOUND);
-    ck_assert_int_eq(stats_outcome_of("-CLIENT-ERROR ", 14), STATS_CLIENT_ERROR);
-    ck_assert_int_eq(stats_outcome_of("-CLIENT-ERROR", 13), STATS_CLIENT_ERROR);
-    ck_assert_int_eq(stats_outcome_of("-SERVER-ERROR Out of memory\r\n", 29), STATS_SERVER_ERROR);
-    /* a word that only starts the same is not it */
-    ck_assert_int_eq(stats_outcome_of("-TIMEOUTS\r\n", 11), STATS_SERVER_ERROR);
-    ck_assert_int_eq(stats_outcome_of("", 0), STATS_SERVER_ERROR);
-    ck_assert_str_eq(stats_outcome_name(STATS_NOT_FOUND), "not_found");
-    ck_assert_str_eq(stats_outcome_name(STATS_ABANDONED), "abandoned");
-}
-END_TEST
 
 START_TEST(test_negotiation)
 {
@@ -83,19 +68,26 @@ add(struct core *c, uint8_t n, const char *name, uint64_t now)
     ck_assert_int_eq(core_add(c, &s, now), CORE_OK);
 }
 
+/* stats_section: the Workq front-end's commands, two of them. */
+static void
+render_commands(void *arg, struct stats_out *o)
+{
+    static const char *const names[] = {"add", "unknown"};
+    cmd_stats_render(o, arg, names, 2);
+}
+
 static char *
 render(const struct core *c, uint64_t max_queues, bool om, uint64_t now)
 {
-    static const char *const names[] = {"add", "unknown"};
-    struct stats counted = {0};
+    struct cmd_stats counted = {0};
     counted.commands[0][STATS_OK] = 3;
     counted.commands[1][STATS_CLIENT_ERROR] = 1;
-    counted.accepted = 5;
+    const struct stats_section sections[] = {{render_commands, &counted}};
     const struct stats_source src = {
         .core = c,
-        .counted = &counted,
-        .commands = names,
-        .ncommands = 2,
+        .sections = sections,
+        .nsections = 1,
+        .accepted = 5,
         .connections = 2,
         .max_queues = max_queues,
         .now_ms = now,
@@ -223,11 +215,8 @@ int
 main(void)
 {
     const struct unit_case cases[] = {
-        {"outcome", test_outcome_of},
-        {"negotiation", test_negotiation},
-        {"hist", test_hist_buckets},
-        {"render_text", test_render_text},
-        {"render_openmetrics", test_render_openmetrics},
+        {"negotiation", test_negotiation}, {"hist", test_hist_buckets},
+        {"render_text", test_render_text}, {"render_openmetrics", test_render_openmetrics},
         {"queue_cap", test_queue_cap},
     };
     return unit_run(unit_suite("metrics", cases, WQ_ARRAY_LEN(cases)), NULL);

@@ -36,14 +36,22 @@ struct client {
 
 static struct cmd_ctx ctx;
 
+/* The server's clock, connection count and log state, as ctx sees them. */
+static uint64_t now_ms;
+static const uint64_t clients = 1;
+static bool readonly;
+
 static void
 setup(void)
 {
     memset(&ctx, 0, sizeof ctx);
     ctx.core = core_new(NOW);
-    ctx.now_ms = NOW;
+    now_ms = NOW;
+    ctx.now_ms = &now_ms;
     ctx.started_ms = NOW;
-    ctx.clients = 1;
+    ctx.clients = &clients;
+    readonly = false;
+    ctx.readonly = &readonly;
     ctx.max_line = 200;
     ctx.max_payload = 16;
     ctx.auth_guard = auth_guard_new();
@@ -61,7 +69,7 @@ client_open(struct client *c)
 {
     ck_assert_uint_le(cmd_protocol.state_size, sizeof c->parser);
     fake_init(&c->f);
-    c->f.clock = &ctx.now_ms;
+    c->f.clock = &now_ms;
     cmd_protocol.open(&ctx, c->parser, &c->f.reply);
 }
 
@@ -236,7 +244,7 @@ END_TEST
  * arguments are valid; reads go on. */
 START_TEST(test_readonly)
 {
-    ctx.readonly = true;
+    readonly = true;
     static const struct exchange x[] = {
         {"add bad q 1 1 1\r\nx\r\n", CE("Invalid ID")},
         {"add " ID1 " q 1 1 1\r\nx\r\n", RO},
@@ -398,11 +406,11 @@ START_TEST(test_auth_parallel)
     a.f.clock = b.f.clock = NULL; /* side by side: the test moves the time */
     ck_assert_str_eq(feed(&a, "auth nope\r\n", 11), CE("Invalid password"));
     ck_assert_uint_eq(a.f.paused_ms, 250);
-    ctx.now_ms += 100;
+    now_ms += 100;
     ck_assert_str_eq(feed(&b, "auth s3cret\r\n", 13), CE("Invalid password"));
     ck_assert_uint_eq(b.f.paused_ms, 150);
     ck_assert_str_eq(feed(&b, "inspect server\r\n", 16), CE("Authentication required"));
-    ctx.now_ms += 150;
+    now_ms += 150;
     ck_assert_str_eq(feed(&b, "auth s3cret\r\n", 13), "+OK\r\n");
     ck_assert_uint_eq(b.f.paused_ms, 150);
     /* forgiven: a's next failure is its address's first again */

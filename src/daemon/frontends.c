@@ -1,0 +1,72 @@
+/* frontends.c - the rows of the server's front-end table (frontends.h):
+ * each front-end's options turned into its own settings. */
+#include "lib/wq.h"
+#include "daemon/frontends.h"
+
+#include <sysexits.h>
+
+#include "daemon/options.h"
+#include "faktory/fwp_frontend.h"
+#include "http/metrics_frontend.h"
+#include "net/frontend.h"
+#include "workq/cmd_frontend.h"
+
+static const struct listen_set *
+workq_addresses(const struct options *o)
+{
+    return &o->listen;
+}
+
+static int
+workq_open(const struct frontend_env *env, const struct options *o, void **fe)
+{
+    const struct cmd_frontend_config cfg = {o->password_file, o->faktory_listen.n > 0};
+    *fe = cmd_frontend_open(env, &cfg);
+    return *fe == NULL ? EX_CONFIG : 0;
+}
+
+static const struct listen_set *
+faktory_addresses(const struct options *o)
+{
+    return &o->faktory_listen;
+}
+
+/* Open even without addresses: its jobs replay from the command log. */
+static int
+faktory_open(const struct frontend_env *env, const struct options *o, void **fe)
+{
+    const struct fwp_frontend_config cfg = {
+        .listening = o->faktory_listen.n > 0,
+        .password_file = o->faktory_password_file,
+        .backoff_unit_ms = o->faktory_backoff_unit_ms,
+        .dead_ttl_ms = o->faktory_dead_ttl_ms,
+        .dead_max = o->faktory_dead_max,
+    };
+    *fe = fwp_frontend_open(env, &cfg);
+    return *fe == NULL ? EX_CONFIG : 0;
+}
+
+static const struct listen_set *
+metrics_addresses(const struct options *o)
+{
+    return &o->metrics_listen;
+}
+
+/* Only with addresses (-metrics-listen). */
+static int
+metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
+{
+    *fe = NULL;
+    if (o->metrics_listen.n == 0)
+        return 0;
+    *fe = metrics_frontend_open(env);
+    return *fe == NULL ? EX_UNAVAILABLE : 0;
+}
+
+const struct frontend_row frontend_rows[] = {
+    {NULL, &cmd_frontend_ops, workq_addresses, workq_open},
+    {"faktory", &fwp_frontend_ops, faktory_addresses, faktory_open},
+    {"metrics", &metrics_frontend_ops, metrics_addresses, metrics_open},
+};
+const size_t frontend_nrows = WQ_ARRAY_LEN(frontend_rows);
+_Static_assert(WQ_ARRAY_LEN(frontend_rows) <= FRONTENDS_MAX, "raise FRONTENDS_MAX");
