@@ -522,6 +522,7 @@ server_init(struct server *srv, const struct options *opts)
         return -1;
     }
     srv->ctx.core = core_new(srv->started_ms);
+    fjobs_new(srv->ctx.core, srv->started_ms); /* served or not: the log may hold its jobs */
     srv->ctx.started_ms = srv->started_ms;
     srv->ctx.max_line = opts->max_line;
     srv->ctx.max_payload = opts->max_payload;

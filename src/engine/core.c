@@ -10,7 +10,6 @@
 
 #include "lib/alloc.h"
 #include "engine/core_internal.h"
-#include "faktory/fjobs.h"
 #include "engine/workers.h"
 #include "lib/payload.h"
 
@@ -29,7 +28,6 @@ core_new(uint64_t now_ms)
     c->exts = registry_new(job_ext_id_key);
     queue_table_init(&c->queues);
     c->workers = workers_new();
-    c->fjobs = fjobs_new(c, now_ms);
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
@@ -49,7 +47,24 @@ core_clear_totals(struct core *c)
     memset(&c->totals, 0, sizeof c->totals);
     hist_init(&c->totals.lease_wait, hist_job_bounds, hist_job_nbounds);
     hist_init(&c->totals.result, hist_job_bounds, hist_job_nbounds);
-    c->fjobs->stats.pushed = c->fjobs->stats.fetched = c->fjobs->stats.acked = 0;
+    if (c->side_ops != NULL)
+        c->side_ops->clear_totals(c->side);
+}
+
+void
+core_attach_side(struct core *c, const struct core_side_ops *ops, void *side)
+{
+    WQ_ASSERT(c->side_ops == NULL);
+    c->side_ops = ops;
+    c->side = side;
+}
+
+void
+core_side_counts(const struct core *c, struct core_side_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->side_ops != NULL)
+        c->side_ops->counts(c->side, out);
 }
 
 /* Milliseconds from a job's due time (base_ms) to now_ms, in ns for a
@@ -842,7 +857,8 @@ core_advance(struct core *c, uint64_t now_ms)
         c->firing = false;
         core_dispatch(c);
         wheel_advance(&c->wait_wheel, t);
-        fjobs_advance(c, t);
+        if (c->side_ops != NULL)
+            c->side_ops->advance(c->side, t);
         if (t == now_ms && core_next_event(c) > now_ms)
             break;
     }
@@ -851,8 +867,8 @@ core_advance(struct core *c, uint64_t now_ms)
 uint64_t
 core_next_event(const struct core *c)
 {
-    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)),
-                  fjobs_next_event(c));
+    uint64_t side = c->side_ops != NULL ? c->side_ops->next_event(c->side) : WHEEL_NEVER;
+    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)), side);
 }
 
 static void
@@ -884,7 +900,8 @@ core_free(struct core *c)
     registry_free(c->exts);
     queue_table_clear(&c->queues);
     workers_free(c->workers);
-    fjobs_free(c->fjobs);
+    if (c->side_ops != NULL)
+        c->side_ops->free(c->side);
     core_targets_free(c);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);

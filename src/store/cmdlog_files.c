@@ -17,8 +17,6 @@
 #include "store/cmdlog_codec.h"
 #include "store/cmdlog_reader.h"
 #include "engine/core.h"
-#include "faktory/fjobs.h"
-#include "lib/registry.h"
 #include "lib/log.h"
 
 static int
@@ -334,6 +332,8 @@ cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i
                          uint64_t size, const struct core *core)
 {
     uint64_t later_bytes = 0;
+    struct core_side_counts side;
+    core_side_counts(core, &side);
     for (size_t k = i + 1; k < count; k++) {
         char name[CMDLOG_SEGMENT_NAME_SIZE];
         struct stat st;
@@ -347,7 +347,7 @@ cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i
            " of that segment and segments=%zu after it (bytes=%" PRIu64
            "); the jobs before the damage, which it keeps: %" PRIu64 " Workq, %" PRIu64 " Faktory",
            size > at ? size - at : 0, count - i - 1, later_bytes, (uint64_t)core_job_count(core),
-           (uint64_t)registry_count(core->fjobs->jobs));
+           side.jobs);
 }
 
 int

@@ -31,6 +31,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t now_ms = FUZZ_NOW_MS, clients = 1;
     bool readonly = false;
     struct core *core = core_new(now_ms);
+    fjobs_new(core, now_ms);
     struct fwp_ctx f = {
         .core = core,
         .max_line = FUZZ_MAX_LINE,

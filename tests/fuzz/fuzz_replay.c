@@ -29,6 +29,7 @@
 #include "store/cmdlog.h"
 #include "store/cmdlog_clean.h"
 #include "engine/core.h"
+#include "faktory/fjobs.h"
 #include "lib/log.h"
 
 #define FUZZ_NOW_MS       1700000000000ULL
@@ -125,6 +126,7 @@ replay(bool truncate, struct outcome *o)
     if (l == NULL)
         abort();
     struct core *c = core_new(FUZZ_NOW_MS);
+    fjobs_new(c, FUZZ_NOW_MS);
     int rc = cmdlog_replay(l, c, FUZZ_NOW_MS);
     if (rc == 0) {
         struct cmdlog_stats st;
