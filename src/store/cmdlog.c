@@ -787,7 +787,7 @@ cmdlog_get_stats(struct cmdlog *l, struct cmdlog_stats *out)
     out->replay_ms = l->replay_ms;
     uint64_t *nums = NULL;
     size_t n = 0;
-    out->segments = cmdlog_files_list(l->dirfd, &nums, &n) == 0 ? n : 0;
+    out->segments = cmdlog_files_list(l->dirfd, &nums, &n, NULL) == 0 ? n : 0;
     wq_free(nums);
     pthread_mutex_lock(&l->lock);
     out->sync = l->sync_hist;

@@ -1,5 +1,6 @@
 /* cmdlog_files.h - the segment files of a command-log directory: listing,
- * reading and replaying into the core (cleaning is cmdlog_clean.c).  Used by
+ * opening and truncating them (cmdlog_files.c), and replaying them into the
+ * core (cmdlog_files_replay.c); cleaning is cmdlog_clean.c.  Used by
  * cmdlog.c; all of it blocks on disk, so only start-up and the cleaner
  * thread call it. */
 #ifndef WQ_CMDLOG_FILES_H
@@ -12,8 +13,11 @@
 struct core;
 
 /* The segment numbers in directory dirfd, ascending (names that are not a
- * segment's are passed over).  0 or -1 (errno). */
-int cmdlog_files_list(int dirfd, uint64_t **nums, size_t *count);
+ * segment's are passed over).  With stray (*stray NULL), also the first
+ * name that looks like a segment's and is none (cmdlog_segment_parse -1)
+ * into *stray, to free with wq_free (NULL if there is none).  0 or -1
+ * (errno). */
+int cmdlog_files_list(int dirfd, uint64_t **nums, size_t *count, char **stray);
 
 /* Remove the temporary files (NNNNNNNNN.log.tmp) of a cleaning pass that
  * was cut short: the segments they were to replace are still whole.  0 or
@@ -25,6 +29,9 @@ int cmdlog_files_remove_tmp(int dirfd);
  * (ELOOP), never waiting on a FIFO; anything else is -1 with EISDIR for a
  * directory, EINVAL for the rest.  The fd, or -1 (errno). */
 int cmdlog_files_open(int dirfd, uint64_t n, int flags, uint64_t *size);
+
+/* Truncate segment n to size bytes and sync it.  0 or -1 (errno). */
+int cmdlog_files_truncate(int dirfd, uint64_t n, uint64_t size);
 
 /* What a file of this mode is, when it is not a regular file ("a symbolic
  * link", "a directory", "a fifo", ...); NULL for a regular file. */
