@@ -99,7 +99,8 @@ main(int argc, char **argv)
         fjobs_new(c, (uint64_t)now);
         uint64_t last, size, n;
         double t0 = now_s();
-        if (cmdlog_files_replay(dirfd, dir, c, (uint64_t)now, false, &last, &size, &n) != 0 ||
+        if (cmdlog_files_replay(dirfd, dir, &core_replay_ops, c, (uint64_t)now, false, &last, &size,
+                                &n) != 0 ||
             n != records) {
             fprintf(stderr, "replay failed\n");
             return 1;

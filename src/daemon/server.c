@@ -673,7 +673,7 @@ server_open_cmdlog(struct server *srv)
         return EX_CONFIG;
     if (server_probe_cmdlog_dir(cfg->dir) != 0)
         return EX_CANTCREAT;
-    if (cmdlog_replay(srv->cmdlog, srv->ctx.core, util_now_ms()) != 0)
+    if (cmdlog_replay(srv->cmdlog, &core_replay_ops, srv->ctx.core, util_now_ms()) != 0)
         return EX_CONFIG;
     core_clear_totals(srv->ctx.core); /* the metrics count from here */
     if (cmdlog_start(srv->cmdlog) != 0) {

@@ -46,6 +46,7 @@ struct dep_work;
 struct fjobs;
 struct workers;
 struct core_side_ops;
+struct cmdlog_replay_ops;
 
 /* Called once when a wait ends, after the waiter is freed; j is valid only
  * during the call, and c is given to read it with.  It must not call back
@@ -366,6 +367,11 @@ struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
  * the state (a damaged or foreign log) are ignored.  Nothing is logged
  * meanwhile. */
 void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
+/* The command log's replay into a core (store/cmdlog_files.h): with a
+ * struct core * as arg, core_replay for each record, and the jobs of the
+ * core and of its side store for the log lines.  For instance
+ * cmdlog_replay(l, &core_replay_ops, c, now_ms). */
+extern const struct cmdlog_replay_ops core_replay_ops;
 
 /* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits, and
  * the side store's). */

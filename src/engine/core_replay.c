@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "store/cmdlog_files.h"
 #include "lib/payload.h"
 
 /* Re-create the job of an add or schedule record, unless already gone. */
@@ -117,3 +118,25 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     }
     c->record = record;
 }
+
+/* cmdlog_replay_ops.apply: into core arg. */
+static void
+core_replay_apply(void *arg, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    core_replay(arg, r, now_ms);
+}
+
+/* cmdlog_replay_ops.jobs: the core's own, and its side store's. */
+static void
+core_replay_jobs(const void *arg, uint64_t *own, uint64_t *side)
+{
+    struct core_side_counts n;
+    core_side_counts(arg, &n);
+    *own = core_job_count(arg);
+    *side = n.jobs;
+}
+
+const struct cmdlog_replay_ops core_replay_ops = {
+    .apply = core_replay_apply,
+    .jobs = core_replay_jobs,
+};

@@ -10,7 +10,17 @@
 
 #include <sys/types.h>
 
-struct core;
+struct cmdlog_rec;
+
+/* Where replay puts the records it reads back: the caller's state (for a
+ * core, the engine's core_replay_ops).  Each callback gets the arg given
+ * with the ops. */
+struct cmdlog_replay_ops {
+    /* Apply record r as of now_ms. */
+    void (*apply)(void *arg, const struct cmdlog_rec *r, uint64_t now_ms);
+    /* The jobs held now, Workq's and Faktory's (for the log lines). */
+    void (*jobs)(const void *arg, uint64_t *workq, uint64_t *faktory);
+};
 
 /* The segment numbers in directory dirfd, ascending (names that are not a
  * segment's are passed over).  With stray (*stray NULL), also the first
@@ -38,8 +48,9 @@ int cmdlog_files_truncate(int dirfd, uint64_t n, uint64_t size);
 const char *cmdlog_files_kind(mode_t mode);
 
 /* Replay every segment of directory dirfd (whose path is dir, for the log)
- * into core as of now_ms (the caller then runs core_advance to expire the
- * jobs whose life ended meanwhile).  Segments are read in bounded chunks,
+ * as of now_ms: ops->apply(arg, record, now_ms) for each record in order
+ * (for a core, the caller then runs core_advance to expire the jobs whose
+ * life ended meanwhile).  Segments are read in bounded chunks,
  * never whole.  Zeros after a segment's last record are padding
  * (preallocated blocks) and are cut off.  A torn tail (a partial or
  * garbled end of the last segment after which no valid record starts:
@@ -50,7 +61,8 @@ const char *cmdlog_files_kind(mode_t mode);
  * segment that is not a regular file, stops with -1 before anything is
  * read, after a log line giving its path and why.  On success *last and
  * *last_size give the last segment and its size (0, 0 if none). */
-int cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms,
-                        bool truncate, uint64_t *last, uint64_t *last_size, uint64_t *records);
+int cmdlog_files_replay(int dirfd, const char *dir, const struct cmdlog_replay_ops *ops, void *arg,
+                        uint64_t now_ms, bool truncate, uint64_t *last, uint64_t *last_size,
+                        uint64_t *records);
 
 #endif /* WQ_CMDLOG_FILES_H */

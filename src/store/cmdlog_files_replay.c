@@ -16,7 +16,6 @@
 #include "lib/alloc.h"
 #include "store/cmdlog_codec.h"
 #include "store/cmdlog_reader.h"
-#include "engine/core.h"
 #include "lib/log.h"
 
 /* Cut the log at segment nums[i], offset `at`: truncate it, remove later
@@ -40,7 +39,8 @@ cmdlog_files_cut(int dirfd, const uint64_t *nums, size_t count, size_t i, uint64
 struct replay {
     int dirfd;
     const char *dir;
-    struct core *core;
+    const struct cmdlog_replay_ops *ops;
+    void *arg;
     uint64_t now_ms;
     uint64_t records;
 };
@@ -122,7 +122,7 @@ cmdlog_files_tail(const char *name, int fd, struct replay_end *e)
     return 0;
 }
 
-/* Replay the records of segment n into the core, through a bounded
+/* Replay the records of segment n through rp->ops, with a bounded
  * buffer, and say how they ended.  0, or -1 after logging why. */
 static int
 cmdlog_files_replay_one(struct replay *rp, uint64_t n, bool is_last, struct replay_end *e)
@@ -140,7 +140,7 @@ cmdlog_files_replay_one(struct replay *rp, uint64_t n, bool is_last, struct repl
     size_t len;
     uint64_t off;
     while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &off)) == CMDLOG_READ_REC) {
-        core_replay(rp->core, &r, rp->now_ms);
+        rp->ops->apply(rp->arg, &r, rp->now_ms);
         rp->records++;
     }
     *e = (struct replay_end){.at = rd.off, .size = rd.size};
@@ -175,17 +175,16 @@ cmdlog_files_replay_one(struct replay *rp, uint64_t n, bool is_last, struct repl
  * its size bytes) without -cmdlog-truncate: say how to start anyway, and
  * what that would drop, so that the operator can choose. */
 static void
-cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i, uint64_t at,
-                         uint64_t size, const struct core *core)
+cmdlog_files_damage_hint(const struct replay *rp, const uint64_t *nums, size_t count, size_t i,
+                         uint64_t at, uint64_t size)
 {
-    uint64_t later_bytes = 0;
-    struct core_side_counts side;
-    core_side_counts(core, &side);
+    uint64_t later_bytes = 0, workq, faktory;
+    rp->ops->jobs(rp->arg, &workq, &faktory);
     for (size_t k = i + 1; k < count; k++) {
         char name[CMDLOG_SEGMENT_NAME_SIZE];
         struct stat st;
         cmdlog_segment_name(nums[k], name);
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        if (fstatat(rp->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
             later_bytes += (uint64_t)st.st_size;
     }
     wq_log(LOG_LVL_ERROR,
@@ -193,13 +192,13 @@ cmdlog_files_damage_hint(int dirfd, const uint64_t *nums, size_t count, size_t i
            "with -cmdlog-truncate, which cuts the log there and drops bytes=%" PRIu64
            " of that segment and segments=%zu after it (bytes=%" PRIu64
            "); the jobs before the damage, which it keeps: %" PRIu64 " Workq, %" PRIu64 " Faktory",
-           size > at ? size - at : 0, count - i - 1, later_bytes, (uint64_t)core_job_count(core),
-           side.jobs);
+           size > at ? size - at : 0, count - i - 1, later_bytes, workq, faktory);
 }
 
 int
-cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_ms, bool truncate,
-                    uint64_t *last, uint64_t *last_size, uint64_t *records)
+cmdlog_files_replay(int dirfd, const char *dir, const struct cmdlog_replay_ops *ops, void *arg,
+                    uint64_t now_ms, bool truncate, uint64_t *last, uint64_t *last_size,
+                    uint64_t *records)
 {
     uint64_t *nums;
     size_t count;
@@ -211,7 +210,7 @@ cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_
         wq_log(LOG_LVL_ERROR, "cmdlog cannot list the directory: %s", strerror(errno));
         return -1;
     }
-    struct replay rp = {dirfd, dir, core, now_ms, 0};
+    struct replay rp = {dirfd, dir, ops, arg, now_ms, 0};
     int rc = cmdlog_files_refuse(&rp, nums, count, stray);
     for (size_t i = 0; i < count && rc == 0; i++) {
         char name[CMDLOG_SEGMENT_NAME_SIZE];
@@ -225,7 +224,7 @@ cmdlog_files_replay(int dirfd, const char *dir, struct core *core, uint64_t now_
             wq_log(LOG_LVL_ERROR, "cmdlog damaged segment=%s offset=%" PRIu64 "%s", name, e.at,
                    truncate ? ": cutting the log there as asked" : "");
             if (!truncate)
-                cmdlog_files_damage_hint(dirfd, nums, count, i, e.at, e.size, core);
+                cmdlog_files_damage_hint(&rp, nums, count, i, e.at, e.size);
             if (!truncate || cmdlog_files_cut(dirfd, nums, count, i, e.at) != 0)
                 rc = -1;
             count = i + 1; /* nothing after the cut */

@@ -127,7 +127,7 @@ replay(bool truncate, struct outcome *o)
         abort();
     struct core *c = core_new(FUZZ_NOW_MS);
     fjobs_new(c, FUZZ_NOW_MS);
-    int rc = cmdlog_replay(l, c, FUZZ_NOW_MS);
+    int rc = cmdlog_replay(l, &core_replay_ops, c, FUZZ_NOW_MS);
     if (rc == 0) {
         struct cmdlog_stats st;
         cmdlog_get_stats(l, &st);

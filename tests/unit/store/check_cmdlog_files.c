@@ -105,8 +105,8 @@ static void
 replay(const struct tdir *d, uint64_t now, bool truncate, struct replay *r)
 {
     r->core = core_new(now);
-    r->rc = cmdlog_files_replay(d->fd, d->path, r->core, now, truncate, &r->last, &r->last_size,
-                                &r->records);
+    r->rc = cmdlog_files_replay(d->fd, d->path, &core_replay_ops, r->core, now, truncate, &r->last,
+                                &r->last_size, &r->records);
     core_advance(r->core, now); /* as the server does: expire what died meanwhile */
 }
 
