@@ -1,5 +1,6 @@
 /* fuzz_fwp.c - libFuzzer target: the Faktory front-end (src/faktory/fwp.c,
- * fwp_job.c, fwp_cmd.c, fwp_admin.c, fwp_mutate.c) through its connection module.
+ * fwp_job.c, fwp_cmd.c, fwp_admin.c, fwp_mutate.c, fwp_reply.c, fwp_json.c)
+ * through its connection module.
  *
  * The input is what a client sends (a HELLO first, then commands).  It is
  * fed to the module's handle as a connection feeds it, and answered

@@ -1,6 +1,6 @@
 /* fuzz_replay.c - libFuzzer target: replay of a whole command-log
- * directory and its cleaning (src/store/cmdlog.c, cmdlog_files.c, core_replay.c,
- * cmdlog_clean.c, cmdlog_reader.c).
+ * directory and its cleaning (src/store/cmdlog.c, cmdlog_files_replay.c,
+ * cmdlog_files.c, core_replay.c, cmdlog_clean.c, cmdlog_reader.c).
  *
  * The input is the directory's segments one after the other: a new
  * segment starts at each segment header (cmdlog_header) after the first

@@ -1,7 +1,7 @@
 /* check_cmdlog_files.c - unit tests for the command log's files
- * (src/store/cmdlog_files.c, cmdlog_reader.c, cmdlog_clean.c): replay into a
- * core, torn tails, padding, damage, the streaming reader and cleaning,
- * whole and in chunks.
+ * (src/store/cmdlog_files.c, cmdlog_files_replay.c, cmdlog_reader.c,
+ * cmdlog_clean.c): replay into a core, torn tails, padding, damage, the
+ * streaming reader and cleaning, whole and in chunks.
  *
  * Replay tests write their segment files with the reference writer of
  * tests/common/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
