@@ -244,6 +244,7 @@ struct core_side_ops {
     void (*clear_totals)(void *side);
     /* What it holds now. */
     void (*counts)(const void *side, struct core_side_counts *out);
+    /* Free it and everything it holds (core_free). */
     void (*free)(void *side);
 };
 

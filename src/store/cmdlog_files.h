@@ -1,8 +1,8 @@
 /* cmdlog_files.h - the segment files of a command-log directory: listing,
- * opening and truncating them (cmdlog_files.c), and replaying them into the
- * core (cmdlog_files_replay.c); cleaning is cmdlog_clean.c.  Used by
- * cmdlog.c; all of it blocks on disk, so only start-up and the cleaner
- * thread call it. */
+ * opening and truncating them (cmdlog_files.c), and replaying them through
+ * the caller's callbacks (cmdlog_files_replay.c); cleaning is
+ * cmdlog_clean.c.  Used by cmdlog.c; all of it blocks on disk, so only
+ * start-up and the cleaner thread call it. */
 #ifndef WQ_CMDLOG_FILES_H
 #define WQ_CMDLOG_FILES_H
 
