@@ -16,6 +16,7 @@
 #include "store/cmdlog_codec.h"
 #include "store/cmdlog_files.h"
 #include "engine/core.h"
+#include "faktory/fjobs.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -95,9 +96,11 @@ main(int argc, char **argv)
     double rates[RUNS];
     for (int i = 0; i < RUNS; i++) {
         struct core *c = core_new((uint64_t)now);
+        fjobs_new(c, (uint64_t)now);
         uint64_t last, size, n;
         double t0 = now_s();
-        if (cmdlog_files_replay(dirfd, dir, c, (uint64_t)now, false, &last, &size, &n) != 0 ||
+        if (cmdlog_files_replay(dirfd, dir, &core_replay_ops, c, (uint64_t)now, false, &last, &size,
+                                &n) != 0 ||
             n != records) {
             fprintf(stderr, "replay failed\n");
             return 1;

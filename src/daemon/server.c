@@ -425,7 +425,7 @@ server_open_cmdlog(struct server *srv)
         return EX_CONFIG;
     if (server_probe_cmdlog_dir(cfg->dir) != 0)
         return EX_CANTCREAT;
-    if (cmdlog_replay(srv->cmdlog, srv->core, util_now_ms()) != 0)
+    if (cmdlog_replay(srv->cmdlog, &core_replay_ops, srv->core, util_now_ms()) != 0)
         return EX_CONFIG;
     core_clear_totals(srv->core); /* the metrics count from here */
     if (cmdlog_start(srv->cmdlog) != 0) {

@@ -1,6 +1,11 @@
-/* core.c - jobs and their transitions, timers, and the commands on them
- * (add, run, lease, finish, delete, result); waiters are in core_wait.c,
- * the job_ext side table in core_ext.c, replay in core_replay.c. */
+/* core.c - the core itself and its jobs' transitions: creating and
+ * freeing it, the side store's hooks, lookups, the stats' buckets, the
+ * records of the command log, the primitive moves of a job (lease, make
+ * ready, settle, place, release, destroy, cancel, TTR end), and time (the
+ * jobs' and the waiters' wheels, core_advance).  The commands built on
+ * them are in core_cmd.c, waiters in core_wait.c, prerequisites in
+ * core_deps.c, the job_ext side table in core_ext.c, the targeted queues'
+ * index in core_target.c, replay in core_replay.c. */
 #include "lib/wq.h"
 #include "engine/core.h"
 
@@ -10,7 +15,6 @@
 
 #include "lib/alloc.h"
 #include "engine/core_internal.h"
-#include "faktory/fjobs.h"
 #include "engine/workers.h"
 #include "lib/payload.h"
 
@@ -20,6 +24,7 @@
 
 static void core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
+static void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 
 struct core *
 core_new(uint64_t now_ms)
@@ -29,7 +34,6 @@ core_new(uint64_t now_ms)
     c->exts = registry_new(job_ext_id_key);
     queue_table_init(&c->queues);
     c->workers = workers_new();
-    c->fjobs = fjobs_new(c, now_ms);
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
     pool_init(&c->job_pool, sizeof(struct job), CORE_POOL_BLOCK);
@@ -49,7 +53,24 @@ core_clear_totals(struct core *c)
     memset(&c->totals, 0, sizeof c->totals);
     hist_init(&c->totals.lease_wait, hist_job_bounds, hist_job_nbounds);
     hist_init(&c->totals.result, hist_job_bounds, hist_job_nbounds);
-    c->fjobs->stats.pushed = c->fjobs->stats.fetched = c->fjobs->stats.acked = 0;
+    if (c->side_ops != NULL)
+        c->side_ops->clear_totals(c->side);
+}
+
+void
+core_attach_side(struct core *c, const struct core_side_ops *ops, void *side)
+{
+    WQ_ASSERT(c->side_ops == NULL);
+    c->side_ops = ops;
+    c->side = side;
+}
+
+void
+core_side_counts(const struct core *c, struct core_side_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->side_ops != NULL)
+        c->side_ops->counts(c->side, out);
 }
 
 /* Milliseconds from a job's due time (base_ms) to now_ms, in ns for a
@@ -58,16 +79,6 @@ static uint64_t
 core_since_due_ns(const struct job *j, uint64_t now_ms)
 {
     return (int64_t)now_ms > j->base_ms ? (now_ms - (uint64_t)j->base_ms) * 1000000u : 0;
-}
-
-/* xorshift64*: uniform enough to pick among a lease's names. */
-static uint64_t
-core_random(struct core *c)
-{
-    c->rng ^= c->rng >> 12;
-    c->rng ^= c->rng << 25;
-    c->rng ^= c->rng >> 27;
-    return c->rng * 0x2545F4914F6CDD1DULL;
 }
 
 uint64_t
@@ -120,6 +131,21 @@ core_queue(const struct core *c, const char *name, size_t len)
 {
     struct queue *q = registry_find(c->queues.by_name, name, len);
     return q != NULL && queue_is_active(q) ? q : NULL;
+}
+
+const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN]
+{
+    const struct job_ext *x = core_job_ext(c, j);
+    const struct job_more *m = core_more_of(x);
+    *n = m != NULL && m->broadcast ? m->ncopies : 0;
+    return *n > 0 ? (const uint8_t(*)[JOBID_LEN])m->copies : NULL;
+}
+
+bool
+core_job_is_broadcast(const struct core *c, const struct job *j)
+{
+    const struct job_more *m = core_more_of(core_job_ext(c, j));
+    return m != NULL && m->broadcast;
 }
 
 /* ---- accounting: every job is in exactly one bucket of the stats ---- */
@@ -190,7 +216,7 @@ core_job_timer_deadline(const struct wheel_entry *e, void *arg)
 /* ---- the command log ---- */
 
 /* Log a record that carries only the job id. */
-static void
+void
 core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 {
     if (c->record == NULL || (j->flags & JOB_F_RUN))
@@ -250,7 +276,7 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
  * millisecond), the job goes to the heap and its queue on the dispatch
  * list, so that parked leasers then get that millisecond's jobs in ready
  * order rather than in the wheel's order (core_dispatch). */
-static void
+void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
     struct queue *q = core_job_queue(c, j);
@@ -406,6 +432,19 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
     core_job_arm(c, j);
 }
 
+/* Fail j (no result yet) as cancelled, marked so that a later complete,
+ * fail or touch learns why.  Logged first, unless replaying. */
+void
+core_job_cancel(struct core *c, struct job *j)
+{
+    core_record_id(c, j, CMDLOG_CANCEL);
+    char *result = payload_new(CORE_CANCELLED_RESULT, strlen(CORE_CANCELLED_RESULT));
+    if (result == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory cancelling a job");
+    core_more_need(c, j)->cancelled = true;
+    core_job_settle(c, j, JOB_FAILED, result, (uint32_t)strlen(CORE_CANCELLED_RESULT));
+}
+
 /* Timer callbacks use the time of the advance (c->now_ms), not the wheel's
  * stepped slot time, so a late batch does not shorten a new TTR. */
 static void
@@ -435,393 +474,16 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     core_job_arm(c, j);
 }
 
-/* ---- commands ---- */
-
-bool
-core_over_memory(const struct core *c, size_t payload_len, bool with_ext)
+/* A waiter's wait-timeout came; a run job nobody leased goes with its
+ * client. */
+static void
+core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 {
-    uint64_t need = core_job_bytes(payload_len) + (with_ext ? CORE_EXT_BYTES : 0);
-    return core_over_limit(c, need);
-}
-
-/* A new registered job from s, not yet placed anywhere, or NULL if its
- * payload cannot be allocated. */
-static struct job *
-core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now_ms)
-{
-    char *payload = NULL;
-    if (s->payload_len > 0 && (payload = payload_new(s->payload, s->payload_len)) == NULL)
-        return NULL;
-
-    struct job *j = pool_get(&c->job_pool);
-    memset(j, 0, sizeof *j);
-    memcpy(j->id, s->id, JOBID_LEN);
-    struct queue *q = queue_table_ref(&c->queues, s->name.p, s->name.n, c->exts);
-    j->queue_ix = q->ix;
-    if (q->base != NULL)
-        core_target_register(c, q);
-    wheel_entry_init(&j->timer);
-    WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
-    j->seq = c->next_seq++;
-    j->ttl = s->ttl;
-    j->ttr = s->ttr;
-    j->priority = s->priority;
-    j->max_attempts = s->max_attempts;
-    j->max_fails = s->max_fails;
-    int64_t created = s->created_ms != 0 ? s->created_ms : (int64_t)now_ms;
-    j->payload = payload;
-    j->payload_len = (uint32_t)s->payload_len;
-    c->bytes += core_job_bytes(s->payload_len);
-    j->heap_index = HEAP_NO_INDEX;
-    j->state = JOB_NEW;
-    j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0);
-    j->base_ms = s->timed ? s->time_ms : created;
-    registry_insert(c->jobs, j);
-    c->totals.added++;
-    if (s->timed) {
-        struct job_ext *x = core_ext_need(c, j);
-        x->created_ms = created;
-        x->time_ns = s->time_ns;
-        if (s->time_ns != 0)
-            j->flags |= JOB_F_NS;
-    }
-    return j;
-}
-
-/* core_add, and replay's add: limited says whether -max-memory applies
- * (the log's jobs were acknowledged, so replay never refuses them). */
-enum core_status
-core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool limited)
-{
-    if (core_find(c, s->id) != NULL)
-        return CORE_DUPLICATE;
-    if (limited && s->nafter > 0 && core_deps_check(c, s->after, s->nafter) != CORE_OK)
-        return CORE_BAD_PREREQ;
-    if (limited && core_over_memory(c, s->payload_len, s->timed))
-        return CORE_NOMEM;
-    struct job *j = core_job_create(c, s, false, now_ms);
-    if (j == NULL)
-        return CORE_NOMEM;
-    if (c->record != NULL) {
-        struct cmdlog_rec r = {
-            .code = s->timed ? CMDLOG_SCHEDULE : CMDLOG_ADD,
-            .at_ms = (int64_t)now_ms,
-            .name = s->name,
-            .ttr = s->ttr,
-            .ttl = s->ttl,
-            .priority = s->priority,
-            .max_attempts = s->max_attempts,
-            .max_fails = s->max_fails,
-            .payload = {s->payload, s->payload_len},
-            .timed = s->timed,
-            .time_ms = s->time_ms,
-            .time_ns = s->time_ns,
-            .created_ms = core_job_created(c, j),
-        };
-        memcpy(r.id, s->id, JOBID_LEN);
-        c->record(c->record_arg, &r);
-        if (s->nafter > 0) {
-            struct cmdlog_rec a = {.code = CMDLOG_AFTER, .at_ms = (int64_t)now_ms};
-            memcpy(a.id, s->id, JOBID_LEN);
-            a.after = (struct wq_str){(const char *)s->after, s->nafter * JOBID_LEN};
-            c->record(c->record_arg, &a);
-        }
-    }
-    if (s->nafter > 0 && core_deps_wait(c, j, s->after, s->nafter)) {
-        core_job_arm(c, j);
-        return CORE_OK;
-    }
-    if (s->broadcast) {
-        core_broadcast(c, j, s, now_ms);
-        core_job_arm(c, j);
-        return CORE_OK;
-    }
-    if (s->timed && s->time_ms > (int64_t)now_ms) {
-        queue_push_scheduled(core_job_queue(c, j), j);
-        c->stats.scheduled++;
-    } else {
-        core_make_ready(c, j, now_ms);
-    }
-    core_job_arm(c, j);
-    return CORE_OK;
-}
-
-enum core_status
-core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
-{
-    return core_add_job(c, s, now_ms, true);
-}
-
-enum core_status
-core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
-         waiter_done_fn done, void *owner, struct waiter **parked)
-{
-    if (core_find(c, s->id) != NULL)
-        return CORE_DUPLICATE;
-    if (wait_ms == 0) {
-        struct queue *q = registry_find(c->queues.by_name, s->name.p, s->name.n);
-        if (q == NULL || queue_first_parked(q) == NULL)
-            return CORE_TIMEOUT;
-    }
-    if (core_over_memory(c, s->payload_len, true)) /* its client waits: a job_ext */
-        return CORE_NOMEM;
-    struct job_spec spec = *s;
-    spec.ttl = 0;
-    spec.timed = false;
-    spec.max_attempts = 1;
-    spec.max_fails = 0;
-    struct job *j = core_job_create(c, &spec, true, now_ms);
-    if (j == NULL)
-        return CORE_NOMEM;
-    /* The waiter first, so a lease right away finds it. */
-    struct waiter *w = core_waiter_new(c, WAITER_RUN, now_ms + wait_ms, done, owner);
-    core_waiter_link(c, w, j);
-    core_make_ready(c, j, now_ms);
-    core_job_arm(c, j);
-    *parked = w;
-    return CORE_PARKED;
-}
-
-enum core_status
-core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
-           struct worker *who, waiter_done_fn done, void *owner, struct job **out,
-           struct waiter **parked)
-{
-    /* Pick uniformly among the distinct names with a ready job (reservoir
-     * sampling); the stamp makes a name listed twice count once. */
-    uint64_t stamp = ++c->lease_stamp;
-    struct queue *pick = NULL;
-    uint64_t seen = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct queue *q = registry_find(c->queues.by_name, names[i].p, names[i].n);
-        if (q == NULL || q->mark == stamp)
-            continue;
-        q->mark = stamp;
-        /* the base queue, or one of the named worker's targeted ones */
-        struct queue *best = who != NULL               ? core_target_pick(c, q, who)
-                             : heap_len(&q->ready) > 0 ? q
-                                                       : NULL;
-        if (best != NULL && core_random(c) % ++seen == 0)
-            pick = best;
-    }
-    if (pick != NULL) {
-        struct job *j = queue_peek_ready(pick);
-        core_job_detach(c, j);
-        core_lease_job(c, j, now_ms, who);
-        if (who != NULL) {
-            const char *base = queue_visible_name(pick);
-            workers_note_queue(who, base, strlen(base));
-        }
-        *out = j;
-        return CORE_OK;
-    }
-    if (wait_ms == 0)
-        return CORE_TIMEOUT;
-
-    /* Park on every distinct name, creating the queues that do not exist. */
-    struct waiter *w = core_waiter_new(c, WAITER_LEASE, now_ms + wait_ms, done, owner);
-    w->who = who;
-    if (who != NULL)
-        core_worker_waits(who, names, n);
-    stamp = ++c->lease_stamp;
-    struct queue **qs = NULL;
-    size_t nq = 0;
-    for (size_t i = 0; i < n; i++) {
-        struct queue *q = queue_table_ref(&c->queues, names[i].p, names[i].n, c->exts);
-        if (q->mark == stamp) {
-            queue_table_unref(&c->queues, q);
-            continue;
-        }
-        q->mark = stamp;
-        if (nq == 0) {
-            w->one.queue = q; /* the common single-name case needs no array */
-        } else {
-            if (nq == 1) {
-                qs = wq_malloc(n * sizeof *qs);
-                qs[0] = w->one.queue;
-            }
-            qs[nq] = q;
-        }
-        nq++;
-    }
-    w->nnodes = (uint32_t)nq;
-    if (nq == 1) {
-        w->nodes = &w->one;
-        queue_park(w->one.queue, &w->one);
-    } else {
-        w->nodes = wq_calloc(nq, sizeof *w->nodes);
-        for (size_t i = 0; i < nq; i++)
-            queue_park(qs[i], &w->nodes[i]);
-        wq_free(qs);
-    }
-    for (size_t i = 0; i < nq; i++)
-        w->nodes[i].waiter = w;
-    *parked = w;
-    return CORE_PARKED;
-}
-
-/* May the worker holding j's lease in attempt (0: any) act on it?
- * CORE_OK, or why not. */
-static enum core_status
-core_lease_check(const struct core *c, const struct job *j, uint32_t attempt)
-{
-    const struct job_more *m = (j->flags & JOB_F_EXT) ? core_more_of(core_job_ext(c, j)) : NULL;
-    if (m != NULL && m->cancelled)
-        return CORE_CANCELLED;
-    if (attempt > 0 && (j->state != JOB_LEASED || j->attempts != attempt))
-        return CORE_STALE;
-    return CORE_OK;
-}
-
-enum core_status
-core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data, size_t len,
-            uint32_t attempt, uint64_t now_ms)
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    enum core_status st = core_lease_check(c, j, attempt);
-    if (st != CORE_OK)
-        return st;
-    if (job_is_done(j))
-        return CORE_DUP_RESULT;
-
-    if (!success) {
-        j->fails++;
-        bool retry = j->max_fails > 0 && j->fails < j->max_fails &&
-                     (j->max_attempts == 0 || j->attempts < j->max_attempts);
-        if (retry) {
-            /* Back to waiting; a job still in a heap keeps its place there. */
-            core_record_id(c, j, CMDLOG_FAIL_RETRY);
-            c->totals.retried++;
-            if (j->state == JOB_LEASED) {
-                core_job_detach(c, j);
-                core_job_place(c, j, JOB_PENDING, now_ms);
-            } else {
-                j->state = JOB_PENDING;
-            }
-            return CORE_OK;
-        }
-    }
-
-    /* A result adds its bytes (and maybe the extension that holds it):
-     * refused at the limit, the job stays as it was.  A run job's result
-     * goes to its waiting client at once, and the job with it. */
-    char *result = NULL;
-    bool kept = !(j->flags & JOB_F_RUN);
-    if (len > 0 && ((kept && core_over_limit(c, len + CORE_EXT_BYTES)) ||
-                    (result = payload_new(data, len)) == NULL)) {
-        if (!success)
-            j->fails--;
-        return CORE_NOMEM;
-    }
-    core_record_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
-    core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
-    return CORE_OK;
-}
-
-enum core_status
-core_touch(struct core *c, const uint8_t id[JOBID_LEN], uint32_t ttr_ms, uint32_t attempt,
-           uint64_t now_ms)
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    enum core_status st = core_lease_check(c, j, attempt);
-    if (st != CORE_OK)
-        return st;
-    if (j->state != JOB_LEASED)
-        return CORE_NOT_FOUND;
-    j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + (ttr_ms > 0 ? ttr_ms : j->ttr));
-    core_job_arm(c, j);
-    return CORE_OK;
-}
-
-/* Fail j (no result yet) as cancelled, marked so that a later complete,
- * fail or touch learns why.  Logged first, unless replaying. */
-void
-core_job_cancel(struct core *c, struct job *j)
-{
-    core_record_id(c, j, CMDLOG_CANCEL);
-    char *result = payload_new(CORE_CANCELLED_RESULT, strlen(CORE_CANCELLED_RESULT));
-    if (result == NULL)
-        wq_panic(__FILE__, __LINE__, "out of memory cancelling a job");
-    core_more_need(c, j)->cancelled = true;
-    core_job_settle(c, j, JOB_FAILED, result, (uint32_t)strlen(CORE_CANCELLED_RESULT));
-}
-
-enum core_status
-core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    if (job_is_done(j))
-        return CORE_DUP_RESULT;
-    core_job_cancel(c, j);
-    return CORE_OK;
-}
-
-const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_t *n))[JOBID_LEN]
-{
-    const struct job_ext *x = core_job_ext(c, j);
-    const struct job_more *m = core_more_of(x);
-    *n = m != NULL && m->broadcast ? m->ncopies : 0;
-    return *n > 0 ? (const uint8_t(*)[JOBID_LEN])m->copies : NULL;
-}
-
-bool
-core_job_is_broadcast(const struct core *c, const struct job *j)
-{
-    const struct job_more *m = core_more_of(core_job_ext(c, j));
-    return m != NULL && m->broadcast;
-}
-
-bool
-core_same_job(const struct core *c, const struct job *j, const struct job_spec *s)
-{
-    const struct queue *q = core_job_queue(c, j);
-    if (q->name_len != s->name.n || memcmp(q->name, s->name.p, s->name.n) != 0 ||
-        j->payload_len != s->payload_len ||
-        (s->payload_len > 0 && memcmp(j->payload, s->payload, s->payload_len) != 0) ||
-        j->ttr != s->ttr || j->ttl != s->ttl || j->priority != s->priority ||
-        j->max_attempts != s->max_attempts || j->max_fails != s->max_fails ||
-        (j->flags & JOB_F_RUN) || !(j->flags & JOB_F_TIMED) != !s->timed)
-        return false;
-    if (!s->timed)
-        return true;
-    const struct job_ext *x = core_job_ext(c, j);
-    return j->base_ms == s->time_ms && (x != NULL ? x->time_ns : 0) == s->time_ns;
-}
-
-enum core_status
-core_delete(struct core *c, const uint8_t id[JOBID_LEN])
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    core_record_id(c, j, CMDLOG_DELETE);
-    core_job_destroy(c, j);
-    return CORE_OK;
-}
-
-enum core_status
-core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint64_t now_ms,
-            waiter_done_fn done, void *owner, struct job **out, struct waiter **parked)
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    if (job_is_done(j)) {
-        *out = j;
-        return CORE_OK;
-    }
-    if (wait_ms == 0)
-        return CORE_TIMEOUT;
-    struct waiter *w = core_waiter_new(c, WAITER_RESULT, now_ms + wait_ms, done, owner);
-    core_waiter_link(c, w, j);
-    *parked = w;
-    return CORE_PARKED;
+    struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
+    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
+    core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
+    if (run_job != NULL)
+        core_job_destroy(arg, run_job); /* nobody leased it in time */
 }
 
 /* The two wheels move in step, so that jobs' deadlines and waiters'
@@ -842,7 +504,8 @@ core_advance(struct core *c, uint64_t now_ms)
         c->firing = false;
         core_dispatch(c);
         wheel_advance(&c->wait_wheel, t);
-        fjobs_advance(c, t);
+        if (c->side_ops != NULL)
+            c->side_ops->advance(c->side, t);
         if (t == now_ms && core_next_event(c) > now_ms)
             break;
     }
@@ -851,8 +514,8 @@ core_advance(struct core *c, uint64_t now_ms)
 uint64_t
 core_next_event(const struct core *c)
 {
-    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)),
-                  fjobs_next_event(c));
+    uint64_t side = c->side_ops != NULL ? c->side_ops->next_event(c->side) : WHEEL_NEVER;
+    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)), side);
 }
 
 static void
@@ -884,7 +547,8 @@ core_free(struct core *c)
     registry_free(c->exts);
     queue_table_clear(&c->queues);
     workers_free(c->workers);
-    fjobs_free(c->fjobs);
+    if (c->side_ops != NULL)
+        c->side_ops->free(c->side);
     core_targets_free(c);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);

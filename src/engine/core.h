@@ -45,6 +45,8 @@ struct core;
 struct dep_work;
 struct fjobs;
 struct workers;
+struct core_side_ops;
+struct cmdlog_replay_ops;
 
 /* Called once when a wait ends, after the waiter is freed; j is valid only
  * during the call, and c is given to read it with.  It must not call back
@@ -122,8 +124,14 @@ struct core {
     struct registry *jobs; /* id -> job */
     struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
     struct queue_table queues;
-    struct workers *workers;  /* workers.h: who identified themselves */
-    struct fjobs *fjobs;      /* fjobs.h: the Faktory front-end's jobs */
+    struct workers *workers; /* workers.h: who identified themselves */
+    /* The side store (core_attach_side), or NULL: the core reaches it only
+     * through side_ops. */
+    const struct core_side_ops *side_ops;
+    void *side;
+    /* The Faktory front-end's jobs, which are the side store: set by
+     * fjobs_new for its own files (fjobs.h); the core never reads it. */
+    struct fjobs *fjobs;
     struct registry *targets; /* core_target.c: targeted queues by base and worker */
     struct wheel wheel;       /* jobs' deadlines */
     struct wheel wait_wheel;  /* waiters' timeouts */
@@ -205,8 +213,45 @@ bool core_over_memory(const struct core *c, size_t payload_len, bool with_ext);
 
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
 struct core *core_new(uint64_t now_ms);
-/* Free every job and queue; every waiter must have been cancelled. */
+/* Free every job and queue, and the side store; every waiter must have
+ * been cancelled. */
 void core_free(struct core *c);
+
+/* What a side store holds, for inspect and the log lines of replay. */
+struct core_side_counts {
+    uint64_t jobs;   /* in any state */
+    uint64_t queues; /* its own queues */
+    /* its jobs by state */
+    uint64_t scheduled, enqueued, working, retry, dead;
+};
+
+/* A side store: jobs kept beside the core's, in their own namespace, on
+ * the core's clock and command log (today the Faktory front-end's,
+ * fjobs.h).  Its owner creates it at the core's time and attaches it; the
+ * core then runs its timers in core_advance (after the core's own of the
+ * same millisecond), hands it the log records the core has no use for at
+ * replay, clears its totals with the core's, and frees it with the core.
+ * Every callback gets the side pointer given to core_attach_side. */
+struct core_side_ops {
+    /* Run what is due by now_ms. */
+    void (*advance)(void *side, uint64_t now_ms);
+    /* When advance next has work, WHEEL_NEVER if never. */
+    uint64_t (*next_event)(const void *side);
+    /* Apply record r of the command log as of now_ms (see core_replay):
+     * it ignores the records that are not its own. */
+    void (*replay)(void *side, const struct cmdlog_rec *r, uint64_t now_ms);
+    /* Clear its counters since start (see core_clear_totals). */
+    void (*clear_totals)(void *side);
+    /* What it holds now. */
+    void (*counts)(const void *side, struct core_side_counts *out);
+    /* Free it and everything it holds (core_free). */
+    void (*free)(void *side);
+};
+
+/* Attach side store side to c, which has none yet. */
+void core_attach_side(struct core *c, const struct core_side_ops *ops, void *side);
+/* What c's side store holds (all zero without one). */
+void core_side_counts(const struct core *c, struct core_side_counts *out);
 
 /* Server ms at which a job with base time base_ms and this ttl expires
  * (saturating: 0 if already in the past, UINT64_MAX at most). */
@@ -318,11 +363,19 @@ struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
 
 /* Apply a record read back from the command log at start-up, as of now_ms:
  * jobs keep their original expiry (those already past it go at the next
- * core_advance) and a replayed lease gets a fresh TTR.  Records that do not fit the state (a
- * damaged or foreign log) are ignored.  Nothing is logged meanwhile. */
+ * core_advance) and a replayed lease gets a fresh TTR.  Records of codes
+ * the core does not know go to its side store.  Records that do not fit
+ * the state (a damaged or foreign log) are ignored.  Nothing is logged
+ * meanwhile. */
 void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
+/* The command log's replay into a core (store/cmdlog_files.h): with a
+ * struct core * as arg, core_replay for each record, and the jobs of the
+ * core and of its side store for the log lines.  For instance
+ * cmdlog_replay(l, &core_replay_ops, c, now_ms). */
+extern const struct cmdlog_replay_ops core_replay_ops;
 
-/* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits). */
+/* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits, and
+ * the side store's). */
 void core_advance(struct core *c, uint64_t now_ms);
 /* When core_advance next has work, WHEEL_NEVER if never. */
 uint64_t core_next_event(const struct core *c);
@@ -333,7 +386,8 @@ core_job_count(const struct core *c)
     return registry_count(c->jobs);
 }
 
-/* Clear c->totals (after replay, so that they count from the start). */
+/* Clear c->totals and the side store's (after replay, so that they count
+ * from the start). */
 void core_clear_totals(struct core *c);
 
 /* The active queue with this name, or NULL. */

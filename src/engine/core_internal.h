@@ -1,7 +1,10 @@
 /* core_internal.h - what the core's files share and nothing outside the
- * core may call: core.c (jobs and their transitions, the commands),
- * core_ext.c (the job_ext side table), core_wait.c (waiters) and
- * core_replay.c (records read back at start). */
+ * core may call.  They call one another downwards: core_replay.c (records
+ * read back at start) and core_cmd.c (the commands) on core.c (the jobs'
+ * transitions, time) and core_deps.c (prerequisites), which call each
+ * other (settling a job settles or releases its dependents); those on
+ * core_wait.c (waiters) and core_target.c (the targeted queues' index);
+ * all on core_ext.c (the job_ext side table). */
 #ifndef WQ_CORE_INTERNAL_H
 #define WQ_CORE_INTERNAL_H
 
@@ -41,18 +44,24 @@ struct job_ext *core_wake_result_waiters(struct core *c, struct job *j, struct j
                                          enum waiter_outcome how);
 /* The waiting client of run job j, or NULL. */
 struct waiter *core_run_waiter(const struct core *c, const struct job *j);
-/* The wait wheel's callbacks. */
-void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+/* The wait wheel's deadline callback (its timer callback is core.c's). */
 uint64_t core_waiter_deadline(const struct wheel_entry *e, void *arg);
 
-/* core.c */
+/* core_cmd.c */
 /* Create (or, in replay, re-create) a job; limited: check -max-memory. */
 enum core_status core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms,
                               bool limited);
+
+/* core.c */
+/* Log a record that carries only j's id (nothing for a run job). */
+void core_record_id(struct core *c, const struct job *j, enum cmdlog_code code);
 /* Take j out of its heap and its stats bucket. */
 void core_job_detach(struct core *c, struct job *j);
 /* Lease detached job j from now_ms (to named worker who, or NULL). */
 void core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *who);
+/* Detached j (NEW or PENDING) is ready: leased at once to the first parked
+ * leaser that may take it, else into its ready heap. */
+void core_make_ready(struct core *c, struct job *j, uint64_t now_ms);
 /* Named worker who waits in a lease on names[0..n) (for inspect). */
 void core_worker_waits(struct worker *who, const struct wq_str *names, size_t n);
 /* j's TTR ran out: fail it or put it back. */
@@ -106,8 +115,5 @@ struct queue *core_target_pick(struct core *c, struct queue *base, const struct 
 /* The first lease parked on q's base that may take q's jobs, or NULL. */
 struct park_node *core_target_first_parked(const struct queue *q);
 void core_targets_free(struct core *c);
-/* New unplaced job j (s->broadcast): add its copies, log them, and make
- * it wait for them. */
-void core_broadcast(struct core *c, struct job *j, const struct job_spec *s, uint64_t now_ms);
 
 #endif /* WQ_CORE_INTERNAL_H */

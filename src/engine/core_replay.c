@@ -1,12 +1,13 @@
 /* core_replay.c - applying the command log's records to the core at
- * start-up (doc/cmdlog.md, "Replay"). */
+ * start-up (doc/cmdlog.md, "Replay"), those of the side store by way of
+ * its replay callback. */
 #include "lib/wq.h"
 #include "engine/core.h"
 #include "engine/core_internal.h"
 
 #include <string.h>
 
-#include "faktory/fjobs.h"
+#include "store/cmdlog_files.h"
 #include "lib/payload.h"
 
 /* Re-create the job of an add or schedule record, unless already gone. */
@@ -47,11 +48,6 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     core_record_fn record = c->record;
     c->record = NULL;
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
-    if (cmdlog_code_is_faktory(r->code)) {
-        fjobs_replay(c, r, now_ms);
-        c->record = record;
-        return;
-    }
     struct job *j = core_find(c, r->id);
     switch (r->code) {
     case CMDLOG_ADD:
@@ -115,8 +111,32 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         if (j != NULL)
             core_job_destroy(c, j);
         break;
-    default:
+    default: /* not the core's: the side store's, if it has one */
+        if (c->side_ops != NULL)
+            c->side_ops->replay(c->side, r, now_ms);
         break;
     }
     c->record = record;
 }
+
+/* cmdlog_replay_ops.apply: into core arg. */
+static void
+core_replay_apply(void *arg, const struct cmdlog_rec *r, uint64_t now_ms)
+{
+    core_replay(arg, r, now_ms);
+}
+
+/* cmdlog_replay_ops.jobs: the core's own, and its side store's. */
+static void
+core_replay_jobs(const void *arg, uint64_t *own, uint64_t *side)
+{
+    struct core_side_counts n;
+    core_side_counts(arg, &n);
+    *own = core_job_count(arg);
+    *side = n.jobs;
+}
+
+const struct cmdlog_replay_ops core_replay_ops = {
+    .apply = core_replay_apply,
+    .jobs = core_replay_jobs,
+};

@@ -10,7 +10,6 @@
 #include "engine/core_internal.h"
 
 #include <string.h>
-#include <uuid/uuid.h>
 
 #include "lib/alloc.h"
 #include "lib/util.h"
@@ -161,37 +160,4 @@ core_target_first_parked(const struct queue *q)
             return node;
     }
     return NULL;
-}
-
-void
-core_broadcast(struct core *c, struct job *j, const struct job_spec *s, uint64_t now_ms)
-{
-    size_t n, k = 0;
-    struct worker **ws = workers_sorted(c->workers, &n);
-    uint8_t(*copies)[JOBID_LEN] = wq_malloc((n + 1) * JOBID_LEN);
-    for (size_t i = 0; i < n; i++) {
-        const struct worker *w = ws[i];
-        if (!workers_present(w, s->name.p, s->name.n) || s->name.n + 1 + w->wid_len > WQ_MAX_NAME)
-            continue;
-        /* the copy: the same job, for w alone, under an id of its own */
-        char name[WQ_MAX_NAME + 1];
-        memcpy(name, s->name.p, s->name.n);
-        name[s->name.n] = QUEUE_TARGET_SEP;
-        memcpy(name + s->name.n + 1, w->wid, w->wid_len);
-        struct job_spec cs = *s;
-        cs.broadcast = false;
-        cs.name = (struct wq_str){name, s->name.n + 1 + w->wid_len};
-        uuid_generate_sha1(cs.id, s->id, w->wid, w->wid_len);
-        if (core_add_job(c, &cs, now_ms, false) == CORE_OK)
-            memcpy(copies[k++], cs.id, JOBID_LEN);
-    }
-    if (c->record != NULL) {
-        struct cmdlog_rec r = {.code = CMDLOG_BROADCAST, .at_ms = (int64_t)now_ms};
-        memcpy(r.id, j->id, JOBID_LEN);
-        r.after = (struct wq_str){(const char *)copies, k * JOBID_LEN};
-        c->record(c->record_arg, &r);
-    }
-    core_deps_broadcast(c, j, (const uint8_t(*)[JOBID_LEN])copies, k);
-    wq_free(copies);
-    wq_free(ws);
 }

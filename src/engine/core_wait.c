@@ -1,7 +1,8 @@
 /* core_wait.c - the core's waiters: clients parked in lease (one node in
- * each named queue), and clients waiting for a job's result (result, run),
- * linked to the job's job_ext; their wait-timeouts on the core's second
- * wheel. */
+ * each named queue), and clients waiting for a job's result (result, run,
+ * a fan-in's parts), linked to the job's job_ext; their wait-timeouts on
+ * the core's second wheel (which core.c runs).  The commands that park
+ * them are core_cmd.c's. */
 #include "lib/wq.h"
 #include "engine/core.h"
 #include "engine/core_internal.h"
@@ -26,17 +27,6 @@ core_worker_waits(struct worker *who, const struct wq_str *names, size_t n)
     }
     text[at] = '\0';
     workers_set_waiting(who, text);
-}
-
-/* Has fan-in w a part waiting on j already (an id listed twice)? */
-static bool
-core_part_of(const struct core *c, const struct job *j, const struct waiter *w)
-{
-    const struct job_ext *x = core_job_ext(c, j);
-    for (struct hlist_node *n = x->waiters.first; n != NULL; n = n->next)
-        if (core_waiter_of(n)->group == w)
-            return true;
-    return false;
 }
 
 uint64_t
@@ -112,45 +102,6 @@ core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, st
     done(owner, how, c, j);
 }
 
-enum core_status
-core_wait_all(struct core *c, const uint8_t (*ids)[JOBID_LEN], size_t n, uint64_t wait_ms,
-              uint64_t now_ms, wait_all_fn done, void *owner, struct waiter **parked)
-{
-    size_t pending = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct job *j = core_find(c, ids[i]);
-        if (j == NULL)
-            return CORE_NOT_FOUND;
-        pending += !job_is_done(j);
-    }
-    if (pending == 0)
-        return CORE_OK;
-    if (wait_ms == 0)
-        return CORE_TIMEOUT;
-    struct waiter *w = core_waiter_new(c, WAITER_ALL, now_ms + wait_ms, NULL, owner);
-    w->all_done = done;
-    w->ids = wq_malloc(n * JOBID_LEN);
-    memcpy(w->ids, ids, n * JOBID_LEN);
-    w->parts = wq_calloc(n, sizeof *w->parts);
-    w->nids = (uint32_t)n;
-    for (size_t i = 0; i < n; i++) {
-        struct job *j = core_find(c, ids[i]);
-        if (job_is_done(j) || (core_job_ext(c, j) != NULL && core_part_of(c, j, w)))
-            continue;
-        struct waiter *p = pool_get(&c->waiter_pool);
-        memset(p, 0, sizeof *p);
-        p->kind = WAITER_PART;
-        p->group = w;
-        p->part_ix = (uint32_t)i;
-        wheel_entry_init(&p->timer);
-        core_waiter_link(c, p, j);
-        w->parts[i] = p;
-        w->pending++;
-    }
-    *parked = w;
-    return CORE_PARKED;
-}
-
 struct waiter *
 core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter_done_fn done,
                 void *owner)
@@ -165,15 +116,6 @@ core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter
     wheel_add(&c->wait_wheel, &w->timer, deadline);
     c->stats.parked++;
     return w;
-}
-
-void
-core_cancel(struct core *c, struct waiter *w)
-{
-    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
-    core_waiter_free(c, w);
-    if (run_job != NULL)
-        core_job_destroy(c, run_job);
 }
 
 /* Answer every result waiter of j (it has its result, or is going away);
@@ -199,16 +141,6 @@ core_run_waiter(const struct core *c, const struct job *j)
             return core_waiter_of(n);
     }
     return NULL;
-}
-
-void
-core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
-{
-    struct waiter *w = WQ_CONTAINER_OF(e, struct waiter, timer);
-    struct job *run_job = w->kind == WAITER_RUN ? w->job : NULL;
-    core_waiter_finish(arg, w, WAITER_TIMEOUT, NULL);
-    if (run_job != NULL)
-        core_job_destroy(arg, run_job); /* nobody leased it in time */
 }
 
 /* Link waiter w to job j's list of waiters. */

@@ -46,21 +46,6 @@ fjob_seq_tie(const void *a, const void *b, void *arg)
     return ((const struct fjob *)a)->seq < ((const struct fjob *)b)->seq;
 }
 
-struct fjobs *
-fjobs_new(struct core *c, uint64_t now_ms)
-{
-    struct fjobs *f = wq_calloc(1, sizeof *f);
-    wheel_init(&f->wheel, now_ms, fjobs_job_deadline, fjobs_job_due, c);
-    wheel_init(&f->waits, now_ms, fjobs_wait_deadline, fjobs_wait_due, c);
-    f->jobs = registry_new(fjob_key);
-    f->queues = registry_new(fqueue_key);
-    for (int s = 0; s < FSET_COUNT; s++)
-        heap_init(&f->sets[s], fjob_set_heap_index, fjob_seq_tie, NULL);
-    f->dead_ttl_ms = FJOBS_DEFAULT_DEAD_TTL_MS;
-    f->dead_max = FJOBS_DEFAULT_DEAD_MAX;
-    return f;
-}
-
 static void
 fjobs_free_job(void *elem, void *arg)
 {
@@ -77,11 +62,11 @@ fjobs_free_queue(void *elem, void *arg)
     wq_free(q);
 }
 
-void
-fjobs_free(struct fjobs *f)
+/* core_side_ops.free: with the core. */
+static void
+fjobs_free(void *side)
 {
-    if (f == NULL)
-        return;
+    struct fjobs *f = side;
     registry_foreach(f->jobs, fjobs_free_job, NULL);
     registry_foreach(f->queues, fjobs_free_queue, NULL);
     registry_free(f->jobs);
@@ -669,17 +654,21 @@ fjobs_wait_due(struct wheel_entry *e, uint64_t slot_ms, void *arg)
     fjobs_waiter_finish(arg, WQ_CONTAINER_OF(e, struct fwaiter, timer), FETCH_TIMEOUT, NULL);
 }
 
-void
-fjobs_advance(struct core *c, uint64_t now_ms)
+/* core_side_ops.advance */
+static void
+fjobs_advance(void *side, uint64_t now_ms)
 {
-    wheel_advance(&c->fjobs->wheel, now_ms);
-    wheel_advance(&c->fjobs->waits, now_ms);
+    struct fjobs *f = side;
+    wheel_advance(&f->wheel, now_ms);
+    wheel_advance(&f->waits, now_ms);
 }
 
-uint64_t
-fjobs_next_event(const struct core *c)
+/* core_side_ops.next_event */
+static uint64_t
+fjobs_next_event(const void *side)
 {
-    return WQ_MIN(wheel_next_event(&c->fjobs->wheel), wheel_next_event(&c->fjobs->waits));
+    const struct fjobs *f = side;
+    return WQ_MIN(wheel_next_event(&f->wheel), wheel_next_event(&f->waits));
 }
 
 /* ---- replay ---- */
@@ -709,9 +698,12 @@ fjobs_replay_push(struct core *c, const struct cmdlog_rec *r)
         fjobs_enqueue(c, j, (uint64_t)r->at_ms);
 }
 
-void
-fjobs_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
+/* core_side_ops.replay: a Faktory record of the command log (the others
+ * are not ours). */
+static void
+fjobs_replay(void *side, const struct cmdlog_rec *r, uint64_t now_ms)
 {
+    struct core *c = ((struct fjobs *)side)->core;
     struct fjob *j = r->jid.n > 0 ? fjobs_find(c, r->jid.p, r->jid.n) : NULL;
     switch (r->code) {
     case CMDLOG_F_PUSH:
@@ -758,4 +750,55 @@ fjobs_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     default:
         break;
     }
+}
+
+/* ---- the core's side store ---- */
+
+/* core_side_ops.clear_totals: the metrics' counters. */
+static void
+fjobs_clear_totals(void *side)
+{
+    struct fjobs_stats *st = &((struct fjobs *)side)->stats;
+    st->pushed = st->fetched = st->acked = 0;
+}
+
+/* core_side_ops.counts */
+static void
+fjobs_counts(const void *side, struct core_side_counts *out)
+{
+    const struct fjobs *f = side;
+    out->jobs = registry_count(f->jobs);
+    out->queues = registry_count(f->queues);
+    out->scheduled = f->stats.count[FJOB_SCHEDULED];
+    out->enqueued = f->stats.count[FJOB_ENQUEUED];
+    out->working = f->stats.count[FJOB_WORKING];
+    out->retry = f->stats.count[FJOB_RETRY];
+    out->dead = f->stats.count[FJOB_DEAD];
+}
+
+static const struct core_side_ops fjobs_side_ops = {
+    .advance = fjobs_advance,
+    .next_event = fjobs_next_event,
+    .replay = fjobs_replay,
+    .clear_totals = fjobs_clear_totals,
+    .counts = fjobs_counts,
+    .free = fjobs_free,
+};
+
+struct fjobs *
+fjobs_new(struct core *c, uint64_t now_ms)
+{
+    struct fjobs *f = wq_calloc(1, sizeof *f);
+    f->core = c;
+    wheel_init(&f->wheel, now_ms, fjobs_job_deadline, fjobs_job_due, c);
+    wheel_init(&f->waits, now_ms, fjobs_wait_deadline, fjobs_wait_due, c);
+    f->jobs = registry_new(fjob_key);
+    f->queues = registry_new(fqueue_key);
+    for (int s = 0; s < FSET_COUNT; s++)
+        heap_init(&f->sets[s], fjob_set_heap_index, fjob_seq_tie, NULL);
+    f->dead_ttl_ms = FJOBS_DEFAULT_DEAD_TTL_MS;
+    f->dead_max = FJOBS_DEFAULT_DEAD_MAX;
+    c->fjobs = f;
+    core_attach_side(c, &fjobs_side_ops, f);
+    return f;
 }

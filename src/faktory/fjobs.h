@@ -1,13 +1,15 @@
-/* fjobs.h - the Faktory front-end's jobs, in the core: jobs named by string
- * jids in their own namespace, in their own queues, with Faktory's states
- * (scheduled, enqueued, working, retries, dead).  The core keeps a job's
- * text (its JSON, which it never reads), its queue, priority and
- * reservation time, and moves it between states and sets on commands and
- * on time; what a failure does to the text and where the job goes next is
- * the front-end's decision (fwp_job.c), given back through fjobs_retry,
- * fjobs_kill and fjobs_discard.  Every change is recorded (codes 16 to 24
- * of cmdlog_codec.h) before it is made.  Pure like the rest of the core:
- * times are given. */
+/* fjobs.h - the Faktory front-end's jobs, the core's side store
+ * (core_side_ops): jobs named by string jids in their own namespace, in
+ * their own queues, with Faktory's states (scheduled, enqueued, working,
+ * retries, dead).  The store keeps a job's text (its JSON, which it never
+ * reads), its queue, priority and reservation time, and moves it between
+ * states and sets on commands and on time; what a failure does to the
+ * text and where the job goes next is the front-end's decision
+ * (fwp_job.c), given back through fjobs_retry, fjobs_kill and
+ * fjobs_discard.  It shares the core's clock, memory limit and command
+ * log: every change is recorded (codes 16 to 24 of cmdlog_codec.h) before
+ * it is made, and the core advances its timers and hands it its records
+ * at replay.  Pure like the core: times are given. */
 #ifndef WQ_FJOBS_H
 #define WQ_FJOBS_H
 
@@ -104,6 +106,7 @@ struct fjobs_stats {
 };
 
 struct fjobs {
+    struct core *core;       /* whose side store it is */
     struct registry *jobs;   /* jid -> fjob */
     struct registry *queues; /* name -> fqueue */
     struct heap sets[FSET_COUNT];
@@ -132,10 +135,11 @@ struct fjob_spec {
     size_t text_len;
 };
 
-/* Set up and tear down c->fjobs (core_new and core_free call these; the
- * timers call back with c). */
+/* Create c->fjobs at c's time now_ms and attach it to c as its side store
+ * (core_attach_side): from then on c runs its timers, replays its records
+ * and frees it (core_free).  Whoever sets up the core calls it, whether or
+ * not Faktory is served: a log may hold Faktory records. */
 struct fjobs *fjobs_new(struct core *c, uint64_t now_ms);
-void fjobs_free(struct fjobs *f);
 
 /* Who decides about an expired reservation (NULL: the job is retried
  * at once, its text unchanged). */
@@ -200,11 +204,5 @@ fqueue_size(const struct fqueue *q)
 {
     return heap_len(&q->ready);
 }
-
-/* Apply a Faktory record of the command log (see core_replay). */
-void fjobs_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
-/* Run what is due by now_ms; when that is next. */
-void fjobs_advance(struct core *c, uint64_t now_ms);
-uint64_t fjobs_next_event(const struct core *c);
 
 #endif /* WQ_FJOBS_H */

@@ -1,10 +1,9 @@
-/* fwp.c - the Faktory Work Protocol: line framing, RESP replies, the
- * handshake (HI, HELLO, the password), and the commands of an identified
- * connection. */
+/* fwp.c - the Faktory Work Protocol: line framing, the handshake (HI,
+ * HELLO, the password), and the dispatch of an identified connection's
+ * commands (to fwp_cmd.c, fwp_admin.c, fwp_mutate.c). */
 #include "lib/wq.h"
 #include "faktory/fwp.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdlib.h>
@@ -53,71 +52,6 @@ fwp_password_hash(const char *password, const char *salt, uint32_t iterations, c
         snprintf(out + 2 * i, 3, "%02x", digest[i]);
 }
 
-/* ---- RESP replies ---- */
-
-void
-fwp_error(struct reply *out, const char *text)
-{
-    /* a line protocol: a client's text quoted in an error must not end it */
-    reply_str(out, "-ERR ");
-    for (const char *p = text; *p != '\0';) {
-        size_t n = strcspn(p, "\r\n");
-        reply_bytes(out, p, n);
-        p += n;
-        if (*p != '\0') {
-            reply_bytes(out, " ", 1);
-            p++;
-        }
-    }
-    reply_bytes(out, "\r\n", 2);
-}
-
-void
-fwp_errorf(struct reply *out, const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    fwp_error(out, text);
-}
-
-void
-fwp_ok(struct reply *out)
-{
-    reply_bytes(out, "+OK\r\n", 5);
-}
-
-void
-fwp_bulk(struct reply *out, const char *s, size_t n)
-{
-    char head[32];
-    int h = snprintf(head, sizeof head, "$%zu\r\n", n);
-    reply_bytes(out, head, (size_t)h);
-    reply_bytes(out, s, n);
-    reply_bytes(out, "\r\n", 2);
-}
-
-void
-fwp_bulk_json(struct reply *out, json_t *v, size_t flags)
-{
-    char *text = json_dumps(v, JSON_COMPACT | flags);
-    if (text == NULL)
-        wq_panic(__FILE__, __LINE__, "out of memory writing JSON");
-    fwp_bulk(out, text, strlen(text));
-    free(text);
-}
-
-bool
-fwp_refuse_readonly(const struct fwp_ctx *f, struct reply *out)
-{
-    if (f->readonly == NULL || !*f->readonly)
-        return false;
-    fwp_error(out, "Read-only: command log write failed");
-    return true;
-}
-
 /* ---- the handshake ---- */
 
 static void
@@ -138,43 +72,6 @@ fwp_open(void *ctx, void *state, struct reply *out)
                  st->salt);
     }
     reply_str(out, hi);
-}
-
-json_t *
-fwp_json_load(const char *p, size_t n, size_t flags, json_error_t *e)
-{
-    json_error_t local;
-    if (e == NULL)
-        e = &local;
-    json_t *v = json_loadb(p, n, flags, e);
-    if (v == NULL && strncmp(e->text, "too big integer", 15) == 0)
-        v = json_loadb(p, n, flags | JSON_DECODE_INT_AS_REAL, e);
-    return v;
-}
-
-bool
-fwp_json_int(const json_t *v, int64_t *out)
-{
-    if (json_is_integer(v)) {
-        *out = json_integer_value(v);
-        return true;
-    }
-    double d = json_is_real(v) ? json_real_value(v) : 0.5;
-    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != (double)(int64_t)d)
-        return false;
-    *out = (int64_t)d;
-    return true;
-}
-
-const char *
-fwp_json_str(json_t *o, const char *key, size_t *len)
-{
-    json_t *v = json_object_get(o, key);
-    if (!json_is_string(v))
-        return NULL;
-    if (len != NULL)
-        *len = json_string_length(v);
-    return json_string_value(v);
 }
 
 /* Register the worker a HELLO names (wid), with its details. */

@@ -1,7 +1,8 @@
 /* fwp_internal.h - what the Faktory front-end's files share: fwp.c
- * (framing, the handshake, dispatch), fwp_job.c (work units, times,
- * failures), fwp_cmd.c (the job commands), fwp_admin.c (INFO, FLUSH,
- * QUEUE) and fwp_mutate.c (MUTATE). */
+ * (framing, the handshake, dispatch), fwp_cmd.c (the job commands),
+ * fwp_admin.c (INFO, FLUSH, QUEUE) and fwp_mutate.c (MUTATE), above
+ * fwp_job.c (work units, times, failures), fwp_reply.c (RESP replies) and
+ * fwp_json.c (JSON values). */
 #ifndef WQ_FWP_INTERNAL_H
 #define WQ_FWP_INTERNAL_H
 
@@ -34,7 +35,7 @@ struct fwp_args {
     size_t n;
 };
 
-/* ---- replies (fwp.c) ---- */
+/* ---- replies (fwp_reply.c) ---- */
 /* "-ERR <text>\r\n". */
 void fwp_error(struct reply *out, const char *text);
 /* The same from a format. */
@@ -48,6 +49,8 @@ void fwp_bulk(struct reply *out, const char *s, size_t n);
 void fwp_bulk_json(struct reply *out, json_t *v, size_t flags);
 /* Refuse a change while the log cannot be written: true if refused. */
 bool fwp_refuse_readonly(const struct fwp_ctx *f, struct reply *out);
+
+/* ---- JSON values (fwp_json.c) ---- */
 /* The string value of key in object o, or NULL (absent or not a string). */
 const char *fwp_json_str(json_t *o, const char *key, size_t *len);
 /* Decode JSON (jansson flags as for json_loadb).  Integers beyond 64 bits,

@@ -19,7 +19,6 @@
 #include "lib/alloc.h"
 #include "store/cmdlog_clean.h"
 #include "store/cmdlog_files.h"
-#include "engine/core.h"
 #include "lib/hist.h"
 #include "lib/log.h"
 
@@ -215,12 +214,12 @@ cmdlog_open(const struct cmdlog_config *cfg)
 }
 
 int
-cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
+cmdlog_replay(struct cmdlog *l, const struct cmdlog_replay_ops *ops, void *arg, uint64_t now_ms)
 {
-    uint64_t last, size, records;
+    uint64_t last, size, records, workq, faktory;
     uint64_t t0 = cmdlog_mono_ms();
-    if (cmdlog_files_replay(l->dirfd, l->dir, core, now_ms, l->cfg.truncate_damage, &last, &size,
-                            &records) != 0)
+    if (cmdlog_files_replay(l->dirfd, l->dir, ops, arg, now_ms, l->cfg.truncate_damage, &last,
+                            &size, &records) != 0)
         return -1;
     l->replayed_seg = last;
     l->replay_records = records;
@@ -228,9 +227,10 @@ cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms)
     l->seg = last > 0 ? last : 1;
     l->seg_bytes = size;
     l->open_seg = l->seg;
+    ops->jobs(arg, &workq, &faktory);
     wq_log(LOG_LVL_INFO, "cmdlog replayed records=%llu jobs=%llu segment=%llu ms=%llu",
-           (unsigned long long)records, (unsigned long long)core_job_count(core),
-           (unsigned long long)l->seg, (unsigned long long)(cmdlog_mono_ms() - t0));
+           (unsigned long long)records, (unsigned long long)workq, (unsigned long long)l->seg,
+           (unsigned long long)(cmdlog_mono_ms() - t0));
     return 0;
 }
 
@@ -787,7 +787,7 @@ cmdlog_get_stats(struct cmdlog *l, struct cmdlog_stats *out)
     out->replay_ms = l->replay_ms;
     uint64_t *nums = NULL;
     size_t n = 0;
-    out->segments = cmdlog_files_list(l->dirfd, &nums, &n) == 0 ? n : 0;
+    out->segments = cmdlog_files_list(l->dirfd, &nums, &n, NULL) == 0 ? n : 0;
     wq_free(nums);
     pthread_mutex_lock(&l->lock);
     out->sync = l->sync_hist;

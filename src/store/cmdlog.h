@@ -28,7 +28,7 @@
 #include "store/cmdlog_codec.h"
 #include "lib/hist.h"
 
-struct core;
+struct cmdlog_replay_ops;
 
 enum cmdlog_sync { CMDLOG_SYNC_INTERVAL, CMDLOG_SYNC_OS, CMDLOG_SYNC_ALWAYS };
 
@@ -53,9 +53,11 @@ struct cmdlog;
  * temporary files of a cleaning pass that was cut short.  NULL after
  * logging why. */
 struct cmdlog *cmdlog_open(const struct cmdlog_config *cfg);
-/* Replay every segment into core as of now_ms; cut a torn tail.  0, or -1
- * after logging the damaged segment and offset. */
-int cmdlog_replay(struct cmdlog *l, struct core *core, uint64_t now_ms);
+/* Replay every segment as of now_ms through ops (cmdlog_files.h: for a
+ * core, cmdlog_replay(l, &core_replay_ops, core, now_ms)); cut a torn
+ * tail.  0, or -1 after logging the damaged segment and offset. */
+int cmdlog_replay(struct cmdlog *l, const struct cmdlog_replay_ops *ops, void *arg,
+                  uint64_t now_ms);
 /* Start the sync thread (not under os) and the cleaner; 0 or -1. */
 int cmdlog_start(struct cmdlog *l);
 /* Write and sync everything appended (blocking: only at shutdown), stop the

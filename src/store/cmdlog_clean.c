@@ -285,7 +285,7 @@ cmdlog_clean(int dirfd, uint64_t below, size_t budget)
     uint64_t started = clean_now_ms();
     uint64_t *nums;
     size_t count;
-    if (cmdlog_files_list(dirfd, &nums, &count) != 0) {
+    if (cmdlog_files_list(dirfd, &nums, &count, NULL) != 0) {
         wq_log(LOG_LVL_WARN, "cmdlog cleaning cannot list the directory: %s", strerror(errno));
         return -1;
     }

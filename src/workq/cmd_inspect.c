@@ -11,7 +11,6 @@
 #include "lib/alloc.h"
 #include "net/reply.h"
 #include "engine/core.h"
-#include "faktory/fjobs.h"
 #include "lib/payload.h"
 #include "lib/util.h"
 #include "engine/workers.h"
@@ -82,9 +81,11 @@ static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &ctx->core->stats;
-    const struct fjobs *fj = ctx->core->fjobs;
-    /* Faktory's jobs, after Workq's keys, only where Faktory is served */
-    bool faktory = ctx->faktory || registry_count(fj->jobs) > 0;
+    /* Faktory's jobs (the core's side store), after Workq's keys, only
+     * where Faktory is served or has jobs */
+    struct core_side_counts fk;
+    core_side_counts(ctx->core, &fk);
+    bool faktory = ctx->faktory || fk.jobs > 0;
     inspect_line(out, "+OK 1");
     inspect_line(out, "server %d", faktory ? 21 : 14);
     inspect_line(out, "active-clients %llu", (unsigned long long)*ctx->clients);
@@ -103,14 +104,13 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "allocator %s", alloc_name());
     if (!faktory)
         return;
-    const uint64_t *n = fj->stats.count;
-    inspect_line(out, "faktory-jobs %zu", registry_count(fj->jobs));
-    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)n[FJOB_SCHEDULED]);
-    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)n[FJOB_ENQUEUED]);
-    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)n[FJOB_WORKING]);
-    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)n[FJOB_RETRY]);
-    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)n[FJOB_DEAD]);
-    inspect_line(out, "faktory-queues %zu", registry_count(fj->queues));
+    inspect_line(out, "faktory-jobs %llu", (unsigned long long)fk.jobs);
+    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)fk.scheduled);
+    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)fk.enqueued);
+    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)fk.working);
+    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)fk.retry);
+    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)fk.dead);
+    inspect_line(out, "faktory-queues %llu", (unsigned long long)fk.queues);
 }
 
 /* The most one entry of a listing adds to the reply: a queue's block; a

@@ -1,5 +1,6 @@
 /* fuzz_fwp.c - libFuzzer target: the Faktory front-end (src/faktory/fwp.c,
- * fwp_job.c, fwp_cmd.c, fwp_admin.c, fwp_mutate.c) through its connection module.
+ * fwp_job.c, fwp_cmd.c, fwp_admin.c, fwp_mutate.c, fwp_reply.c, fwp_json.c)
+ * through its connection module.
  *
  * The input is what a client sends (a HELLO first, then commands).  It is
  * fed to the module's handle as a connection feeds it, and answered
@@ -31,6 +32,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t now_ms = FUZZ_NOW_MS, clients = 1;
     bool readonly = false;
     struct core *core = core_new(now_ms);
+    fjobs_new(core, now_ms);
     struct fwp_ctx f = {
         .core = core,
         .max_line = FUZZ_MAX_LINE,

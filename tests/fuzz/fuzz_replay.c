@@ -1,6 +1,6 @@
 /* fuzz_replay.c - libFuzzer target: replay of a whole command-log
- * directory and its cleaning (src/store/cmdlog.c, cmdlog_files.c, core_replay.c,
- * cmdlog_clean.c, cmdlog_reader.c).
+ * directory and its cleaning (src/store/cmdlog.c, cmdlog_files_replay.c,
+ * cmdlog_files.c, core_replay.c, cmdlog_clean.c, cmdlog_reader.c).
  *
  * The input is the directory's segments one after the other: a new
  * segment starts at each segment header (cmdlog_header) after the first
@@ -29,6 +29,7 @@
 #include "store/cmdlog.h"
 #include "store/cmdlog_clean.h"
 #include "engine/core.h"
+#include "faktory/fjobs.h"
 #include "lib/log.h"
 
 #define FUZZ_NOW_MS       1700000000000ULL
@@ -125,7 +126,8 @@ replay(bool truncate, struct outcome *o)
     if (l == NULL)
         abort();
     struct core *c = core_new(FUZZ_NOW_MS);
-    int rc = cmdlog_replay(l, c, FUZZ_NOW_MS);
+    fjobs_new(c, FUZZ_NOW_MS);
+    int rc = cmdlog_replay(l, &core_replay_ops, c, FUZZ_NOW_MS);
     if (rc == 0) {
         struct cmdlog_stats st;
         cmdlog_get_stats(l, &st);

@@ -1,4 +1,4 @@
-/* check_core.c - unit tests for the job core (src/engine/core.c) with fake time:
+/* check_core.c - unit tests for the job core (src/engine/core*.c) with fake time:
  * the rules of doc/protocol-reference.md section 3.  Waiters report to a struct
  * owner; after every step check_core() recounts every job, queue and waiter
  * by walking the registries and compares that with c->stats. */

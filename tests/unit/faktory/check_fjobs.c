@@ -45,6 +45,7 @@ static void
 setup(void)
 {
     core = core_new(NOW);
+    fjobs_new(core, NOW);
     core->record = record;
     log_.len = log_.count = 0;
 }
@@ -318,6 +319,7 @@ static struct core *
 replayed(uint64_t now_ms)
 {
     struct core *c = core_new(now_ms);
+    fjobs_new(c, now_ms);
     size_t at = 0, used;
     struct cmdlog_rec r;
     while (at < log_.len) {

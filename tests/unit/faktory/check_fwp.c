@@ -34,6 +34,7 @@ static void
 setup(void)
 {
     core = core_new(NOW);
+    fjobs_new(core, NOW);
     now_ms = NOW;
     readonly = false;
     clients = 1;

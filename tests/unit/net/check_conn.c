@@ -325,7 +325,7 @@ START_TEST(test_replies_held_for_the_log)
     toy.cmdlog = cmdlog_open(&cfg);
     ck_assert_ptr_nonnull(toy.cmdlog);
     struct core *core = core_new(NOW);
-    ck_assert_int_eq(cmdlog_replay(toy.cmdlog, core, NOW), 0);
+    ck_assert_int_eq(cmdlog_replay(toy.cmdlog, &core_replay_ops, core, NOW), 0);
     conn_set_cmdlog(set, toy.cmdlog);
 
     int a = client(), b = client();

@@ -85,7 +85,7 @@ open_log(const struct tdir *d, enum cmdlog_sync policy, uint64_t seg_size)
     struct cmdlog *l = cmdlog_open(&cfg);
     ck_assert_ptr_nonnull(l);
     struct core *core = core_new((uint64_t)NOW);
-    ck_assert_int_eq(cmdlog_replay(l, core, (uint64_t)NOW), 0);
+    ck_assert_int_eq(cmdlog_replay(l, &core_replay_ops, core, (uint64_t)NOW), 0);
     core_free(core);
     ck_assert_int_eq(cmdlog_start(l), 0);
     return l;
@@ -268,7 +268,7 @@ START_TEST(test_rotation_past_9_digits)
     l = cmdlog_open(&cfg);
     ck_assert_ptr_nonnull(l);
     struct core *core = core_new((uint64_t)NOW);
-    ck_assert_int_eq(cmdlog_replay(l, core, (uint64_t)NOW), 0);
+    ck_assert_int_eq(cmdlog_replay(l, &core_replay_ops, core, (uint64_t)NOW), 0);
     ck_assert_uint_eq(core_job_count(core), 4);
     struct cmdlog_stats st;
     cmdlog_get_stats(l, &st);

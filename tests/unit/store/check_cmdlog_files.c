@@ -1,7 +1,7 @@
 /* check_cmdlog_files.c - unit tests for the command log's files
- * (src/store/cmdlog_files.c, cmdlog_reader.c, cmdlog_clean.c): replay into a
- * core, torn tails, padding, damage, the streaming reader and cleaning,
- * whole and in chunks.
+ * (src/store/cmdlog_files.c, cmdlog_files_replay.c, cmdlog_reader.c,
+ * cmdlog_clean.c): replay into a core, torn tails, padding, damage, the
+ * streaming reader and cleaning, whole and in chunks.
  *
  * Replay tests write their segment files with the reference writer of
  * tests/common/cmdlog_ref.c (built from doc/protocol-reference.md section 6, sharing no
@@ -105,8 +105,8 @@ static void
 replay(const struct tdir *d, uint64_t now, bool truncate, struct replay *r)
 {
     r->core = core_new(now);
-    r->rc = cmdlog_files_replay(d->fd, d->path, r->core, now, truncate, &r->last, &r->last_size,
-                                &r->records);
+    r->rc = cmdlog_files_replay(d->fd, d->path, &core_replay_ops, r->core, now, truncate, &r->last,
+                                &r->last_size, &r->records);
     core_advance(r->core, now); /* as the server does: expire what died meanwhile */
 }
 
