@@ -85,10 +85,7 @@ fwp_frontend_open(const struct frontend_env *env, const struct fwp_frontend_conf
         .pull_min = line + 2,
         .max_request = line + 2,
     };
-    fe->tls = fe->plain;
-    fe->tls.transport = tls_accept_bev;
-    fe->tls.transport_arg = env->tls;
-    fe->tls.transport_failed = tls_log_failure;
+    tls_service(&fe->tls, &fe->plain, env->tls);
     if (fwp_frontend_password(fe, cfg->password_file) != 0) {
         fwp_frontend_close(fe);
         return NULL;

@@ -12,6 +12,7 @@
 
 #include "lib/alloc.h"
 #include "lib/log.h"
+#include "net/conn.h"
 
 struct tls {
     SSL_CTX *ctx; /* what new connections use; each SSL holds a reference */
@@ -196,4 +197,13 @@ tls_log_failure(struct bufferevent *bev, const char *peer)
     if (tls_errors(bev, text, sizeof text)[0] != '\0')
         wq_log(LOG_LVL_INFO, "TLS connection failed peer=%s error=\"%s\"", peer, text);
     ERR_clear_error();
+}
+
+void
+tls_service(struct conn_service *out, const struct conn_service *plain, struct tls *t)
+{
+    *out = *plain;
+    out->transport = tls_accept_bev;
+    out->transport_arg = t;
+    out->transport_failed = tls_log_failure;
 }

@@ -10,6 +10,7 @@
 #include "lib/wq.h"
 
 struct bufferevent;
+struct conn_service;
 struct event_base;
 struct tls;
 
@@ -31,5 +32,7 @@ struct bufferevent *tls_http_bev(struct event_base *base, void *t);
 /* Log why TLS connection bev failed (its handshake, mostly), with the
  * peer's address: the conn_service's transport_failed. */
 void tls_log_failure(struct bufferevent *bev, const char *peer);
+/* *out: the service plain over TLS connections made from t. */
+void tls_service(struct conn_service *out, const struct conn_service *plain, struct tls *t);
 
 #endif /* WQ_TLS_H */

@@ -78,10 +78,7 @@ cmd_frontend_open(const struct frontend_env *env, const struct cmd_frontend_conf
         .pull_min = env->max_line + 2, /* a line and its CR LF */
         .max_request = env->max_line + 2 + env->max_payload + 2,
     };
-    fe->tls = fe->plain;
-    fe->tls.transport = tls_accept_bev;
-    fe->tls.transport_arg = env->tls;
-    fe->tls.transport_failed = tls_log_failure;
+    tls_service(&fe->tls, &fe->plain, env->tls);
     if (cmd_frontend_password(fe) != 0) {
         cmd_frontend_close(fe);
         return NULL;
