@@ -82,7 +82,7 @@ _Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
 /* Enumerations and their name tables                                       */
 
 enum wb_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
-extern const char *const wb_workload_names[]; /* wb_opts.c */
+extern const char *const wb_workload_names[]; /* wb_util.c */
 
 enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_FAKTORY, WB_PROTO_COUNT };
 extern const char *const wb_proto_names[]; /* wb_opts.c */
@@ -108,7 +108,7 @@ enum wb_op {
     OP_CLEAN, /* the clean-up's delete, ACK or QUEUE REMOVE: not measured */
     OP_COUNT
 };
-extern const char *const wb_op_names[]; /* wb_conn.c */
+extern const char *const wb_op_names[]; /* wb_util.c */
 
 /* Only replies read in PH_MEASURE count towards throughput and latency.
  * PH_CLEAN is the clean-up after the run, on connections of its own. */
@@ -300,7 +300,7 @@ struct wb_tok {
 };
 
 /* ------------------------------------------------------------------------ */
-/* workq-bench.c: helpers every file uses                                   */
+/* wb_util.c: helpers every file uses                                       */
 
 /* calloc that exits on failure: every size here is ours, none a server's. */
 void *wb_xcalloc(size_t n, size_t size);
@@ -313,6 +313,21 @@ uint64_t wb_rng_next(struct bench *b);
 
 /* Count an error; print only the first BENCH_ERRORS_SHOWN. */
 __attribute__((format(printf, 2, 3))) void wb_error(struct bench *b, const char *fmt, ...);
+
+/* End the phase: stop the clock (not the clean-up's) and leave the event
+ * loop. */
+void wb_stop(struct bench *b);
+
+/* Something makes the run impossible (the server is not there or not what
+ * it should be, a password is wanted): stop at once; the exit status is
+ * status, with no report. */
+void wb_fatal(struct bench *b, int status);
+
+/* The time text of a schedule offset_ms from now: YYYY-MM-DDTHH:MM:SS.mmmZ. */
+void wb_format_time(char *out, size_t cap, int64_t offset_ms);
+
+/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS ahead. */
+int64_t wb_sched_offset_ms(struct bench *b);
 
 /* ------------------------------------------------------------------------ */
 /* wb_opts.c: the command line                                              */
@@ -399,9 +414,6 @@ void wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb
 /* The jobs the run has done, as its workload counts them. */
 uint64_t wb_run_done(const struct bench *b);
 
-/* End the run: stop the clock and leave the event loop. */
-void wb_run_stop(struct bench *b);
-
 /* Does connection idx produce in the measured phase? */
 bool wb_run_is_producer(const struct bench *b, unsigned idx);
 
@@ -410,11 +422,6 @@ void wb_run_start(struct bench *b);
 
 /* Nothing in flight: refill, or end the phase. */
 void wb_run_check_idle(struct bench *b);
-
-/* Something makes the run impossible (the server is not there or not what
- * it should be, a password is wanted): stop at once; the exit status is
- * status, with no report. */
-void wb_run_fatal(struct bench *b, int status);
 
 /* ------------------------------------------------------------------------ */
 /* wb_clean.c: the clean-up after the run                                   */

@@ -112,7 +112,7 @@ wb_clean_check_idle(struct bench *b)
     if (b->inflight != 0)
         return;
     b->clean_done = true;
-    wb_run_stop(b);
+    wb_stop(b);
 }
 
 /* delete: +OK or -NOT-FOUND (beanstalkd: DELETED or NOT_FOUND); ACK and

@@ -19,12 +19,6 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
-/* Request types by name, for errors and reports. */
-const char *const wb_op_names[] = {"add",     "schedule", "run",   "lease", "complete", "put",
-                                   "reserve", "delete",   "use",   "watch", "push",     "fetch",
-                                   "ack",     "hi",       "hello", "auth",  "clean-up"};
-_Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
-
 /* Classes of requests, for the counters: producing requests bring a job
  * into being, lease requests draw on the lease budget, and only measured
  * requests take a pipeline slot and count in latency and requests/s. */
@@ -160,7 +154,7 @@ wb_conn_unusable(struct bench *b, const char *why, const char *hint)
             b->addr, why);
     if (hint != NULL)
         fprintf(stderr, "workq-bench: hint: %s\n", hint);
-    wb_run_fatal(b, BENCH_EXIT_FAILED);
+    wb_fatal(b, BENCH_EXIT_FAILED);
 }
 
 /* The connection broke: count what was in flight as lost and go on without
@@ -243,7 +237,7 @@ wb_conn_refused(struct wb_conn *c, const struct wb_frame *f)
                 "workq-bench: hint: give --password-file FILE, or set WORKQ_PASSWORD\n",
                 b->addr);
     }
-    wb_run_fatal(b, BENCH_EXIT_PASSWORD);
+    wb_fatal(b, BENCH_EXIT_PASSWORD);
     return true;
 }
 

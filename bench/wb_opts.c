@@ -14,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run", "schedule"};
-_Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
-
 const char *const wb_proto_names[] = {"workq", "beanstalkd", "faktory"};
 _Static_assert(BENCH_ARRAY_LEN(wb_proto_names) == WB_PROTO_COUNT, "wb_proto_names out of sync");
 

@@ -35,12 +35,6 @@ int wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struc
 /* ------------------------------------------------------------------------ */
 /* wb_wq.c: the workq client                                                */
 
-/* The time text of a schedule offset_ms from now: YYYY-MM-DDTHH:MM:SS.mmmZ. */
-void wb_format_time(char *out, size_t cap, int64_t offset_ms);
-
-/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS ahead. */
-int64_t wb_sched_offset_ms(struct bench *b);
-
 /* Add, schedule or run job ji (id: its text), as the phase and workload say. */
 void wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id);
 

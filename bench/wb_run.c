@@ -264,26 +264,6 @@ wb_run_done(const struct bench *b)
     return b->completes_ok;
 }
 
-/* End the run: stop the clock and leave the event loop.  (The clean-up
- * keeps its own clock.) */
-void
-wb_run_stop(struct bench *b)
-{
-    if (b->phase != PH_CLEAN) {
-        b->t_end_ns = wb_now_ns();
-        b->phase = PH_DONE;
-    }
-    event_base_loopbreak(b->base);
-}
-
-void
-wb_run_fatal(struct bench *b, int status)
-{
-    if (b->fatal == 0)
-        b->fatal = status;
-    wb_run_stop(b);
-}
-
 /* Does connection idx produce in the measured phase?  In cycle, run and
  * schedule the first half produce and the rest consume; add only produces,
  * lease-complete only consumes (after a prefill in which everyone adds). */
@@ -381,5 +361,5 @@ wb_run_check_idle(struct bench *b)
     else if (b->phase == PH_PREFILL)
         bench_start_measure(b);
     else
-        wb_run_stop(b);
+        wb_stop(b);
 }

@@ -7,38 +7,13 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-/* Format a schedule time offset_ms from now, with milliseconds (UTC, RFC
- * 3339: workq's schedule and Faktory's `at` both read it). */
-void
-wb_format_time(char *out, size_t cap, int64_t offset_ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + offset_ms;
-    time_t sec = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
-
-/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS
- * ahead. */
-int64_t
-wb_sched_offset_ms(struct bench *b)
-{
-    return (int64_t)(wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
-           BENCH_SCHED_PAST_MS;
-}
 
 void
 wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what,
               int status)
 {
     wb_error_reply(c, r, f, what);
-    wb_run_fatal(c->b, status);
+    wb_fatal(c->b, status);
 }
 
 unsigned

@@ -12,13 +12,11 @@
  * Standalone on purpose: no code from src/, only libevent_core, libuuid and
  * (for the Faktory password hash) libcrypto.
  * Its files are bench/wb_*.c (see wb.h); this one has main, the set-up and
- * teardown of a run, its timers and signal, and the helpers every file uses
- * (allocation, the clock, random numbers, counting errors). */
+ * teardown of a run, and its timers and signal. */
 #include "wb.h"
 
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,57 +26,6 @@
 #include <sys/socket.h>
 
 #include <event2/event.h>
-
-/* calloc that exits on failure: every size here is ours, none a server's. */
-void *
-wb_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
-    if (p == NULL) {
-        fprintf(stderr, "workq-bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* Monotonic nanoseconds: send and arrival times of requests. */
-uint64_t
-wb_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* splitmix64: priorities and schedule offsets need no better. */
-uint64_t
-wb_rng_next(struct bench *b)
-{
-    uint64_t z = (b->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Count an error; print the first few, so a broken server does not drown
- * the terminal. */
-void
-wb_error(struct bench *b, const char *fmt, ...)
-{
-    b->errors++;
-    if (b->errors > BENCH_ERRORS_SHOWN)
-        return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (b->progress)
-        fprintf(stderr, "\r%-79s\r", "");
-    fprintf(stderr, "workq-bench: error: %s\n", msg);
-    if (b->errors == BENCH_ERRORS_SHOWN)
-        fprintf(stderr, "workq-bench: (further errors are counted, not shown)\n");
-}
 
 /* The progress line, rewritten every BENCH_PROGRESS_MS on a terminal. */
 static void
@@ -98,7 +45,7 @@ bench_timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->timed_out = b->timed_out || b->phase != PH_CLEAN;
-    wb_run_stop(b);
+    wb_stop(b);
 }
 
 /* Ctrl-C: report what was done so far and fail; the clean-up follows,
@@ -110,7 +57,7 @@ bench_sigint_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->interrupted = b->interrupted || b->phase != PH_CLEAN;
-    wb_run_stop(b);
+    wb_stop(b);
 }
 
 /* Resolve the address, make the names, the lease line, the jobs and the
