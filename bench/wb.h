@@ -1,9 +1,28 @@
 /* wb.h - what the files of workq-bench share: its limits, the enums of
  * workloads, protocols, request types and phases, the job, request,
  * connection and run structures, and the functions of one file that others
- * call (the protocol clients' are in wb_proto.h, the histogram's in
- * wb_hist.h).  Every .c of workq-bench
- * includes it first. */
+ * call (the protocol table and the framing are in wb_proto.h, the
+ * histogram in wb_hist.h).  Every .c of workq-bench includes it first.
+ *
+ * The files stand on floors: each calls only functions of files on lower
+ * floors, so no two call each other, directly or in a loop.  Upward, they
+ * go through pointers: the connections reach the protocol through the
+ * table in bench.proto (wb_proto.h) and the phase that opened them (the
+ * run, or the clean-up) through the hooks in bench.driver.
+ *   0  wb_util.c    allocation, the clock, random numbers, errors, stopping
+ *      wb_hist.c    the latency histogram
+ *      wb_tls.c     --tls
+ *   1  wb_frame.c   reply framing and tokens
+ *   2  wb_jobs.c    the jobs, their names and ids, and their counts
+ *   3  wb_conn.c    connections: requests in flight, reading, flushing
+ *      wb_report.c  the progress line and the report
+ *   4  wb_wq.c, wb_bs.c, wb_fk.c   the protocols, each one table
+ *      wb_run.c     the run: roles, phases, what to send next
+ *      wb_clean.c   the clean-up after the run
+ *   5  wb_protos.c  the table of every protocol, by --protocol
+ *   6  wb_opts.c    the command line
+ *   7  workq-bench.c  main
+ * (`nm --undefined-only` on the objects shows which file uses which.) */
 #ifndef WB_H
 #define WB_H
 
@@ -82,10 +101,11 @@ _Static_assert(BENCH_BACKLOG_PRIORITY < 0 && BENCH_PRIORITIES < UINT32_MAX,
 /* Enumerations and their name tables                                       */
 
 enum wb_workload { WL_ADD, WL_LEASE_COMPLETE, WL_CYCLE, WL_RUN, WL_SCHEDULE, WL_COUNT };
-extern const char *const wb_workload_names[]; /* wb_opts.c */
+extern const char *const wb_workload_names[]; /* wb_util.c */
 
-enum wb_proto { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_FAKTORY, WB_PROTO_COUNT };
-extern const char *const wb_proto_names[]; /* wb_opts.c */
+/* --protocol: an index into wb_protos (wb_proto.h), whose entries have the
+ * names. */
+enum wb_proto_id { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_FAKTORY, WB_PROTO_COUNT };
 
 /* What a request in flight was; it decides how its reply is parsed. */
 enum wb_op {
@@ -108,7 +128,7 @@ enum wb_op {
     OP_CLEAN, /* the clean-up's delete, ACK or QUEUE REMOVE: not measured */
     OP_COUNT
 };
-extern const char *const wb_op_names[]; /* wb_conn.c */
+extern const char *const wb_op_names[]; /* wb_util.c */
 
 /* Only replies read in PH_MEASURE count towards throughput and latency.
  * PH_CLEAN is the clean-up after the run, on connections of its own. */
@@ -159,6 +179,18 @@ struct wb_bs_held {
 };
 
 struct bench;
+struct wb_conn;
+struct wb_proto;
+
+/* The phase that opened the connections, as they call it: the run
+ * (wb_run.c) or the clean-up (wb_clean.c).  In bench.driver, so that the
+ * connections and the jobs' counts need neither file. */
+struct wb_driver {
+    void (*start)(struct bench *b);               /* every connection is up */
+    void (*fill)(struct wb_conn *c);              /* c may send (its replies were read) */
+    void (*idle)(struct bench *b);                /* perhaps nothing is in flight: go on, or end */
+    void (*ticket)(struct bench *b, uint32_t ji); /* measured job ji was accepted (run only) */
+};
 
 struct wb_conn {
     struct bench *b;
@@ -169,6 +201,7 @@ struct wb_conn {
     bool closed;          /* failed; never used again */
     bool answered;        /* has received bytes (the first may show a foreign server) */
     bool producer;        /* in the current phase */
+    bool worker;          /* leases in the measured phase (set before connecting) */
     unsigned prod_idx;    /* its index among producers */
     uint32_t name;        /* name of the next job it produces */
     uint32_t tube;        /* beanstalkd: the tube in `use`, or UINT32_MAX */
@@ -187,7 +220,7 @@ struct wb_opts {
     const char *port; /* NULL: the protocol's default */
     char *addr_buf;   /* what host and port point into after --addr or WORKQ_ADDR */
     enum wb_workload workload;
-    enum wb_proto proto;
+    enum wb_proto_id proto;
     uint32_t conns;
     uint32_t jobs;
     uint32_t payload;
@@ -211,7 +244,9 @@ struct wb_opts {
 /* Everything about one run; one instance, passed around (no globals). */
 struct bench {
     struct wb_opts opt;
-    char addr[300]; /* as shown in reports */
+    const struct wb_proto *proto;   /* wb_protos[opt.proto] */
+    const struct wb_driver *driver; /* the run's, then the clean-up's */
+    char addr[300];                 /* as shown in reports */
     struct event_base *base;
     struct addrinfo *ai;
     struct ssl_ctx_st *tls; /* the client context with --tls, else NULL */
@@ -268,9 +303,10 @@ struct bench {
     struct wb_hist all;
     struct wb_hist hist[OP_COUNT];
 
-    /* The clean-up (wb_clean.c): the next job (or beanstalkd id slot) to
-     * remove, then the next queue name (Faktory's QUEUE REMOVE); what it
-     * removed; whether it ran to its end, and how long it took. */
+    /* The clean-up (wb_clean.c, and each protocol's clean_send): the next
+     * job (or beanstalkd id slot) to remove, then the next queue name
+     * (Faktory's QUEUE REMOVE); what it removed; whether it ran to its end,
+     * and how long it took. */
     size_t clean_next;
     uint32_t clean_name;
     uint64_t cleaned;
@@ -300,7 +336,7 @@ struct wb_tok {
 };
 
 /* ------------------------------------------------------------------------ */
-/* workq-bench.c: helpers every file uses                                   */
+/* wb_util.c: helpers every file uses                                       */
 
 /* calloc that exits on failure: every size here is ours, none a server's. */
 void *wb_xcalloc(size_t n, size_t size);
@@ -314,19 +350,43 @@ uint64_t wb_rng_next(struct bench *b);
 /* Count an error; print only the first BENCH_ERRORS_SHOWN. */
 __attribute__((format(printf, 2, 3))) void wb_error(struct bench *b, const char *fmt, ...);
 
+/* End the phase: stop the clock (not the clean-up's) and leave the event
+ * loop. */
+void wb_stop(struct bench *b);
+
+/* Something makes the run impossible (the server is not there or not what
+ * it should be, a password is wanted): stop at once; the exit status is
+ * status, with no report. */
+void wb_fatal(struct bench *b, int status);
+
+/* The time text of a schedule offset_ms from now: YYYY-MM-DDTHH:MM:SS.mmmZ. */
+void wb_format_time(char *out, size_t cap, int64_t offset_ms);
+
+/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS ahead. */
+int64_t wb_sched_offset_ms(struct bench *b);
+
 /* ------------------------------------------------------------------------ */
-/* wb_opts.c: the command line                                              */
+/* wb_tls.c: --tls                                                          */
 
-/* Fill o from the command line and the environment (WORKQ_ADDR, the
- * passwords); exits 64 on anything invalid (66 for an unreadable password
- * file), 0 after --help and --version. */
-void wb_opts_parse(struct wb_opts *o, int argc, char **argv);
+/* Make b->tls from the options; exits 1 if a file cannot be loaded. */
+void wb_tls_init(struct bench *b);
+void wb_tls_clear(struct bench *b);
+/* Connect to b->ai (blocking: loopback is quick) and start the handshake;
+ * the bufferevent reports BEV_EVENT_CONNECTED once it is done.  Exits if
+ * the connection fails. */
+struct bufferevent *wb_tls_connect(struct bench *b);
+/* Why TLS connection bev failed (OpenSSL's text), or NULL if not TLS's. */
+const char *wb_tls_error(struct bufferevent *bev);
 
 /* ------------------------------------------------------------------------ */
-/* wb_jobs.c: the jobs of a run, their ids and payloads                     */
+/* wb_jobs.c: the jobs of a run, their names, ids and payloads, their counts */
 
-/* Generate every job and its random id, and size the maps; exits on OOM. */
+/* Make the queue names, every job and its random id, and size the maps;
+ * exits on OOM. */
 void wb_jobs_init(struct bench *b);
+
+/* b->lease_line: verb, every queue name, then tail (which ends the line). */
+void wb_jobs_lease_line(struct bench *b, const char *verb, const char *tail);
 
 /* The job whose id is the canonical lowercase text t, or NULL. */
 struct wb_job *wb_jobs_find(struct bench *b, struct wb_tok t);
@@ -336,6 +396,21 @@ bool wb_jobs_is_backlog(const struct bench *b, const struct wb_job *j);
 
 /* A job that will never complete: stop counting on it. */
 void wb_jobs_lost(struct bench *b, struct wb_job *j);
+
+/* Job ji was accepted (add, schedule, put, PUSH); a measured one goes on
+ * to b->driver->ticket. */
+void wb_jobs_created(struct bench *b, uint32_t ji);
+
+/* A complete, delete or ACK was answered: the job is done if the reply is
+ * the line ok. */
+void wb_jobs_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                       const char *ok);
+
+/* A lease, reserve or FETCH found nothing within its wait. */
+void wb_jobs_lease_empty(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+
+/* The jobs the run has done, as its workload counts them. */
+uint64_t wb_jobs_done(const struct bench *b);
 
 /* Write the payload of the job with this id text into dst (len bytes). */
 void wb_payload_fill(char *dst, size_t len, const char *id);
@@ -355,6 +430,11 @@ void wb_conn_write_block(struct wb_conn *c, int hlen, const char *id);
 /* Record the request just queued on c: its type, job and time. */
 void wb_conn_push(struct wb_conn *c, enum wb_op op, uint32_t job);
 
+/* A set-up reply that makes the run impossible: say why, and stop with
+ * exit status status. */
+void wb_conn_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                        const char *what, int status);
+
 /* Start connecting c; exits if the connection cannot be created. */
 void wb_conn_open(struct bench *b, struct wb_conn *c);
 
@@ -362,59 +442,11 @@ void wb_conn_open(struct bench *b, struct wb_conn *c);
 void wb_conn_clear(struct wb_conn *c);
 
 /* ------------------------------------------------------------------------ */
-/* wb_tls.c: --tls                                                          */
-
-/* Make b->tls from the options; exits 1 if a file cannot be loaded. */
-void wb_tls_init(struct bench *b);
-void wb_tls_clear(struct bench *b);
-/* Connect to b->ai (blocking: loopback is quick) and start the handshake;
- * the bufferevent reports BEV_EVENT_CONNECTED once it is done.  Exits if
- * the connection fails. */
-struct bufferevent *wb_tls_connect(struct bench *b);
-/* Why TLS connection bev failed (OpenSSL's text), or NULL if not TLS's. */
-const char *wb_tls_error(struct bufferevent *bev);
-
-/* ------------------------------------------------------------------------ */
 /* wb_run.c: roles, phases and what each connection sends next             */
 
-/* What producers send in this workload and protocol. */
-enum wb_op wb_run_produce_op(const struct bench *b);
-
-/* Send what c may send now, up to its pipeline depth. */
-void wb_run_fill(struct wb_conn *c);
-
-/* Let every connection send what it may. */
-void wb_run_fill_all(struct bench *b);
-
-/* A lease or reserve found nothing within its wait. */
-void wb_run_lease_timed_out(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-
-/* Job ji was accepted (add, schedule, put). */
-void wb_run_created(struct bench *b, uint32_t ji);
-
-/* A complete or delete was answered: the job is done if the reply is ok. */
-void wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
-                      const char *ok);
-
-/* The jobs the run has done, as its workload counts them. */
-uint64_t wb_run_done(const struct bench *b);
-
-/* End the run: stop the clock and leave the event loop. */
-void wb_run_stop(struct bench *b);
-
-/* Does connection idx produce in the measured phase? */
-bool wb_run_is_producer(const struct bench *b, unsigned idx);
-
-/* Every connection is up: begin the first phase. */
-void wb_run_start(struct bench *b);
-
-/* Nothing in flight: refill, or end the phase. */
-void wb_run_check_idle(struct bench *b);
-
-/* Something makes the run impossible (the server is not there or not what
- * it should be, a password is wanted): stop at once; the exit status is
- * status, with no report. */
-void wb_run_fatal(struct bench *b, int status);
+/* Connect every connection and run the event loop until the run ends
+ * (done, --timeout, Ctrl-C, or a failure that makes it impossible). */
+void wb_run(struct bench *b);
 
 /* ------------------------------------------------------------------------ */
 /* wb_clean.c: the clean-up after the run                                   */
@@ -422,18 +454,6 @@ void wb_run_fatal(struct bench *b, int status);
 /* Remove what the run left on the server (unless --keep), over new
  * connections; runs the event loop until done, --timeout or Ctrl-C. */
 void wb_clean(struct bench *b);
-
-/* All clean-up connections are up: start. */
-void wb_clean_start(struct bench *b);
-
-/* Send what c may send in the clean-up. */
-void wb_clean_fill(struct wb_conn *c);
-
-/* Nothing in flight in the clean-up: refill, or end it. */
-void wb_clean_check_idle(struct bench *b);
-
-/* The reply to a clean-up request. */
-void wb_clean_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 
 /* ------------------------------------------------------------------------ */
 /* wb_report.c: the progress line and the report                           */
@@ -443,5 +463,13 @@ void wb_report_progress(struct bench *b);
 
 /* Print the report in the format the options ask for. */
 void wb_report_print(const struct bench *b, uint64_t incomplete);
+
+/* ------------------------------------------------------------------------ */
+/* wb_opts.c: the command line                                              */
+
+/* Fill o from the command line and the environment (WORKQ_ADDR, the
+ * passwords); exits 64 on anything invalid (66 for an unreadable password
+ * file), 0 after --help and --version. */
+void wb_opts_parse(struct wb_opts *o, int argc, char **argv);
 
 #endif /* WB_H */

@@ -1,7 +1,9 @@
 /* wb_bs.c - workq-bench's beanstalkd protocol client: formats use, watch,
  * put, reserve-with-timeout and delete, maps beanstalkd's job ids back to
- * the run's jobs, and checks every reply, holding a reserved payload whose
- * INSERTED has not been read yet. */
+ * the run's jobs, checks every reply, holding a reserved payload whose
+ * INSERTED has not been read yet, and deletes the run's jobs in the
+ * clean-up.  Exports only its table, wb_proto_beanstalkd; calls
+ * wb_conn.c, wb_jobs.c, wb_frame.c and wb_util.c. */
 #include "wb.h"
 #include "wb_proto.h"
 
@@ -9,6 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The id map has as many slots as the id map of the jobs. */
+static void
+bs_init(struct bench *b)
+{
+    b->bidmap = wb_xcalloc(b->idmap_mask + 1, sizeof *b->bidmap);
+    b->bidmap_mask = b->idmap_mask;
+}
+
+/* beanstalkd's framing: RESERVED carries a data block. */
+static int
+bs_frame(struct evbuffer *in, enum wb_op op, struct wb_frame *f, const char **why)
+{
+    return wb_frame_find(in, WB_PROTO_BEANSTALKD, op, f, why);
+}
 
 /* The slot of beanstalkd id bid: its own, or the empty one it would take. */
 static struct wb_bs_slot *
@@ -40,8 +57,8 @@ bidmap_claim(struct bench *b, struct wb_bs_slot *s, uint64_t bid)
  * Priorities are inverted (beanstalkd serves the lowest first); a
  * "schedule" in the future becomes a delay of one second, the smallest
  * beanstalkd has. */
-void
-wb_bs_produce(struct wb_conn *c, uint32_t ji, const char *id)
+static void
+bs_produce(struct wb_conn *c, uint32_t ji, const char *id)
 {
     struct bench *b = c->b;
     const struct wb_job *j = &b->jobs[ji];
@@ -53,10 +70,8 @@ wb_bs_produce(struct wb_conn *c, uint32_t ji, const char *id)
         c->tube = j->name;
     }
     unsigned delay = 0;
-    if (b->opt.workload == WL_SCHEDULE && b->phase == PH_MEASURE) {
-        uint64_t r = wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1);
-        delay = r > BENCH_SCHED_PAST_MS ? 1 : 0;
-    }
+    if (b->opt.workload == WL_SCHEDULE && b->phase == PH_MEASURE)
+        delay = wb_sched_offset_ms(b) > 0 ? 1 : 0;
     uint32_t pri = wb_jobs_is_backlog(b, j) ? BENCH_BS_BACKLOG_PRI
                    : b->opt.priorities      ? BENCH_PRIORITIES - 1 - (uint32_t)j->priority
                                             : BENCH_PRIORITIES;
@@ -67,23 +82,27 @@ wb_bs_produce(struct wb_conn *c, uint32_t ji, const char *id)
     wb_conn_push(c, OP_PUT, ji);
 }
 
-/* reserve-with-timeout over the watched tubes. */
-void
-wb_bs_reserve(struct wb_conn *c)
+/* reserve-with-timeout over the watched tubes: beanstalkd cannot reserve
+ * from one tube alone, so a ticket makes no difference. */
+static void
+bs_reserve(struct wb_conn *c, uint32_t ticket)
 {
+    (void)ticket;
     char line[64];
     int n = snprintf(line, sizeof line, "reserve-with-timeout %d\r\n", BENCH_LEASE_WAIT_MS / 1000);
     wb_conn_send(c, line, (size_t)n);
     wb_conn_push(c, OP_RESERVE, BENCH_JOB_NONE);
 }
 
-/* A consumer's set-up: watch every name and ignore `default`.  Returns the
+/* A worker's set-up: watch every name and ignore `default`.  Returns the
  * number of requests queued, whose replies the connection waits for. */
-unsigned
-wb_bs_watch_all(struct wb_conn *c)
+static unsigned
+bs_setup(struct wb_conn *c)
 {
     struct bench *b = c->b;
     char line[64];
+    if (!c->worker)
+        return 0;
     for (uint32_t k = 0; k < b->opt.names; k++) {
         int n = snprintf(line, sizeof line, "watch %s\r\n", b->names[k]);
         wb_conn_send(c, line, (size_t)n);
@@ -97,7 +116,7 @@ wb_bs_watch_all(struct wb_conn *c)
 /* beanstalkd: delete reserved job bid (job: our index, or BENCH_JOB_NONE
  * while its INSERTED has not been read). */
 static void
-wb_bs_delete(struct wb_conn *c, uint64_t bid, uint32_t job)
+bs_delete(struct wb_conn *c, uint64_t bid, uint32_t job)
 {
     char line[64];
     int n = snprintf(line, sizeof line, "delete %" PRIu64 "\r\n", bid);
@@ -107,7 +126,7 @@ wb_bs_delete(struct wb_conn *c, uint64_t bid, uint32_t job)
 
 /* beanstalkd: check a reserved payload against job ji. */
 static void
-wb_bs_reserve_check(struct wb_conn *c, uint64_t bid, uint32_t ji, const char *data, size_t len)
+bs_reserve_check(struct wb_conn *c, uint64_t bid, uint32_t ji, const char *data, size_t len)
 {
     struct bench *b = c->b;
     struct wb_job *j = &b->jobs[ji];
@@ -121,8 +140,8 @@ wb_bs_reserve_check(struct wb_conn *c, uint64_t bid, uint32_t ji, const char *da
 }
 
 /* put: INSERTED <id>; also settles a reservation that came first. */
-void
-wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     struct wb_job *j = &b->jobs[r->job];
@@ -134,7 +153,7 @@ wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame
         wb_jobs_lost(b, j);
         return;
     }
-    wb_run_created(b, r->job);
+    wb_jobs_created(b, r->job);
     struct wb_bs_slot *s = bidmap_slot(b, bid);
     if (s->bid == 0 && (s = bidmap_claim(b, s, bid)) == NULL)
         return;
@@ -145,7 +164,7 @@ wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame
     s->job = r->job;
     if (s->held != 0) {
         struct wb_bs_held *h = &b->held[s->held - 1];
-        wb_bs_reserve_check(c, bid, r->job, h->data, h->len);
+        bs_reserve_check(c, bid, r->job, h->data, h->len);
         free(h->data);
         h->data = NULL;
         s->held = 0;
@@ -155,7 +174,7 @@ wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame
 
 /* Keep a reserved payload whose INSERTED has not been read yet. */
 static void
-wb_bs_hold(struct bench *b, struct wb_bs_slot *s, const struct wb_frame *f)
+bs_hold(struct bench *b, struct wb_bs_slot *s, const struct wb_frame *f)
 {
     if (b->nheld == b->held_cap) {
         b->held_cap = b->held_cap == 0 ? 64 : b->held_cap * 2;
@@ -174,15 +193,15 @@ wb_bs_hold(struct bench *b, struct wb_bs_slot *s, const struct wb_frame *f)
 }
 
 /* reserve-with-timeout: RESERVED <id> <bytes> + data, or TIMED_OUT. */
-void
-wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     struct wb_tok t[4];
     uint64_t bid, size;
     if (f->data == NULL) {
         if (wb_frame_is(f, "TIMED_OUT") || wb_frame_is(f, "DEADLINE_SOON"))
-            wb_run_lease_timed_out(c, r, f);
+            wb_jobs_lease_empty(c, r, f);
         else
             wb_error_reply(c, r, f, "unexpected reply");
         return;
@@ -207,25 +226,18 @@ wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_f
         return;
     }
     if (s->job != BENCH_JOB_NONE)
-        wb_bs_reserve_check(c, bid, s->job, f->data, f->data_len);
+        bs_reserve_check(c, bid, s->job, f->data, f->data_len);
     else if (s->held != 0)
         wb_error_reply(c, r, f, "job reserved twice");
     else
-        wb_bs_hold(b, s, f);
+        bs_hold(b, s, f);
     b->leased++;
-    wb_bs_delete(c, bid, s->job);
-}
-
-/* delete: DELETED */
-void
-wb_bs_reply_delete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
-{
-    wb_run_completed(c, r, f, "DELETED");
+    bs_delete(c, bid, s->job);
 }
 
 /* use: USING <tube> */
-void
-wb_bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct wb_tok t[3];
     if (wb_tokenize(f->line, f->line_len, t, 3) != 2 || !wb_tok_is(t[0], "USING") ||
@@ -234,8 +246,8 @@ wb_bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame
 }
 
 /* watch, ignore: WATCHING <count> */
-void
-wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct wb_tok t[3];
     uint64_t n;
@@ -243,3 +255,88 @@ wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_fra
         wb_tok_u64(t[1], &n) < 0)
         wb_error_reply(c, r, f, "unexpected reply");
 }
+
+/* Has any put been given an id (and so may its job be left)? */
+static bool
+bs_clean_prepare(struct bench *b)
+{
+    return b->bidmap_used > 0;
+}
+
+/* delete the next job whose id an INSERTED gave and that the run did not
+ * delete. */
+static bool
+bs_clean_send(struct wb_conn *c)
+{
+    struct bench *b = c->b;
+    while (b->clean_next <= b->bidmap_mask) {
+        const struct wb_bs_slot *s = &b->bidmap[b->clean_next++];
+        if (s->bid == 0 || s->job == BENCH_JOB_NONE || (b->jobs[s->job].flags & WB_JOB_DONE))
+            continue;
+        char line[96];
+        int n = snprintf(line, sizeof line, "delete %" PRIu64 "\r\n", s->bid);
+        wb_conn_send(c, line, (size_t)n);
+        wb_conn_push(c, OP_CLEAN, s->job);
+        return true;
+    }
+    return false;
+}
+
+/* The clean-up's delete: DELETED, or NOT_FOUND (the job is gone). */
+static void
+bs_clean_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    if (wb_frame_is(f, "DELETED"))
+        c->b->cleaned++;
+    else if (!wb_frame_is(f, "NOT_FOUND"))
+        wb_error_reply(c, r, f, "unexpected reply in the clean-up");
+}
+
+/* A reply, by the type of its request (a beanstalkd connection sends no
+ * other). */
+static void
+bs_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    switch (r->op) {
+    case OP_PUT:
+        bs_reply_put(c, r, f);
+        break;
+    case OP_RESERVE:
+        bs_reply_reserve(c, r, f);
+        break;
+    case OP_DELETE:
+        wb_jobs_completed(c, r, f, "DELETED");
+        break;
+    case OP_USE:
+        bs_reply_use(c, r, f);
+        break;
+    case OP_WATCH:
+        bs_reply_watch(c, r, f);
+        break;
+    case OP_CLEAN:
+        bs_clean_reply(c, r, f);
+        break;
+    }
+}
+
+const struct wb_proto wb_proto_beanstalkd = {
+    .name = "beanstalkd",
+    .port = "11300",
+    .greets = false,
+    .produce_op = {[WL_ADD] = OP_PUT,
+                   [WL_LEASE_COMPLETE] = OP_PUT,
+                   [WL_CYCLE] = OP_PUT,
+                   [WL_RUN] = OP_PUT,
+                   [WL_SCHEDULE] = OP_PUT},
+    .lease_op = OP_RESERVE,
+    .complete_op = OP_DELETE,
+    .init = bs_init,
+    .setup = bs_setup,
+    .frame = bs_frame,
+    .refused = NULL,
+    .reply = bs_reply,
+    .produce = bs_produce,
+    .lease = bs_reserve,
+    .clean_prepare = bs_clean_prepare,
+    .clean_send = bs_clean_send,
+};

@@ -1,7 +1,10 @@
 /* wb_conn.c - workq-bench's connections: the ring of requests each has in
  * flight and their accounting, the libevent callbacks that connect, read
- * and dispatch replies to the protocol clients (wb_proto.h), and the
- * flushing of what the connections queued. */
+ * and hand replies to the protocol (through bench.proto, wb_proto.h), and
+ * the flushing of what the connections queued.  What follows a reply or a
+ * failure is the phase's: the run's or the clean-up's hooks in
+ * bench.driver.  Calls only files below it: wb_util.c, wb_hist.c,
+ * wb_tls.c, wb_frame.c, wb_jobs.c. */
 #include "wb.h"
 #include "wb_proto.h"
 
@@ -18,12 +21,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/util.h>
-
-/* Request types by name, for errors and reports. */
-const char *const wb_op_names[] = {"add",     "schedule", "run",   "lease", "complete", "put",
-                                   "reserve", "delete",   "use",   "watch", "push",     "fetch",
-                                   "ack",     "hi",       "hello", "auth",  "clean-up"};
-_Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* Classes of requests, for the counters: producing requests bring a job
  * into being, lease requests draw on the lease budget, and only measured
@@ -141,10 +138,7 @@ wb_conn_ready(struct wb_conn *c)
     c->ready = true;
     if (++b->nready < b->nconns)
         return;
-    if (b->phase == PH_CLEAN)
-        wb_clean_start(b);
-    else
-        wb_run_start(b);
+    b->driver->start(b);
 }
 
 /* The server cannot be used: say why, with a hint if there is one (NULL:
@@ -160,7 +154,17 @@ wb_conn_unusable(struct bench *b, const char *why, const char *hint)
             b->addr, why);
     if (hint != NULL)
         fprintf(stderr, "workq-bench: hint: %s\n", hint);
-    wb_run_fatal(b, BENCH_EXIT_FAILED);
+    wb_fatal(b, BENCH_EXIT_FAILED);
+}
+
+/* A set-up reply (auth, Faktory's greeting or HELLO) that makes the run
+ * impossible: quote it, and stop with exit status status. */
+void
+wb_conn_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                   const char *what, int status)
+{
+    wb_error_reply(c, r, f, what);
+    wb_fatal(c->b, status);
 }
 
 /* The connection broke: count what was in flight as lost and go on without
@@ -189,7 +193,7 @@ wb_conn_fail_hint(struct wb_conn *c, const char *why, const char *hint)
     c->bev = NULL;
     evbuffer_drain(c->out, evbuffer_get_length(c->out));
     c->closed = true;
-    wb_run_check_idle(b);
+    b->driver->idle(b);
 }
 
 static void
@@ -214,7 +218,7 @@ wb_conn_sniff(struct wb_conn *c, struct evbuffer *in)
                          "certificate's CA)");
         return true;
     }
-    if (b->opt.proto != WB_PROTO_FAKTORY && n >= 5 && memcmp(p, "+HI {", 5) == 0) {
+    if (!b->proto->greets && n >= 5 && memcmp(p, "+HI {", 5) == 0) {
         wb_conn_unusable(b, "it is a Faktory listener (it greeted with +HI)",
                          "add --protocol faktory, or give the address of the server's -listen");
         return true;
@@ -225,26 +229,6 @@ wb_conn_sniff(struct wb_conn *c, struct evbuffer *in)
         return true;
     }
     return false;
-}
-
-/* A reply that says the run cannot go on, whatever was asked: the server
- * wants a password that was not given.  Says so and stops (exit 77). */
-static bool
-wb_conn_refused(struct wb_conn *c, const struct wb_frame *f)
-{
-    struct bench *b = c->b;
-    if (b->opt.proto != WB_PROTO_WORKQ || !wb_frame_is(f, "-CLIENT-ERROR Authentication required"))
-        return false;
-    if (b->fatal == 0) {
-        if (b->progress)
-            fprintf(stderr, "\r%-79s\r", "");
-        fprintf(stderr,
-                "workq-bench: %s wants a password (-CLIENT-ERROR Authentication required)\n"
-                "workq-bench: hint: give --password-file FILE, or set WORKQ_PASSWORD\n",
-                b->addr);
-    }
-    wb_run_fatal(b, BENCH_EXIT_PASSWORD);
-    return true;
 }
 
 /* Requests are written here, at the end of each callback, not by the
@@ -290,25 +274,9 @@ wb_conn_write_cb(struct bufferevent *bev, void *arg)
         bufferevent_disable(bev, EV_WRITE);
 }
 
-/* The handler of each request type's reply. */
-typedef void (*wb_reply_fn)(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-
-static const wb_reply_fn reply_table[] = {
-    [OP_ADD] = wb_wq_reply_created,       [OP_SCHEDULE] = wb_wq_reply_created,
-    [OP_RUN] = wb_wq_reply_run,           [OP_LEASE] = wb_wq_reply_lease,
-    [OP_COMPLETE] = wb_wq_reply_complete, [OP_PUT] = wb_bs_reply_put,
-    [OP_RESERVE] = wb_bs_reply_reserve,   [OP_DELETE] = wb_bs_reply_delete,
-    [OP_USE] = wb_bs_reply_use,           [OP_WATCH] = wb_bs_reply_watch,
-    [OP_PUSH] = wb_fk_reply_push,         [OP_FETCH] = wb_fk_reply_fetch,
-    [OP_ACK] = wb_fk_reply_ack,           [OP_HI] = wb_fk_reply_hi,
-    [OP_HELLO] = wb_fk_reply_hello,       [OP_AUTH] = wb_wq_reply_auth,
-    [OP_CLEAN] = wb_clean_reply,
-};
-_Static_assert(BENCH_ARRAY_LEN(reply_table) == OP_COUNT, "reply_table out of sync");
-
 /* One complete reply to request r: its latency if measured, then the
- * handler for its type; the last set-up reply makes the connection ready,
- * unless the handler ended the run (a refused Faktory HELLO). */
+ * protocol's check of it; the last set-up reply makes the connection ready,
+ * unless the reply ended the run (a refused Faktory HELLO). */
 static void
 wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, uint64_t now)
 {
@@ -319,9 +287,9 @@ wb_conn_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *
         wb_hist_record(&b->all, us);
         b->requests++;
     }
-    if (wb_conn_refused(c, f))
+    if (b->proto->refused != NULL && b->proto->refused(c, f))
         return;
-    reply_table[r->op](c, r, f);
+    b->proto->reply(c, r, f);
     if (!c->ready && --c->setup_left == 0 && b->phase != PH_DONE)
         wb_conn_ready(c);
 }
@@ -346,7 +314,7 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
             bench_flush(b);
             return;
         }
-        int rc = wb_frame_find(in, b->opt.proto, (enum wb_op)c->ring[c->head].op, &f, &why);
+        int rc = b->proto->frame(in, (enum wb_op)c->ring[c->head].op, &f, &why);
         if (rc == 0)
             break;
         if (rc < 0) {
@@ -361,26 +329,19 @@ wb_conn_read_cb(struct bufferevent *bev, void *arg)
         if (b->phase == PH_DONE || b->fatal != 0)
             return;
     }
-    wb_run_fill(c);
-    wb_run_check_idle(b);
+    b->driver->fill(c);
+    b->driver->idle(b);
     bench_flush(b);
 }
 
-/* beanstalkd consumers watch every name first; every Faktory connection
- * waits for the greeting and says HELLO; with a password, every workq
- * connection sends auth. */
+/* The protocol's set-up (beanstalkd workers watch every name first; every
+ * Faktory connection waits for the greeting and says HELLO; with a
+ * password, every workq connection sends auth); ready now if it has
+ * none. */
 static void
 wb_conn_setup(struct wb_conn *c)
 {
-    struct bench *b = c->b;
-    c->setup_left = 0;
-    if (b->opt.proto == WB_PROTO_BEANSTALKD && b->phase != PH_CLEAN &&
-        !wb_run_is_producer(b, c->idx))
-        c->setup_left = wb_bs_watch_all(c);
-    else if (b->opt.proto == WB_PROTO_FAKTORY)
-        c->setup_left = wb_fk_greet(c);
-    else if (b->opt.proto == WB_PROTO_WORKQ && b->opt.password != NULL)
-        c->setup_left = wb_wq_auth(c);
+    c->setup_left = c->b->proto->setup(c);
     if (c->setup_left == 0)
         wb_conn_ready(c);
 }

@@ -1,7 +1,9 @@
 /* wb_frame.c - workq-bench's reply framing: find one complete reply (a
  * line, or a line and a data block: workq's, beanstalkd's, or a RESP bulk
  * string of Faktory's) at the head of a connection's input, split reply
- * lines into tokens, and quote a bad reply in an error. */
+ * lines into tokens, and quote a bad reply in an error.  Calls only
+ * wb_error and wb_op_names (wb_util.c), which the unit test of the framing
+ * (tests/unit/bench/) provides itself. */
 #include "wb.h"
 #include "wb_proto.h"
 
@@ -127,7 +129,7 @@ header_size(const char *s, size_t len, size_t *out)
  * needed, -1 if the stream cannot be a reply (*why says why): then framing
  * is lost and the connection must go. */
 int
-wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struct wb_frame *f,
+wb_frame_find(struct evbuffer *in, enum wb_proto_id proto, enum wb_op op, struct wb_frame *f,
               const char **why)
 {
     size_t avail = evbuffer_get_length(in), eol, size = 0, l2 = 0;

@@ -1,9 +1,14 @@
-/* wb_jobs.c - the jobs of a workq-bench run: their random ids, made before
- * the clock starts, the map from id to job, the payload each id implies,
- * and which jobs are still expected to complete. */
+/* wb_jobs.c - the jobs of a workq-bench run: their queue names and random
+ * ids, made before the clock starts, the map from id to job, the payload
+ * each id implies, and their counts as the protocols report them: which
+ * jobs were created, done or lost, and what the run has done.  Calls only
+ * wb_util.c and wb_frame.c; a created job goes up to the run through
+ * bench.driver. */
 #include "wb.h"
+#include "wb_proto.h" /* wb_frame_is, wb_error_reply */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +84,19 @@ ids_random(uuid_t *ids, size_t n)
     }
 }
 
-/* Generate every job's random v4 id up front, so the measured phase only
- * looks them up.  The ids are random: their first bytes are a fine hash.
- * Backlog jobs come after the measured ones, N per name in name order. */
+/* The queue names, then every job's random v4 id, made up front so the
+ * measured phase only looks them up.  The ids are random: their first
+ * bytes are a fine hash.  Backlog jobs come after the measured ones, N per
+ * name in name order. */
 void
 wb_jobs_init(struct bench *b)
 {
+    /* Names carry a tag of this run, so jobs left on the server by an earlier
+     * run (an `add` run leaves all of them) are never leased by this one. */
+    b->tag = (unsigned)(wb_rng_next(b) & 0xffffff);
+    b->names = wb_xcalloc(b->opt.names, sizeof *b->names);
+    for (uint32_t k = 0; k < b->opt.names; k++)
+        snprintf(b->names[k], sizeof b->names[k], "bench.%06x.%" PRIu32, b->tag, k);
     uint32_t total = b->opt.jobs + b->nbacklog;
     size_t cap = 16;
     while (cap < 2 * (size_t)total)
@@ -114,10 +126,21 @@ wb_jobs_init(struct bench *b)
         b->tickets = wb_xcalloc(b->opt.jobs, sizeof *b->tickets);
         b->starved = wb_xcalloc(b->opt.conns, sizeof *b->starved);
     }
-    if (b->opt.proto == WB_PROTO_BEANSTALKD) {
-        b->bidmap = wb_xcalloc(cap, sizeof *b->bidmap);
-        b->bidmap_mask = cap - 1;
-    }
+}
+
+/* Consumers lease from every name at once: the line is made once. */
+void
+wb_jobs_lease_line(struct bench *b, const char *verb, const char *tail)
+{
+    size_t cap = strlen(verb) + strlen(tail) + 1;
+    for (uint32_t k = 0; k < b->opt.names; k++)
+        cap += strlen(b->names[k]) + 1;
+    b->lease_line = wb_xcalloc(1, cap);
+    size_t len = (size_t)sprintf(b->lease_line, "%s", verb);
+    for (uint32_t k = 0; k < b->opt.names; k++)
+        len += (size_t)sprintf(b->lease_line + len, " %s", b->names[k]);
+    len += (size_t)sprintf(b->lease_line + len, "%s", tail);
+    b->lease_len = len;
 }
 
 /* The job whose id is the canonical lowercase text t, or NULL. */
@@ -160,4 +183,66 @@ wb_jobs_lost(struct bench *b, struct wb_job *j)
     j->flags |= WB_JOB_LOST;
     if (b->jobs_expected > 0)
         b->jobs_expected--;
+}
+
+/* Job ji was accepted (add, schedule, put, PUSH).  A measured one goes on
+ * to the run, which makes it a ticket when there is a backlog. */
+void
+wb_jobs_created(struct bench *b, uint32_t ji)
+{
+    struct wb_job *j = &b->jobs[ji];
+    j->flags |= WB_JOB_ACKED;
+    if (wb_jobs_is_backlog(b, j)) {
+        b->backlog_created++;
+        return;
+    }
+    b->created++;
+    b->driver->ticket(b, ji);
+}
+
+/* The reply f to a complete (workq), delete (beanstalkd) or ACK (Faktory)
+ * r: if it is the line ok, the job is done.  r->job is BENCH_JOB_NONE for a
+ * beanstalkd job whose INSERTED was not read before its delete went out. */
+void
+wb_jobs_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
+                  const char *ok)
+{
+    struct bench *b = c->b;
+    if (!wb_frame_is(f, ok)) {
+        wb_error_reply(c, r, f, "unexpected reply");
+        return;
+    }
+    b->completes_ok++;
+    if (r->job != BENCH_JOB_NONE)
+        b->jobs[r->job].flags |= WB_JOB_DONE;
+}
+
+/* A lease, reserve or FETCH that found nothing within its wait.  In
+ * lease-complete every job is ready before the drain, and with a backlog
+ * every lease has a ticket, so that is an error; elsewhere it is normal
+ * while producers run, and means "nothing left" once every job has been
+ * sent and every producing request answered. */
+void
+wb_jobs_lease_empty(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    struct bench *b = c->b;
+    b->lease_timeouts++;
+    if (b->opt.workload == WL_LEASE_COMPLETE || b->tickets != NULL) {
+        wb_error_reply(c, r, f, "nothing to lease although jobs are left");
+        b->drained = true;
+    } else if (b->next_job == b->opt.jobs && b->prod_inflight == 0) {
+        b->drained = true;
+    }
+}
+
+/* The jobs a run has done: accepted adds for add, checked run results for
+ * run, confirmed completes (deletes) for the others. */
+uint64_t
+wb_jobs_done(const struct bench *b)
+{
+    if (b->opt.workload == WL_ADD)
+        return b->created;
+    if (b->opt.workload == WL_RUN)
+        return b->runs_ok;
+    return b->completes_ok;
 }

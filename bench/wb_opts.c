@@ -1,10 +1,9 @@
-/* wb_opts.c - workq-bench's command line: the usage text, the parsing and
- * checking of every option (and the password and address it takes from the
- * environment), and the names of workloads and protocols that options and
- * reports share.  Usage errors exit 64 (EX_USAGE), as the server's and
+/* wb_opts.c - workq-bench's command line: the usage text, and the parsing
+ * and checking of every option (and the password and address it takes from
+ * the environment).  Usage errors exit 64 (EX_USAGE), as the server's and
  * workq-cli's do. */
 #include "wb.h"
-#include "wb_proto.h" /* wb_tok_u64 */
+#include "wb_proto.h" /* wb_tok_u64, wb_protos */
 
 #include <errno.h>
 #include <getopt.h>
@@ -13,12 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run", "schedule"};
-_Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
-
-const char *const wb_proto_names[] = {"workq", "beanstalkd", "faktory"};
-_Static_assert(BENCH_ARRAY_LEN(wb_proto_names) == WB_PROTO_COUNT, "wb_proto_names out of sync");
 
 /* --help, and the text shown on a usage error. */
 static void
@@ -159,6 +152,16 @@ opt_lookup(const char *const *names, int n, const char *what, const char *arg)
     opt_die("unknown %s: %s", what, arg);
 }
 
+/* The protocol --protocol names, or exit with a usage error. */
+static enum wb_proto_id
+opt_protocol(const char *arg)
+{
+    for (int i = 0; i < WB_PROTO_COUNT; i++)
+        if (strcmp(wb_protos[i]->name, arg) == 0)
+            return (enum wb_proto_id)i;
+    opt_die("unknown protocol: %s", arg);
+}
+
 /* The option getopt_long just refused, as written: a long one, or the
  * letter (which may stand in a group such as -qx). */
 static const char *
@@ -286,8 +289,7 @@ wb_opts_parse(struct wb_opts *o, int argc, char **argv)
             o->timeout_s = (uint32_t)opt_number("--timeout", optarg, 0, 86400 * 365);
             break;
         case WB_OPT_PROTOCOL:
-            o->proto =
-                (enum wb_proto)opt_lookup(wb_proto_names, WB_PROTO_COUNT, "protocol", optarg);
+            o->proto = opt_protocol(optarg);
             break;
         case WB_OPT_TTR:
             o->ttr_ms = (uint32_t)opt_number("--ttr", optarg, 1, 86400000);
@@ -378,14 +380,12 @@ opt_password(const char *path, const char *env_name)
 static void
 opt_finish(struct wb_opts *o, const char *password_file, bool addr_given)
 {
-    static const char *const default_ports[] = {"9922", "11300", "7419"};
-    _Static_assert(BENCH_ARRAY_LEN(default_ports) == WB_PROTO_COUNT, "default_ports out of sync");
     const char *env = getenv("WORKQ_ADDR");
     if (!addr_given && o->proto == WB_PROTO_WORKQ && env != NULL && env[0] != '\0' &&
         opt_addr(o, env) < 0)
         opt_die("bad address \"%s\" in WORKQ_ADDR", env);
     if (o->port == NULL)
-        o->port = default_ports[o->proto];
+        o->port = wb_protos[o->proto]->port;
     if (o->csv && o->json)
         opt_die("--csv and --json exclude each other");
     if (o->conns < 2 && o->workload != WL_ADD && o->workload != WL_LEASE_COMPLETE)

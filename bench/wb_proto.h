@@ -1,12 +1,65 @@
-/* wb_proto.h - workq-bench's protocol clients: framing and tokens of
- * replies (wb_frame.c), the workq client (wb_wq.c), the beanstalkd client
- * (wb_bs.c) and the Faktory client (wb_fk.c).  Each formats requests, queues them on a connection
- * with wb_conn_push, and checks the replies; reply handlers are called by
- * wb_conn.c, one per request type. */
+/* wb_proto.h - workq-bench's protocol table and reply framing.  Each
+ * protocol client (wb_wq.c for Workq, wb_bs.c for beanstalkd, wb_fk.c for
+ * Faktory) exports one struct wb_proto and nothing else; wb_protos.c maps
+ * --protocol to them.  The connections (wb_conn.c), the run (wb_run.c) and
+ * the clean-up (wb_clean.c) reach a protocol only through bench.proto.
+ * The framing and tokens of replies (wb_frame.c) are shared by all three. */
 #ifndef WB_PROTO_H
 #define WB_PROTO_H
 
 #include "wb.h"
+
+/* ------------------------------------------------------------------------ */
+/* The protocol table                                                       */
+
+/* What a protocol client does for the rest of workq-bench.  Its requests
+ * go out with wb_conn_send/wb_conn_push (wb_conn.c); what its replies
+ * mean is counted with wb_jobs_* (wb_jobs.c). */
+struct wb_proto {
+    const char *name; /* --protocol's word, and in reports */
+    const char *port; /* the default port */
+    /* The server speaks first (Faktory's +HI); for the others such a
+     * greeting shows a wrong listener. */
+    bool greets;
+    /* What producers send in the measured phase, by workload, and what
+     * consumers send: for the report's latency rows. */
+    enum wb_op produce_op[WL_COUNT];
+    enum wb_op lease_op, complete_op;
+
+    /* Before connecting, after wb_jobs_init: what the protocol keeps in
+     * the run (the lease line, beanstalkd's id map). */
+    void (*init)(struct bench *b);
+    /* c is connected: queue its set-up requests (auth, watch, the wait for
+     * Faktory's greeting); the replies it waits for before it is ready. */
+    unsigned (*setup)(struct wb_conn *c);
+    /* Find the reply to a request of type op at the head of in, as
+     * wb_frame_find does. */
+    int (*frame)(struct evbuffer *in, enum wb_op op, struct wb_frame *f, const char **why);
+    /* A reply that ends the run whatever was asked (and is then not passed
+     * to reply); NULL if the protocol has none. */
+    bool (*refused)(struct wb_conn *c, const struct wb_frame *f);
+    /* Check the reply f to request r and act on it: count the job, send
+     * the complete, delete or ACK of a leased one at once. */
+    void (*reply)(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
+    /* Send job ji (id: its text): add, schedule, run, put or PUSH, as the
+     * phase and workload say. */
+    void (*produce)(struct wb_conn *c, uint32_t ji, const char *id);
+    /* Ask for a job: with a ticket (a job index, else BENCH_JOB_NONE) from
+     * that job's name alone where the protocol can. */
+    void (*lease)(struct wb_conn *c, uint32_t ticket);
+    /* Before the clean-up: is anything left on the server to remove? */
+    bool (*clean_prepare)(struct bench *b);
+    /* Queue the next clean-up request on c (OP_CLEAN); false when none is
+     * left. */
+    bool (*clean_send)(struct wb_conn *c);
+};
+
+extern const struct wb_proto wb_proto_workq;      /* wb_wq.c */
+extern const struct wb_proto wb_proto_beanstalkd; /* wb_bs.c */
+extern const struct wb_proto wb_proto_faktory;    /* wb_fk.c */
+
+/* Every protocol, by enum wb_proto_id (wb_protos.c). */
+extern const struct wb_proto *const wb_protos[WB_PROTO_COUNT];
 
 /* ------------------------------------------------------------------------ */
 /* wb_frame.c: finding a reply and splitting it into tokens                */
@@ -29,79 +82,7 @@ void wb_error_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_f
 
 /* Find the reply to a request of type op at the head of in: 1 with *f filled
  * in, 0 if more bytes are needed, -1 if framing is lost (*why says why). */
-int wb_frame_find(struct evbuffer *in, enum wb_proto proto, enum wb_op op, struct wb_frame *f,
+int wb_frame_find(struct evbuffer *in, enum wb_proto_id proto, enum wb_op op, struct wb_frame *f,
                   const char **why);
-
-/* ------------------------------------------------------------------------ */
-/* wb_wq.c: the workq client                                                */
-
-/* The time text of a schedule offset_ms from now: YYYY-MM-DDTHH:MM:SS.mmmZ. */
-void wb_format_time(char *out, size_t cap, int64_t offset_ms);
-
-/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS ahead. */
-int64_t wb_sched_offset_ms(struct bench *b);
-
-/* Add, schedule or run job ji (id: its text), as the phase and workload say. */
-void wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id);
-
-/* Lease: with a ticket (a job index) from that job's name, else from all. */
-void wb_wq_lease(struct wb_conn *c, uint32_t ticket);
-
-void wb_wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_wq_reply_complete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-/* Send auth with the password; the set-up replies it waits for (1). */
-unsigned wb_wq_auth(struct wb_conn *c);
-/* auth: +OK, else (a wrong password) the run cannot go on. */
-void wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-/* A set-up reply that makes the run impossible: say why, and stop with
- * exit status status. */
-void wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
-                   const char *what, int status);
-
-/* ------------------------------------------------------------------------ */
-/* wb_bs.c: the beanstalkd client                                           */
-
-/* Put job ji (id: its text), after a `use` if c's tube differs. */
-void wb_bs_produce(struct wb_conn *c, uint32_t ji, const char *id);
-
-/* reserve-with-timeout over the watched tubes. */
-void wb_bs_reserve(struct wb_conn *c);
-
-/* A consumer's set-up: watch every name, ignore default; the requests queued. */
-unsigned wb_bs_watch_all(struct wb_conn *c);
-
-void wb_bs_reply_put(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_bs_reply_reserve(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_bs_reply_delete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_bs_reply_use(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_bs_reply_watch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-
-/* ------------------------------------------------------------------------ */
-/* wb_fk.c: the Faktory Work Protocol client                                */
-
-/* A new connection waits for the greeting; the set-up replies it waits for. */
-unsigned wb_fk_greet(struct wb_conn *c);
-
-/* PUSH job ji (id: its text, also its jid), with a priority and a time as
- * the options, the phase and the workload say. */
-void wb_fk_produce(struct wb_conn *c, uint32_t ji, const char *id);
-
-/* FETCH: with a ticket (a job index) from that job's name, else from all. */
-void wb_fk_fetch(struct wb_conn *c, uint32_t ticket);
-
-/* Lowercase hex of SHA-256 applied iterations times (at least once), the
- * first round over password and salt, each later one over the previous
- * 32-byte digest; password at most BENCH_MAX_PASSWORD bytes, salt at most
- * 256. */
-void wb_fk_pwdhash(const char *password, const char *salt, size_t salt_len, uint64_t iterations,
-                   char out[65]);
-
-void wb_fk_reply_hi(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_fk_reply_hello(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_fk_reply_push(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_fk_reply_fetch(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
-void wb_fk_reply_ack(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f);
 
 #endif /* WB_PROTO_H */

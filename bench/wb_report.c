@@ -2,6 +2,7 @@
  * during the run, and the report at its end as text, one line (-q), CSV or
  * JSON. */
 #include "wb.h"
+#include "wb_proto.h" /* the protocol's name and request types */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@ void
 wb_report_progress(struct bench *b)
 {
     const char *label = wb_workload_names[b->opt.workload];
-    uint64_t now = wb_now_ns(), done = wb_run_done(b);
+    uint64_t now = wb_now_ns(), done = wb_jobs_done(b);
     uint32_t of = b->opt.jobs;
     if (b->phase == PH_BACKLOG) {
         label = "backlog";
@@ -36,15 +37,12 @@ wb_report_progress(struct bench *b)
 static int
 bench_report_ops(const struct bench *b, enum wb_op *ops)
 {
-    static const enum wb_op lease_op[] = {OP_LEASE, OP_RESERVE, OP_FETCH},
-                            complete_op[] = {OP_COMPLETE, OP_DELETE, OP_ACK};
-    _Static_assert(BENCH_ARRAY_LEN(lease_op) == WB_PROTO_COUNT, "lease_op out of sync");
     int n = 0;
     if (b->opt.workload != WL_LEASE_COMPLETE)
-        ops[n++] = wb_run_produce_op(b);
+        ops[n++] = b->proto->produce_op[b->opt.workload];
     if (b->opt.workload != WL_ADD) {
-        ops[n++] = lease_op[b->opt.proto];
-        ops[n++] = complete_op[b->opt.proto];
+        ops[n++] = b->proto->lease_op;
+        ops[n++] = b->proto->complete_op;
     }
     return n;
 }
@@ -77,11 +75,10 @@ static void
 report_human(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    uint64_t done = wb_run_done(b);
+    uint64_t done = wb_jobs_done(b);
     enum wb_op ops[3];
     int nops = bench_report_ops(b, ops);
-    printf("== %s, %s at %s ==\n", wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto],
-           b->addr);
+    printf("== %s, %s at %s ==\n", wb_workload_names[b->opt.workload], b->proto->name, b->addr);
     printf("connections %" PRIu32 " (%u producing), pipeline %" PRIu32 ", payload %" PRIu32
            " bytes, names %" PRIu32 "%s\n",
            b->opt.conns, b->nprod, b->opt.pipeline, b->opt.payload, b->opt.names,
@@ -117,7 +114,7 @@ report_quiet(const struct bench *b)
 {
     double secs = bench_seconds(b);
     printf("%s: %.0f jobs/s, p50 %.3f ms, p99 %.3f ms, errors %" PRIu64 "\n",
-           wb_workload_names[b->opt.workload], secs > 0 ? (double)wb_run_done(b) / secs : 0,
+           wb_workload_names[b->opt.workload], secs > 0 ? (double)wb_jobs_done(b) / secs : 0,
            (double)wb_hist_percentile(&b->all, 5000) / 1000.0,
            (double)wb_hist_percentile(&b->all, 9900) / 1000.0, b->errors);
 }
@@ -140,10 +137,10 @@ report_csv(const struct bench *b, uint64_t incomplete)
     printf(",cleaned");
     printf("\n%s,%s,%s,%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",%d,%" PRIu32 ",%" PRIu64
            ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%d,%.6f,%.1f,%.1f",
-           wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
+           wb_workload_names[b->opt.workload], b->proto->name, b->addr, b->opt.conns,
            b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities, b->opt.backlog,
-           b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
-           b->timed_out || b->interrupted, secs, secs > 0 ? (double)wb_run_done(b) / secs : 0,
+           b->backlog_created, b->opt.jobs, wb_jobs_done(b), b->errors, incomplete,
+           b->timed_out || b->interrupted, secs, secs > 0 ? (double)wb_jobs_done(b) / secs : 0,
            secs > 0 ? (double)b->requests / secs : 0);
     for (int i = 0; i < nops; i++) {
         const struct wb_hist *h = i == 0 ? &b->all : &b->hist[ops[i]];
@@ -184,11 +181,11 @@ report_json(const struct bench *b, uint64_t incomplete)
            ",\"timed_out\":%s,\"interrupted\":%s,\"empty_waits\":%" PRIu64
            ",\"seconds\":%.6f,\"jobs_per_sec\":%.1f,\"requests_per_sec\":%.1f,\"cleaned\":%" PRIu64
            ",\"clean_seconds\":%.6f,\"latency_us\":{",
-           wb_workload_names[b->opt.workload], wb_proto_names[b->opt.proto], b->addr, b->opt.conns,
+           wb_workload_names[b->opt.workload], b->proto->name, b->addr, b->opt.conns,
            b->opt.pipeline, b->opt.payload, b->opt.names, b->opt.priorities ? "true" : "false",
-           b->opt.backlog, b->backlog_created, b->opt.jobs, wb_run_done(b), b->errors, incomplete,
+           b->opt.backlog, b->backlog_created, b->opt.jobs, wb_jobs_done(b), b->errors, incomplete,
            b->timed_out ? "true" : "false", b->interrupted ? "true" : "false", b->lease_timeouts,
-           secs, secs > 0 ? (double)wb_run_done(b) / secs : 0,
+           secs, secs > 0 ? (double)wb_jobs_done(b) / secs : 0,
            secs > 0 ? (double)b->requests / secs : 0, b->cleaned, (double)b->clean_ns / 1e9);
     report_json_hist("all", &b->all, nops == 0);
     for (int i = 0; i < nops; i++)

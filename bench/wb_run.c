@@ -30,33 +30,15 @@
  * that name (beanstalkd: reserve, which takes the most urgent job of all
  * watched tubes).  A consumer without a ticket waits in bench.starved
  * until an add is accepted.  Leases then never wait for producers, which in
- * cycle leaves that wait out of lease latency. */
+ * cycle leaves that wait out of lease latency.
+ *
+ * The run sends through the protocol table (bench.proto) and never calls a
+ * protocol by name; the connections call it back through the hooks of
+ * run_driver (bench.driver). */
 #include "wb.h"
 #include "wb_proto.h"
 
 #include <event2/event.h>
-
-/* Has every job been sent and every producing request answered? */
-static bool
-bench_producers_done(const struct bench *b)
-{
-    return b->next_job == b->opt.jobs && b->prod_inflight == 0;
-}
-
-/* What producers send in this workload and protocol. */
-enum wb_op
-wb_run_produce_op(const struct bench *b)
-{
-    if (b->opt.proto == WB_PROTO_BEANSTALKD)
-        return OP_PUT;
-    if (b->opt.proto == WB_PROTO_FAKTORY)
-        return OP_PUSH;
-    if (b->opt.workload == WL_RUN)
-        return OP_RUN;
-    if (b->opt.workload == WL_SCHEDULE)
-        return OP_SCHEDULE;
-    return OP_ADD;
-}
 
 /* Has this phase jobs left for producers to send? */
 static bool
@@ -89,35 +71,7 @@ producer_send(struct wb_conn *c)
     char id[BENCH_ID_LEN + 1];
     j->flags |= WB_JOB_SENT;
     uuid_unparse_lower(j->id, id);
-    switch (b->opt.proto) {
-    case WB_PROTO_WORKQ:
-        wb_wq_produce(c, ji, id);
-        break;
-    case WB_PROTO_BEANSTALKD:
-        wb_bs_produce(c, ji, id);
-        break;
-    default:
-        wb_fk_produce(c, ji, id);
-        break;
-    }
-}
-
-/* Ask for a job: workq and Faktory with a ticket (a job index, else
- * BENCH_JOB_NONE), beanstalkd over the watched tubes. */
-static void
-consumer_lease(struct wb_conn *c, uint32_t ticket)
-{
-    switch (c->b->opt.proto) {
-    case WB_PROTO_WORKQ:
-        wb_wq_lease(c, ticket);
-        break;
-    case WB_PROTO_BEANSTALKD:
-        wb_bs_reserve(c);
-        break;
-    default:
-        wb_fk_fetch(c, ticket);
-        break;
-    }
+    b->proto->produce(c, ji, id);
 }
 
 /* May a consumer send another lease?  Never more leases than jobs left to
@@ -129,22 +83,19 @@ bench_lease_budget(const struct bench *b)
 }
 
 static void consumer_starve(struct wb_conn *c);
+static void run_check_idle(struct bench *b);
 
 /* Send what c may send now, up to its pipeline depth.  In `run`, a worker
  * keeps at most one lease in flight: a parked lease holds back every later
  * command on its connection, and a `complete` stuck behind it would keep
  * its run client (and so the next job) waiting.  With a backlog, each lease
- * takes a ticket, and a consumer finding none waits until bench_ticket. */
-void
-wb_run_fill(struct wb_conn *c)
+ * takes a ticket, and a consumer finding none waits until run_ticket. */
+static void
+run_fill(struct wb_conn *c)
 {
     struct bench *b = c->b;
     if (c->closed || !c->ready || b->phase == PH_CONNECT || b->phase == PH_DONE)
         return;
-    if (b->phase == PH_CLEAN) {
-        wb_clean_fill(c);
-        return;
-    }
     if (c->producer) {
         uint32_t depth = b->opt.pipeline;
         if (b->phase == PH_PREFILL && depth < BENCH_PREFILL_DEPTH)
@@ -158,9 +109,9 @@ wb_run_fill(struct wb_conn *c)
     uint32_t lease_max = b->opt.workload == WL_RUN ? 1 : b->opt.pipeline;
     while (c->work < b->opt.pipeline && c->leases < lease_max && bench_lease_budget(b)) {
         if (b->tickets == NULL) {
-            consumer_lease(c, BENCH_JOB_NONE);
+            b->proto->lease(c, BENCH_JOB_NONE);
         } else if (b->ticket_head < b->nticket) {
-            consumer_lease(c, b->tickets[b->ticket_head++]);
+            b->proto->lease(c, b->tickets[b->ticket_head++]);
         } else {
             consumer_starve(c);
             break;
@@ -179,10 +130,11 @@ consumer_starve(struct wb_conn *c)
     b->starved[(b->starved_head + b->nstarved++) % b->opt.conns] = c;
 }
 
-/* Measured job ji was accepted.  With a backlog it becomes a ticket, and
- * the consumers that waited longest for one may lease again. */
+/* Measured job ji was accepted (wb_jobs_created).  With a backlog it
+ * becomes a ticket, and the consumers that waited longest for one may
+ * lease again. */
 static void
-bench_ticket(struct bench *b, uint32_t ji)
+run_ticket(struct bench *b, uint32_t ji)
 {
     if (b->tickets == NULL)
         return;
@@ -192,103 +144,23 @@ bench_ticket(struct bench *b, uint32_t ji)
         b->starved_head = (b->starved_head + 1) % b->opt.conns;
         b->nstarved--;
         c->starved = false;
-        wb_run_fill(c);
+        run_fill(c);
     }
 }
 
 /* Let every connection send what it may (after a phase change or a failure). */
-void
-wb_run_fill_all(struct bench *b)
+static void
+run_fill_all(struct bench *b)
 {
     for (unsigned i = 0; i < b->nconns; i++)
-        wb_run_fill(&b->conns[i]);
-}
-
-/* A lease or reserve that found nothing within its wait.  In lease-complete
- * every job is ready before the drain, and with a backlog every lease has a
- * ticket, so that is an error; elsewhere it is normal while producers run,
- * and means "nothing left" once they are done. */
-void
-wb_run_lease_timed_out(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
-{
-    struct bench *b = c->b;
-    b->lease_timeouts++;
-    if (b->opt.workload == WL_LEASE_COMPLETE || b->tickets != NULL) {
-        wb_error_reply(c, r, f, "nothing to lease although jobs are left");
-        b->drained = true;
-    } else if (bench_producers_done(b)) {
-        b->drained = true;
-    }
-}
-
-/* Job ji was accepted (add, schedule, put). */
-void
-wb_run_created(struct bench *b, uint32_t ji)
-{
-    struct wb_job *j = &b->jobs[ji];
-    j->flags |= WB_JOB_ACKED;
-    if (wb_jobs_is_backlog(b, j)) {
-        b->backlog_created++;
-        return;
-    }
-    b->created++;
-    bench_ticket(b, ji);
-}
-
-/* The reply f to a complete (workq), delete (beanstalkd) or ACK (Faktory)
- * r: if it is the line ok, the job is done.  r->job is BENCH_JOB_NONE for a beanstalkd job
- * whose INSERTED was not read before its delete went out. */
-void
-wb_run_completed(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f,
-                 const char *ok)
-{
-    struct bench *b = c->b;
-    if (!wb_frame_is(f, ok)) {
-        wb_error_reply(c, r, f, "unexpected reply");
-        return;
-    }
-    b->completes_ok++;
-    if (r->job != BENCH_JOB_NONE)
-        b->jobs[r->job].flags |= WB_JOB_DONE;
-}
-
-/* The jobs a run has done: accepted adds for add, checked run results for
- * run, confirmed completes (deletes) for the others. */
-uint64_t
-wb_run_done(const struct bench *b)
-{
-    if (b->opt.workload == WL_ADD)
-        return b->created;
-    if (b->opt.workload == WL_RUN)
-        return b->runs_ok;
-    return b->completes_ok;
-}
-
-/* End the run: stop the clock and leave the event loop.  (The clean-up
- * keeps its own clock.) */
-void
-wb_run_stop(struct bench *b)
-{
-    if (b->phase != PH_CLEAN) {
-        b->t_end_ns = wb_now_ns();
-        b->phase = PH_DONE;
-    }
-    event_base_loopbreak(b->base);
-}
-
-void
-wb_run_fatal(struct bench *b, int status)
-{
-    if (b->fatal == 0)
-        b->fatal = status;
-    wb_run_stop(b);
+        run_fill(&b->conns[i]);
 }
 
 /* Does connection idx produce in the measured phase?  In cycle, run and
  * schedule the first half produce and the rest consume; add only produces,
  * lease-complete only consumes (after a prefill in which everyone adds). */
-bool
-wb_run_is_producer(const struct bench *b, unsigned idx)
+static bool
+run_is_producer(const struct bench *b, unsigned idx)
 {
     enum wb_workload w = b->opt.workload;
     return w == WL_ADD || (w != WL_LEASE_COMPLETE && idx < b->opt.conns / 2);
@@ -302,7 +174,7 @@ bench_set_roles(struct bench *b, bool prefill)
     b->nprod = 0;
     for (unsigned i = 0; i < b->opt.conns; i++) {
         struct wb_conn *c = &b->conns[i];
-        c->producer = prefill || wb_run_is_producer(b, i);
+        c->producer = prefill || run_is_producer(b, i);
         if (c->producer) {
             c->prod_idx = b->nprod++;
             c->name = c->prod_idx % b->opt.names;
@@ -321,8 +193,8 @@ bench_start_measure(struct bench *b)
         b->jobs_expected = b->created;
     b->t0_ns = b->last_ns = wb_now_ns();
     b->last_done = 0;
-    wb_run_fill_all(b);
-    wb_run_check_idle(b);
+    run_fill_all(b);
+    run_check_idle(b);
 }
 
 /* Enter an unmeasured phase in which every connection adds: the backlog
@@ -334,8 +206,8 @@ bench_start_fill(struct bench *b, enum wb_phase phase)
     b->phase = phase;
     b->last_ns = wb_now_ns();
     b->last_done = 0;
-    wb_run_fill_all(b);
-    wb_run_check_idle(b);
+    run_fill_all(b);
+    run_check_idle(b);
 }
 
 /* The phase after the backlog (or after connecting, without one). */
@@ -350,8 +222,8 @@ bench_after_backlog(struct bench *b)
 
 /* Every connection is up: begin (with the backlog, then the prefill for
  * lease-complete). */
-void
-wb_run_start(struct bench *b)
+static void
+run_start(struct bench *b)
 {
     struct timeval tv = {BENCH_PROGRESS_MS / 1000, (BENCH_PROGRESS_MS % 1000) * 1000};
     if (b->progress)
@@ -364,16 +236,12 @@ wb_run_start(struct bench *b)
 
 /* Nothing in flight: maybe someone can send again (budget freed by a
  * failure); if not, this phase is over. */
-void
-wb_run_check_idle(struct bench *b)
+static void
+run_check_idle(struct bench *b)
 {
-    if (b->phase == PH_CLEAN) {
-        wb_clean_check_idle(b);
-        return;
-    }
     if (b->phase == PH_CONNECT || b->phase == PH_DONE || b->inflight != 0)
         return;
-    wb_run_fill_all(b);
+    run_fill_all(b);
     if (b->inflight != 0)
         return;
     if (b->phase == PH_BACKLOG)
@@ -381,5 +249,20 @@ wb_run_check_idle(struct bench *b)
     else if (b->phase == PH_PREFILL)
         bench_start_measure(b);
     else
-        wb_run_stop(b);
+        wb_stop(b);
+}
+
+/* Workers (connections that lease in the measured phase) are known before
+ * they connect: beanstalkd's watch every name, Faktory's HELLO has a wid. */
+void
+wb_run(struct bench *b)
+{
+    static const struct wb_driver run_driver = {
+        .start = run_start, .fill = run_fill, .idle = run_check_idle, .ticket = run_ticket};
+    b->driver = &run_driver;
+    for (unsigned i = 0; i < b->opt.conns; i++) {
+        b->conns[i].worker = !run_is_producer(b, i);
+        wb_conn_open(b, &b->conns[i]);
+    }
+    event_base_dispatch(b->base);
 }

@@ -1,50 +1,32 @@
-/* wb_wq.c - workq-bench's workq protocol client: formats add, schedule,
- * run, lease and complete, and checks every reply completely against the
- * request and the job it names. */
+/* wb_wq.c - workq-bench's workq protocol client: formats auth, add,
+ * schedule, run, lease and complete, checks every reply completely against
+ * the request and the job it names, and removes the run's jobs in the
+ * clean-up.  Exports only its table, wb_proto_workq; calls wb_conn.c,
+ * wb_jobs.c, wb_frame.c and wb_util.c. */
 #include "wb.h"
 #include "wb_proto.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-/* Format a schedule time offset_ms from now, with milliseconds (UTC, RFC
- * 3339: workq's schedule and Faktory's `at` both read it). */
-void
-wb_format_time(char *out, size_t cap, int64_t offset_ms)
+/* Consumers without a ticket lease from every name at once, with one line
+ * made here; they wait as long as a ticketed lease. */
+static void
+wq_init(struct bench *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + offset_ms;
-    time_t sec = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&sec, &tm);
-    snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+    char tail[32];
+    snprintf(tail, sizeof tail, " %d\r\n", BENCH_LEASE_WAIT_MS);
+    wb_jobs_lease_line(b, "lease", tail);
 }
 
-/* A random schedule offset: BENCH_SCHED_PAST_MS ago to BENCH_SCHED_AHEAD_MS
- * ahead. */
-int64_t
-wb_sched_offset_ms(struct bench *b)
-{
-    return (int64_t)(wb_rng_next(b) % (BENCH_SCHED_PAST_MS + BENCH_SCHED_AHEAD_MS + 1)) -
-           BENCH_SCHED_PAST_MS;
-}
-
-void
-wb_setup_fail(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f, const char *what,
-              int status)
-{
-    wb_error_reply(c, r, f, what);
-    wb_run_fatal(c->b, status);
-}
-
-unsigned
-wb_wq_auth(struct wb_conn *c)
+/* With a password, every connection sends auth first. */
+static unsigned
+wq_setup(struct wb_conn *c)
 {
     const char *pw = c->b->opt.password;
+    if (pw == NULL)
+        return 0;
     wb_conn_send(c, "auth ", 5);
     wb_conn_send(c, pw, strlen(pw));
     wb_conn_send(c, "\r\n", 2);
@@ -52,16 +34,45 @@ wb_wq_auth(struct wb_conn *c)
     return 1;
 }
 
-void
-wb_wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+/* workq's framing: a lease or run reply with a job has a header line and
+ * a data block. */
+static int
+wq_frame(struct evbuffer *in, enum wb_op op, struct wb_frame *f, const char **why)
+{
+    return wb_frame_find(in, WB_PROTO_WORKQ, op, f, why);
+}
+
+/* A reply that says the run cannot go on, whatever was asked: the server
+ * wants a password that was not given.  Says so and stops (exit 77). */
+static bool
+wq_refused(struct wb_conn *c, const struct wb_frame *f)
+{
+    struct bench *b = c->b;
+    if (!wb_frame_is(f, "-CLIENT-ERROR Authentication required"))
+        return false;
+    if (b->fatal == 0) {
+        if (b->progress)
+            fprintf(stderr, "\r%-79s\r", "");
+        fprintf(stderr,
+                "workq-bench: %s wants a password (-CLIENT-ERROR Authentication required)\n"
+                "workq-bench: hint: give --password-file FILE, or set WORKQ_PASSWORD\n",
+                b->addr);
+    }
+    wb_fatal(b, BENCH_EXIT_PASSWORD);
+    return true;
+}
+
+/* auth: +OK, else (a wrong password) the run cannot go on. */
+static void
+wq_reply_auth(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     if (!wb_frame_is(f, "+OK"))
-        wb_setup_fail(c, r, f, "auth refused", BENCH_EXIT_PASSWORD);
+        wb_conn_setup_fail(c, r, f, "auth refused", BENCH_EXIT_PASSWORD);
 }
 
 /* workq: add, schedule or run job ji. */
-void
-wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
+static void
+wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
 {
     struct bench *b = c->b;
     const struct wb_job *j = &b->jobs[ji];
@@ -70,7 +81,7 @@ wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
     if (b->opt.priorities || wb_jobs_is_backlog(b, j))
         snprintf(prio, sizeof prio, " -priority=%" PRId32, j->priority);
     /* The backlog and the prefill of lease-complete always add. */
-    enum wb_op op = b->phase != PH_MEASURE ? OP_ADD : wb_run_produce_op(b);
+    enum wb_op op = b->phase != PH_MEASURE ? OP_ADD : wb_proto_workq.produce_op[b->opt.workload];
     uint64_t ttl = wb_jobs_is_backlog(b, j) ? BENCH_BACKLOG_TTL_MS : b->opt.ttl_ms;
     int n;
     if (op == OP_SCHEDULE) {
@@ -91,8 +102,8 @@ wb_wq_produce(struct wb_conn *c, uint32_t ji, const char *id)
 /* Ask for a job: with a ticket (a job index, else BENCH_JOB_NONE) from that
  * job's name alone, which the request keeps so that the reply can be held
  * to it; without, the precomputed lease line over every name.  Both wait. */
-void
-wb_wq_lease(struct wb_conn *c, uint32_t ticket)
+static void
+wq_lease(struct wb_conn *c, uint32_t ticket)
 {
     struct bench *b = c->b;
     if (ticket != BENCH_JOB_NONE) {
@@ -109,7 +120,7 @@ wb_wq_lease(struct wb_conn *c, uint32_t ticket)
 
 /* workq: complete job j with its id's text as the result. */
 static void
-wb_wq_complete(struct wb_conn *c, struct wb_job *j)
+wq_complete(struct wb_conn *c, struct wb_job *j)
 {
     char id[BENCH_ID_LEN + 1], line[128];
     uuid_unparse_lower(j->id, id);
@@ -119,13 +130,13 @@ wb_wq_complete(struct wb_conn *c, struct wb_job *j)
 }
 
 /* add, schedule (and backlog and prefill adds): +OK */
-void
-wb_wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     struct wb_job *j = &b->jobs[r->job];
     if (wb_frame_is(f, "+OK")) {
-        wb_run_created(b, r->job);
+        wb_jobs_created(b, r->job);
         return;
     }
     wb_error_reply(c, r, f, "unexpected reply");
@@ -134,7 +145,7 @@ wb_wq_reply_created(struct wb_conn *c, const struct wb_req *r, const struct wb_f
 
 /* Check a workq lease reply completely; the job, or NULL after an error. */
 static struct wb_job *
-wb_wq_lease_check(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+wq_lease_check(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     struct wb_tok t[5];
@@ -171,35 +182,28 @@ wb_wq_lease_check(struct wb_conn *c, const struct wb_req *r, const struct wb_fra
 
 /* lease: a job, checked and completed at once on the same connection, or
  * -TIMEOUT after the wait. */
-void
-wb_wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+wq_reply_lease(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     if (f->data == NULL) {
         if (wb_frame_is(f, "-TIMEOUT"))
-            wb_run_lease_timed_out(c, r, f);
+            wb_jobs_lease_empty(c, r, f);
         else
             wb_error_reply(c, r, f, "unexpected reply");
         return;
     }
-    struct wb_job *j = wb_wq_lease_check(c, r, f);
+    struct wb_job *j = wq_lease_check(c, r, f);
     if (j == NULL)
         return;
     j->flags |= WB_JOB_LEASED;
     b->leased++;
-    wb_wq_complete(c, j);
-}
-
-/* complete: +OK */
-void
-wb_wq_reply_complete(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
-{
-    wb_run_completed(c, r, f, "+OK");
+    wq_complete(c, j);
 }
 
 /* run: the result a worker stored, which must be the job's id. */
-void
-wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+static void
+wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
 {
     struct bench *b = c->b;
     struct wb_job *j = &b->jobs[r->job];
@@ -220,3 +224,105 @@ wb_wq_reply_run(struct wb_conn *c, const struct wb_req *r, const struct wb_frame
     j->flags |= WB_JOB_DONE;
     b->runs_ok++;
 }
+
+/* May job j be on the server, for the clean-up to delete?  Every job whose
+ * add, schedule or run was sent, the backlog too (a completed job stays
+ * until its TTL otherwise), except run jobs, which the server removes
+ * after their reply or with their client. */
+static bool
+wq_clean_left(const struct bench *b, const struct wb_job *j)
+{
+    if (!(j->flags & WB_JOB_SENT))
+        return false;
+    return b->opt.workload != WL_RUN || wb_jobs_is_backlog(b, j);
+}
+
+/* Is any job of the run left to delete? */
+static bool
+wq_clean_prepare(struct bench *b)
+{
+    for (uint32_t ji = 0; ji < b->opt.jobs + b->nbacklog; ji++)
+        if (wq_clean_left(b, &b->jobs[ji]))
+            return true;
+    return false;
+}
+
+/* delete the next job that may be left. */
+static bool
+wq_clean_send(struct wb_conn *c)
+{
+    struct bench *b = c->b;
+    while (b->clean_next < (size_t)b->opt.jobs + b->nbacklog) {
+        uint32_t ji = (uint32_t)b->clean_next++;
+        if (!wq_clean_left(b, &b->jobs[ji]))
+            continue;
+        char line[96], id[BENCH_ID_LEN + 1];
+        uuid_unparse_lower(b->jobs[ji].id, id);
+        int n = snprintf(line, sizeof line, "delete %s\r\n", id);
+        wb_conn_send(c, line, (size_t)n);
+        wb_conn_push(c, OP_CLEAN, ji);
+        return true;
+    }
+    return false;
+}
+
+/* The clean-up's delete: +OK, or -NOT-FOUND (the job never was, or is
+ * gone). */
+static void
+wq_clean_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    if (wb_frame_is(f, "+OK"))
+        c->b->cleaned++;
+    else if (!wb_frame_is(f, "-NOT-FOUND"))
+        wb_error_reply(c, r, f, "unexpected reply in the clean-up");
+}
+
+/* A reply, by the type of its request (a workq connection sends no
+ * other). */
+static void
+wq_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_frame *f)
+{
+    switch (r->op) {
+    case OP_ADD:
+    case OP_SCHEDULE:
+        wq_reply_created(c, r, f);
+        break;
+    case OP_RUN:
+        wq_reply_run(c, r, f);
+        break;
+    case OP_LEASE:
+        wq_reply_lease(c, r, f);
+        break;
+    case OP_COMPLETE:
+        wb_jobs_completed(c, r, f, "+OK");
+        break;
+    case OP_AUTH:
+        wq_reply_auth(c, r, f);
+        break;
+    case OP_CLEAN:
+        wq_clean_reply(c, r, f);
+        break;
+    }
+}
+
+const struct wb_proto wb_proto_workq = {
+    .name = "workq",
+    .port = "9922",
+    .greets = false,
+    .produce_op = {[WL_ADD] = OP_ADD,
+                   [WL_LEASE_COMPLETE] = OP_ADD,
+                   [WL_CYCLE] = OP_ADD,
+                   [WL_RUN] = OP_RUN,
+                   [WL_SCHEDULE] = OP_SCHEDULE},
+    .lease_op = OP_LEASE,
+    .complete_op = OP_COMPLETE,
+    .init = wq_init,
+    .setup = wq_setup,
+    .frame = wq_frame,
+    .refused = wq_refused,
+    .reply = wq_reply,
+    .produce = wq_produce,
+    .lease = wq_lease,
+    .clean_prepare = wq_clean_prepare,
+    .clean_send = wq_clean_send,
+};

@@ -11,14 +11,14 @@
  *
  * Standalone on purpose: no code from src/, only libevent_core, libuuid and
  * (for the Faktory password hash) libcrypto.
- * Its files are bench/wb_*.c (see wb.h); this one has main, the set-up and
- * teardown of a run, its timers and signal, and the helpers every file uses
- * (allocation, the clock, random numbers, counting errors). */
+ * Its files are bench/wb_*.c (see wb.h for their floors); this one, on the
+ * top floor, has main, the set-up and teardown of a run, and its timers
+ * and signal. */
 #include "wb.h"
+#include "wb_proto.h" /* wb_protos */
 
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,57 +28,6 @@
 #include <sys/socket.h>
 
 #include <event2/event.h>
-
-/* calloc that exits on failure: every size here is ours, none a server's. */
-void *
-wb_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n == 0 ? 1 : n, size == 0 ? 1 : size);
-    if (p == NULL) {
-        fprintf(stderr, "workq-bench: out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
-/* Monotonic nanoseconds: send and arrival times of requests. */
-uint64_t
-wb_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* splitmix64: priorities and schedule offsets need no better. */
-uint64_t
-wb_rng_next(struct bench *b)
-{
-    uint64_t z = (b->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Count an error; print the first few, so a broken server does not drown
- * the terminal. */
-void
-wb_error(struct bench *b, const char *fmt, ...)
-{
-    b->errors++;
-    if (b->errors > BENCH_ERRORS_SHOWN)
-        return;
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (b->progress)
-        fprintf(stderr, "\r%-79s\r", "");
-    fprintf(stderr, "workq-bench: error: %s\n", msg);
-    if (b->errors == BENCH_ERRORS_SHOWN)
-        fprintf(stderr, "workq-bench: (further errors are counted, not shown)\n");
-}
 
 /* The progress line, rewritten every BENCH_PROGRESS_MS on a terminal. */
 static void
@@ -98,7 +47,7 @@ bench_timeout_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->timed_out = b->timed_out || b->phase != PH_CLEAN;
-    wb_run_stop(b);
+    wb_stop(b);
 }
 
 /* Ctrl-C: report what was done so far and fail; the clean-up follows,
@@ -110,11 +59,12 @@ bench_sigint_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct bench *b = arg;
     b->interrupted = b->interrupted || b->phase != PH_CLEAN;
-    wb_run_stop(b);
+    wb_stop(b);
 }
 
-/* Resolve the address, make the names, the lease line, the jobs and the
- * connections; nothing is connected yet. */
+/* Resolve the address, make the names and the jobs, let the protocol
+ * prepare (its lease line, its id map) and make the connections; nothing
+ * is connected yet. */
 static void
 bench_init(struct bench *b)
 {
@@ -127,32 +77,13 @@ bench_init(struct bench *b)
     snprintf(b->addr, sizeof b->addr, strchr(b->opt.host, ':') ? "[%s]:%s" : "%s:%s", b->opt.host,
              b->opt.port);
     b->rng = wb_now_ns() ^ ((uint64_t)getpid() << 32);
+    b->proto = wb_protos[b->opt.proto];
     b->jobs_expected = b->opt.jobs;
     b->nbacklog = b->opt.backlog * b->opt.names; /* opt_finish keeps it in range */
-    /* Names carry a tag of this run, so jobs left on the server by an earlier
-     * run (an `add` run leaves all of them) are never leased by this one. */
-    unsigned tag = b->tag = (unsigned)(wb_rng_next(b) & 0xffffff);
-    b->names = wb_xcalloc(b->opt.names, sizeof *b->names);
-    size_t cap = 32;
-    for (uint32_t k = 0; k < b->opt.names; k++) {
-        snprintf(b->names[k], sizeof b->names[k], "bench.%06x.%" PRIu32, tag, k);
-        cap += strlen(b->names[k]) + 1;
-    }
-    /* Consumers lease from every name at once; Faktory's FETCH has the
-     * server's wait (2 s, as ours). */
-    bool fk = b->opt.proto == WB_PROTO_FAKTORY;
-    b->lease_line = wb_xcalloc(1, cap);
-    size_t len = (size_t)sprintf(b->lease_line, fk ? "FETCH" : "lease");
-    for (uint32_t k = 0; k < b->opt.names; k++)
-        len += (size_t)sprintf(b->lease_line + len, " %s", b->names[k]);
-    if (fk)
-        len += (size_t)sprintf(b->lease_line + len, "\r\n");
-    else
-        len += (size_t)sprintf(b->lease_line + len, " %d\r\n", BENCH_LEASE_WAIT_MS);
-    b->lease_len = len;
     b->scratch_len = 512 + (size_t)b->opt.payload + 2;
     b->scratch = wb_xcalloc(1, b->scratch_len);
     wb_jobs_init(b);
+    b->proto->init(b);
     b->conns = wb_xcalloc(b->opt.conns, sizeof *b->conns);
     b->nconns = b->opt.conns;
     b->dirty_cap = b->opt.conns;
@@ -202,7 +133,7 @@ bench_incomplete(struct bench *b)
 {
     if (b->timed_out || b->interrupted)
         return 0;
-    uint64_t done = wb_run_done(b),
+    uint64_t done = wb_jobs_done(b),
              incomplete = b->jobs_expected > done ? b->jobs_expected - done : 0;
     if (b->held_open > 0)
         wb_error(b, "%zu reserved payloads never matched a put", b->held_open);
@@ -234,9 +165,7 @@ main(int argc, char **argv)
         struct timeval tv = {(time_t)b->opt.timeout_s, 0};
         event_add(b->timeout_ev, &tv);
     }
-    for (unsigned i = 0; i < b->opt.conns; i++)
-        wb_conn_open(b, &b->conns[i]);
-    event_base_dispatch(b->base);
+    wb_run(b);
     if (b->progress)
         fprintf(stderr, "\r%-79s\r", "");
     if (b->fatal != 0) {
