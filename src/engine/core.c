@@ -3,12 +3,14 @@
  * records of the command log, the primitive moves of a job (lease, make
  * ready, settle, place, release, destroy, cancel, TTR end), and time (the
  * jobs' and the waiters' wheels, core_advance).  The commands built on
- * them are in core_cmd.c, waiters in core_wait.c, prerequisites in
- * core_deps.c, the job_ext side table in core_ext.c, the targeted queues'
+ * them are in core_cmd.c, waiters in core_wait.c, the links of
+ * prerequisites in core_deps.c (what a prerequisite's end does to its
+ * dependents is here), the job_ext side table in core_ext.c, the targeted queues'
  * index in core_target.c, replay in core_replay.c. */
 #include "lib/wq.h"
 #include "engine/core.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -25,6 +27,111 @@
 static void core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
 static uint64_t core_job_timer_deadline(const struct wheel_entry *e, void *arg);
 static void core_waiter_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg);
+
+/* ---- a prerequisite's end, spread to its dependents (core_deps.c links
+ * them).  Failures spread down a chain through a work list, not by
+ * recursion, so a chain of any depth costs no stack. ---- */
+
+/* The dependents of one prerequisite, taken from it to be worked through:
+ * released (it completed) or failed (it failed or went). */
+struct dep_work {
+    struct dep_work *next;
+    struct job_dep *deps;
+    uint32_t n, cap;
+    bool completed;
+    bool gone; /* deleted or expired, rather than failed */
+    uint8_t prereq[JOBID_LEN];
+};
+
+void
+core_deps_fail(struct core *c, struct job *d, const uint8_t prereq[JOBID_LEN], bool gone)
+{
+    char id[JOBID_TEXT_LEN + 1], text[96];
+    jobid_format(prereq, id);
+    int n = snprintf(text, sizeof text, gone ? CORE_PREREQ_GONE : CORE_PREREQ_FAILED, id);
+    char *result = payload_new(text, (size_t)n);
+    if (result == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory failing a dependent job");
+    core_record_result(c, d, CMDLOG_FAIL, text, (size_t)n);
+    core_job_settle(c, d, JOB_FAILED, result, (uint32_t)n);
+}
+
+/* Work through the pending lists until none is left: releasing a job
+ * changes nothing here, failing one adds its own dependents at the end. */
+static void
+core_deps_run(struct core *c)
+{
+    if (c->deps_busy)
+        return;
+    c->deps_busy = true;
+    while (c->deps != NULL) {
+        struct dep_work *w = c->deps;
+        c->deps = w->next;
+        for (uint32_t i = 0; i < w->n; i++) {
+            struct job *d = core_find(c, w->deps[i].id);
+            if (d == NULL || d->seq != w->deps[i].seq || d->state != JOB_WAITING)
+                continue;
+            struct job_more *dm = core_more_of(core_job_ext(c, d));
+            if (dm->broadcast) { /* a copy is done, whatever came of it */
+                if (--dm->unmet == 0)
+                    core_job_settle(c, d, JOB_COMPLETED, NULL, 0);
+                continue;
+            }
+            if (!w->completed) {
+                core_deps_fail(c, d, w->prereq, w->gone);
+            } else if (--dm->unmet == 0) {
+                core_job_release(c, d, c->now_ms);
+                core_ext_trim(c, d);
+            }
+        }
+        c->bytes -= (uint64_t)w->cap * sizeof *w->deps;
+        wq_free(w->deps);
+        wq_free(w);
+    }
+    c->deps_busy = false;
+}
+
+/* Hand j's dependents (x is its job_ext, or NULL) over to the work list
+ * (completed: release them). */
+static void
+core_deps_take(struct core *c, struct job *j, struct job_ext *x, bool completed, bool gone)
+{
+    struct job_more *m = core_more_of(x);
+    if (m == NULL || m->ndependents == 0)
+        return;
+    struct dep_work *w = wq_malloc(sizeof *w);
+    *w = (struct dep_work){
+        .deps = m->dependents,
+        .n = m->ndependents,
+        .cap = m->dependents_cap,
+        .completed = completed,
+        .gone = gone,
+    };
+    memcpy(w->prereq, j->id, JOBID_LEN);
+    m->dependents = NULL;
+    m->ndependents = m->dependents_cap = 0;
+    /* last in line, so a chain fails in the order its links were made */
+    struct dep_work **tail = &c->deps;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = w;
+    core_deps_run(c);
+}
+
+/* j settled (x is its job_ext, or NULL): its dependents are released
+ * if it completed, else they fail. */
+static void
+core_deps_settled(struct core *c, struct job *j, struct job_ext *x)
+{
+    core_deps_take(c, j, x, j->state == JOB_COMPLETED, false);
+}
+
+/* j went (deleted or expired): its dependents fail. */
+static void
+core_deps_gone(struct core *c, struct job *j, struct job_ext *x)
+{
+    core_deps_take(c, j, x, false, true);
+}
 
 struct core *
 core_new(uint64_t now_ms)

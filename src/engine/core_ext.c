@@ -2,8 +2,7 @@
  * of a job (its result, the clients waiting for it, a scheduled job's
  * creation time), kept by id for the jobs that have them (JOB_F_EXT). */
 #include "lib/wq.h"
-#include "engine/core.h"
-#include "engine/core_internal.h"
+#include "engine/core_ext.h"
 
 #include "lib/alloc.h"
 

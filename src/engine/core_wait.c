@@ -4,8 +4,8 @@
  * the core's second wheel (which core.c runs).  The commands that park
  * them are core_cmd.c's. */
 #include "lib/wq.h"
-#include "engine/core.h"
-#include "engine/core_internal.h"
+#include "engine/core_wait.h"
+#include "engine/core_ext.h"
 
 #include <string.h>
 

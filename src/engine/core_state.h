@@ -1,0 +1,208 @@
+/* core_state.h - the job core's state: its statuses, its waiters, its
+ * figures, struct core itself, a job's specification, and how its memory
+ * is counted.  The types every file of the engine reads and front-ends
+ * see through core.h; the core's functions are declared in core.h, the
+ * engine's shared ones in core_internal.h. */
+#ifndef WQ_CORE_STATE_H
+#define WQ_CORE_STATE_H
+
+#include "lib/wq.h"
+#include "store/cmdlog_codec.h"
+#include "lib/hist.h"
+#include "engine/job.h"
+#include "lib/pool.h"
+#include "engine/queue.h"
+#include "lib/registry.h"
+#include "lib/wheel.h"
+
+enum core_status {
+    CORE_OK,
+    CORE_PARKED,  /* the caller's waiter will be called later */
+    CORE_TIMEOUT, /* a wait of 0 found nothing */
+    CORE_NOT_FOUND,
+    CORE_DUPLICATE,  /* a job with that id exists */
+    CORE_DUP_RESULT, /* the job has its result already */
+    CORE_NOMEM,
+    CORE_CANCELLED,  /* the job was cancelled (its worker learns it so) */
+    CORE_STALE,      /* the lease asked for is not the job's current one */
+    CORE_BAD_PREREQ, /* a prerequisite (add -after) does not exist */
+};
+
+enum waiter_kind {
+    WAITER_LEASE,
+    WAITER_RESULT,
+    WAITER_RUN,
+    WAITER_ALL,  /* a fan-in over several jobs (core_wait_all) */
+    WAITER_PART, /* one job of a fan-in: no timer, not a client of its own */
+};
+enum waiter_outcome {
+    WAITER_GOT,     /* lease: the job, now leased; result, run: the job, now done */
+    WAITER_TIMEOUT, /* the wait-timeout passed */
+    WAITER_GONE,    /* result: the job was deleted or expired */
+};
+
+struct core;
+struct dep_work;
+struct fjobs;
+struct workers;
+struct core_side_ops;
+struct cmdlog_replay_ops;
+
+/* Called once when a wait ends, after the waiter is freed; j is valid only
+ * during the call, and c is given to read it with.  It must not call back
+ * into the core. */
+typedef void (*waiter_done_fn)(void *owner, enum waiter_outcome how, const struct core *c,
+                               struct job *j);
+/* Called once when a fan-in ends (GOT: every job has its result or is
+ * gone; TIMEOUT: the time is up), with the ids it waited for; the caller
+ * reads their results.  The same rules as waiter_done_fn. */
+typedef void (*wait_all_fn)(void *owner, enum waiter_outcome how, const struct core *c,
+                            const uint8_t (*ids)[JOBID_LEN], size_t n);
+
+/* A blocked client: a parked lease, a result waiting for its job, or the
+ * client of a run job waiting for it to be leased and then done. */
+struct waiter {
+    struct wheel_entry timer; /* the wait-timeout */
+    uint64_t deadline;
+    waiter_done_fn done;
+    void *owner;  /* the caller's (its connection) */
+    uint8_t kind; /* enum waiter_kind */
+    /* WAITER_LEASE: one node per distinct name, and who leases (NULL:
+     * an anonymous client) */
+    struct worker *who;
+    struct park_node *nodes;
+    uint32_t nnodes;
+    struct park_node one; /* storage when there is a single name */
+    /* WAITER_RESULT, WAITER_RUN, WAITER_PART: the job's list of waiters */
+    struct job *job;
+    struct hlist_node link; /* in the job_ext's waiters */
+    /* WAITER_ALL: its ids, and its parts (NULL once a part is done) */
+    uint8_t (*ids)[JOBID_LEN];
+    struct waiter **parts;
+    uint32_t nids, pending;
+    wait_all_fn all_done;
+    /* WAITER_PART: its fan-in, and its place in the fan-in's parts */
+    struct waiter *group;
+    uint32_t part_ix;
+};
+
+/* The waiter whose link (in a job_ext's waiters) is n. */
+static inline struct waiter *
+core_waiter_of(struct hlist_node *n)
+{
+    return WQ_CONTAINER_OF(n, struct waiter, link);
+}
+
+struct core_stats {
+    uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */
+    uint64_t waiting;                                     /* for prerequisites */
+    uint64_t evicted; /* jobs expired by TTL before their result */
+    uint64_t parked;  /* waiting clients: leases and results */
+};
+
+/* Counters of transitions since start (replay's transitions are not
+ * counted: the server clears them after replay), for the metrics. */
+struct core_totals {
+    uint64_t added;         /* jobs created: add, schedule, run, broadcast copies */
+    uint64_t leased;        /* leases, every attempt */
+    uint64_t completed;     /* jobs that reached COMPLETED */
+    uint64_t failed;        /* jobs that reached FAILED (for good) */
+    uint64_t retried;       /* back to the queue after a fail or a TTR end */
+    uint64_t ttr_expired;   /* leases whose TTR ran out */
+    uint64_t evicted;       /* jobs expired by TTL before their result */
+    struct hist lease_wait; /* due time (created or scheduled) to first lease */
+    struct hist result;     /* due time to result (completed or failed) */
+};
+
+/* Called with the record of every state change, before the change is made
+ * (the command log appends it).  Run jobs are never logged. */
+typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
+
+struct core {
+    core_record_fn record; /* NULL: nothing is logged (and during replay) */
+    void *record_arg;
+    struct registry *jobs; /* id -> job */
+    struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
+    struct queue_table queues;
+    struct workers *workers; /* workers.h: who identified themselves */
+    /* The side store (core_attach_side), or NULL: the core reaches it only
+     * through side_ops. */
+    const struct core_side_ops *side_ops;
+    void *side;
+    /* The Faktory front-end's jobs, which are the side store: set by
+     * fjobs_new for its own files (fjobs.h); the core never reads it. */
+    struct fjobs *fjobs;
+    struct registry *targets; /* core_target.c: targeted queues by base and worker */
+    struct wheel wheel;       /* jobs' deadlines */
+    struct wheel wait_wheel;  /* waiters' timeouts */
+    bool firing;              /* the job wheel is firing: see core_make_ready */
+    struct dep_work *deps;    /* dependents to release or fail (core_deps.c) */
+    bool deps_busy;           /* they are being worked through */
+    struct queue *dispatch;   /* queues with jobs made ready for parked leasers */
+    struct pool job_pool;
+    struct pool ext_pool;
+    struct pool waiter_pool;
+    uint64_t next_seq;
+    uint64_t lease_stamp;
+    uint64_t rng;
+    uint64_t now_ms;    /* the time of the last core_advance */
+    uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: queues.bytes) */
+    uint64_t io_bytes;  /* held for clients: input being parsed, unsent replies (the server's) */
+    uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
+    struct core_stats stats;
+    struct core_totals totals;
+};
+
+/* What add and schedule ask for; the values are already validated. */
+struct job_spec {
+    uint8_t id[JOBID_LEN];
+    struct wq_str name;
+    uint32_t ttr;
+    uint64_t ttl;
+    int32_t priority;
+    uint8_t max_attempts;
+    uint8_t max_fails;
+    bool timed;
+    int64_t time_ms;  /* Unix ms, when timed */
+    uint32_t time_ns; /* and the nanoseconds below that ms */
+    const char *payload;
+    size_t payload_len;
+    int64_t created_ms;                /* Unix ms; 0 means now (replay passes the original) */
+    const uint8_t (*after)[JOBID_LEN]; /* prerequisites (ours), nafter of them */
+    size_t nafter;
+    bool broadcast; /* ours: a copy for every named worker present on the name */
+};
+
+#define CORE_MAX_AFTER 100 /* prerequisites of one job */
+/* The result of a job failed for its prerequisite (doc/protocol.md). */
+#define CORE_PREREQ_FAILED "prerequisite %s failed"
+#define CORE_PREREQ_GONE   "prerequisite %s is gone"
+
+/* What a job with a payload of payload_len bytes holds: the payload, the
+ * job struct, and its share of the heap and the registry (a 16-byte heap
+ * item and an 8-byte slot at a load of 1/2).  A struct job_ext adds
+ * CORE_EXT_BYTES, a result its length. */
+#define CORE_JOB_INDEX_BYTES 32
+#define CORE_EXT_BYTES       (sizeof(struct job_ext) + 16)
+static inline uint64_t
+core_job_bytes(size_t payload_len)
+{
+    return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
+}
+
+/* What jobs, queues and the clients' buffers hold, as -max-memory counts
+ * it. */
+static inline uint64_t
+core_memory(const struct core *c)
+{
+    return c->bytes + c->queues.bytes + c->io_bytes;
+}
+
+/* Would n more bytes take the server past -max-memory? */
+static inline bool
+core_over_limit(const struct core *c, uint64_t n)
+{
+    return c->max_bytes > 0 && core_memory(c) + n > c->max_bytes;
+}
+
+#endif /* WQ_CORE_STATE_H */
