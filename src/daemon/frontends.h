@@ -3,7 +3,8 @@
  * says what the server needs to start one from the options: its name, its
  * addresses, how to open it (the one place that turns options into the
  * front-end's own settings) and its operations (net/frontend.h).  Adding a
- * front-end adds a folder, a row here and lines in Makefile.am. */
+ * front-end adds a folder, a row here (with its flags in options.c) and
+ * lines in Makefile.am; nothing in net/ or server.c. */
 #ifndef WQ_FRONTENDS_H
 #define WQ_FRONTENDS_H
 
