@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/listener.h>
 
 #include "daemon/daemon.h"
 #include "daemon/options.h"
@@ -468,12 +467,8 @@ server_clear(struct server *srv)
 {
     srv->stopping = false; /* freeing the rest is not a graceful stop */
     /* connections first: a front-end's state outlives its connections */
-    if (srv->conns != NULL)
-        conn_set_free(srv->conns);
+    conn_set_free(srv->conns);
     listeners_free(srv->listeners);
-    for (size_t i = frontend_nrows; i-- > 0;)
-        if (srv->fe[i] != NULL && frontend_rows[i].ops->close != NULL)
-            frontend_rows[i].ops->close(srv->fe[i]);
     struct event *evs[] = {srv->timer,   srv->sig_int, srv->sig_term,  srv->sig_hup,
                            srv->idle_ev, srv->stop_ev, srv->cmdlog_ev, srv->cmdlog_retry_ev};
     for (size_t i = 0; i < WQ_ARRAY_LEN(evs); i++)
@@ -483,6 +478,10 @@ server_clear(struct server *srv)
         srv->core->record = NULL;
     cmdlog_close(srv->cmdlog); /* writes and syncs what is left */
     core_free(srv->core);
+    /* and the front-ends last: the engine may hold callbacks into them */
+    for (size_t i = frontend_nrows; i-- > 0;)
+        if (srv->fe[i] != NULL && frontend_rows[i].ops->close != NULL)
+            frontend_rows[i].ops->close(srv->fe[i]);
     auth_guard_free(srv->auth_guard);
     tls_free(srv->tls);
     if (srv->base != NULL)

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "lib/alloc.h"
-#include "lib/payload.h"
 
 /* Record j as a dependent of prerequisite p. */
 static void

@@ -74,11 +74,6 @@ fwp_frontend_open(const struct frontend_env *env, const struct fwp_frontend_conf
         .hooks = env->hooks,
     };
     list_init(&fe->ctx.mutations);
-    /* its job store, the engine's side store: served or not, the command
-     * log may hold its jobs */
-    fjobs_new(env->core, env->started_ms);
-    fjobs_set_expired(env->core, fwp_reservation_expired, &fe->ctx);
-    fjobs_set_dead_limits(env->core, cfg->dead_ttl_ms, cfg->dead_max);
     fe->plain = (struct conn_service){
         .proto = &fwp_protocol,
         .ctx = &fe->ctx,
@@ -90,6 +85,11 @@ fwp_frontend_open(const struct frontend_env *env, const struct fwp_frontend_conf
         fwp_frontend_close(fe);
         return NULL;
     }
+    /* its job store, the engine's side store: served or not, the command
+     * log may hold its jobs; an expired reservation fails through fe */
+    fjobs_new(env->core, env->started_ms);
+    fjobs_set_expired(env->core, fwp_reservation_expired, &fe->ctx);
+    fjobs_set_dead_limits(env->core, cfg->dead_ttl_ms, cfg->dead_max);
     return fe;
 }
 

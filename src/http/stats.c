@@ -10,7 +10,6 @@
 #include "lib/alloc.h"
 #include "store/cmdlog.h"
 #include "engine/core.h"
-#include "lib/hist.h"
 #include "lib/stats_text.h"
 #include "engine/job.h"
 #include "engine/queue.h"

@@ -243,7 +243,8 @@ listeners_free(struct listeners *s)
         evconnlistener_free(s->tab[i]->l);
         wq_free(s->tab[i]);
     }
-    event_free(s->resume_ev);
+    if (s->resume_ev != NULL)
+        event_free(s->resume_ev);
     wq_free(s->tab);
     wq_free(s);
 }

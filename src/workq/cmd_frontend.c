@@ -7,7 +7,6 @@
 
 #include "lib/alloc.h"
 #include "lib/log.h"
-#include "lib/stats_text.h"
 #include "net/conn.h"
 #include "net/frontend.h"
 #include "net/password_file.h"
