@@ -16,7 +16,7 @@
 #include "daemon/daemon.h"
 #include "daemon/options.h"
 #include "engine/core.h"
-#include "http/stats.h"
+#include "daemon/stats.h"
 #include "lib/alloc.h"
 #include "lib/log.h"
 #include "lib/util.h"

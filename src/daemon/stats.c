@@ -1,7 +1,7 @@
 /* stats.c - the figures a scrape shows, written in the Prometheus text
  * format 0.0.4 or OpenMetrics 1.0 (doc/metrics.md lists every series). */
 #include "lib/wq.h"
-#include "http/stats.h"
+#include "daemon/stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* stats.h - the server's figures for the metrics endpoint (metrics.c): the
+/* stats.h - the server's figures, which the metrics endpoint serves: the
  * engine's (core_stats, core_totals, the queues' counts, the workers), the
  * command log's (cmdlog_stats) and the connections', read where they are,
  * and each front-end's own series, which it writes itself (a section).

@@ -1,8 +1,9 @@
 /* metrics.h - the HTTP endpoint for monitoring (-metrics-listen): GET
  * /metrics (Prometheus text 0.0.4, or OpenMetrics 1.0 when the Accept
  * header prefers it), /healthz and /readyz, over libevent's evhttp.  The
- * network layer's part only: what the series are is stats.c's, whether the
- * server is ready the server's (through callbacks). */
+ * network layer's part only: what the series are is daemon/stats.c's (and
+ * the front-ends'), whether the server is ready the server's (through
+ * callbacks). */
 #ifndef WQ_METRICS_H
 #define WQ_METRICS_H
 

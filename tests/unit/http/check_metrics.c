@@ -1,9 +1,9 @@
 /* check_metrics.c - unit tests of the metrics' parts that need no socket:
- * stats.c (the exposition of a real core in both formats, with a
+ * daemon/stats.c (the exposition of a real core in both formats, with a
  * front-end's section, the queue cap, histogram buckets) and metrics.c's
  * content negotiation. */
 #include "lib/wq.h"
-#include "http/stats.h"
+#include "daemon/stats.h"
 
 #include <check.h>
 #include <stdlib.h>
