@@ -48,6 +48,12 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     core_record_fn record = c->record;
     c->record = NULL;
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
+    if (!cmdlog_code_has_id(r->code)) { /* not the core's: the side store's */
+        if (c->side_ops != NULL)
+            c->side_ops->replay(c->side, r, now_ms);
+        c->record = record;
+        return;
+    }
     struct job *j = core_find(c, r->id);
     switch (r->code) {
     case CMDLOG_ADD:
@@ -110,10 +116,6 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     case CMDLOG_EXPIRE:
         if (j != NULL)
             core_job_destroy(c, j);
-        break;
-    default: /* not the core's: the side store's, if it has one */
-        if (c->side_ops != NULL)
-            c->side_ops->replay(c->side, r, now_ms);
         break;
     }
     c->record = record;

@@ -55,6 +55,14 @@ cmdlog_code_is_faktory(uint8_t code)
     return code >= CMDLOG_F_PUSH && code <= CMDLOG_F_MAX;
 }
 
+/* Does a record of code name a job by its 16-byte id (the engine's own
+ * records), rather than by a front-end's key (Faktory's jid, a queue)? */
+static inline bool
+cmdlog_code_has_id(uint8_t code)
+{
+    return !cmdlog_code_is_faktory(code);
+}
+
 /* One record, decoded.  Pointers refer into the buffer it was decoded from
  * (or that the caller owns, to encode). */
 struct cmdlog_rec {
