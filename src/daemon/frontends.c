@@ -3,6 +3,7 @@
 #include "lib/wq.h"
 #include "daemon/frontends.h"
 
+#include <stddef.h>
 #include <sysexits.h>
 
 #include "daemon/options.h"
@@ -11,24 +12,12 @@
 #include "net/frontend.h"
 #include "workq/cmd_frontend.h"
 
-static const struct listen_set *
-workq_addresses(const struct options *o)
-{
-    return &o->listen;
-}
-
 static int
 workq_open(const struct frontend_env *env, const struct options *o, void **fe)
 {
     const struct cmd_frontend_config cfg = {o->password_file, o->faktory_listen.n > 0};
     *fe = cmd_frontend_open(env, &cfg);
     return *fe == NULL ? EX_CONFIG : 0;
-}
-
-static const struct listen_set *
-faktory_addresses(const struct options *o)
-{
-    return &o->faktory_listen;
 }
 
 /* Open even without addresses: its jobs replay from the command log. */
@@ -46,12 +35,6 @@ faktory_open(const struct frontend_env *env, const struct options *o, void **fe)
     return *fe == NULL ? EX_CONFIG : 0;
 }
 
-static const struct listen_set *
-metrics_addresses(const struct options *o)
-{
-    return &o->metrics_listen;
-}
-
 /* Only with addresses (-metrics-listen). */
 static int
 metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
@@ -64,9 +47,15 @@ metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
 }
 
 const struct frontend_row frontend_rows[] = {
-    {NULL, &cmd_frontend_ops, workq_addresses, workq_open},
-    {"faktory", &fwp_frontend_ops, faktory_addresses, faktory_open},
-    {"metrics", &metrics_frontend_ops, metrics_addresses, metrics_open},
+    {NULL, &cmd_frontend_ops, offsetof(struct options, listen), workq_open},
+    {"faktory", &fwp_frontend_ops, offsetof(struct options, faktory_listen), faktory_open},
+    {"metrics", &metrics_frontend_ops, offsetof(struct options, metrics_listen), metrics_open},
 };
 const size_t frontend_nrows = WQ_ARRAY_LEN(frontend_rows);
+
+const struct listen_set *
+frontend_addresses(const struct frontend_row *row, const struct options *o)
+{
+    return (const struct listen_set *)((const char *)o + row->addresses);
+}
 _Static_assert(WQ_ARRAY_LEN(frontend_rows) <= FRONTENDS_MAX, "raise FRONTENDS_MAX");

@@ -21,8 +21,8 @@ struct frontend_row {
      * lines name no protocol. */
     const char *name;
     const struct frontend_ops *ops;
-    /* Its addresses among the options. */
-    const struct listen_set *(*addresses)(const struct options *o);
+    /* Where its addresses are in struct options (offsetof). */
+    size_t addresses;
     /* Open it on env into *fe (NULL: not in service).  0, or the exit
      * status after logging. */
     int (*open)(const struct frontend_env *env, const struct options *o, void **fe);
@@ -32,6 +32,10 @@ struct frontend_row {
  * addresses. */
 extern const struct frontend_row frontend_rows[];
 extern const size_t frontend_nrows;
+
+/* Row row's addresses in o. */
+const struct listen_set *frontend_addresses(const struct frontend_row *row,
+                                            const struct options *o);
 
 /* Room for the rows (a server array's size). */
 #define FRONTENDS_MAX 8

@@ -185,7 +185,7 @@ server_tls(struct server *srv)
     const struct options *o = srv->opts;
     bool needed = false;
     for (size_t i = 0; i < frontend_nrows; i++) {
-        const struct listen_set *set = frontend_rows[i].addresses(o);
+        const struct listen_set *set = frontend_addresses(&frontend_rows[i], o);
         for (size_t j = 0; j < set->n; j++)
             needed |= set->addr[j].tls;
     }
@@ -245,7 +245,7 @@ server_listen(struct server *srv)
     for (size_t i = 0; i < frontend_nrows; i++) {
         if (srv->fe[i] == NULL)
             continue;
-        const struct listen_set *set = frontend_rows[i].addresses(srv->opts);
+        const struct listen_set *set = frontend_addresses(&frontend_rows[i], srv->opts);
         for (size_t j = 0; j < set->n; j++)
             if (server_bind(srv, i, &set->addr[j]) != 0)
                 return -1;
