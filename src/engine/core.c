@@ -54,6 +54,7 @@ core_deps_fail(struct core *c, struct job *d, const uint8_t prereq[JOBID_LEN], b
         wq_panic(__FILE__, __LINE__, "out of memory failing a dependent job");
     core_record_result(c, d, CMDLOG_FAIL, text, (size_t)n);
     core_job_settle(c, d, JOB_FAILED, result, (uint32_t)n);
+    core_job_die(c, d, (int64_t)c->now_ms);
 }
 
 /* Work through the pending lists until none is left: releasing a job
@@ -150,6 +151,10 @@ core_new(uint64_t now_ms)
         c->rng = (uint64_t)time(NULL);
     c->rng |= 1; /* xorshift state must not be zero */
     c->now_ms = now_ms;
+    list_init(&c->dead.jobs);
+    c->dead.ttl_ms = CORE_DEFAULT_DEAD_TTL_MS;
+    c->dead.max = CORE_DEFAULT_DEAD_MAX;
+    c->backoff_unit_ms = CORE_DEFAULT_BACKOFF_UNIT;
     core_clear_totals(c);
     return c;
 }
@@ -223,7 +228,9 @@ core_job_deadline(const struct core *c, const struct job *j)
     if (j->state == JOB_LEASED)
         d = WQ_MIN(d, core_lease_end(c, j));
     else if (j->place == JOB_IN_SCHEDULED)
-        d = WQ_MIN(d, (uint64_t)j->base_ms);
+        d = WQ_MIN(d, (uint64_t)job_due_ms(j, c->exts));
+    else if (j->flags & JOB_F_DEAD)
+        d = WQ_MIN(d, core_dead_end(c, j));
     return d;
 }
 
@@ -333,6 +340,18 @@ core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
     c->record(c->record_arg, &r);
 }
 
+/* Log a fail that sends j to wait until at_ms. */
+void
+core_record_backoff(struct core *c, const struct job *j, int64_t at_ms)
+{
+    if (c->record == NULL || (j->flags & JOB_F_RUN))
+        return;
+    struct cmdlog_rec r = {
+        .code = CMDLOG_FAIL_BACKOFF, .at_ms = (int64_t)c->now_ms, .timed = true, .time_ms = at_ms};
+    memcpy(r.id, j->id, JOBID_LEN);
+    c->record(c->record_arg, &r);
+}
+
 /* Log a result (complete or final fail). */
 void
 core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
@@ -431,7 +450,13 @@ core_job_detach(struct core *c, struct job *j)
 {
     core_count(c, j, -1);
     if (j->place != JOB_NOWHERE) {
+        bool backoff = j->place == JOB_IN_SCHEDULED && (j->flags & JOB_F_BACKOFF);
         queue_remove(core_job_queue(c, j), j);
+        struct job_ext *x = backoff ? core_job_ext(c, j) : NULL;
+        if (x != NULL && x->retry_at != 0) { /* its backoff is over */
+            x->retry_at = 0;
+            core_ext_trim(c, j);
+        }
     } else if (j->state == JOB_LEASED) {
         queue_unlease(core_job_queue(c, j));
         struct job_more *m = (j->flags & JOB_F_EXT) ? core_more_of(core_job_ext(c, j)) : NULL;
@@ -501,6 +526,7 @@ void
 core_job_destroy(struct core *c, struct job *j)
 {
     core_job_detach(c, j);
+    core_dead_unlink(c, j);
     wheel_cancel(&c->wheel, &j->timer);
     registry_remove(c->jobs, j->id, JOBID_LEN);
     struct job_ext *x = core_job_ext(c, j);
@@ -530,6 +556,7 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
     c->totals.ttr_expired++;
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
+        core_job_die(c, j, (int64_t)now_ms);
         return;
     }
     c->totals.retried++;
@@ -537,6 +564,55 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
     j->state = JOB_PENDING;
     core_make_ready(c, j, now_ms);
     core_job_arm(c, j);
+}
+
+void
+core_job_backoff(struct core *c, struct job *j, int64_t at_ms)
+{
+    core_job_detach(c, j);
+    j->state = JOB_PENDING;
+    if (at_ms <= 0) { /* a damaged record: no wait */
+        core_job_place(c, j, JOB_PENDING, c->now_ms);
+        return;
+    }
+    core_ext_need(c, j)->retry_at = at_ms;
+    queue_push_scheduled(core_job_queue(c, j), j);
+    c->stats.scheduled++;
+    core_job_arm(c, j);
+}
+
+void
+core_job_die(struct core *c, struct job *j, int64_t died_ms)
+{
+    if (!(j->flags & JOB_F_DEAD) || j->state != JOB_FAILED)
+        return;
+    core_dead_link(c, j, died_ms);
+    core_job_arm(c, j); /* the set's TTL may end before the job's */
+    struct job *old;
+    while (c->dead.count > c->dead.max && (old = core_dead_oldest(c)) != NULL) {
+        core_record_id(c, old, CMDLOG_DELETE);
+        core_job_destroy(c, old);
+    }
+}
+
+void
+core_job_revive(struct core *c, struct job *j, uint64_t now_ms)
+{
+    core_dead_unlink(c, j);
+    struct job_ext *x = core_job_ext(c, j);
+    if (x != NULL && x->result != NULL) {
+        c->bytes -= x->result_len;
+        payload_free(x->result, x->result_len);
+        x->result = NULL;
+        x->result_len = 0;
+    }
+    core_job_detach(c, j);
+    j->fails = 0;
+    j->attempts = 0;
+    WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
+    j->seq = c->next_seq++; /* in line as if added now */
+    core_job_place(c, j, JOB_PENDING, now_ms);
+    core_ext_trim(c, j);
 }
 
 /* Fail j (no result yet) as cancelled, marked so that a later complete,
@@ -574,7 +650,12 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         core_job_ttr_expired(c, j, now_ms);
         return;
     }
-    if (j->place == JOB_IN_SCHEDULED && (int64_t)now_ms >= j->base_ms) {
+    if (now_ms >= core_dead_end(c, j)) { /* out of the dead set by age */
+        core_record_id(c, j, CMDLOG_DELETE);
+        core_job_destroy(c, j);
+        return;
+    }
+    if (j->place == JOB_IN_SCHEDULED && (int64_t)now_ms >= job_due_ms(j, c->exts)) {
         core_job_detach(c, j);
         core_make_ready(c, j, now_ms);
     }

@@ -9,6 +9,7 @@
 #include "lib/wq.h"
 #include "engine/core_state.h"
 #include "engine/core_ext.h"
+#include "engine/core_dead.h"
 
 /* Would a new job with this payload (and a struct job_ext, with_ext: a
  * scheduled or run job) take the core past max_bytes?  Add and run check
@@ -133,6 +134,15 @@ enum core_status core_cancel_job(struct core *c, const uint8_t id[JOBID_LEN], ui
 /* Is j what s would create (name, payload, TTR, TTL, priority, limits,
  * scheduled time)?  For an idempotent add. */
 bool core_same_job(const struct core *c, const struct job *j, const struct job_spec *s);
+
+/* Put a job of the dead set back to work: out of the set, its result,
+ * fails and attempts cleared, PENDING in its queue as if added now (its TTL
+ * unchanged).  CORE_OK, CORE_NOT_FOUND, CORE_NOT_DEAD (not in the set). */
+enum core_status core_revive(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms);
+/* Bound the dead set: a job stays at most ttl_ms after its death, and at
+ * most max jobs stay (the oldest go first).  Applies from the next death,
+ * and to the jobs already in it as their timers fire. */
+void core_set_dead_limits(struct core *c, uint64_t ttl_ms, uint64_t max);
 
 /* Remove a job in any state: CORE_OK or CORE_NOT_FOUND. */
 enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);

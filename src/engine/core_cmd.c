@@ -11,6 +11,7 @@
 #include "lib/alloc.h"
 #include "engine/core_internal.h"
 #include "engine/workers.h"
+#include "lib/backoff.h"
 #include "lib/payload.h"
 
 /* xorshift64*: uniform enough to pick among a lease's names. */
@@ -60,7 +61,9 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     c->bytes += core_job_bytes(s->payload_len);
     j->heap_index = HEAP_NO_INDEX;
     j->state = JOB_NEW;
-    j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0);
+    j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0) |
+               (s->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
+               (s->dead ? JOB_F_DEAD : 0);
     j->base_ms = s->timed ? s->time_ms : created;
     registry_insert(c->jobs, j);
     c->totals.added++;
@@ -141,6 +144,14 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
         };
         memcpy(r.id, s->id, JOBID_LEN);
         c->record(c->record_arg, &r);
+        if (s->backoff != CORE_BACKOFF_NONE || s->dead) {
+            struct cmdlog_rec p = {.code = CMDLOG_POLICY,
+                                   .at_ms = (int64_t)now_ms,
+                                   .backoff = s->backoff,
+                                   .dead = s->dead};
+            memcpy(p.id, s->id, JOBID_LEN);
+            c->record(c->record_arg, &p);
+        }
         if (s->nafter > 0) {
             struct cmdlog_rec a = {.code = CMDLOG_AFTER, .at_ms = (int64_t)now_ms};
             memcpy(a.id, s->id, JOBID_LEN);
@@ -311,6 +322,15 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
         j->fails++;
         bool retry = j->max_fails > 0 && j->fails < j->max_fails &&
                      (j->max_attempts == 0 || j->attempts < j->max_attempts);
+        if (retry && (j->flags & JOB_F_BACKOFF) && j->state != JOB_WAITING) {
+            /* Back to waiting, until its backoff is over. */
+            uint64_t at =
+                backoff_faktory_at(now_ms, j->fails - 1u, core_random(c) % 30, c->backoff_unit_ms);
+            core_record_backoff(c, j, (int64_t)at);
+            c->totals.retried++;
+            core_job_backoff(c, j, (int64_t)at);
+            return CORE_OK;
+        }
         if (retry) {
             /* Back to waiting; a job still in a heap keeps its place there. */
             core_record_id(c, j, CMDLOG_FAIL_RETRY);
@@ -337,7 +357,10 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
         return CORE_NOMEM;
     }
     core_record_result(c, j, success ? CMDLOG_COMPLETE : CMDLOG_FAIL, data, len);
+    bool run = j->flags & JOB_F_RUN; /* settled, a run job is gone */
     core_job_settle(c, j, success ? JOB_COMPLETED : JOB_FAILED, result, (uint32_t)len);
+    if (!success && !run)
+        core_job_die(c, j, (int64_t)now_ms);
     return CORE_OK;
 }
 
@@ -379,7 +402,9 @@ core_same_job(const struct core *c, const struct job *j, const struct job_spec *
         (s->payload_len > 0 && memcmp(j->payload, s->payload, s->payload_len) != 0) ||
         j->ttr != s->ttr || j->ttl != s->ttl || j->priority != s->priority ||
         j->max_attempts != s->max_attempts || j->max_fails != s->max_fails ||
-        (j->flags & JOB_F_RUN) || !(j->flags & JOB_F_TIMED) != !s->timed)
+        (j->flags & JOB_F_RUN) || !(j->flags & JOB_F_TIMED) != !s->timed ||
+        !(j->flags & JOB_F_BACKOFF) != (s->backoff == CORE_BACKOFF_NONE) ||
+        !(j->flags & JOB_F_DEAD) != !s->dead)
         return false;
     if (!s->timed)
         return true;
@@ -474,4 +499,24 @@ core_cancel(struct core *c, struct waiter *w)
     core_waiter_free(c, w);
     if (run_job != NULL)
         core_job_destroy(c, run_job);
+}
+
+enum core_status
+core_revive(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    if (core_job_died(c, j) == 0)
+        return CORE_NOT_DEAD;
+    core_record_id(c, j, CMDLOG_REVIVE);
+    core_job_revive(c, j, now_ms);
+    return CORE_OK;
+}
+
+void
+core_set_dead_limits(struct core *c, uint64_t ttl_ms, uint64_t max)
+{
+    c->dead.ttl_ms = ttl_ms;
+    c->dead.max = max;
 }

@@ -56,9 +56,9 @@ core_ext_trim(struct core *c, struct job *j)
 {
     struct job_ext *x = core_job_ext(c, j);
     const struct job_more *m = core_more_of(x);
-    if (x != NULL && x->result == NULL && x->waiters.first == NULL &&
+    if (x != NULL && x->result == NULL && x->waiters.first == NULL && x->retry_at == 0 &&
         (m == NULL || (!m->cancelled && m->ndependents == 0 && m->unmet == 0 && m->holder == NULL &&
-                       !m->broadcast)) &&
+                       !m->broadcast && !list_linked(&m->dead_link))) &&
         !(j->flags & JOB_F_TIMED))
         core_ext_drop(c, j, x);
 }

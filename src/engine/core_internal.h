@@ -12,6 +12,7 @@
 #include "engine/core.h"
 #include "engine/core_ext.h"
 #include "engine/core_wait.h"
+#include "engine/core_dead.h"
 
 /* core_cmd.c */
 /* Create (or, in replay, re-create) a job; limited: check -max-memory. */
@@ -33,6 +34,8 @@ void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
 /* Give j its result and final state, and wake its waiters. */
 void core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
                      uint32_t result_len);
+/* Log a fail of j that sends it to wait until at_ms. */
+void core_record_backoff(struct core *c, const struct job *j, int64_t at_ms);
 /* Log a result (complete or final fail) of j. */
 void core_record_result(struct core *c, const struct job *j, enum cmdlog_code code,
                         const char *data, size_t len);
@@ -43,6 +46,16 @@ void core_job_place(struct core *c, struct job *j, enum job_state state, uint64_
 void core_job_release(struct core *c, struct job *j, uint64_t now_ms);
 /* Arm j's timer for the nearest of its deadlines. */
 void core_job_arm(struct core *c, struct job *j);
+/* j (not done) failed and waits until at_ms (Unix ms) before it is ready
+ * again: PENDING in its scheduled heap. */
+void core_job_backoff(struct core *c, struct job *j, int64_t at_ms);
+/* j has just FAILED for good at died_ms: into the dead set if it asked
+ * for it (JOB_F_DEAD), the oldest dead jobs beyond the set's bound going
+ * (j itself with a bound of 0: it may be gone after). */
+void core_job_die(struct core *c, struct job *j, int64_t died_ms);
+/* j, in the dead set, goes back to its queue with no result, no fails and
+ * no attempts, PENDING, in line as if added now. */
+void core_job_revive(struct core *c, struct job *j, uint64_t now_ms);
 /* Fail j (no result yet) as cancelled, marked so for its worker. */
 void core_job_cancel(struct core *c, struct job *j);
 /* Remove j and everything that refers to it. */

@@ -82,7 +82,26 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
                 j->fails++;
             core_job_settle(c, j, r->code == CMDLOG_COMPLETE ? JOB_COMPLETED : JOB_FAILED, result,
                             (uint32_t)r->result.n);
+            if (r->code == CMDLOG_FAIL)
+                core_job_die(c, j, r->at_ms);
         }
+        break;
+    case CMDLOG_FAIL_BACKOFF:
+        if (j != NULL && !job_is_done(j) && j->state != JOB_WAITING) {
+            if (j->fails < WQ_MAX_FAILS)
+                j->fails++;
+            core_job_backoff(c, j, r->time_ms);
+        }
+        break;
+    case CMDLOG_POLICY:
+        /* right after its add */
+        if (j != NULL && j->state == JOB_NEW)
+            j->flags |= (r->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
+                        (r->dead ? JOB_F_DEAD : 0);
+        break;
+    case CMDLOG_REVIVE:
+        if (j != NULL && core_job_died(c, j) != 0)
+            core_job_revive(c, j, now_ms);
         break;
     case CMDLOG_FAIL_RETRY:
         if (j != NULL && !job_is_done(j))

@@ -26,6 +26,14 @@ enum core_status {
     CORE_CANCELLED,  /* the job was cancelled (its worker learns it so) */
     CORE_STALE,      /* the lease asked for is not the job's current one */
     CORE_BAD_PREREQ, /* a prerequisite (add -after) does not exist */
+    CORE_NOT_DEAD,   /* revive: the job is not in the dead set */
+};
+
+/* How a fail that leaves the job retries left brings it back
+ * (job_spec.backoff). */
+enum core_backoff {
+    CORE_BACKOFF_NONE,    /* ready again at once (Workq's way) */
+    CORE_BACKOFF_FAKTORY, /* after Faktory's backoff (lib/backoff.h) */
 };
 
 enum waiter_kind {
@@ -93,6 +101,20 @@ core_waiter_of(struct hlist_node *n)
     return WQ_CONTAINER_OF(n, struct waiter, link);
 }
 
+/* The dead set: jobs that asked for it (job_spec.dead) and failed for
+ * good, oldest death first, each kept until ttl_ms after its death (or its
+ * own TTL) and at most max of them (the oldest go first). */
+struct core_dead {
+    struct list jobs; /* struct job_more's dead_link */
+    uint64_t count;
+    uint64_t ttl_ms;
+    uint64_t max;
+};
+
+#define CORE_DEFAULT_DEAD_TTL_MS  (180ull * 24 * 3600 * 1000)
+#define CORE_DEFAULT_DEAD_MAX     10000u
+#define CORE_DEFAULT_BACKOFF_UNIT 1000u
+
 struct core_stats {
     uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */
     uint64_t waiting;                                     /* for prerequisites */
@@ -149,6 +171,8 @@ struct core {
     uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: queues.bytes) */
     uint64_t io_bytes;  /* held for clients: input being parsed, unsent replies (the server's) */
     uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
+    struct core_dead dead;
+    uint64_t backoff_unit_ms; /* a second of the backoff (tests shorten it) */
     struct core_stats stats;
     struct core_totals totals;
 };
@@ -170,7 +194,9 @@ struct job_spec {
     int64_t created_ms;                /* Unix ms; 0 means now (replay passes the original) */
     const uint8_t (*after)[JOBID_LEN]; /* prerequisites (ours), nafter of them */
     size_t nafter;
-    bool broadcast; /* ours: a copy for every named worker present on the name */
+    bool broadcast;  /* ours: a copy for every named worker present on the name */
+    uint8_t backoff; /* enum core_backoff */
+    bool dead;       /* out of retries, it enters the dead set */
 };
 
 #define CORE_MAX_AFTER 100 /* prerequisites of one job */

@@ -60,26 +60,43 @@ job_ready_key(const struct job *j)
     return key | (uint64_t)1 << TIME_BITS | time_code(j->base_ms, &time_clamped);
 }
 
-/* Scheduled order: time (to the ns), priority descending, arrival.  Key: 47
- * bits of the time in ms, then 16 bits of priority for a time without
- * nanoseconds (those come first within their ms), else PRIO_TOP. */
+int64_t
+job_due_ms(const struct job *j, const struct registry *exts)
+{
+    if (!(j->flags & JOB_F_BACKOFF) || !(j->flags & JOB_F_EXT))
+        return j->base_ms;
+    const struct job_ext *x = registry_find(exts, j->id, JOBID_LEN);
+    return x->retry_at != 0 ? x->retry_at : j->base_ms;
+}
+
+/* Is j waiting out a backoff (its due time is not its scheduled time)? */
+static bool
+job_backing_off(const struct job *j, const struct registry *exts)
+{
+    return (j->flags & JOB_F_BACKOFF) && job_due_ms(j, exts) != j->base_ms;
+}
+
+/* Scheduled order: due time (to the ns), priority descending, arrival.
+ * Key: 47 bits of the time in ms, then 16 bits of priority for a time
+ * without nanoseconds (those come first within their ms), else PRIO_TOP. */
 uint64_t
-job_scheduled_key(const struct job *j)
+job_scheduled_key(const struct job *j, const struct registry *exts)
 {
     bool clamped, prio_clamped;
-    uint64_t key = time_code(j->base_ms, &clamped) << PRIO_BITS;
+    uint64_t key = time_code(job_due_ms(j, exts), &clamped) << PRIO_BITS;
     if (clamped)
         return key;
-    if (j->flags & JOB_F_NS)
+    if ((j->flags & JOB_F_NS) && !job_backing_off(j, exts))
         return key | PRIO_TOP;
     return key | prio_code(j->priority, &prio_clamped);
 }
 
-/* The nanoseconds of a scheduled job's time (0 for most). */
+/* The nanoseconds of a scheduled job's due time (0 for most, and for a
+ * retry's). */
 static uint32_t
 job_time_ns(const struct job *j, const struct registry *exts)
 {
-    if (!(j->flags & JOB_F_NS))
+    if (!(j->flags & JOB_F_NS) || job_backing_off(j, exts))
         return 0;
     const struct job_ext *x = registry_find(exts, j->id, JOBID_LEN);
     return x->time_ns;
@@ -110,8 +127,9 @@ bool
 job_scheduled_tie(const void *a, const void *b, void *exts)
 {
     const struct job *x = a, *y = b;
-    if (x->base_ms != y->base_ms)
-        return x->base_ms < y->base_ms;
+    int64_t xd = job_due_ms(x, exts), yd = job_due_ms(y, exts);
+    if (xd != yd)
+        return xd < yd;
     uint32_t xn = job_time_ns(x, exts), yn = job_time_ns(y, exts);
     if (xn != yn)
         return xn < yn;

@@ -8,6 +8,7 @@
 
 #include "lib/wq.h"
 #include "lib/jobid.h"
+#include "lib/list.h"
 #include "lib/wheel.h"
 
 /* The numbers are the protocol's (inspect shows them). */
@@ -24,10 +25,12 @@ enum job_state {
 /* Where a job waits, when it waits at all. */
 enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 
-#define JOB_F_TIMED 0x1 /* was scheduled (has a time) */
-#define JOB_F_RUN   0x2 /* queued by run: lives only while its client waits */
-#define JOB_F_EXT   0x4 /* has a struct job_ext in the core's side table */
-#define JOB_F_NS    0x8 /* its scheduled time has nanoseconds below the ms */
+#define JOB_F_TIMED   0x1  /* was scheduled (has a time) */
+#define JOB_F_RUN     0x2  /* queued by run: lives only while its client waits */
+#define JOB_F_EXT     0x4  /* has a struct job_ext in the core's side table */
+#define JOB_F_NS      0x8  /* its scheduled time has nanoseconds below the ms */
+#define JOB_F_BACKOFF 0x10 /* a fail that retries waits for Faktory's backoff */
+#define JOB_F_DEAD    0x20 /* out of retries, it enters the dead set */
 
 /* Attempts are counted up to this (with max-attempts 0 a job may be leased
  * forever); max-attempts and max-fails, at most 255, are never reached by it. */
@@ -36,6 +39,7 @@ enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 #define JOB_SEQ_LIMIT    ((uint64_t)1 << JOB_SEQ_BITS)
 
 struct queue;
+struct registry;
 struct waiter;
 struct worker;
 
@@ -50,7 +54,7 @@ struct job {
     uint64_t seq : JOB_SEQ_BITS; /* arrival order, for FIFO among equals */
     uint64_t state : 3;          /* enum job_state */
     uint64_t place : 2;          /* enum job_place */
-    uint64_t flags : 4;          /* JOB_F_* */
+    uint64_t flags : 6;          /* JOB_F_* */
     uint64_t max_attempts : 8;
     uint64_t ttr : 27; /* ms, at most WQ_MAX_TTR_MS */
     uint64_t max_fails : 8;
@@ -65,8 +69,9 @@ struct job {
     uint32_t queue_ix; /* the core's queue table */
 };
 
-/* The rarer parts of a job (JOB_F_EXT): a result, waiting clients, and for
- * a scheduled job its creation time and the nanoseconds of its time. */
+/* The rarer parts of a job (JOB_F_EXT): a result, waiting clients, for
+ * a scheduled job its creation time and the nanoseconds of its time, and
+ * for a job waiting out a backoff when it is due. */
 struct job_ext {
     uint8_t id[JOBID_LEN];
     char *result;
@@ -75,7 +80,8 @@ struct job_ext {
     uint32_t time_ns;     /* JOB_F_TIMED: the time below the millisecond */
     uint32_t result_len;
     struct job_more *more; /* the job model's extensions, when used */
-    uint64_t pad;          /* to 64 bytes: see below */
+    int64_t retry_at;      /* PENDING in the scheduled heap after a fail (JOB_F_BACKOFF):
+                            * when it is ready again, Unix ms; else 0 */
 };
 
 /* A job_ext fills one cache line: at 56 bytes, most of them straddled two,
@@ -94,6 +100,11 @@ struct job_more {
     uint32_t ncopies;
     bool cancelled; /* failed by cancel: its worker's complete is refused */
     bool broadcast; /* the original of a broadcast (add -target=all) */
+    /* in the dead set (JOB_F_DEAD, FAILED for good): its place in the
+     * core's list, oldest death first, when it died (Unix ms), and the job */
+    struct list dead_link;
+    int64_t died_ms;
+    struct job *job;
 };
 
 /* A dependent job, by id and by its arrival number (an id used again by
@@ -119,9 +130,14 @@ job_is_done(const struct job *j)
  * which compare in full (their arg is the registry of struct job_ext, for
  * the nanoseconds). */
 uint64_t job_ready_key(const struct job *j);
-uint64_t job_scheduled_key(const struct job *j);
+uint64_t job_scheduled_key(const struct job *j, const struct registry *exts);
 bool job_ready_tie(const void *a, const void *b, void *exts);
 bool job_scheduled_tie(const void *a, const void *b, void *exts);
+
+/* When j, in the scheduled heap, is due: its retry_at while it waits out a
+ * backoff, else its scheduled time (base_ms).  exts: the core's job_ext
+ * registry. */
+int64_t job_due_ms(const struct job *j, const struct registry *exts);
 
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);

@@ -44,7 +44,7 @@ queue_push_ready(struct queue *q, struct job *j)
 void
 queue_push_scheduled(struct queue *q, struct job *j)
 {
-    heap_push(&q->scheduled, job_scheduled_key(j), j);
+    heap_push(&q->scheduled, job_scheduled_key(j, q->scheduled.arg), j);
     j->place = JOB_IN_SCHEDULED;
     queue_note_active(q);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/alloc.h"
+#include "lib/backoff.h"
 #include "lib/util.h"
 
 #define FWP_DEFAULT_RETRY   25
@@ -20,9 +21,6 @@
 #define FWP_MAX_MESSAGE     1000u
 #define FWP_MAX_BACKTRACE   50u
 #define FWP_MAX_LINE_BYTES  1000u /* of one backtrace line */
-/* 9999-12-31T23:59:59.999Z: the last time RFC 3339 (and so next_at) can
- * write, where a retry's time saturates */
-#define FWP_MAX_TIME_MS 253402300799999ull
 
 void
 fwp_time_format(uint64_t unix_ms, char out[32])
@@ -264,24 +262,6 @@ fwp_random(struct fwp_ctx *f)
     return f->rng * 0x2545F4914F6CDD1DULL;
 }
 
-/* When the retry after the count-th failure is due (Unix ms): after now,
- * Faktory's backoff of 15 + count^4 + r * (count + 1) seconds of unit ms
- * (r below 30), at most FWP_MAX_TIME_MS.  Saturating, not wrapping: a job
- * with a huge `retry` fails as often as it is fetched, and count^4 alone
- * passes 2^64 at count 65536 (the product with unit well before), which
- * made its next_at year 0000 or a time already past. */
-static uint64_t
-fwp_backoff_at(uint64_t now, uint64_t count, uint64_t r, uint64_t unit)
-{
-    uint64_t c2, c4, extra, secs, ms, at;
-    if (__builtin_mul_overflow(count, count, &c2) || __builtin_mul_overflow(c2, c2, &c4) ||
-        __builtin_mul_overflow(r, count + 1, &extra) ||
-        __builtin_add_overflow(c4, 15 + extra, &secs) || __builtin_mul_overflow(secs, unit, &ms) ||
-        __builtin_add_overflow(now, ms, &at))
-        return FWP_MAX_TIME_MS;
-    return WQ_MIN(at, FWP_MAX_TIME_MS);
-}
-
 /* The length of s[0..n) cut to at most max bytes on a character
  * boundary (UTF-8). */
 static size_t
@@ -406,7 +386,7 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
     int64_t count = json_integer_value(json_object_get(fail, "retry_count"));
     uint64_t at = 0;
     if (count < retry) {
-        at = fwp_backoff_at(now, (uint64_t)count, fwp_random(f) % 30, f->backoff_unit_ms);
+        at = backoff_faktory_at(now, (uint64_t)count, fwp_random(f) % 30, f->backoff_unit_ms);
         char next[32];
         fwp_time_format(at, next);
         json_object_set_new(fail, "next_at", json_string(next));

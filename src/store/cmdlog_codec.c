@@ -278,6 +278,12 @@ cmdlog_payload_size(const struct cmdlog_rec *r)
     case CMDLOG_BROADCAST:
         n += uvarint_len(r->after.n / JOBID_LEN) + r->after.n;
         break;
+    case CMDLOG_POLICY:
+        n += uvarint_len(r->backoff) + 1;
+        break;
+    case CMDLOG_FAIL_BACKOFF:
+        n += CMDLOG_TIME_LEN;
+        break;
     default:
         break;
     }
@@ -359,6 +365,12 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
         o += cmdlog_uvarint_put(o, r->after.n / JOBID_LEN);
         memcpy(o, r->after.p, r->after.n);
         o += r->after.n;
+    } else if (r->code == CMDLOG_POLICY) {
+        o += cmdlog_uvarint_put(o, r->backoff);
+        *o++ = r->dead ? 1 : 0;
+    } else if (r->code == CMDLOG_FAIL_BACKOFF) {
+        cmdlog_time_put(o, true, r->time_ms);
+        o += CMDLOG_TIME_LEN;
     }
     put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
 }
@@ -481,6 +493,16 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
             count <= (uint64_t)len / JOBID_LEN ? rd_take(&rd, count * JOBID_LEN) : NULL;
         rd.bad |= ids == NULL;
         r->after = (struct wq_str){(const char *)ids, ids != NULL ? (size_t)count * JOBID_LEN : 0};
+    } else if (r->code == CMDLOG_POLICY) {
+        uint64_t backoff = rd_uvarint(&rd);
+        const uint8_t *dead = rd_take(&rd, 1);
+        rd.bad |= backoff > UINT8_MAX || (dead != NULL && dead[0] > 1);
+        r->backoff = (uint8_t)backoff;
+        r->dead = dead != NULL && dead[0] == 1;
+    } else if (r->code == CMDLOG_FAIL_BACKOFF) {
+        uint32_t ns;
+        rd_time(&rd, &r->timed, &r->time_ms, &ns);
+        rd.bad |= !r->timed;
     }
     return !rd.bad && rd.p == rd.end;
 }

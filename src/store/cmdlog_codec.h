@@ -42,10 +42,13 @@ enum cmdlog_code {
     CMDLOG_F_MAX = 24,
     /* The job model's extensions, 32 to 47 (a 16-byte id first, as
      * Workq's): */
-    CMDLOG_CANCEL = 32,    /* id: failed with "cancelled", its worker refused */
-    CMDLOG_AFTER = 33,     /* id, its prerequisites: follows the job's add */
-    CMDLOG_BROADCAST = 34, /* id, its copies: follows the copies' adds */
-    CMDLOG_CODE_MAX = 34,
+    CMDLOG_CANCEL = 32,       /* id: failed with "cancelled", its worker refused */
+    CMDLOG_AFTER = 33,        /* id, its prerequisites: follows the job's add */
+    CMDLOG_BROADCAST = 34,    /* id, its copies: follows the copies' adds */
+    CMDLOG_POLICY = 35,       /* id, backoff, dead: follows the job's add */
+    CMDLOG_FAIL_BACKOFF = 36, /* id, when: a fail that sent the job to wait until then */
+    CMDLOG_REVIVE = 37,       /* id: out of the dead set, back to its queue */
+    CMDLOG_CODE_MAX = 37,
 };
 
 /* Is code one of the Faktory front-end's? */
@@ -86,6 +89,11 @@ struct cmdlog_rec {
     /* CMDLOG_AFTER, CMDLOG_BROADCAST: the prerequisites' or copies' ids,
      * 16 bytes each */
     struct wq_str after;
+    /* CMDLOG_POLICY: the retry policy (the engine's enum core_backoff) and
+     * whether the job enters the dead set (CMDLOG_FAIL_BACKOFF's time is
+     * time_ms) */
+    uint8_t backoff;
+    bool dead;
     /* The Faktory codes: the job's jid (in place of id); name is the queue,
      * priority, ttr (reserve_for, seconds), payload (the job's text) and
      * time_ms (when, until, at: timed) as the code says. */

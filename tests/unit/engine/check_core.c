@@ -152,6 +152,7 @@ struct tally {
     /* from the queues */
     uint64_t q_ready, q_scheduled, q_leased, nqueues;
     uint64_t exts; /* jobs with a struct job_ext */
+    uint64_t dead; /* jobs in the dead set */
 };
 
 static struct qcount *
@@ -186,8 +187,17 @@ tally_ext(struct tally *t, const struct job *j)
     REQUIRE(memcmp(x->id, j->id, JOBID_LEN) == 0);
     const struct job_more *m = x->more;
     REQUIRE((j->flags & JOB_F_TIMED) || x->result != NULL || x->waiters.first != NULL ||
+            x->retry_at != 0 ||
             (m != NULL && (m->cancelled || m->unmet > 0 || m->ndependents > 0 ||
-                           m->holder != NULL || m->broadcast)));
+                           m->holder != NULL || m->broadcast || list_linked(&m->dead_link))));
+    /* waiting out a backoff: PENDING in the scheduled heap */
+    REQUIRE(x->retry_at == 0 || (j->state == JOB_PENDING && j->place == JOB_IN_SCHEDULED &&
+                                 (j->flags & JOB_F_BACKOFF)));
+    /* in the dead set: failed for good, having asked for it */
+    if (m != NULL && list_linked(&m->dead_link)) {
+        t->dead++;
+        REQUIRE(j->state == JOB_FAILED && (j->flags & JOB_F_DEAD) && m->job == j);
+    }
     REQUIRE(m == NULL || m->holder == NULL || j->state == JOB_LEASED);
     REQUIRE((m != NULL && m->unmet > 0) == (j->state == JOB_WAITING));
     REQUIRE((x->result != NULL) == (x->result_len > 0));
@@ -220,10 +230,11 @@ tally_job(void *elem, void *arg)
             REQUIRE(heap_at(&q->ready, j->heap_index)->key == job_ready_key(j));
         } else {
             t->scheduled++;
-            REQUIRE(j->flags & JOB_F_TIMED);
-            REQUIRE(j->heap_index < heap_len(&q->scheduled));
+            /* scheduled, or waiting out a backoff */
+            REQUIRE((j->flags & JOB_F_TIMED) || job_due_ms(j, t->c->exts) != j->base_ms);
+            REQUIRE(heap_len(&q->scheduled) > j->heap_index);
             REQUIRE(heap_at(&q->scheduled, j->heap_index)->elem == j);
-            REQUIRE(heap_at(&q->scheduled, j->heap_index)->key == job_scheduled_key(j));
+            REQUIRE(heap_at(&q->scheduled, j->heap_index)->key == job_scheduled_key(j, t->c->exts));
         }
         break;
     case JOB_LEASED:
@@ -300,6 +311,7 @@ check_core_(struct core *c, const char *file, int line)
         }
     }
     REQUIRE(live == t.nqueues && c->queues.used - c->queues.nfree == live);
+    REQUIRE(t.dead == c->dead.count && t.dead <= c->dead.max);
     const struct core_stats *s = &c->stats;
     if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
         s->completed != t.completed || s->failed != t.failed || s->waiting != t.waiting ||
@@ -492,6 +504,8 @@ core_done(struct core *c)
     REQUIRE(g_outstanding == 0);
     core_free(c);
 }
+
+static enum core_status revive(struct core *c, uint32_t n, uint64_t now);
 
 /* ---- lease order ---- */
 
@@ -1528,8 +1542,10 @@ START_TEST(test_random_workload)
     for (int i = 0; i < OWNERS; i++)
         owner_init(&owners[i], c, i);
     rng_seed(0x12345678);
+    c->backoff_unit_ms = 1; /* retries after 15 to 100 ms or so */
+    core_set_dead_limits(c, 700, 5);
     uint64_t now = 0;
-    uint64_t gone_before = 0;
+    uint64_t gone_before = 0, revived = 0;
     for (int step = 0; step < STEPS; step++) {
         uint32_t id = 1 + (uint32_t)rng_below(IDS);
         struct owner *o = &owners[rng_below(OWNERS)];
@@ -1542,6 +1558,8 @@ START_TEST(test_random_workload)
             s.ttl = 1 + rng_below(10000);
             s.max_attempts = (uint8_t)rng_below(4);
             s.max_fails = (uint8_t)rng_below(4);
+            s.backoff = rng_below(3) == 0 ? CORE_BACKOFF_FAKTORY : CORE_BACKOFF_NONE;
+            s.dead = rng_below(2) == 0;
             if (rng_below(4) == 0) {
                 s.timed = true;
                 s.time_ms = (int64_t)now + (int64_t)rng_below(400) - 100;
@@ -1567,6 +1585,11 @@ START_TEST(test_random_workload)
         case 5:
             if (rng_below(4) == 0)
                 del(c, id);
+            else if (find(c, id) != NULL) {
+                bool dead = core_job_died(c, find(c, id)) != 0;
+                REQUIRE(revive(c, id, now) == (dead ? CORE_OK : CORE_NOT_DEAD));
+                revived += dead;
+            }
             break;
         case 6:
             if (!o->active)
@@ -1588,6 +1611,7 @@ START_TEST(test_random_workload)
         if (owners[i].active)
             cancel(c, &owners[i]);
     }
+    ck_assert_uint_gt(revived, 10);
     /* Let everything expire: nothing may be left behind. */
     advance(c, now + 100000);
     ck_assert_uint_eq(core_job_count(c), 0);
@@ -2073,6 +2097,258 @@ START_TEST(test_broadcast)
 }
 END_TEST
 
+/* ---- the retry policy and the dead set ---- */
+
+static enum core_status
+revive(struct core *c, uint32_t n, uint64_t now)
+{
+    uint8_t id[JOBID_LEN];
+    mkid(n, id);
+    enum core_status st = core_revive(c, id, now);
+    check_core(c);
+    return st;
+}
+
+/* When job n, waiting out a backoff, is due (0 when it is not waiting). */
+static int64_t
+retry_at(struct core *c, uint32_t n)
+{
+    struct job *j = find(c, n);
+    const struct job_ext *x = j != NULL ? core_job_ext(c, j) : NULL;
+    return x != NULL ? x->retry_at : 0;
+}
+
+/* A fail that retries waits Faktory's backoff (15 + n^4 + r(n+1) units
+ * after the n-th retry, r < 30); out of retries the job dies; revive puts
+ * it back as new. */
+START_TEST(test_backoff_and_revive)
+{
+    struct core *c = core_fixture();
+    c->backoff_unit_ms = 10;
+    struct owner r;
+    owner_init(&r, c, 1);
+    struct job_spec s = spec(1, "q");
+    s.max_fails = 3;
+    s.backoff = CORE_BACKOFF_FAKTORY;
+    s.dead = true;
+    add_spec(c, &s, 0);
+    add(c, 2, "q", 0, 0);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 1);
+    ck_assert_int_eq(finish(c, 1, false, "first", 0), CORE_OK);
+    struct job *j = find(c, 1);
+    ck_assert_uint_eq(j->state, JOB_PENDING);
+    ck_assert_uint_eq(j->place, JOB_IN_SCHEDULED);
+    int64_t at = retry_at(c, 1);
+    ck_assert(at >= 150 && at <= 440);          /* 15..44 units */
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2); /* 1 waits */
+    ck_assert_int_eq(finish(c, 2, true, "ok", 0), CORE_OK);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 0);
+    advance(c, (uint64_t)at - 1);
+    ck_assert_uint_eq(lease_now(c, "q", (uint64_t)at - 1), 0);
+    advance(c, (uint64_t)at);
+    ck_assert_int_eq(retry_at(c, 1), 0);
+    ck_assert_uint_eq(find(c, 1)->place, JOB_IN_READY);
+    ck_assert_uint_eq(lease_now(c, "q", (uint64_t)at), 1);
+
+    /* the second retry: 15 + 1 + r*2 units */
+    uint64_t now = (uint64_t)at;
+    ck_assert_int_eq(finish(c, 1, false, "second", now), CORE_OK);
+    int64_t at2 = retry_at(c, 1);
+    ck_assert(at2 >= (int64_t)now + 160 && at2 <= (int64_t)now + 740);
+    /* a fail from anyone while it waits counts too, and dies: out of fails */
+    ck_assert_int_eq(result(c, 1, 100000, now, &r, NULL), CORE_PARKED);
+    ck_assert_int_eq(finish(c, 1, false, "final", now + 1), CORE_OK);
+    j = find(c, 1);
+    ck_assert_uint_eq(j->state, JOB_FAILED);
+    ck_assert_int_eq(core_job_died(c, j), (int64_t)now + 1);
+    ck_assert_uint_eq(c->dead.count, 1);
+    ck_assert_int_eq(r.calls, 1);
+    ck_assert_uint_eq(r.state, JOB_FAILED);
+    ck_assert(r.result_len == 5 && memcmp(r.result, "final", 5) == 0);
+
+    /* revive: back to its queue with nothing of its past */
+    ck_assert_int_eq(revive(c, 2, now), CORE_NOT_DEAD);
+    ck_assert_int_eq(revive(c, 3, now), CORE_NOT_FOUND);
+    ck_assert_int_eq(revive(c, 1, now + 2), CORE_OK);
+    j = find(c, 1);
+    ck_assert_uint_eq(j->state, JOB_PENDING);
+    ck_assert_uint_eq(j->fails, 0);
+    ck_assert_uint_eq(j->attempts, 0);
+    ck_assert_ptr_null(result_of(c, j));
+    ck_assert_int_eq(core_job_died(c, j), 0);
+    ck_assert_uint_eq(c->dead.count, 0);
+    ck_assert_int_eq(revive(c, 1, now + 2), CORE_NOT_DEAD);
+    ck_assert_uint_eq(lease_now(c, "q", now + 2), 1);
+    ck_assert_int_eq(finish(c, 1, true, "done", now + 3), CORE_OK);
+    ck_assert_int_eq(revive(c, 1, now + 3), CORE_NOT_DEAD);
+
+    /* without -backoff a retry is ready at once, as before */
+    s = spec(4, "q");
+    s.max_fails = 2;
+    s.dead = true;
+    add_spec(c, &s, now);
+    ck_assert_uint_eq(lease_now(c, "q", now), 4);
+    ck_assert_int_eq(finish(c, 4, false, "x", now), CORE_OK);
+    ck_assert_uint_eq(find(c, 4)->place, JOB_IN_READY);
+    core_done(c);
+}
+END_TEST
+
+/* Who enters the dead set (a last fail, a last attempt's TTR, a failed
+ * prerequisite; not a cancel, not a job that did not ask), and how it is
+ * bounded (by age and by count, the oldest first). */
+START_TEST(test_dead_set)
+{
+    struct core *c = core_fixture();
+    core_set_dead_limits(c, 1000, 3);
+    struct job_spec s = spec(1, "q");
+    s.dead = true;
+    add_spec(c, &s, 0);
+    ck_assert_int_eq(finish(c, 1, false, "f", 0), CORE_OK); /* max-fails 0: final */
+    s = spec(2, "q");
+    s.dead = true;
+    s.max_attempts = 1;
+    s.ttr = 50;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(lease_now(c, "q", 0), 2);
+    advance(c, 50); /* its one attempt's TTR */
+    ck_assert_uint_eq(find(c, 2)->state, JOB_FAILED);
+    ck_assert_int_eq(core_job_died(c, find(c, 2)), 50);
+    s = spec(3, "q");
+    s.dead = true;
+    s.after = (const uint8_t(*)[JOBID_LEN])find(c, 1)->id;
+    s.nafter = 1;
+    advance(c, 60);
+    ck_assert_int_eq(core_add(c, &s, 60), CORE_OK); /* its prerequisite failed */
+    check_core(c);
+    ck_assert_uint_eq(find(c, 3)->state, JOB_FAILED);
+    ck_assert_int_eq(core_job_died(c, find(c, 3)), 60);
+    ck_assert_uint_eq(c->dead.count, 3);
+    const struct job *list[4];
+    ck_assert_uint_eq(core_dead_jobs(c, 0, 4, list), 3);
+    ck_assert(list[0] == find(c, 1) && list[1] == find(c, 2) && list[2] == find(c, 3));
+    ck_assert_uint_eq(core_dead_jobs(c, 1, 1, list), 1);
+    ck_assert(list[0] == find(c, 2));
+    ck_assert_uint_eq(core_dead_jobs(c, 3, 4, list), 0);
+
+    /* not dead: a cancelled job, one that did not ask */
+    s = spec(4, "q");
+    s.dead = true;
+    add_spec(c, &s, 60);
+    uint8_t id[JOBID_LEN];
+    mkid(4, id);
+    ck_assert_int_eq(core_cancel_job(c, id, 60), CORE_OK);
+    add(c, 5, "q", 0, 60);
+    ck_assert_int_eq(finish(c, 5, false, "f", 60), CORE_OK);
+    ck_assert_int_eq(core_job_died(c, find(c, 4)), 0);
+    ck_assert_int_eq(core_job_died(c, find(c, 5)), 0);
+    ck_assert_uint_eq(c->dead.count, 3);
+
+    /* a fourth death: the oldest goes */
+    s = spec(6, "q");
+    s.dead = true;
+    add_spec(c, &s, 70);
+    ck_assert_int_eq(finish(c, 6, false, "f", 70), CORE_OK);
+    ck_assert_ptr_null(find(c, 1));
+    ck_assert_uint_eq(c->dead.count, 3);
+    /* deleted: out of the set */
+    ck_assert_int_eq(del(c, 3), CORE_OK);
+    ck_assert_uint_eq(c->dead.count, 2);
+    /* by age: 2 died at 50, 6 at 70 */
+    advance(c, 1049);
+    ck_assert_ptr_nonnull(find(c, 2));
+    advance(c, 1050);
+    ck_assert_ptr_null(find(c, 2));
+    ck_assert_ptr_nonnull(find(c, 6));
+    advance(c, 1070);
+    ck_assert_ptr_null(find(c, 6));
+    ck_assert_uint_eq(c->dead.count, 0);
+    ck_assert_ptr_nonnull(find(c, 5)); /* only its TTL ends it */
+
+    /* a bound of 0 keeps nothing */
+    core_set_dead_limits(c, 1000, 0);
+    s = spec(7, "q");
+    s.dead = true;
+    add_spec(c, &s, 1070);
+    ck_assert_int_eq(finish(c, 7, false, "f", 1070), CORE_OK);
+    ck_assert_ptr_null(find(c, 7));
+    core_done(c);
+}
+END_TEST
+
+/* The records of retries with a backoff, deaths and revivals replay into
+ * the same jobs. */
+struct rec_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+static void
+rec_capture(void *arg, const struct cmdlog_rec *r)
+{
+    struct rec_buf *b = arg;
+    size_t n = cmdlog_rec_size(r);
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->p = realloc(b->p, b->cap);
+        REQUIRE(b->p != NULL);
+    }
+    cmdlog_rec_encode(r, b->p + b->len);
+    b->len += n;
+}
+
+START_TEST(test_retry_policy_replays)
+{
+    struct core *c = core_fixture();
+    advance(c, 1000);
+    struct rec_buf buf = {0};
+    c->record = rec_capture;
+    c->record_arg = &buf;
+    for (uint32_t n = 1; n <= 4; n++) {
+        struct job_spec s = spec(n, "q");
+        s.max_fails = 2;
+        s.backoff = n % 2 ? CORE_BACKOFF_FAKTORY : CORE_BACKOFF_NONE;
+        s.dead = n != 4;
+        add_spec(c, &s, 1000);
+    }
+    ck_assert_int_eq(finish(c, 1, false, "a", 1000), CORE_OK); /* waits */
+    ck_assert_int_eq(finish(c, 2, false, "a", 1000), CORE_OK); /* ready again */
+    ck_assert_int_eq(finish(c, 2, false, "b", 1000), CORE_OK); /* dead */
+    ck_assert_int_eq(finish(c, 3, false, "a", 1000), CORE_OK);
+    ck_assert_int_eq(finish(c, 3, false, "b", 1001), CORE_OK); /* dead */
+    ck_assert_int_eq(revive(c, 3, 1002), CORE_OK);
+    ck_assert_int_eq(finish(c, 4, false, "a", 1002), CORE_OK);
+    ck_assert_int_eq(finish(c, 4, false, "b", 1002), CORE_OK); /* failed, not dead */
+
+    struct core *r = core_new(1002);
+    size_t at = 0;
+    while (at < buf.len) {
+        struct cmdlog_rec rec;
+        size_t used;
+        ck_assert_int_eq(cmdlog_rec_decode(buf.p + at, buf.len - at, &rec, &used), CMDLOG_REC_OK);
+        core_replay(r, &rec, 1002);
+        at += used;
+    }
+    for (uint32_t n = 1; n <= 4; n++) {
+        const struct job *a = find(c, n), *b = find(r, n);
+        ck_assert(a->state == b->state && a->place == b->place && a->flags == b->flags &&
+                  a->fails == b->fails && a->attempts == b->attempts);
+        ck_assert_int_eq(retry_at(c, n), retry_at(r, n));
+        ck_assert_int_eq(core_job_died(c, a), core_job_died(r, b));
+    }
+    ck_assert(retry_at(r, 1) > 0);
+    ck_assert_int_eq(core_job_died(r, find(r, 2)), 1000);
+    ck_assert_uint_eq(find(r, 2)->state, JOB_FAILED);
+    ck_assert_uint_eq(r->dead.count, 1);
+    ck_assert_uint_eq(find(r, 3)->state, JOB_PENDING);
+    check_core(r);
+    core_free(r);
+    free(buf.p);
+    c->record = NULL;
+    core_done(c);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -2110,6 +2386,9 @@ core_suite(void)
         {"same_job", test_same_job},
         {"targeted", test_targeted},
         {"broadcast", test_broadcast},
+        {"backoff_and_revive", test_backoff_and_revive},
+        {"dead_set", test_dead_set},
+        {"retry_policy_replays", test_retry_policy_replays},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }

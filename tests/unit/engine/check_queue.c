@@ -169,7 +169,7 @@ ready_before(const struct job *a, const struct job *b, struct registry *exts)
 static bool
 sched_before(const struct job *a, const struct job *b, struct registry *exts)
 {
-    uint64_t ka = job_scheduled_key(a), kb = job_scheduled_key(b);
+    uint64_t ka = job_scheduled_key(a, NULL), kb = job_scheduled_key(b, NULL);
     return ka != kb ? ka < kb : job_scheduled_tie(a, b, exts);
 }
 
@@ -427,11 +427,11 @@ START_TEST(test_key_exactness)
     struct job *s1 = timed_fixture(1, 7, ms), *s2 = timed_fixture(2, 0, ms);
     struct job *s3 = timed_fixture(3, -32767, ms), *s4 = ns_fixture(x, 4, 9, ms, 1);
     struct job *s5 = timed_fixture(5, INT32_MIN, ms), *s6 = ns_fixture(x, 6, 0, ms, 1);
-    ck_assert(job_scheduled_key(s1) < job_scheduled_key(s2));
-    ck_assert(job_scheduled_key(s2) < job_scheduled_key(s3));
-    ck_assert(job_scheduled_key(s3) < job_scheduled_key(s4));
-    ck_assert(job_scheduled_key(s4) == job_scheduled_key(s5));
-    ck_assert(job_scheduled_key(s4) == job_scheduled_key(s6));
+    ck_assert(job_scheduled_key(s1, NULL) < job_scheduled_key(s2, NULL));
+    ck_assert(job_scheduled_key(s2, NULL) < job_scheduled_key(s3, NULL));
+    ck_assert(job_scheduled_key(s3, NULL) < job_scheduled_key(s4, NULL));
+    ck_assert(job_scheduled_key(s4, NULL) == job_scheduled_key(s5, NULL));
+    ck_assert(job_scheduled_key(s4, NULL) == job_scheduled_key(s6, NULL));
     struct job *sorder[] = {s1, s2, s3, s5, s4, s6};
     for (size_t i = 0; i + 1 < WQ_ARRAY_LEN(sorder); i++) {
         ck_assert(sched_before(sorder[i], sorder[i + 1], x));
@@ -439,11 +439,12 @@ START_TEST(test_key_exactness)
         ck_assert_int_lt(sched_cmp(sorder[i], sorder[i + 1]), 0);
     }
     struct job *old1 = timed_fixture(7, 5, 1000), *old2 = timed_fixture(8, 9, 2000);
-    ck_assert(job_scheduled_key(old1) == job_scheduled_key(old2)); /* before 2020 */
+    ck_assert(job_scheduled_key(old1, NULL) == job_scheduled_key(old2, NULL)); /* before 2020 */
     ck_assert(sched_before(old1, old2, x) && !sched_before(old2, old1, x));
     ck_assert(sched_before(old2, s1, x));
     struct job *far1 = timed_fixture(9, 5, INT64_MAX - 1), *far2 = timed_fixture(10, 9, INT64_MAX);
-    ck_assert(job_scheduled_key(far1) == job_scheduled_key(far2)); /* beyond the year 6482 */
+    ck_assert(job_scheduled_key(far1, NULL) ==
+              job_scheduled_key(far2, NULL)); /* beyond the year 6482 */
     ck_assert(sched_before(s6, far1, x) && sched_before(far1, far2, x));
     struct job *all[] = {s1, s2, s3, s4, s5, s6, old1, old2, far1, far2};
     for (size_t i = 0; i < WQ_ARRAY_LEN(all); i++) {

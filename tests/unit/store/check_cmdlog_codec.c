@@ -762,6 +762,83 @@ END_TEST
 
 /* cmdlog_rec_size is exact for every spec and a few extra sizes around the
  * varint boundaries of SIZE. */
+
+/* Our records of the retry policy (35), a fail with a backoff (36) and a
+ * revival (37): src writes the bytes written here by hand, reads them
+ * back, and refuses them malformed. */
+START_TEST(test_rec_retry_policy)
+{
+    uint8_t id[JOBID_LEN];
+    id_of(7, id);
+    struct cmdlog_rec r;
+    size_t used;
+    struct ref_buf b = {0};
+    uint8_t p[64], mine[128];
+
+    /* 35: id, the backoff (uvarint), the dead byte */
+    p[0] = 35;
+    memcpy(p + 1, id, JOBID_LEN);
+    p[17] = 1;
+    p[18] = 1;
+    ref_rec_raw(&b, NOW, p, 19);
+    struct cmdlog_rec w = {.code = CMDLOG_POLICY, .at_ms = NOW, .backoff = 1, .dead = true};
+    memcpy(w.id, id, JOBID_LEN);
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.code == CMDLOG_POLICY && r.backoff == 1 && r.dead && used == b.len);
+    ck_assert_mem_eq(r.id, id, JOBID_LEN);
+    static const uint8_t bad_dead[] = {2, 255};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(bad_dead); i++) {
+        p[18] = bad_dead[i];
+        b.len = 0;
+        ref_rec_raw(&b, NOW, p, 19);
+        ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    }
+    p[18] = 0;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 18); /* no dead byte */
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+
+    /* 36: id, the time it waits until */
+    p[0] = 36;
+    ref_time_put(p + 17, true, NOW + 15000);
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 17 + REF_TIME_LEN);
+    w = (struct cmdlog_rec){
+        .code = CMDLOG_FAIL_BACKOFF, .at_ms = NOW, .timed = true, .time_ms = NOW + 15000};
+    memcpy(w.id, id, JOBID_LEN);
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.code == CMDLOG_FAIL_BACKOFF && r.timed && r.time_ms == NOW + 15000);
+    ref_time_put(p + 17, false, 0); /* Go's zero time: no time at all */
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 17 + REF_TIME_LEN);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+
+    /* 37: the id alone */
+    b.len = 0;
+    ref_rec_id(&b, NOW, 37, id);
+    w = (struct cmdlog_rec){.code = CMDLOG_REVIVE, .at_ms = NOW};
+    memcpy(w.id, id, JOBID_LEN);
+    cmdlog_rec_encode(&w, mine);
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(r.code, CMDLOG_REVIVE);
+
+    /* 38 is no code of ours */
+    p[0] = 38;
+    b.len = 0;
+    ref_rec_raw(&b, NOW, p, 17);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    ref_buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_rec_size_boundaries)
 {
     specs_init();
@@ -964,6 +1041,7 @@ cmdlog_codec_suite(void)
         {"time_malformed", test_time_malformed},
         {"rec_zero_tail", test_rec_zero_tail},
         {"rec_malformed", test_rec_malformed},
+        {"rec_retry_policy", test_rec_retry_policy},
         {"rec_size_boundaries", test_rec_size_boundaries},
         {"segment_names", test_segment_names},
     };
