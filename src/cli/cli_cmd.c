@@ -37,8 +37,8 @@ struct cli_cmd_spec {
 };
 
 static const char *const cli_job_flags[] = {
-    "-priority=",    "-max-attempts=", "-max-fails=", "-after=",
-    "-idempotent=1", "-worker=",       "-target=all", NULL};
+    "-priority=", "-max-attempts=", "-max-fails=",      "-after=", "-idempotent=1",
+    "-worker=",   "-target=all",    "-backoff=faktory", "-dead=1", NULL};
 static const char *const cli_run_flags[] = {"-priority=", NULL};
 static const char *const cli_lease_flags[] = {"-fencing=1", NULL};
 static const char *const cli_attempt_flags[] = {"-attempt=", NULL};
@@ -48,12 +48,14 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
     {"add", CLI_CMD_SEND, 5, 5, true, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE, 1,
      cli_job_flags,
      "add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] [-max-fails=N] "
-     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
+     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all] [-backoff=faktory] "
+     "[-dead=1]"},
     {"schedule", CLI_CMD_SEND, 6, 6, true, true, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      1, cli_job_flags,
      "schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] [-max-attempts=N] "
      "[-max-fails=N] "
-     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
+     "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all] [-backoff=faktory] "
+     "[-dead=1]"},
     {"run", CLI_CMD_SEND, 5, 5, true, true, false, CLI_VIEW_RESULT, 3, 2, 1, cli_run_flags,
      "run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]"},
     {"result", CLI_CMD_SEND, 2, 2, false, false, false, CLI_VIEW_RESULT, 1, CLI_ARG_NONE,
@@ -72,6 +74,8 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
      CLI_ARG_NONE, NULL, "wait <wait-timeout> <id>..."},
     {"delete", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      CLI_ARG_NONE, NULL, "delete <id>"},
+    {"revive", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
+     CLI_ARG_NONE, NULL, "revive <id>"},
     {"inspect", CLI_CMD_SEND, 1, CLI_ARGS_ANY, false, false, true, CLI_VIEW_SERVER, CLI_ARG_NONE,
      CLI_ARG_NONE, CLI_ARG_NONE, NULL,
      "inspect server\n"
@@ -80,6 +84,7 @@ static const struct cli_cmd_spec cli_cmd_table[] = {
      "inspect job <id>\n"
      "inspect jobs <name> <offset> <limit>\n"
      "inspect scheduled-jobs <name> <offset> <limit>\n"
+     "inspect dead-jobs <offset> <limit>\n"
      "inspect workers <offset> <limit>"},
     {"hello", CLI_CMD_SEND, 1, 1, false, false, false, CLI_VIEW_STATUS, CLI_ARG_NONE, CLI_ARG_NONE,
      CLI_ARG_NONE, cli_hello_flags, "hello <name> [-labels=a,b]"},
@@ -114,19 +119,21 @@ static const struct cli_cmd_sub cli_cmd_subs[] = {
     {"inspect", "job", 1, CLI_ARG_NONE, CLI_VIEW_JOB},
     {"inspect", "jobs", 3, 1, CLI_VIEW_JOBS},
     {"inspect", "scheduled-jobs", 3, 1, CLI_VIEW_JOBS},
+    {"inspect", "dead-jobs", 2, CLI_ARG_NONE, CLI_VIEW_JOBS},
     {"inspect", "workers", 2, CLI_ARG_NONE, CLI_VIEW_QUEUES}, /* blocks of keys, as a table */
     {"worker", "quiet", 1, CLI_ARG_NONE, CLI_VIEW_STATUS},
     {"worker", "terminate", 1, CLI_ARG_NONE, CLI_VIEW_STATUS},
 };
 
 /* Every command name and every subject, for completion (NULL terminated). */
-static const char *const cli_cmd_names[] = {
-    "add",    "schedule", "run",   "result", "lease", "complete", "fail", "touch", "cancel", "wait",
-    "delete", "inspect",  "hello", "worker", "auth",  "help",     "quit", "exit",  NULL};
+static const char *const cli_cmd_names[] = {"add",      "schedule", "run",     "result", "lease",
+                                            "complete", "fail",     "touch",   "cancel", "wait",
+                                            "delete",   "revive",   "inspect", "hello",  "worker",
+                                            "auth",     "help",     "quit",    "exit",   NULL};
 _Static_assert(WQ_ARRAY_LEN(cli_cmd_names) == WQ_ARRAY_LEN(cli_cmd_table) + 1,
                "cli_cmd_names out of sync");
-static const char *const cli_inspect_subjects[] = {"server", "queues",         "queue",   "job",
-                                                   "jobs",   "scheduled-jobs", "workers", NULL};
+static const char *const cli_inspect_subjects[] = {
+    "server", "queues", "queue", "job", "jobs", "scheduled-jobs", "dead-jobs", "workers", NULL};
 static const char *const cli_worker_actions[] = {"quiet", "terminate", NULL};
 _Static_assert(WQ_ARRAY_LEN(cli_inspect_subjects) + WQ_ARRAY_LEN(cli_worker_actions) ==
                    WQ_ARRAY_LEN(cli_cmd_subs) + 2,

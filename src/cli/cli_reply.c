@@ -38,8 +38,8 @@ static const char *const cli_reply_job_states[] = {"NEW",     "COMPLETED", "FAIL
                                                    "PENDING", "LEASED",    "WAITING"};
 
 /* Columns of the jobs table after the id, when some job has them. */
-static const char *const cli_reply_job_columns[] = {"state", "priority", "attempts",
-                                                    "fails", "time",     "payload"};
+static const char *const cli_reply_job_columns[] = {"state", "priority", "attempts", "fails",
+                                                    "time",  "retry-at", "died",     "payload"};
 
 static void *
 cli_reply_grow(void *p, size_t n, size_t size)

@@ -90,6 +90,16 @@ static const struct opt_def opt_defs[] = {
      "the length of a second of Faktory's retry backoff\n(for tests: 10 makes retries 100 "
      "times sooner)",
      NULL},
+    {"dead-ttl", 0, OPT_DURATION, AT(dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
+     "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
+     "how long a Workq job out of retries (add -dead=1)\nstays in the dead set (180 days)", NULL},
+    {"dead-max", 0, OPT_NUMBER, AT(dead_max), 0, UINT32_MAX, "10000", "(expected RANGE)", "N",
+     "at most N Workq jobs in the dead set (the oldest go\nfirst)", NULL},
+    {"backoff-unit", 0, OPT_NUMBER, AT(backoff_unit_ms), 1, 1000, "1000",
+     "(expected milliseconds, RANGE)", "MS",
+     "the length of a second of the retry backoff of Workq\njobs (add -backoff=faktory; for "
+     "tests)",
+     NULL},
     {"max-line", 0, OPT_SIZE, AT(max_line), MIN_MAX_LINE, MAX_MAX_LINE, "65536", "(expected RANGE)",
      "BYTES", "longest command line", NULL},
     {"max-payload", 0, OPT_SIZE, AT(max_payload), 0, MAX_MAX_PAYLOAD, "1048576", "(expected RANGE)",

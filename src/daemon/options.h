@@ -24,6 +24,9 @@ struct options {
     uint64_t faktory_dead_ttl_ms;      /* how long a dead job stays */
     uint64_t faktory_dead_max;         /* at most this many dead jobs */
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
+    uint64_t dead_ttl_ms;              /* Workq's dead set: how long a job stays */
+    uint64_t dead_max;                 /* and how many stay */
+    uint64_t backoff_unit_ms;          /* a second of Workq's retry backoff */
     struct listen_set metrics_listen;  /* the HTTP metrics endpoint (n 0: off) */
     uint64_t metrics_max_queues;       /* queues with series of their own */
     const char *tls_cert;              /* PEM chain for tls:// addresses */

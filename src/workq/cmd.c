@@ -49,6 +49,23 @@ cmd_check_workers(const struct wq_str *v)
     return true;
 }
 
+/* -backoff=none|faktory: enum core_backoff by name, -1 if none is. */
+int
+cmd_backoff_policy(const struct wq_str *v)
+{
+    if (v->n == 4 && memcmp(v->p, "none", 4) == 0)
+        return CORE_BACKOFF_NONE;
+    if (v->n == 7 && memcmp(v->p, "faktory", 7) == 0)
+        return CORE_BACKOFF_FAKTORY;
+    return -1;
+}
+
+static bool
+cmd_check_backoff(const struct wq_str *v)
+{
+    return cmd_backoff_policy(v) >= 0;
+}
+
 /* -target=all. */
 static bool
 cmd_check_target(const struct wq_str *v)
@@ -64,6 +81,8 @@ const struct cmd_flag cmd_job_flags[] = {
     {"after", "Invalid After", 0, 0, true, cmd_check_after},
     {"worker", "Invalid Worker", 0, 0, true, cmd_check_workers},
     {"target", "Invalid Target", 0, 0, true, cmd_check_target},
+    {"backoff", "Invalid Backoff", 0, 0, true, cmd_check_backoff},
+    {"dead", "Invalid Dead", 0, 1, false, NULL},
     {NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -102,7 +121,7 @@ static const struct cmd_spec cmd_table[] = {
      cmd_job_flags,
      cmd_add,
      "<id> <name> <ttr> <ttl> <size> [-priority=N -max-attempts=N -max-fails=N -idempotent=1 "
-     "-after=ID,... -worker=W,... -target=all] + data",
+     "-after=ID,... -worker=W,... -target=all -backoff=none|faktory -dead=1] + data",
      false},
     {{"schedule", 6, 6, true, "Invalid payload size"},
      cmd_job_flags,
@@ -116,6 +135,7 @@ static const struct cmd_spec cmd_table[] = {
      false},
     {{"result", 2, 2, false, NULL}, NULL, cmd_result, "<id> <wait-timeout>", false},
     {{"delete", 1, 1, false, NULL}, NULL, cmd_delete, "<id>", false},
+    {{"revive", 1, 1, false, NULL}, NULL, cmd_revive, "<id>", false},
     {{"lease", 2, PROTO_ANY_ARGS, false, NULL},
      cmd_lease_flags,
      cmd_lease,
@@ -135,7 +155,8 @@ static const struct cmd_spec cmd_table[] = {
      NULL,
      cmd_inspect,
      "server | queues <offset> <limit> | queue <name> | job <id> | jobs <name> <offset> <limit> "
-     "| scheduled-jobs <name> <offset> <limit> | workers <offset> <limit>",
+     "| scheduled-jobs <name> <offset> <limit> | dead-jobs <offset> <limit> | workers <offset> "
+     "<limit>",
      false},
     {{"worker", 2, 2, false, NULL}, NULL, cmd_worker, "quiet|terminate <wid>", false},
     /* ours: the job model's extensions (doc/protocol.md) */

@@ -82,6 +82,9 @@ const char *cmd_flag_error_compat(const char *err);
  * for CORE_MAX_AFTER): their number, or -1 if the list is not one. */
 int cmd_after_ids(const struct wq_str *v, uint8_t (*after)[16]);
 
+/* The enum core_backoff a -backoff value names, -1 if none. */
+int cmd_backoff_policy(const struct wq_str *v);
+
 /* Argument parsers: true when valid. */
 bool cmd_arg_id(const struct wq_str *s, uint8_t id[16]);
 bool cmd_arg_name(const struct wq_str *s);
@@ -104,6 +107,7 @@ bool cmd_refuse_readonly(const struct cmd_ctx *ctx, struct reply *out);
 void cmd_add(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_result(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
+void cmd_revive(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_lease(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_complete(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
 void cmd_fail(struct cmd_ctx *ctx, struct reply *out, const struct request *r);
@@ -149,6 +153,8 @@ enum {
     CMD_FLAG_AFTER,
     CMD_FLAG_WORKER,
     CMD_FLAG_TARGET,
+    CMD_FLAG_BACKOFF,
+    CMD_FLAG_DEAD,
     CMD_FLAG_COUNT
 };
 

@@ -47,8 +47,13 @@ inspect_job_block(struct reply *out, const struct core *core, const struct job *
     char id[JOBID_TEXT_LEN + 1];
     bool timed = j->flags & JOB_F_TIMED;
     const struct queue *q = core_job_queue(core, j);
+    const struct job_ext *x = core_job_ext(core, j);
+    int64_t retry_at = x != NULL ? x->retry_at : 0, died = core_job_died(core, j);
+    bool backoff = j->flags & JOB_F_BACKOFF, dead = j->flags & JOB_F_DEAD;
     jobid_format(j->id, id);
-    inspect_line(out, "%s %d", id, (timed ? 13 : 12) + (q->base != NULL));
+    inspect_line(out, "%s %d", id,
+                 (timed ? 13 : 12) + (q->base != NULL) + backoff + dead + (retry_at != 0) +
+                     (died != 0));
     inspect_line(out, "name %s", queue_visible_name(q));
     inspect_line(out, "ttr %u", (unsigned)j->ttr);
     inspect_line(out, "ttl %llu", (unsigned long long)j->ttl);
@@ -67,6 +72,15 @@ inspect_job_block(struct reply *out, const struct core *core, const struct job *
         inspect_time_line(out, "time", j->base_ms);
     if (q->base != NULL) /* ours: the workers it is for (add -worker) */
         inspect_line(out, "workers %s", strchr(q->name, QUEUE_TARGET_SEP) + 1);
+    /* ours, for the jobs that asked for them (add -backoff, -dead) */
+    if (backoff)
+        inspect_line(out, "backoff faktory");
+    if (dead)
+        inspect_line(out, "dead 1");
+    if (retry_at != 0)
+        inspect_time_line(out, "retry-at", retry_at);
+    if (died != 0)
+        inspect_time_line(out, "died", died);
 }
 
 static void
@@ -225,6 +239,23 @@ inspect_jobs(struct cmd_ctx *ctx, struct reply *out, const struct wq_str *name, 
     heap_walk(h, offset, (uint32_t)count, inspect_job_cb, &w);
 }
 
+/* inspect dead-jobs: the dead set, oldest death first (a walk of its
+ * list to the offset). */
+static void
+inspect_dead_jobs(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
+{
+    const struct core *c = ctx->core;
+    uint64_t count = offset >= c->dead.count ? 0 : WQ_MIN(limit, c->dead.count - offset);
+    if (inspect_refused(ctx, out, count, INSPECT_JOB_BYTES))
+        return;
+    const struct job **jobs = wq_malloc((count + 1) * sizeof *jobs);
+    count = core_dead_jobs(c, offset, (size_t)count, jobs);
+    inspect_line(out, "+OK %llu", (unsigned long long)count);
+    for (uint64_t i = 0; i < count; i++)
+        inspect_job_block(out, c, jobs[i]);
+    wq_free(jobs);
+}
+
 /* Parse "<offset> <limit>" at args[i], args[i+1]; NULL or the error. */
 static const char *
 inspect_range(const struct request *r, size_t i, uint64_t *offset, uint64_t *limit)
@@ -254,7 +285,8 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
 
     if (inspect_is(obj, "server"))
         want = 0;
-    else if (inspect_is(obj, "queues") || inspect_is(obj, "workers"))
+    else if (inspect_is(obj, "queues") || inspect_is(obj, "workers") ||
+             inspect_is(obj, "dead-jobs"))
         want = 2;
     else if (inspect_is(obj, "queue") || inspect_is(obj, "job"))
         want = 1;
@@ -264,7 +296,7 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         err = "Unknown command";
     if (err == NULL && n != want)
         err = "Invalid command args";
-    if (err == NULL && (inspect_is(obj, "queues") || inspect_is(obj, "workers")))
+    if (err == NULL && want == 2)
         err = inspect_range(r, 1, &offset, &limit);
     if (err == NULL && (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs") ||
                         inspect_is(obj, "queue"))) {
@@ -287,6 +319,8 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         inspect_queues(ctx, out, offset, limit);
     } else if (inspect_is(obj, "workers")) {
         inspect_workers(ctx, out, offset, limit);
+    } else if (inspect_is(obj, "dead-jobs")) {
+        inspect_dead_jobs(ctx, out, offset, limit);
     } else if (inspect_is(obj, "queue")) {
         struct queue *q = core_queue(ctx->core, r->args[1].p, r->args[1].n);
         if (q == NULL) {

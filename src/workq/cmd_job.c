@@ -91,11 +91,17 @@ static const char *
 cmd_job_flags_into(const struct request *r, struct job_spec *s, bool *idempotent,
                    uint8_t (*after)[JOBID_LEN], char *target)
 {
-    int64_t flags[CMD_FLAG_COUNT] = {0, 0, 0, 0, 0, 0, 0};
+    int64_t flags[CMD_FLAG_COUNT] = {0};
     const char *err = cmd_parse_flags(r, flags);
     s->priority = (int32_t)flags[CMD_FLAG_PRIORITY];
     s->max_attempts = (uint8_t)flags[CMD_FLAG_MAX_ATTEMPTS];
     s->max_fails = (uint8_t)flags[CMD_FLAG_MAX_FAILS];
+    s->dead = flags[CMD_FLAG_DEAD] == 1;
+    if (err == NULL && flags[CMD_FLAG_BACKOFF] > 0) {
+        struct wq_str key, value;
+        proto_flag_split(&r->flags[flags[CMD_FLAG_BACKOFF] - 1], &key, &value);
+        s->backoff = (uint8_t)cmd_backoff_policy(&value);
+    }
     if (idempotent != NULL)
         *idempotent = flags[CMD_FLAG_IDEMPOTENT] == 1;
     if (err == NULL && flags[CMD_FLAG_AFTER] > 0) {
@@ -266,6 +272,21 @@ cmd_delete(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         return;
     if (core_delete(ctx->core, id) == CORE_OK)
         cmd_reply_ok(out);
+    else
+        cmd_reply_not_found(out);
+}
+
+void
+cmd_revive(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
+{
+    uint8_t id[JOBID_LEN];
+    if (!cmd_job_change(ctx, out, r, id))
+        return;
+    enum core_status st = core_revive(ctx->core, id, *ctx->now_ms);
+    if (st == CORE_OK)
+        cmd_reply_ok(out);
+    else if (st == CORE_NOT_DEAD)
+        cmd_client_error(out, "Job not dead");
     else
         cmd_reply_not_found(out);
 }

@@ -330,7 +330,7 @@ START_TEST(test_usage)
     /* None of these reaches a server: the port is never used. */
     expect_usage("workq-cli: usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
                  "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] "
-                 "[-worker=NAME,...] [-target=all]\n",
+                 "[-worker=NAME,...] [-target=all] [-backoff=faktory] [-dead=1]\n",
                  "-a", "127.0.0.1:1", "add", "-", "q");
     expect_usage("workq-cli: usage: complete <id> <result> [-attempt=N]\n", "complete", ID);
     expect_usage("workq-cli: unknown command \"frob\" (help lists them)\n", "frob");
@@ -338,7 +338,7 @@ START_TEST(test_usage)
     expect_usage("workq-cli: usage: delete <id>\n", "-a", "127.0.0.1:1", "delete");
     expect_usage("workq-cli: usage: result <id> <wait-timeout>\n", "result", ID, "1", "2");
     expect_usage("workq-cli: unknown inspect subject \"bogus\" (server, queues, queue, job, jobs, "
-                 "scheduled-jobs or workers)\n",
+                 "scheduled-jobs, dead-jobs or workers)\n",
                  "inspect", "bogus");
     expect_usage("workq-cli: usage: inspect jobs <name> <offset> <limit>\n", "inspect", "jobs",
                  "q");
@@ -579,10 +579,11 @@ START_TEST(test_script)
                               "result  \"ok\"\n"
                               "line 7: NOT-FOUND\n"
                               "(none)\n");
-    ck_assert_str_eq(o.err.p, "workq-cli: line 8: unknown command \"bogus\" (help lists them)\n"
-                              "workq-cli: line 9: usage: add <id> <name> <ttr> <ttl> <payload> "
-                              "[-priority=N] [-max-attempts=N] [-max-fails=N] [-after=ID,...] "
-                              "[-idempotent=1] [-worker=NAME,...] [-target=all]\n");
+    ck_assert_str_eq(
+        o.err.p, "workq-cli: line 8: unknown command \"bogus\" (help lists them)\n"
+                 "workq-cli: line 9: usage: add <id> <name> <ttr> <ttl> <payload> "
+                 "[-priority=N] [-max-attempts=N] [-max-fails=N] [-after=ID,...] "
+                 "[-idempotent=1] [-worker=NAME,...] [-target=all] [-backoff=faktory] [-dead=1]\n");
     ck_assert_int_eq(o.status, 1);
     cli_out_free(&o);
 

@@ -298,7 +298,8 @@ START_TEST(test_complete)
     expect_complete("_workq_server", "workq-server -log-level=d", "debug");
     expect_complete("_workq_server", "workq-server --cmdlog-sync a", "always");
     expect_complete("_workq_server", "workq-server --tls-c", "--tls-cert --tls-ca");
-    expect_complete("_workq_server", "workq-server -listen 127.0.0.1:1 -d", "-d -daemonize");
+    expect_complete("_workq_server", "workq-server -listen 127.0.0.1:1 -d",
+                    "-dead-ttl -dead-max -d -daemonize");
     expect_complete("_workq_server", "workq-server -max-line ", "");
     expect_complete("_workq_cli", "workq-cli ins", "inspect");
     expect_complete("_workq_cli", "workq-cli -a h:1 -r inspect sch", "scheduled-jobs");

@@ -251,6 +251,11 @@ struct systest_job {
     size_t plen;
     unsigned ttr, max_attempts, attempts, max_fails, fails, state;
     int priority;
+    /* ours, after the others when set: add -backoff's policy ("": none),
+     * -dead=1, and whether it waits out a backoff (retry-at) or is in the
+     * dead set (died), those times "now" */
+    char backoff[16];
+    bool dead, retry_at, died;
 };
 
 /* Copy text into a char array field of struct systest_job. */

@@ -147,8 +147,10 @@ void
 systest_expect_job_block(int fd, const struct systest_job *j)
 {
     struct sb e = {0};
-    sb_add(&e, f("%s %d\r\nname %s\r\nttr %u\r\nttl %s\r\npayload-size %zu\r\npayload ", j->id,
-                 j->time[0] != '\0' ? 13 : 12, j->name, j->ttr, j->ttl, j->plen));
+    int k =
+        (j->time[0] != '\0' ? 13 : 12) + (j->backoff[0] != '\0') + j->dead + j->retry_at + j->died;
+    sb_add(&e, f("%s %d\r\nname %s\r\nttr %u\r\nttl %s\r\npayload-size %zu\r\npayload ", j->id, k,
+                 j->name, j->ttr, j->ttl, j->plen));
     sb_addn(&e, j->payload, j->plen);
     sb_add(&e, f("\r\nmax-attempts %u\r\nattempts %u\r\nmax-fails %u\r\nfails %u\r\npriority "
                  "%d\r\nstate %u\r\ncreated ",
@@ -161,6 +163,25 @@ systest_expect_job_block(int fd, const struct systest_job *j)
     systest_expect(fd, "\r\n");
     if (j->time[0] != '\0')
         systest_expect(fd, f("time %s\r\n", j->time));
+    if (j->backoff[0] != '\0')
+        systest_expect(fd, f("backoff %s\r\n", j->backoff));
+    if (j->dead)
+        systest_expect(fd, "dead 1\r\n");
+    char t[21];
+    if (j->retry_at) { /* at most a day ahead: the first retries' backoff */
+        systest_expect(fd, "retry-at ");
+        systest_read_n(fd, t, 20);
+        int64_t at = parse_time_s(t), now = systest_now_ms() / 1000;
+        ck_assert_msg(at >= now - 10 - 10 * systest_slow() && at <= now + 86400,
+                      "retry-at \"%s\" is not soon", t);
+        systest_expect(fd, "\r\n");
+    }
+    if (j->died) {
+        systest_expect(fd, "died ");
+        systest_read_n(fd, t, 20);
+        systest_check_recent(t);
+        systest_expect(fd, "\r\n");
+    }
 }
 
 void
@@ -188,7 +209,7 @@ systest_skip_job_block(int fd)
     const char *head = systest_read_line(fd);
     int k = 0;
     ck_assert_int_eq(sscanf(head, "%63s %d", id, &k), 2);
-    ck_assert_msg(k == 12 || k == 13, "job block of %d keys", k);
+    ck_assert_msg(k >= 12 && k <= 17, "job block of %d keys", k);
     for (int i = 0; i < 3; i++)
         systest_read_line(fd); /* name ttr ttl */
     size_t plen = 0;

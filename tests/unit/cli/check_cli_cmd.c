@@ -167,10 +167,10 @@ START_TEST(test_cmd_arity)
         {"hello", "usage: hello <name> [-labels=a,b]"},
         {"auth", "usage: auth <password>"},
         {"auth a b", "usage: auth <password>"},
-        {"inspect", "inspect needs a subject: server, queues, queue, job, jobs, scheduled-jobs "
-                    "or workers"},
+        {"inspect", "inspect needs a subject: server, queues, queue, job, jobs, scheduled-jobs, "
+                    "dead-jobs or workers"},
         {"inspect bogus", "unknown inspect subject \"bogus\" (server, queues, queue, job, jobs, "
-                          "scheduled-jobs or workers)"},
+                          "scheduled-jobs, dead-jobs or workers)"},
         {"inspect server now", "usage: inspect server"},
         {"inspect queues 0", "usage: inspect queues <offset> <limit>"},
         {"inspect queue", "usage: inspect queue <name>"},
@@ -238,10 +238,11 @@ START_TEST(test_cmd_local)
     fclose(out);
     static const char *const lines[] = {
         "\n  add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-        "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]\n",
+        "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all] "
+        "[-backoff=faktory] [-dead=1]\n",
         "\n  schedule <id> <name> <ttr> <ttl> <time> <payload> [-priority=N] "
         "[-max-attempts=N] [-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] "
-        "[-target=all]\n",
+        "[-target=all] [-backoff=faktory] [-dead=1]\n",
         "\n  run <id> <name> <ttr> <wait-timeout> <payload> [-priority=N]\n",
         "\n  result <id> <wait-timeout>\n",
         "\n  lease <name>... <wait-timeout> [-fencing=1]\n",
@@ -291,14 +292,16 @@ START_TEST(test_cmd_errors)
     static const char *const cases[][2] = {
         {"add " ID " q 1 2",
          "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] [-max-attempts=N] "
-         "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
-        {"add " ID " q 1 2 -a=b", "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
-                                  "[-max-attempts=N] [-max-fails=N] [-after=ID,...] "
-                                  "[-idempotent=1] [-worker=NAME,...] [-target=all]"},
-        {"schedule " ID " q 1 2 x",
-         "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
-         "[-priority=N] [-max-attempts=N] [-max-fails=N] "
-         "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all]"},
+         "[-max-fails=N] [-after=ID,...] [-idempotent=1] [-worker=NAME,...] [-target=all] "
+         "[-backoff=faktory] [-dead=1]"},
+        {"add " ID " q 1 2 -a=b",
+         "usage: add <id> <name> <ttr> <ttl> <payload> [-priority=N] "
+         "[-max-attempts=N] [-max-fails=N] [-after=ID,...] "
+         "[-idempotent=1] [-worker=NAME,...] [-target=all] [-backoff=faktory] [-dead=1]"},
+        {"schedule " ID " q 1 2 x", "usage: schedule <id> <name> <ttr> <ttl> <time> <payload> "
+                                    "[-priority=N] [-max-attempts=N] [-max-fails=N] "
+                                    "[-after=ID,...] [-idempotent=1] [-worker=NAME,...] "
+                                    "[-target=all] [-backoff=faktory] [-dead=1]"},
         {"run " ID " q 1 2 x y", "usage: run <id> <name> <ttr> <wait-timeout> <payload> "
                                  "[-priority=N]"},
         {"complete " ID " a b", "usage: complete <id> <result> [-attempt=N]"},
@@ -353,15 +356,16 @@ expect_words(const char *line, const char *want)
 START_TEST(test_complete)
 {
     static const char commands[] = "add schedule run result lease complete fail touch cancel "
-                                   "wait delete inspect hello worker auth help quit exit";
+                                   "wait delete revive inspect hello worker auth help quit exit";
     expect_words("", commands);
     expect_words("de", commands);
     expect_words("  ", commands);
-    expect_words("inspect ", "server queues queue job jobs scheduled-jobs workers");
-    expect_words("inspect -x=1 qu", "server queues queue job jobs scheduled-jobs workers");
+    expect_words("inspect ", "server queues queue job jobs scheduled-jobs dead-jobs workers");
+    expect_words("inspect -x=1 qu",
+                 "server queues queue job jobs scheduled-jobs dead-jobs workers");
     expect_words("worker ", "quiet terminate");
     expect_words("add - q 1 2 x -p", "-priority= -max-attempts= -max-fails= -after= "
-                                     "-idempotent=1 -worker= -target=all");
+                                     "-idempotent=1 -worker= -target=all -backoff=faktory -dead=1");
     expect_words("run " ID " q 1 2 -", "-priority=");
     expect_words("lease q -f", "-fencing=1");
     expect_words("complete " ID " \"a b\" -", "-attempt=");

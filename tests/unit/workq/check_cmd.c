@@ -430,7 +430,7 @@ START_TEST(test_help_and_quit)
     struct client c;
     client_open(&c);
     const char *help = feed(&c, "help\r\n", 6);
-    ck_assert_msg(strncmp(help, "+OK 1\r\nhelp 17\r\nadd <id> <name> <ttr> <ttl> <size> [", 47) ==
+    ck_assert_msg(strncmp(help, "+OK 1\r\nhelp 18\r\nadd <id> <name> <ttr> <ttl> <size> [", 47) ==
                       0,
                   "%s", help);
     ck_assert_ptr_nonnull(strstr(help, "\r\nlease <name>... <wait-timeout> [-fencing=1]\r\n"));
@@ -438,7 +438,7 @@ START_TEST(test_help_and_quit)
     int lines = 0;
     for (const char *p = help; (p = strstr(p, "\r\n")) != NULL; p += 2)
         lines++;
-    ck_assert_int_eq(lines, 2 + 17);
+    ck_assert_int_eq(lines, 2 + 18);
     /* a malformed one is refused as any request before auth is */
     ck_assert_str_eq(feed(&c, "help me\r\n", 9), CE("Authentication required"));
     ck_assert_str_eq(feed(&c, "inspect server\r\n", 16), CE("Authentication required"));
