@@ -303,7 +303,7 @@ server_init(struct server *srv, const struct options *opts)
     }
     srv->core = core_new(srv->started_ms);
     srv->core->max_bytes = opts->max_memory;
-    core_set_dead_limits(srv->core, opts->dead_ttl_ms, opts->dead_max);
+    core_set_dead_limits(srv->core, JOB_SPACE_IDS, opts->dead_ttl_ms, opts->dead_max);
     srv->core->backoff_unit_ms = opts->backoff_unit_ms;
     srv->auth_guard = auth_guard_new();
     srv->hooks = (struct conn_hooks){srv, server_conns_begin, server_conns_end, server_conns_gone};

@@ -51,7 +51,7 @@ stats_queues(const struct core *c, uint64_t now_ms, uint64_t max, size_t *n_out,
              struct stats_queue *other, bool *has_other)
 {
     enum { OTHER = UINT32_MAX };
-    const struct queue_table *t = &c->queues;
+    const struct queue_table *t = &core_ids(c)->queues;
     struct stats_queue *v = wq_calloc(WQ_MIN(max, (uint64_t)t->used) + 1, sizeof *v);
     uint32_t *slot = wq_malloc((t->cap + 1) * sizeof *slot);
     memset(slot, 0xff, (t->cap + 1) * sizeof *slot); /* OTHER */
@@ -93,7 +93,7 @@ stats_render_queues(struct stats_out *o, const struct stats_source *src)
     if (has_other)
         v[n++] = other;
     stats_gauge(o, "workq_queues", NULL, "Queues (job names) that hold jobs or waiting leasers.",
-                src->core->queues.named);
+                core_ids(src->core)->queues.named);
     stats_family(o, "workq_jobs", "gauge", NULL,
                  "Jobs by queue and state (queues beyond -metrics-max-queues are summed into "
                  "queue=\"other\").");
@@ -128,7 +128,7 @@ stats_render_connections(struct stats_out *o, const struct stats_source *src)
 static void
 stats_render_jobs(struct stats_out *o, const struct stats_source *src)
 {
-    const struct core_totals *t = &src->core->totals;
+    const struct core_totals *t = &core_ids(src->core)->totals;
     stats_counter(o, "workq_jobs_added", NULL,
                   "Jobs created (add, schedule, run, broadcast copies).", t->added);
     stats_counter(o, "workq_jobs_leased", NULL, "Leases of jobs (every attempt).", t->leased);
@@ -149,7 +149,7 @@ stats_render_jobs(struct stats_out *o, const struct stats_source *src)
     stats_histogram(o, "workq_result_latency_seconds",
                     "Time from a job's due time to its result (completed or failed).", &t->result);
     stats_gauge(o, "workq_parked_clients", NULL, "Clients waiting in lease, result, run or wait.",
-                src->core->stats.parked);
+                core_ids(src->core)->stats.parked);
 }
 
 static void

@@ -134,13 +134,13 @@ core_deps_gone(struct core *c, struct job *j, struct job_ext *x)
     core_deps_take(c, j, x, false, true);
 }
 
+static void core_space_init(struct core *c, uint8_t ix);
+
 struct core *
 core_new(uint64_t now_ms)
 {
     struct core *c = wq_calloc(1, sizeof *c);
-    c->jobs = registry_new(job_id_key);
-    c->exts = registry_new(job_ext_id_key);
-    queue_table_init(&c->queues);
+    core_space_init(c, JOB_SPACE_IDS);
     c->workers = workers_new();
     wheel_init(&c->wheel, now_ms, core_job_timer_deadline, core_job_timer, c);
     wheel_init(&c->wait_wheel, now_ms, core_waiter_deadline, core_waiter_timer, c);
@@ -151,20 +151,46 @@ core_new(uint64_t now_ms)
         c->rng = (uint64_t)time(NULL);
     c->rng |= 1; /* xorshift state must not be zero */
     c->now_ms = now_ms;
-    list_init(&c->dead.jobs);
-    c->dead.ttl_ms = CORE_DEFAULT_DEAD_TTL_MS;
-    c->dead.max = CORE_DEFAULT_DEAD_MAX;
     c->backoff_unit_ms = CORE_DEFAULT_BACKOFF_UNIT;
     core_clear_totals(c);
     return c;
 }
 
+/* Open space ix of c: empty, with the dead set's default bounds. */
+static void
+core_space_init(struct core *c, uint8_t ix)
+{
+    struct core_space *sp = &c->space[ix];
+    bool ids = ix == JOB_SPACE_IDS;
+    sp->jobs = registry_new(ids ? job_id_key : job_ref_key);
+    sp->exts = registry_new(ids ? job_ext_id_key : job_ext_ref_key);
+    queue_table_init(&sp->queues, ix);
+    list_init(&sp->dead.jobs);
+    sp->dead.ttl_ms = CORE_DEFAULT_DEAD_TTL_MS;
+    sp->dead.max = CORE_DEFAULT_DEAD_MAX;
+    sp->open = true;
+}
+
+uint8_t
+core_space_open(struct core *c)
+{
+    uint8_t ix = 1;
+    while (ix < JOB_SPACES && c->space[ix].open)
+        ix++;
+    WQ_ASSERT(ix < JOB_SPACES);
+    core_space_init(c, ix);
+    return ix;
+}
+
 void
 core_clear_totals(struct core *c)
 {
-    memset(&c->totals, 0, sizeof c->totals);
-    hist_init(&c->totals.lease_wait, hist_job_bounds, hist_job_nbounds);
-    hist_init(&c->totals.result, hist_job_bounds, hist_job_nbounds);
+    for (size_t i = 0; i < JOB_SPACES; i++) {
+        struct core_totals *t = &c->space[i].totals;
+        memset(t, 0, sizeof *t);
+        hist_init(&t->lease_wait, hist_job_bounds, hist_job_nbounds);
+        hist_init(&t->result, hist_job_bounds, hist_job_nbounds);
+    }
     if (c->side_ops != NULL)
         c->side_ops->clear_totals(c->side);
 }
@@ -228,7 +254,7 @@ core_job_deadline(const struct core *c, const struct job *j)
     if (j->state == JOB_LEASED)
         d = WQ_MIN(d, core_lease_end(c, j));
     else if (j->place == JOB_IN_SCHEDULED)
-        d = WQ_MIN(d, (uint64_t)job_due_ms(j, c->exts));
+        d = WQ_MIN(d, (uint64_t)job_due_ms(j, core_space_of(c, j)->exts));
     else if (j->flags & JOB_F_DEAD)
         d = WQ_MIN(d, core_dead_end(c, j));
     return d;
@@ -237,13 +263,21 @@ core_job_deadline(const struct core *c, const struct job *j)
 struct job *
 core_find(const struct core *c, const uint8_t id[JOBID_LEN])
 {
-    return registry_find(c->jobs, id, JOBID_LEN);
+    return registry_find(core_ids(c)->jobs, id, JOBID_LEN);
+}
+
+struct job *
+core_find_key(const struct core *c, const struct job_key *k)
+{
+    if (k->space >= JOB_SPACES || !c->space[k->space].open)
+        return NULL;
+    return registry_find(c->space[k->space].jobs, k->p, k->len);
 }
 
 struct queue *
 core_queue(const struct core *c, const char *name, size_t len)
 {
-    struct queue *q = registry_find(c->queues.by_name, name, len);
+    struct queue *q = registry_find(core_ids(c)->queues.by_name, name, len);
     return q != NULL && queue_is_active(q) ? q : NULL;
 }
 
@@ -267,19 +301,20 @@ core_job_is_broadcast(const struct core *c, const struct job *j)
 static uint64_t *
 core_bucket(struct core *c, const struct job *j)
 {
+    struct core_stats *st = &core_space_of(c, j)->stats;
     if (j->place == JOB_IN_READY)
-        return &c->stats.ready;
+        return &st->ready;
     if (j->place == JOB_IN_SCHEDULED)
-        return &c->stats.scheduled;
+        return &st->scheduled;
     switch (j->state) {
     case JOB_LEASED:
-        return &c->stats.leased;
+        return &st->leased;
     case JOB_COMPLETED:
-        return &c->stats.completed;
+        return &st->completed;
     case JOB_FAILED:
-        return &c->stats.failed;
+        return &st->failed;
     case JOB_WAITING:
-        return &c->stats.waiting;
+        return &st->waiting;
     default:
         wq_panic(__FILE__, __LINE__, "job in state %d has no place", j->state);
     }
@@ -329,11 +364,12 @@ core_job_timer_deadline(const struct wheel_entry *e, void *arg)
 
 /* ---- the command log ---- */
 
-/* Log a record that carries only the job id. */
+/* Log a record that carries only the job id (nothing for a run job, or a
+ * job of another space, which has no id). */
 void
 core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 {
-    if (c->record == NULL || (j->flags & JOB_F_RUN))
+    if (c->record == NULL || (j->flags & (JOB_F_RUN | JOB_F_KEY)))
         return;
     struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
     memcpy(r.id, j->id, JOBID_LEN);
@@ -344,7 +380,7 @@ core_record_id(struct core *c, const struct job *j, enum cmdlog_code code)
 void
 core_record_backoff(struct core *c, const struct job *j, int64_t at_ms)
 {
-    if (c->record == NULL || (j->flags & JOB_F_RUN))
+    if (c->record == NULL || (j->flags & (JOB_F_RUN | JOB_F_KEY)))
         return;
     struct cmdlog_rec r = {
         .code = CMDLOG_FAIL_BACKOFF, .at_ms = (int64_t)c->now_ms, .timed = true, .time_ms = at_ms};
@@ -357,7 +393,7 @@ void
 core_record_result(struct core *c, const struct job *j, enum cmdlog_code code, const char *data,
                    size_t len)
 {
-    if (c->record == NULL || (j->flags & JOB_F_RUN))
+    if (c->record == NULL || (j->flags & (JOB_F_RUN | JOB_F_KEY)))
         return;
     struct cmdlog_rec r = {.code = (uint8_t)code, .at_ms = (int64_t)c->now_ms};
     memcpy(r.id, j->id, JOBID_LEN);
@@ -380,12 +416,12 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
         workers_hold(who);
     }
     if (j->attempts == 0)
-        hist_observe(&c->totals.lease_wait, core_since_due_ns(j, now_ms));
+        hist_observe(&core_space_of(c, j)->totals.lease_wait, core_since_due_ns(j, now_ms));
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
     queue_lease(core_job_queue(c, j));
-    c->stats.leased++;
-    c->totals.leased++;
+    core_space_of(c, j)->stats.leased++;
+    core_space_of(c, j)->totals.leased++;
     j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + j->ttr);
     core_job_arm(c, j);
     if (j->flags & JOB_F_RUN) {
@@ -409,7 +445,7 @@ core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
     struct park_node *node = q->base == NULL ? queue_first_parked(q) : core_target_first_parked(q);
     if (node == NULL || c->firing) {
         queue_push_ready(q, j);
-        c->stats.ready++;
+        core_space_of(c, j)->stats.ready++;
         if (node != NULL && !q->dispatch_queued) {
             q->dispatch_queued = true;
             q->refs++; /* kept while listed */
@@ -440,7 +476,7 @@ core_dispatch(struct core *c)
             core_lease_job(c, j, c->now_ms, node->waiter->who);
             core_waiter_finish(c, node->waiter, WAITER_GOT, j);
         }
-        queue_table_unref(&c->queues, q);
+        queue_table_unref(&c->space[q->space].queues, q);
     }
 }
 
@@ -485,10 +521,10 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
     }
     core_count(c, j, 1);
     if (state == JOB_COMPLETED)
-        c->totals.completed++;
+        core_space_of(c, j)->totals.completed++;
     else
-        c->totals.failed++;
-    hist_observe(&c->totals.result, core_since_due_ns(j, c->now_ms));
+        core_space_of(c, j)->totals.failed++;
+    hist_observe(&core_space_of(c, j)->totals.result, core_since_due_ns(j, c->now_ms));
     core_job_arm(c, j); /* only the TTL is left */
     x = core_wake_result_waiters(c, j, x, WAITER_GOT);
     if (j->flags & JOB_F_RUN) {
@@ -505,7 +541,7 @@ core_job_place(struct core *c, struct job *j, enum job_state state, uint64_t now
     j->state = state;
     if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
-        c->stats.scheduled++;
+        core_space_of(c, j)->stats.scheduled++;
     } else {
         core_make_ready(c, j, now_ms);
     }
@@ -528,7 +564,9 @@ core_job_destroy(struct core *c, struct job *j)
     core_job_detach(c, j);
     core_dead_unlink(c, j);
     wheel_cancel(&c->wheel, &j->timer);
-    registry_remove(c->jobs, j->id, JOBID_LEN);
+    struct core_space *sp = core_space_of(c, j);
+    struct job_key key = job_key_of(j);
+    registry_remove(sp->jobs, key.p, key.len);
     struct job_ext *x = core_job_ext(c, j);
     if (core_more_of(x) != NULL)
         core_deps_gone(c, j, x); /* its dependents fail (it is out of the registry) */
@@ -537,7 +575,11 @@ core_job_destroy(struct core *c, struct job *j)
         core_ext_drop(c, j, x);
     c->bytes -= core_job_bytes(j->payload_len);
     payload_free(j->payload, j->payload_len);
-    queue_table_unref(&c->queues, core_job_queue(c, j));
+    queue_table_unref(&sp->queues, core_job_queue(c, j));
+    if (j->flags & JOB_F_KEY) {
+        c->bytes -= j->key.len;
+        wq_free(j->key.bytes);
+    }
     pool_put(&c->job_pool, j);
 }
 
@@ -553,13 +595,13 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
         return;
     }
     core_record_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
-    c->totals.ttr_expired++;
+    core_space_of(c, j)->totals.ttr_expired++;
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         core_job_die(c, j, (int64_t)now_ms);
         return;
     }
-    c->totals.retried++;
+    core_space_of(c, j)->totals.retried++;
     core_job_detach(c, j);
     j->state = JOB_PENDING;
     core_make_ready(c, j, now_ms);
@@ -577,7 +619,7 @@ core_job_backoff(struct core *c, struct job *j, int64_t at_ms)
     }
     core_ext_need(c, j)->retry_at = at_ms;
     queue_push_scheduled(core_job_queue(c, j), j);
-    c->stats.scheduled++;
+    core_space_of(c, j)->stats.scheduled++;
     core_job_arm(c, j);
 }
 
@@ -589,7 +631,8 @@ core_job_die(struct core *c, struct job *j, int64_t died_ms)
     core_dead_link(c, j, died_ms);
     core_job_arm(c, j); /* the set's TTL may end before the job's */
     struct job *old;
-    while (c->dead.count > c->dead.max && (old = core_dead_oldest(c)) != NULL) {
+    const struct core_dead *dead = &core_space_of(c, j)->dead;
+    while (dead->count > dead->max && (old = core_dead_oldest(c, job_space(j))) != NULL) {
         core_record_id(c, old, CMDLOG_DELETE);
         core_job_destroy(c, old);
     }
@@ -639,8 +682,8 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
 
     if (now_ms >= core_job_expiry(j)) {
         if (!job_is_done(j)) {
-            c->stats.evicted++;
-            c->totals.evicted++;
+            core_space_of(c, j)->stats.evicted++;
+            core_space_of(c, j)->totals.evicted++;
         }
         core_record_id(c, j, CMDLOG_EXPIRE);
         core_job_destroy(c, j);
@@ -655,7 +698,8 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         core_job_destroy(c, j);
         return;
     }
-    if (j->place == JOB_IN_SCHEDULED && (int64_t)now_ms >= job_due_ms(j, c->exts)) {
+    if (j->place == JOB_IN_SCHEDULED &&
+        (int64_t)now_ms >= job_due_ms(j, core_space_of(c, j)->exts)) {
         core_job_detach(c, j);
         core_make_ready(c, j, now_ms);
     }
@@ -711,6 +755,8 @@ core_free_job(void *elem, void *arg)
 {
     struct job *j = elem;
     payload_free(j->payload, j->payload_len);
+    if (j->flags & JOB_F_KEY)
+        wq_free(j->key.bytes);
 }
 
 static void
@@ -728,12 +774,17 @@ core_free(struct core *c)
 {
     if (c == NULL)
         return;
-    WQ_ASSERT(c->stats.parked == 0); /* owners cancel their waiters first */
-    registry_foreach(c->jobs, core_free_job, NULL);
-    registry_foreach(c->exts, core_free_ext, NULL);
-    registry_free(c->jobs);
-    registry_free(c->exts);
-    queue_table_clear(&c->queues);
+    for (size_t i = 0; i < JOB_SPACES; i++) {
+        struct core_space *sp = &c->space[i];
+        if (!sp->open)
+            continue;
+        WQ_ASSERT(sp->stats.parked == 0); /* owners cancel their waiters first */
+        registry_foreach(sp->jobs, core_free_job, c);
+        registry_foreach(sp->exts, core_free_ext, NULL);
+        registry_free(sp->jobs);
+        registry_free(sp->exts);
+        queue_table_clear(&sp->queues);
+    }
     workers_free(c->workers);
     if (c->side_ops != NULL)
         c->side_ops->free(c->side);

@@ -72,7 +72,7 @@ uint64_t core_job_deadline(const struct core *c, const struct job *j);
 static inline struct queue *
 core_job_queue(const struct core *c, const struct job *j)
 {
-    return queue_table_at(&c->queues, j->queue_ix);
+    return queue_table_at(&core_space_of(c, j)->queues, j->queue_ix);
 }
 
 /* Is j the original of a broadcast (add -target=all)? */
@@ -87,7 +87,9 @@ const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_
  * s->broadcast the job itself is never leased: a copy (id derived from its
  * id and the worker's name) goes to each named worker present on its name,
  * and the original waits (WAITING) until each copy has its result or is
- * gone, then COMPLETED with no result of its own. */
+ * gone, then COMPLETED with no result of its own.  A job of another space
+ * than the ids' (s->key) has neither prerequisites nor copies, and is not
+ * logged (its space's front-end is to give it its records). */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
 /* Queue a run job (no TTL, one attempt, no retry) and park the caller on it:
@@ -108,6 +110,12 @@ enum core_status core_run(struct core *c, const struct job_spec *s, uint64_t wai
 enum core_status core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
                             uint64_t now_ms, struct worker *who, waiter_done_fn done, void *owner,
                             struct job **out, struct waiter **parked);
+
+/* core_lease among the queues of space. */
+enum core_status core_lease_in(struct core *c, uint8_t space, const struct wq_str *names, size_t n,
+                               uint64_t wait_ms, uint64_t now_ms, struct worker *who,
+                               waiter_done_fn done, void *owner, struct job **out,
+                               struct waiter **parked);
 
 /* Store a result: success true for complete, false for fail (which may
  * retry).  With attempt > 0 (a fencing token), only while the job is
@@ -142,10 +150,17 @@ enum core_status core_revive(struct core *c, const uint8_t id[JOBID_LEN], uint64
 /* Bound the dead set: a job stays at most ttl_ms after its death, and at
  * most max jobs stay (the oldest go first).  Applies from the next death,
  * and to the jobs already in it as their timers fire. */
-void core_set_dead_limits(struct core *c, uint64_t ttl_ms, uint64_t max);
+void core_set_dead_limits(struct core *c, uint8_t space, uint64_t ttl_ms, uint64_t max);
 
 /* Remove a job in any state: CORE_OK or CORE_NOT_FOUND. */
 enum core_status core_delete(struct core *c, const uint8_t id[JOBID_LEN]);
+
+/* core_finish, core_delete and core_revive of job j (found by its key:
+ * core_find_key), in any space. */
+enum core_status core_finish_job(struct core *c, struct job *j, bool success, const char *data,
+                                 size_t len, uint32_t attempt, uint64_t now_ms);
+void core_delete_job(struct core *c, struct job *j);
+enum core_status core_revive_job(struct core *c, struct job *j, uint64_t now_ms);
 
 /* The result of a job: CORE_OK with *out done, CORE_NOT_FOUND, CORE_TIMEOUT
  * (wait 0), or CORE_PARKED with *parked set up as for core_lease. */
@@ -166,8 +181,15 @@ enum core_status core_wait_all(struct core *c, const uint8_t (*ids)[JOBID_LEN], 
  * A run job goes with its waiter. */
 void core_cancel(struct core *c, struct waiter *w);
 
-/* The job with this id, or NULL. */
+/* The job with this id (in the space of ids), or NULL. */
 struct job *core_find(const struct core *c, const uint8_t id[JOBID_LEN]);
+/* The job with key k, or NULL (also for a space not open). */
+struct job *core_find_key(const struct core *c, const struct job_key *k);
+
+/* A key space of c's own for a front-end whose jobs are named otherwise
+ * than by 16-byte ids (job.h): its jobs and queues are apart from every
+ * other space's.  Aborts when all JOB_SPACES are taken. */
+uint8_t core_space_open(struct core *c);
 
 /* Apply a record read back from the command log at start-up, as of now_ms:
  * jobs keep their original expiry (those already past it go at the next
@@ -188,10 +210,11 @@ void core_advance(struct core *c, uint64_t now_ms);
 /* When core_advance next has work, WHEEL_NEVER if never. */
 uint64_t core_next_event(const struct core *c);
 
+/* The jobs of the space of ids (Workq's). */
 static inline uint64_t
 core_job_count(const struct core *c)
 {
-    return registry_count(c->jobs);
+    return registry_count(core_ids(c)->jobs);
 }
 
 /* Clear c->totals and the side store's (after replay, so that they count

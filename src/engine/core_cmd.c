@@ -31,6 +31,13 @@ core_over_memory(const struct core *c, size_t payload_len, bool with_ext)
     return core_over_limit(c, need);
 }
 
+/* The job s names (by its key, or its id), or NULL. */
+static struct job *
+core_spec_find(const struct core *c, const struct job_spec *s)
+{
+    return s->key.len > 0 ? core_find_key(c, &s->key) : core_find(c, s->id);
+}
+
 /* A new registered job from s, not yet placed anywhere, or NULL if its
  * payload cannot be allocated. */
 static struct job *
@@ -42,8 +49,18 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
 
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
-    memcpy(j->id, s->id, JOBID_LEN);
-    struct queue *q = queue_table_ref(&c->queues, s->name.p, s->name.n, c->exts);
+    struct core_space *sp = &c->space[s->key.space];
+    if (s->key.len > 0) { /* a key of its space's, kept apart */
+        j->key.bytes = wq_malloc(s->key.len);
+        memcpy(j->key.bytes, s->key.p, s->key.len);
+        j->key.len = (uint8_t)s->key.len;
+        j->key.space = s->key.space;
+        j->flags = JOB_F_KEY;
+        c->bytes += s->key.len;
+    } else {
+        memcpy(j->id, s->id, JOBID_LEN);
+    }
+    struct queue *q = queue_table_ref(&sp->queues, s->name.p, s->name.n, sp->exts);
     j->queue_ix = q->ix;
     if (q->base != NULL)
         core_target_register(c, q);
@@ -61,12 +78,12 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     c->bytes += core_job_bytes(s->payload_len);
     j->heap_index = HEAP_NO_INDEX;
     j->state = JOB_NEW;
-    j->flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0) |
-               (s->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
-               (s->dead ? JOB_F_DEAD : 0);
+    j->flags |= (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0) |
+                (s->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
+                (s->dead ? JOB_F_DEAD : 0);
     j->base_ms = s->timed ? s->time_ms : created;
-    registry_insert(c->jobs, j);
-    c->totals.added++;
+    registry_insert(sp->jobs, j);
+    sp->totals.added++;
     if (s->timed) {
         struct job_ext *x = core_ext_need(c, j);
         x->created_ms = created;
@@ -117,16 +134,17 @@ core_broadcast(struct core *c, struct job *j, const struct job_spec *s, uint64_t
 enum core_status
 core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool limited)
 {
-    if (core_find(c, s->id) != NULL)
+    WQ_ASSERT(s->key.len == 0 || (s->nafter == 0 && !s->broadcast)); /* ids only */
+    if (core_spec_find(c, s) != NULL)
         return CORE_DUPLICATE;
     if (limited && s->nafter > 0 && core_deps_check(c, s->after, s->nafter) != CORE_OK)
         return CORE_BAD_PREREQ;
-    if (limited && core_over_memory(c, s->payload_len, s->timed))
+    if (limited && core_over_memory(c, s->payload_len + s->key.len, s->timed))
         return CORE_NOMEM;
     struct job *j = core_job_create(c, s, false, now_ms);
     if (j == NULL)
         return CORE_NOMEM;
-    if (c->record != NULL) {
+    if (c->record != NULL && s->key.len == 0) { /* other spaces: not logged yet */
         struct cmdlog_rec r = {
             .code = s->timed ? CMDLOG_SCHEDULE : CMDLOG_ADD,
             .at_ms = (int64_t)now_ms,
@@ -170,7 +188,7 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
     }
     if (s->timed && s->time_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
-        c->stats.scheduled++;
+        core_space_of(c, j)->stats.scheduled++;
     } else {
         core_make_ready(c, j, now_ms);
     }
@@ -188,14 +206,15 @@ enum core_status
 core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
          waiter_done_fn done, void *owner, struct waiter **parked)
 {
-    if (core_find(c, s->id) != NULL)
+    if (core_spec_find(c, s) != NULL)
         return CORE_DUPLICATE;
     if (wait_ms == 0) {
-        struct queue *q = registry_find(c->queues.by_name, s->name.p, s->name.n);
+        struct queue *q =
+            registry_find(c->space[s->key.space].queues.by_name, s->name.p, s->name.n);
         if (q == NULL || queue_first_parked(q) == NULL)
             return CORE_TIMEOUT;
     }
-    if (core_over_memory(c, s->payload_len, true)) /* its client waits: a job_ext */
+    if (core_over_memory(c, s->payload_len + s->key.len, true)) /* its client waits: a job_ext */
         return CORE_NOMEM;
     struct job_spec spec = *s;
     spec.ttl = 0;
@@ -206,7 +225,7 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
     if (j == NULL)
         return CORE_NOMEM;
     /* The waiter first, so a lease right away finds it. */
-    struct waiter *w = core_waiter_new(c, WAITER_RUN, now_ms + wait_ms, done, owner);
+    struct waiter *w = core_waiter_new(c, s->key.space, WAITER_RUN, now_ms + wait_ms, done, owner);
     core_waiter_link(c, w, j);
     core_make_ready(c, j, now_ms);
     core_job_arm(c, j);
@@ -219,13 +238,23 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
            struct worker *who, waiter_done_fn done, void *owner, struct job **out,
            struct waiter **parked)
 {
+    return core_lease_in(c, JOB_SPACE_IDS, names, n, wait_ms, now_ms, who, done, owner, out,
+                         parked);
+}
+
+enum core_status
+core_lease_in(struct core *c, uint8_t space, const struct wq_str *names, size_t n, uint64_t wait_ms,
+              uint64_t now_ms, struct worker *who, waiter_done_fn done, void *owner,
+              struct job **out, struct waiter **parked)
+{
+    struct core_space *sp = &c->space[space];
     /* Pick uniformly among the distinct names with a ready job (reservoir
      * sampling); the stamp makes a name listed twice count once. */
     uint64_t stamp = ++c->lease_stamp;
     struct queue *pick = NULL;
     uint64_t seen = 0;
     for (size_t i = 0; i < n; i++) {
-        struct queue *q = registry_find(c->queues.by_name, names[i].p, names[i].n);
+        struct queue *q = registry_find(sp->queues.by_name, names[i].p, names[i].n);
         if (q == NULL || q->mark == stamp)
             continue;
         q->mark = stamp;
@@ -251,7 +280,7 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
         return CORE_TIMEOUT;
 
     /* Park on every distinct name, creating the queues that do not exist. */
-    struct waiter *w = core_waiter_new(c, WAITER_LEASE, now_ms + wait_ms, done, owner);
+    struct waiter *w = core_waiter_new(c, space, WAITER_LEASE, now_ms + wait_ms, done, owner);
     w->who = who;
     if (who != NULL)
         core_worker_waits(who, names, n);
@@ -259,9 +288,9 @@ core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_m
     struct queue **qs = NULL;
     size_t nq = 0;
     for (size_t i = 0; i < n; i++) {
-        struct queue *q = queue_table_ref(&c->queues, names[i].p, names[i].n, c->exts);
+        struct queue *q = queue_table_ref(&sp->queues, names[i].p, names[i].n, sp->exts);
         if (q->mark == stamp) {
-            queue_table_unref(&c->queues, q);
+            queue_table_unref(&sp->queues, q);
             continue;
         }
         q->mark = stamp;
@@ -312,6 +341,13 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
+    return core_finish_job(c, j, success, data, len, attempt, now_ms);
+}
+
+enum core_status
+core_finish_job(struct core *c, struct job *j, bool success, const char *data, size_t len,
+                uint32_t attempt, uint64_t now_ms)
+{
     enum core_status st = core_lease_check(c, j, attempt);
     if (st != CORE_OK)
         return st;
@@ -327,14 +363,14 @@ core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const cha
             uint64_t at =
                 backoff_faktory_at(now_ms, j->fails - 1u, core_random(c) % 30, c->backoff_unit_ms);
             core_record_backoff(c, j, (int64_t)at);
-            c->totals.retried++;
+            core_space_of(c, j)->totals.retried++;
             core_job_backoff(c, j, (int64_t)at);
             return CORE_OK;
         }
         if (retry) {
             /* Back to waiting; a job still in a heap keeps its place there. */
             core_record_id(c, j, CMDLOG_FAIL_RETRY);
-            c->totals.retried++;
+            core_space_of(c, j)->totals.retried++;
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 core_job_place(c, j, JOB_PENDING, now_ms);
@@ -418,9 +454,15 @@ core_delete(struct core *c, const uint8_t id[JOBID_LEN])
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
+    core_delete_job(c, j);
+    return CORE_OK;
+}
+
+void
+core_delete_job(struct core *c, struct job *j)
+{
     core_record_id(c, j, CMDLOG_DELETE);
     core_job_destroy(c, j);
-    return CORE_OK;
 }
 
 enum core_status
@@ -436,7 +478,8 @@ core_result(struct core *c, const uint8_t id[JOBID_LEN], uint64_t wait_ms, uint6
     }
     if (wait_ms == 0)
         return CORE_TIMEOUT;
-    struct waiter *w = core_waiter_new(c, WAITER_RESULT, now_ms + wait_ms, done, owner);
+    struct waiter *w =
+        core_waiter_new(c, job_space(j), WAITER_RESULT, now_ms + wait_ms, done, owner);
     core_waiter_link(c, w, j);
     *parked = w;
     return CORE_PARKED;
@@ -468,7 +511,7 @@ core_wait_all(struct core *c, const uint8_t (*ids)[JOBID_LEN], size_t n, uint64_
         return CORE_OK;
     if (wait_ms == 0)
         return CORE_TIMEOUT;
-    struct waiter *w = core_waiter_new(c, WAITER_ALL, now_ms + wait_ms, NULL, owner);
+    struct waiter *w = core_waiter_new(c, JOB_SPACE_IDS, WAITER_ALL, now_ms + wait_ms, NULL, owner);
     w->all_done = done;
     w->ids = wq_malloc(n * JOBID_LEN);
     memcpy(w->ids, ids, n * JOBID_LEN);
@@ -507,6 +550,12 @@ core_revive(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
     struct job *j = core_find(c, id);
     if (j == NULL)
         return CORE_NOT_FOUND;
+    return core_revive_job(c, j, now_ms);
+}
+
+enum core_status
+core_revive_job(struct core *c, struct job *j, uint64_t now_ms)
+{
     if (core_job_died(c, j) == 0)
         return CORE_NOT_DEAD;
     core_record_id(c, j, CMDLOG_REVIVE);
@@ -515,8 +564,8 @@ core_revive(struct core *c, const uint8_t id[JOBID_LEN], uint64_t now_ms)
 }
 
 void
-core_set_dead_limits(struct core *c, uint64_t ttl_ms, uint64_t max)
+core_set_dead_limits(struct core *c, uint8_t space, uint64_t ttl_ms, uint64_t max)
 {
-    c->dead.ttl_ms = ttl_ms;
-    c->dead.max = max;
+    c->space[space].dead.ttl_ms = ttl_ms;
+    c->space[space].dead.max = max;
 }

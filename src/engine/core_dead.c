@@ -13,8 +13,9 @@ core_dead_link(struct core *c, struct job *j, int64_t died_ms)
     WQ_ASSERT(!list_linked(&m->dead_link));
     m->died_ms = died_ms;
     m->job = j;
-    list_push_back(&c->dead.jobs, &m->dead_link);
-    c->dead.count++;
+    struct core_dead *d = &core_space_of(c, j)->dead;
+    list_push_back(&d->jobs, &m->dead_link);
+    d->count++;
 }
 
 /* j's job_more when j is in the dead set, else NULL. */
@@ -36,7 +37,7 @@ core_dead_unlink(struct core *c, struct job *j)
     list_unlink(&m->dead_link);
     m->died_ms = 0;
     m->job = NULL;
-    c->dead.count--;
+    core_space_of(c, j)->dead.count--;
 }
 
 int64_t
@@ -53,23 +54,27 @@ core_dead_end(const struct core *c, const struct job *j)
     if (m == NULL)
         return UINT64_MAX;
     uint64_t died = m->died_ms > 0 ? (uint64_t)m->died_ms : 0, end;
-    return __builtin_add_overflow(died, c->dead.ttl_ms, &end) ? UINT64_MAX : end;
+    uint64_t ttl = core_space_of(c, j)->dead.ttl_ms;
+    return __builtin_add_overflow(died, ttl, &end) ? UINT64_MAX : end;
 }
 
 struct job *
-core_dead_oldest(const struct core *c)
+core_dead_oldest(const struct core *c, uint8_t space)
 {
-    if (list_empty(&c->dead.jobs))
+    const struct core_dead *d = &c->space[space].dead;
+    if (list_empty(&d->jobs))
         return NULL;
-    return list_item(c->dead.jobs.next, struct job_more, dead_link)->job;
+    return list_item(d->jobs.next, struct job_more, dead_link)->job;
 }
 
 size_t
-core_dead_jobs(const struct core *c, uint64_t offset, size_t limit, const struct job **out)
+core_dead_jobs(const struct core *c, uint8_t space, uint64_t offset, size_t limit,
+               const struct job **out)
 {
+    const struct list *head = &c->space[space].dead.jobs;
     size_t n = 0;
     uint64_t skip = 0;
-    for (const struct list *l = c->dead.jobs.next; l != &c->dead.jobs && n < limit; l = l->next) {
+    for (const struct list *l = head->next; l != head && n < limit; l = l->next) {
         if (skip++ < offset)
             continue;
         out[n++] = list_item(l, const struct job_more, dead_link)->job;

@@ -16,10 +16,11 @@ int64_t core_job_died(const struct core *c, const struct job *j);
 /* When j leaves the dead set by its age (died + the set's TTL), UINT64_MAX
  * if it is not in it. */
 uint64_t core_dead_end(const struct core *c, const struct job *j);
-/* The job that died first, NULL when the set is empty. */
-struct job *core_dead_oldest(const struct core *c);
-/* Up to limit jobs of the dead set from the offset-th (0: the oldest) into
- * out, oldest first; how many. */
-size_t core_dead_jobs(const struct core *c, uint64_t offset, size_t limit, const struct job **out);
+/* The job of space's dead set that died first, NULL when it is empty. */
+struct job *core_dead_oldest(const struct core *c, uint8_t space);
+/* Up to limit jobs of space's dead set from the offset-th (0: the oldest)
+ * into out, oldest first; how many. */
+size_t core_dead_jobs(const struct core *c, uint8_t space, uint64_t offset, size_t limit,
+                      const struct job **out);
 
 #endif /* WQ_CORE_DEAD_H */

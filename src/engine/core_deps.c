@@ -59,7 +59,7 @@ core_deps_broadcast(struct core *c, struct job *j, const uint8_t (*copies)[JOBID
         unmet++;
     }
     j->state = JOB_WAITING;
-    c->stats.waiting++;
+    core_space_of(c, j)->stats.waiting++;
     core_job_queue(c, j)->waiting++;
     m->unmet = unmet;
     if (unmet == 0)
@@ -90,7 +90,7 @@ core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN],
     }
     if (failed != NULL) {
         j->state = JOB_WAITING; /* so that it fails as a waiting job */
-        c->stats.waiting++;
+        core_space_of(c, j)->stats.waiting++;
         core_job_queue(c, j)->waiting++;
         core_deps_fail(c, j, failed->id, false);
         return true;
@@ -99,7 +99,7 @@ core_deps_wait(struct core *c, struct job *j, const uint8_t (*after)[JOBID_LEN],
         return false;
     core_more_need(c, j)->unmet = unmet;
     j->state = JOB_WAITING;
-    c->stats.waiting++;
+    core_space_of(c, j)->stats.waiting++;
     core_job_queue(c, j)->waiting++;
     return true;
 }

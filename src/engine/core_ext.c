@@ -15,7 +15,7 @@
 struct job_ext *
 core_job_ext(const struct core *c, const struct job *j)
 {
-    return (j->flags & JOB_F_EXT) ? registry_find(c->exts, j->id, JOBID_LEN) : NULL;
+    return (j->flags & JOB_F_EXT) ? job_ext_find(j, core_space_of(c, j)->exts) : NULL;
 }
 
 /* j's job_ext, created empty if it has none. */
@@ -27,8 +27,8 @@ core_ext_need(struct core *c, struct job *j)
         return x;
     x = pool_get(&c->ext_pool);
     memset(x, 0, sizeof *x);
-    memcpy(x->id, j->id, JOBID_LEN);
-    registry_insert(c->exts, x);
+    memcpy(x->id, j->id, JOBID_LEN); /* the id, or where the key is */
+    registry_insert(core_space_of(c, j)->exts, x);
     j->flags |= JOB_F_EXT;
     c->bytes += CORE_EXT_BYTES;
     return x;
@@ -45,7 +45,8 @@ core_ext_drop(struct core *c, struct job *j, struct job_ext *x)
                     (uint64_t)m->ncopies * JOBID_LEN;
     core_more_free(m);
     payload_free(x->result, x->result_len);
-    registry_remove(c->exts, j->id, JOBID_LEN);
+    struct job_key key = job_key_of(j);
+    registry_remove(core_space_of(c, j)->exts, key.p, key.len);
     pool_put(&c->ext_pool, x);
     j->flags &= ~JOB_F_EXT;
 }

@@ -73,8 +73,9 @@ struct waiter {
     struct wheel_entry timer; /* the wait-timeout */
     uint64_t deadline;
     waiter_done_fn done;
-    void *owner;  /* the caller's (its connection) */
-    uint8_t kind; /* enum waiter_kind */
+    void *owner;   /* the caller's (its connection) */
+    uint8_t kind;  /* enum waiter_kind */
+    uint8_t space; /* of its queues or its job */
     /* WAITER_LEASE: one node per distinct name, and who leases (NULL:
      * an anonymous client) */
     struct worker *who;
@@ -136,6 +137,18 @@ struct core_totals {
     struct hist result;     /* due time to result (completed or failed) */
 };
 
+/* One key space (job.h): its jobs, their job_exts, its queues, its dead
+ * set and its figures. */
+struct core_space {
+    struct registry *jobs; /* key -> job */
+    struct registry *exts; /* key -> job_ext, for jobs with JOB_F_EXT */
+    struct queue_table queues;
+    struct core_dead dead;
+    struct core_stats stats;
+    struct core_totals totals;
+    bool open; /* JOB_SPACE_IDS always, another once core_space_open gave it */
+};
+
 /* Called with the record of every state change, before the change is made
  * (the command log appends it).  Run jobs are never logged. */
 typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
@@ -143,9 +156,7 @@ typedef void (*core_record_fn)(void *arg, const struct cmdlog_rec *r);
 struct core {
     core_record_fn record; /* NULL: nothing is logged (and during replay) */
     void *record_arg;
-    struct registry *jobs; /* id -> job */
-    struct registry *exts; /* id -> job_ext, for jobs with JOB_F_EXT */
-    struct queue_table queues;
+    struct core_space space[JOB_SPACES];
     struct workers *workers; /* workers.h: who identified themselves */
     /* The side store (core_attach_side), or NULL: the core reaches it only
      * through side_ops. */
@@ -168,18 +179,18 @@ struct core {
     uint64_t lease_stamp;
     uint64_t rng;
     uint64_t now_ms;    /* the time of the last core_advance */
-    uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: queues.bytes) */
+    uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: their tables') */
     uint64_t io_bytes;  /* held for clients: input being parsed, unsent replies (the server's) */
     uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
-    struct core_dead dead;
     uint64_t backoff_unit_ms; /* a second of the backoff (tests shorten it) */
-    struct core_stats stats;
-    struct core_totals totals;
 };
 
 /* What add and schedule ask for; the values are already validated. */
 struct job_spec {
     uint8_t id[JOBID_LEN];
+    /* in a space other than JOB_SPACE_IDS (key.len > 0): its key, and id
+     * is not read */
+    struct job_key key;
     struct wq_str name;
     uint32_t ttr;
     uint64_t ttl;
@@ -221,7 +232,24 @@ core_job_bytes(size_t payload_len)
 static inline uint64_t
 core_memory(const struct core *c)
 {
-    return c->bytes + c->queues.bytes + c->io_bytes;
+    uint64_t queues = 0;
+    for (size_t i = 0; i < JOB_SPACES; i++)
+        queues += c->space[i].queues.bytes;
+    return c->bytes + queues + c->io_bytes;
+}
+
+/* j's key space. */
+static inline struct core_space *
+core_space_of(const struct core *c, const struct job *j)
+{
+    return (struct core_space *)&c->space[job_space(j)];
+}
+
+/* The space of 16-byte ids, Workq's. */
+static inline struct core_space *
+core_ids(const struct core *c)
+{
+    return (struct core_space *)&c->space[JOB_SPACE_IDS];
 }
 
 /* Would n more bytes take the server past -max-memory? */

@@ -124,7 +124,7 @@ core_target_before(const struct core *c, const struct queue *a, const struct que
     const struct heap_item *x = heap_at(&a->ready, 0), *y = heap_at(&b->ready, 0);
     if (x->key != y->key)
         return x->key < y->key;
-    return job_ready_tie(x->elem, y->elem, c->exts);
+    return job_ready_tie(x->elem, y->elem, c->space[a->space].exts);
 }
 
 struct queue *
@@ -135,7 +135,8 @@ core_target_pick(struct core *c, struct queue *base, const struct worker *who)
                                                              who->wid, who->wid_len, false)
                                          : NULL;
     for (uint32_t i = 0; t != NULL && i < t->n;) {
-        struct queue *q = registry_find(c->queues.by_name, t->sets[i], strlen(t->sets[i]));
+        struct queue *q =
+            registry_find(core_ids(c)->queues.by_name, t->sets[i], strlen(t->sets[i]));
         if (q == NULL) { /* gone with its last job: forget it */
             wq_free(t->sets[i]);
             t->sets[i] = t->sets[--t->n];

@@ -61,7 +61,7 @@ core_waiter_free(struct core *c, struct waiter *w)
         for (uint32_t i = 0; i < w->nnodes; i++) {
             struct queue *q = w->nodes[i].queue;
             queue_unpark(q, &w->nodes[i]);
-            queue_table_unref(&c->queues, q);
+            queue_table_unref(&c->space[q->space].queues, q);
         }
         if (w->nodes != &w->one)
             wq_free(w->nodes);
@@ -69,7 +69,7 @@ core_waiter_free(struct core *c, struct waiter *w)
         hlist_unlink(&w->link);
         core_ext_trim(c, w->job);
     }
-    c->stats.parked--;
+    c->space[w->space].stats.parked--;
     pool_put(&c->waiter_pool, w);
 }
 
@@ -103,18 +103,19 @@ core_waiter_finish(struct core *c, struct waiter *w, enum waiter_outcome how, st
 }
 
 struct waiter *
-core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline, waiter_done_fn done,
-                void *owner)
+core_waiter_new(struct core *c, uint8_t space, enum waiter_kind kind, uint64_t deadline,
+                waiter_done_fn done, void *owner)
 {
     struct waiter *w = pool_get(&c->waiter_pool);
     memset(w, 0, sizeof *w);
     w->kind = (uint8_t)kind;
+    w->space = space;
     w->done = done;
     w->owner = owner;
     w->deadline = deadline;
     wheel_entry_init(&w->timer);
     wheel_add(&c->wait_wheel, &w->timer, deadline);
-    c->stats.parked++;
+    c->space[space].stats.parked++;
     return w;
 }
 

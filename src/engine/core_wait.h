@@ -6,8 +6,10 @@
 #include "lib/wq.h"
 #include "engine/core_state.h"
 
-struct waiter *core_waiter_new(struct core *c, enum waiter_kind kind, uint64_t deadline,
-                               waiter_done_fn done, void *owner);
+/* A new waiter of kind for a job or queues of space, until deadline,
+ * counted as parked in the space's figures. */
+struct waiter *core_waiter_new(struct core *c, uint8_t space, enum waiter_kind kind,
+                               uint64_t deadline, waiter_done_fn done, void *owner);
 /* Take w out of everything and free it (its owner is not told). */
 void core_waiter_free(struct core *c, struct waiter *w);
 /* End a wait: take the waiter out of everything, then tell its owner. */

@@ -65,7 +65,7 @@ job_due_ms(const struct job *j, const struct registry *exts)
 {
     if (!(j->flags & JOB_F_BACKOFF) || !(j->flags & JOB_F_EXT))
         return j->base_ms;
-    const struct job_ext *x = registry_find(exts, j->id, JOBID_LEN);
+    const struct job_ext *x = job_ext_find(j, exts);
     return x->retry_at != 0 ? x->retry_at : j->base_ms;
 }
 
@@ -98,8 +98,7 @@ job_time_ns(const struct job *j, const struct registry *exts)
 {
     if (!(j->flags & JOB_F_NS) || job_backing_off(j, exts))
         return 0;
-    const struct job_ext *x = registry_find(exts, j->id, JOBID_LEN);
-    return x->time_ns;
+    return job_ext_find(j, exts)->time_ns;
 }
 
 /* The full ready order. */
@@ -156,4 +155,27 @@ job_ext_id_key(const void *elem, const void **key, size_t *len)
 {
     *key = ((const struct job_ext *)elem)->id;
     *len = JOBID_LEN;
+}
+
+void
+job_ref_key(const void *elem, const void **key, size_t *len)
+{
+    const struct job_keyref *k = &((const struct job *)elem)->key;
+    *key = k->bytes;
+    *len = k->len;
+}
+
+void
+job_ext_ref_key(const void *elem, const void **key, size_t *len)
+{
+    const struct job_keyref *k = &((const struct job_ext *)elem)->key;
+    *key = k->bytes;
+    *len = k->len;
+}
+
+struct job_ext *
+job_ext_find(const struct job *j, const struct registry *exts)
+{
+    struct job_key k = job_key_of(j);
+    return registry_find(exts, k.p, k.len);
 }

@@ -31,6 +31,7 @@ enum job_place { JOB_NOWHERE, JOB_IN_READY, JOB_IN_SCHEDULED };
 #define JOB_F_NS      0x8  /* its scheduled time has nanoseconds below the ms */
 #define JOB_F_BACKOFF 0x10 /* a fail that retries waits for Faktory's backoff */
 #define JOB_F_DEAD    0x20 /* out of retries, it enters the dead set */
+#define JOB_F_KEY     0x40 /* named by a key of another space than ids' (its key, not id) */
 
 /* Attempts are counted up to this (with max-attempts 0 a job may be leased
  * forever); max-attempts and max-fails, at most 255, are never reached by it. */
@@ -43,10 +44,39 @@ struct registry;
 struct waiter;
 struct worker;
 
+/* The key spaces of the job core: each has its own jobs and queues, so
+ * that the same bytes or the same queue name in two of them name different
+ * things.  Space 0 holds the jobs named by a 16-byte id (a UUID); a
+ * front-end whose jobs are named otherwise takes a space of its own, where
+ * keys are 1 to JOB_KEY_MAX bytes. */
+#define JOB_SPACES    4
+#define JOB_SPACE_IDS 0
+#define JOB_KEY_MAX   255u
+
+/* A job's name as the core's functions take it: its space and its bytes
+ * (JOBID_LEN of them in JOB_SPACE_IDS). */
+struct job_key {
+    const uint8_t *p;
+    size_t len;
+    uint8_t space;
+};
+
+/* Where a job of a space other than JOB_SPACE_IDS keeps its key: its bytes
+ * are allocated apart (job_key_new), and the job and its job_ext point at
+ * them. */
+struct job_keyref {
+    uint8_t *bytes;
+    uint8_t len;
+    uint8_t space;
+};
+
 /* 88 bytes: a queued job costs this, its heap item and its registry slot.
- * What most jobs never have lives in a struct job_ext found by id. */
+ * What most jobs never have lives in a struct job_ext found by id or key. */
 struct job {
-    uint8_t id[JOBID_LEN];
+    union {
+        uint8_t id[JOBID_LEN]; /* in JOB_SPACE_IDS */
+        struct job_keyref key; /* JOB_F_KEY: elsewhere */
+    };
     char *payload;
     struct wheel_entry timer; /* armed for the next of expiry, TTR end, ready time */
     int64_t base_ms;          /* Unix ms the TTL counts from: created, or the scheduled time */
@@ -54,7 +84,7 @@ struct job {
     uint64_t seq : JOB_SEQ_BITS; /* arrival order, for FIFO among equals */
     uint64_t state : 3;          /* enum job_state */
     uint64_t place : 2;          /* enum job_place */
-    uint64_t flags : 6;          /* JOB_F_* */
+    uint64_t flags : 7;          /* JOB_F_* */
     uint64_t max_attempts : 8;
     uint64_t ttr : 27; /* ms, at most WQ_MAX_TTR_MS */
     uint64_t max_fails : 8;
@@ -69,11 +99,16 @@ struct job {
     uint32_t queue_ix; /* the core's queue table */
 };
 
+_Static_assert(sizeof(struct job) == 88, "struct job must stay 88 bytes");
+
 /* The rarer parts of a job (JOB_F_EXT): a result, waiting clients, for
  * a scheduled job its creation time and the nanoseconds of its time, and
  * for a job waiting out a backoff when it is due. */
 struct job_ext {
-    uint8_t id[JOBID_LEN];
+    union { /* its job's */
+        uint8_t id[JOBID_LEN];
+        struct job_keyref key;
+    };
     char *result;
     struct hlist waiters; /* result waiters (struct waiter), woken on the result */
     int64_t created_ms;   /* JOB_F_TIMED: Unix ms (base_ms is the time) */
@@ -139,11 +174,32 @@ bool job_scheduled_tie(const void *a, const void *b, void *exts);
  * registry. */
 int64_t job_due_ms(const struct job *j, const struct registry *exts);
 
+/* j's space, and its key in it. */
+static inline uint8_t
+job_space(const struct job *j)
+{
+    return (j->flags & JOB_F_KEY) ? j->key.space : JOB_SPACE_IDS;
+}
+
+static inline struct job_key
+job_key_of(const struct job *j)
+{
+    if (j->flags & JOB_F_KEY)
+        return (struct job_key){j->key.bytes, j->key.len, j->key.space};
+    return (struct job_key){j->id, JOBID_LEN, JOB_SPACE_IDS};
+}
+
+/* The job_ext of j in exts (its space's registry of them), NULL if none. */
+struct job_ext *job_ext_find(const struct job *j, const struct registry *exts);
+
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);
 
-/* registry_key_fn for the id registry and the job_ext registry. */
+/* registry_key_fn for the registries of jobs and of job_exts: by id in
+ * JOB_SPACE_IDS, by key in the other spaces. */
 void job_id_key(const void *elem, const void **key, size_t *len);
 void job_ext_id_key(const void *elem, const void **key, size_t *len);
+void job_ref_key(const void *elem, const void **key, size_t *len);
+void job_ext_ref_key(const void *elem, const void **key, size_t *len);
 
 #endif /* WQ_JOB_H */

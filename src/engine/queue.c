@@ -104,9 +104,10 @@ queue_order_cmp(const struct ostree_node *a, const struct ostree_node *b)
 }
 
 void
-queue_table_init(struct queue_table *t)
+queue_table_init(struct queue_table *t, uint8_t space)
 {
     memset(t, 0, sizeof *t);
+    t->space = space;
     t->by_name = registry_new(queue_name_key);
     ostree_init(&t->in_order, queue_order_cmp);
 }
@@ -153,6 +154,7 @@ queue_table_ref(struct queue_table *t, const char *name, size_t len, struct regi
     struct queue *q = registry_find(t->by_name, name, len);
     if (q == NULL) {
         q = queue_new(name, len, exts);
+        q->space = t->space;
         registry_insert(t->by_name, q);
         queue_table_place(t, q);
         t->bytes += queue_bytes(len);

@@ -43,6 +43,7 @@ struct queue {
      * keeps them; the metrics read them) */
     uint32_t waiting, completed, failed;
     uint32_t ix;          /* in the core's queue table (jobs name their queue by it) */
+    uint8_t space;        /* the key space whose table it is in (job.h) */
     bool dispatch_queued; /* on the core's list of queues to dispatch */
     struct queue *dispatch_next;
     struct queue *base; /* a hidden targeted queue's base queue, else NULL */
@@ -126,6 +127,7 @@ struct queue_table {
     uint32_t cap, used, nfree;
     uint32_t named; /* queues in in_order: all but the hidden targeted ones */
     uint64_t bytes; /* what the queues hold, as queue_bytes counts it */
+    uint8_t space;  /* the key space of its queues */
 };
 
 /* What a queue named by len bytes holds while it exists, beside its jobs:
@@ -138,7 +140,7 @@ queue_bytes(size_t len)
     return sizeof(struct queue) + len + 1 + QUEUE_INDEX_BYTES;
 }
 
-void queue_table_init(struct queue_table *t);
+void queue_table_init(struct queue_table *t, uint8_t space);
 /* Free every queue, whatever it holds (the core frees the jobs). */
 void queue_table_clear(struct queue_table *t);
 /* The queue named name[0..len), created if need be (exts as in queue_new),

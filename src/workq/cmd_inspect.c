@@ -94,7 +94,7 @@ inspect_queue_block(struct reply *out, const struct queue *q)
 static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
-    const struct core_stats *st = &ctx->core->stats;
+    const struct core_stats *st = &core_ids(ctx->core)->stats;
     /* Faktory's jobs (the core's side store), after Workq's keys, only
      * where Faktory is served or has jobs */
     struct core_side_counts fk;
@@ -151,7 +151,7 @@ inspect_refused(struct cmd_ctx *ctx, struct reply *out, uint64_t count, uint64_t
 static void
 inspect_queues(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
 {
-    const struct queue_table *t = &ctx->core->queues;
+    const struct queue_table *t = &core_ids(ctx->core)->queues;
     uint64_t active = ostree_count(&t->in_order);
     uint64_t count = offset >= active ? 0 : WQ_MIN(limit, active - offset);
     if (inspect_refused(ctx, out, count, INSPECT_QUEUE_BYTES))
@@ -245,11 +245,12 @@ static void
 inspect_dead_jobs(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_t limit)
 {
     const struct core *c = ctx->core;
-    uint64_t count = offset >= c->dead.count ? 0 : WQ_MIN(limit, c->dead.count - offset);
+    uint64_t dead = core_ids(c)->dead.count;
+    uint64_t count = offset >= dead ? 0 : WQ_MIN(limit, dead - offset);
     if (inspect_refused(ctx, out, count, INSPECT_JOB_BYTES))
         return;
     const struct job **jobs = wq_malloc((count + 1) * sizeof *jobs);
-    count = core_dead_jobs(c, offset, (size_t)count, jobs);
+    count = core_dead_jobs(c, JOB_SPACE_IDS, offset, (size_t)count, jobs);
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     for (uint64_t i = 0; i < count; i++)
         inspect_job_block(out, c, jobs[i]);

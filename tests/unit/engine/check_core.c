@@ -1,7 +1,7 @@
 /* check_core.c - unit tests for the job core (src/engine/core*.c) with fake time:
  * the rules of doc/protocol-reference.md section 3.  Waiters report to a struct
  * owner; after every step check_core() recounts every job, queue and waiter
- * by walking the registries and compares that with c->stats. */
+ * by walking the registries and compares that with core_ids(c)->stats. */
 #include "lib/wq.h"
 #include "engine/core.h"
 
@@ -120,7 +120,7 @@ on_done(void *arg, enum waiter_outcome how, const struct core *c, struct job *j)
     g_outstanding--;
     /* The waiter is gone before its owner hears of it. */
     REQUIRE(c == o->core);
-    REQUIRE(o->core->stats.parked == (uint64_t)g_outstanding);
+    REQUIRE(core_ids(o->core)->stats.parked == (uint64_t)g_outstanding);
     if (g_norder < WQ_ARRAY_LEN(g_order))
         g_order[g_norder++] = o->tag;
     if (j != NULL) {
@@ -151,8 +151,10 @@ struct tally {
     size_t nq, capq;
     /* from the queues */
     uint64_t q_ready, q_scheduled, q_leased, nqueues;
-    uint64_t exts; /* jobs with a struct job_ext */
-    uint64_t dead; /* jobs in the dead set */
+    uint64_t exts;         /* jobs with a struct job_ext */
+    uint64_t dead;         /* jobs in the dead set */
+    struct core_space *sp; /* the space counted */
+    uint8_t space;
 };
 
 static struct qcount *
@@ -176,7 +178,7 @@ tally_queue(struct tally *t, const struct queue *q)
 static void
 tally_ext(struct tally *t, const struct job *j)
 {
-    const struct job_ext *x = registry_find(t->c->exts, j->id, JOBID_LEN);
+    const struct job_ext *x = job_ext_find(j, t->sp->exts);
     REQUIRE((x != NULL) == ((j->flags & JOB_F_EXT) != 0));
     REQUIRE(core_job_ext(t->c, j) == x);
     if (x == NULL) {
@@ -212,10 +214,10 @@ tally_job(void *elem, void *arg)
     struct job *j = elem;
     struct tally *t = arg;
     t->jobs++;
-    REQUIRE(j->queue_ix < t->c->queues.used);
+    REQUIRE(j->queue_ix < t->sp->queues.used);
     struct queue *q = core_job_queue(t->c, j);
     REQUIRE(q != NULL && q->ix == j->queue_ix);
-    REQUIRE(registry_find(t->c->queues.by_name, q->name, q->name_len) == q);
+    REQUIRE(registry_find(t->sp->queues.by_name, q->name, q->name_len) == q);
     tally_queue(t, q)->jobs++;
     tally_ext(t, j);
     switch (j->state) {
@@ -231,10 +233,11 @@ tally_job(void *elem, void *arg)
         } else {
             t->scheduled++;
             /* scheduled, or waiting out a backoff */
-            REQUIRE((j->flags & JOB_F_TIMED) || job_due_ms(j, t->c->exts) != j->base_ms);
+            REQUIRE((j->flags & JOB_F_TIMED) || job_due_ms(j, t->sp->exts) != j->base_ms);
             REQUIRE(heap_len(&q->scheduled) > j->heap_index);
             REQUIRE(heap_at(&q->scheduled, j->heap_index)->elem == j);
-            REQUIRE(heap_at(&q->scheduled, j->heap_index)->key == job_scheduled_key(j, t->c->exts));
+            REQUIRE(heap_at(&q->scheduled, j->heap_index)->key ==
+                    job_scheduled_key(j, t->sp->exts));
         }
         break;
     case JOB_LEASED:
@@ -276,11 +279,11 @@ tally_q(void *elem, void *arg)
     }
     /* targeted queues (add -worker) each hold their base */
     uint64_t bases = 0;
-    for (uint32_t i = 0; i < t->c->queues.used; i++)
-        bases += t->c->queues.tab[i] != NULL && t->c->queues.tab[i]->base == q;
+    for (uint32_t i = 0; i < t->sp->queues.used; i++)
+        bases += t->sp->queues.tab[i] != NULL && t->sp->queues.tab[i]->base == q;
     REQUIRE(q->refs > 0);
     REQUIRE(q->refs == jobs + q->parked + bases);
-    REQUIRE(q->ix < t->c->queues.used && t->c->queues.tab[q->ix] == q);
+    REQUIRE(q->ix < t->sp->queues.used && t->sp->queues.tab[q->ix] == q);
     uint32_t n = 0;
     for (const struct list *l = q->parked_fifo.next; l != &q->parked_fifo; l = l->next, n++) {
         const struct park_node *p = list_item(l, const struct park_node, link);
@@ -288,59 +291,77 @@ tally_q(void *elem, void *arg)
     }
     REQUIRE(n == q->parked);
     /* core_queue shows exactly the active queues. */
-    REQUIRE((core_queue(t->c, q->name, q->name_len) != NULL) == queue_is_active(q));
+    REQUIRE(q->space == t->space);
+    if (t->space == JOB_SPACE_IDS)
+        REQUIRE((core_queue(t->c, q->name, q->name_len) != NULL) == queue_is_active(q));
 }
 
-/* Recount everything and compare with the stats. */
+/* Recount everything of one space and compare with its stats; its parked
+ * waiters are added to *parked. */
+static void
+check_space(struct core *c, uint8_t space, uint64_t *parked, const char *file, int line)
+{
+    struct tally t = {0};
+    t.c = c;
+    t.sp = &c->space[space];
+    t.space = space;
+    registry_foreach(t.sp->jobs, tally_job, &t);
+    registry_foreach(t.sp->queues.by_name, tally_q, &t);
+    /* The queue table holds exactly the registered queues. */
+    uint64_t live = 0;
+    for (uint32_t i = 0; i < t.sp->queues.used; i++) {
+        const struct queue *q = t.sp->queues.tab[i];
+        if (q != NULL) {
+            live++;
+            REQUIRE(q->ix == i && registry_find(t.sp->queues.by_name, q->name, q->name_len) == q);
+        }
+    }
+    REQUIRE(live == t.nqueues && t.sp->queues.used - t.sp->queues.nfree == live);
+    REQUIRE(t.dead == t.sp->dead.count && t.dead <= t.sp->dead.max);
+    const struct core_stats *s = &t.sp->stats;
+    uint64_t count = registry_count(t.sp->jobs);
+    *parked += s->parked;
+    if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
+        s->completed != t.completed || s->failed != t.failed || s->waiting != t.waiting ||
+        t.jobs != count ||
+        s->ready + s->scheduled + s->leased + s->completed + s->failed + s->waiting != count ||
+        t.q_ready != t.ready || t.q_scheduled != t.scheduled || t.q_leased != t.leased ||
+        t.exts != registry_count(t.sp->exts))
+        ck_abort_msg("%s:%d: space %u: stats ready %llu/%llu/%llu scheduled %llu/%llu/%llu "
+                     "leased %llu/%llu/%llu completed %llu/%llu failed %llu/%llu "
+                     "jobs %llu/%llu exts %llu/%llu",
+                     file, line, (unsigned)space, (unsigned long long)s->ready,
+                     (unsigned long long)t.ready, (unsigned long long)t.q_ready,
+                     (unsigned long long)s->scheduled, (unsigned long long)t.scheduled,
+                     (unsigned long long)t.q_scheduled, (unsigned long long)s->leased,
+                     (unsigned long long)t.leased, (unsigned long long)t.q_leased,
+                     (unsigned long long)s->completed, (unsigned long long)t.completed,
+                     (unsigned long long)s->failed, (unsigned long long)t.failed,
+                     (unsigned long long)t.jobs, (unsigned long long)count,
+                     (unsigned long long)t.exts, (unsigned long long)registry_count(t.sp->exts));
+    free(t.qs);
+}
+
+/* Recount every open space and compare with the stats. */
 static void
 check_core_(struct core *c, const char *file, int line)
 {
     if (g_quiet)
         return;
-    struct tally t = {0};
-    t.c = c;
-    registry_foreach(c->jobs, tally_job, &t);
-    registry_foreach(c->queues.by_name, tally_q, &t);
-    /* The queue table holds exactly the registered queues. */
-    uint64_t live = 0;
-    for (uint32_t i = 0; i < c->queues.used; i++) {
-        const struct queue *q = c->queues.tab[i];
-        if (q != NULL) {
-            live++;
-            REQUIRE(q->ix == i && registry_find(c->queues.by_name, q->name, q->name_len) == q);
-        }
-    }
-    REQUIRE(live == t.nqueues && c->queues.used - c->queues.nfree == live);
-    REQUIRE(t.dead == c->dead.count && t.dead <= c->dead.max);
-    const struct core_stats *s = &c->stats;
-    if (s->ready != t.ready || s->scheduled != t.scheduled || s->leased != t.leased ||
-        s->completed != t.completed || s->failed != t.failed || s->waiting != t.waiting ||
-        t.jobs != core_job_count(c) ||
-        s->ready + s->scheduled + s->leased + s->completed + s->failed + s->waiting !=
-            core_job_count(c) ||
-        t.q_ready != t.ready || t.q_scheduled != t.scheduled || t.q_leased != t.leased ||
-        s->parked != (uint64_t)g_outstanding || t.exts != registry_count(c->exts))
-        ck_abort_msg("%s:%d: stats ready %llu/%llu/%llu scheduled %llu/%llu/%llu "
-                     "leased %llu/%llu/%llu completed %llu/%llu failed %llu/%llu "
-                     "jobs %llu/%llu parked %llu/%lld exts %llu/%llu",
-                     file, line, (unsigned long long)s->ready, (unsigned long long)t.ready,
-                     (unsigned long long)t.q_ready, (unsigned long long)s->scheduled,
-                     (unsigned long long)t.scheduled, (unsigned long long)t.q_scheduled,
-                     (unsigned long long)s->leased, (unsigned long long)t.leased,
-                     (unsigned long long)t.q_leased, (unsigned long long)s->completed,
-                     (unsigned long long)t.completed, (unsigned long long)s->failed,
-                     (unsigned long long)t.failed, (unsigned long long)t.jobs,
-                     (unsigned long long)core_job_count(c), (unsigned long long)s->parked,
-                     (long long)g_outstanding, (unsigned long long)t.exts,
-                     (unsigned long long)registry_count(c->exts));
-    free(t.qs);
+    uint64_t parked = 0;
+    for (uint8_t i = 0; i < JOB_SPACES; i++)
+        if (c->space[i].open)
+            check_space(c, i, &parked, file, line);
+    if (parked != (uint64_t)g_outstanding)
+        ck_abort_msg("%s:%d: parked %llu, outstanding %lld", file, line, (unsigned long long)parked,
+                     (long long)g_outstanding);
 }
 #define check_core(c) check_core_((c), __FILE__, __LINE__)
 
 static size_t
 queue_count(const struct core *c)
 {
-    return registry_count(c->queues.by_name);
+    return registry_count(core_ids(c)->queues.by_name);
 }
 
 static bool
@@ -515,7 +536,7 @@ START_TEST(test_lease_order)
     int32_t prios[] = {0, 5, -2, 5, 0, 10, -2, INT32_MIN, INT32_MAX};
     for (uint32_t i = 0; i < WQ_ARRAY_LEN(prios); i++)
         add(c, i + 1, "q", prios[i], 0);
-    ck_assert_uint_eq(c->stats.ready, 9);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 9);
     uint32_t want[] = {9, 6, 2, 4, 1, 5, 3, 7, 8};
     for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++) {
         struct job *j;
@@ -525,8 +546,8 @@ START_TEST(test_lease_order)
         ck_assert_uint_eq(j->attempts, 1);
         ck_assert_uint_eq(core_job_deadline(c, j), 10 + 1000);
     }
-    ck_assert_uint_eq(c->stats.leased, 9);
-    ck_assert_uint_eq(c->stats.ready, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.leased, 9);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 0);
     ck_assert_int_eq(lease(c, "q", 0, 10, NULL, NULL), CORE_TIMEOUT);
     ck_assert(active(c, "q")); /* leased jobs keep it */
     core_done(c);
@@ -746,7 +767,7 @@ START_TEST(test_next_event)
         REQUIRE(++steps < 200);
     }
     ck_assert_uint_eq(now, 1000000);
-    ck_assert_uint_eq(c->stats.evicted, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.evicted, 1);
     ck_assert(core_next_event(c) == WHEEL_NEVER);
     core_done(c);
 }
@@ -778,7 +799,7 @@ START_TEST(test_max_attempts)
     ck_assert_uint_eq(j->state, JOB_FAILED);
     ck_assert_uint_eq(result_len(c, j), 0);
     ck_assert_uint_eq(j->attempts, 2);
-    ck_assert_uint_eq(c->stats.failed, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.failed, 1);
     ck_assert_int_eq(r1.calls, 1);
     ck_assert_int_eq(r1.how, WAITER_GOT);
     ck_assert_uint_eq(r1.state, JOB_FAILED);
@@ -824,7 +845,7 @@ START_TEST(test_max_attempts_unlimited)
         REQUIRE(find(c, 1)->state == JOB_PENDING);
         REQUIRE(find(c, 1)->attempts == i); /* past 255: not capped */
     }
-    ck_assert_uint_eq(c->stats.failed, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.failed, 0);
     core_done(c);
 }
 END_TEST
@@ -856,9 +877,9 @@ START_TEST(test_ttl_every_state)
         case TTL_NEW:
             break;
         case TTL_SCHEDULED:
-            ck_assert_uint_eq(c->stats.scheduled, 1);
+            ck_assert_uint_eq(core_ids(c)->stats.scheduled, 1);
             advance(c, 1000); /* now ready, for 500 ms more */
-            ck_assert_uint_eq(c->stats.ready, 1);
+            ck_assert_uint_eq(core_ids(c)->stats.ready, 1);
             break;
         case TTL_LEASED:
             ck_assert_uint_eq(lease_now(c, "q", 0), 1);
@@ -882,12 +903,12 @@ START_TEST(test_ttl_every_state)
         struct job *j = find(c, 1);
         ck_assert_ptr_nonnull(j);
         ck_assert_uint_eq(j->state, want_state);
-        ck_assert_uint_eq(c->stats.evicted, 0);
+        ck_assert_uint_eq(core_ids(c)->stats.evicted, 0);
         advance(c, expiry);
         ck_assert_ptr_null(find(c, 1));
         ck_assert_uint_eq(core_job_count(c), 0);
         bool had_result = k == TTL_COMPLETED || k == TTL_FAILED;
-        ck_assert_uint_eq(c->stats.evicted, had_result ? 0 : 1);
+        ck_assert_uint_eq(core_ids(c)->stats.evicted, had_result ? 0 : 1);
         if (!had_result) {
             ck_assert_int_eq(w.calls, 1);
             ck_assert_int_eq(w.how, WAITER_GONE);
@@ -895,7 +916,7 @@ START_TEST(test_ttl_every_state)
         /* a late result finds nothing; the queue is gone */
         ck_assert_int_eq(finish(c, 1, true, "late", expiry), CORE_NOT_FOUND);
         ck_assert_uint_eq(queue_count(c), 0);
-        ck_assert_uint_eq(c->stats.leased, 0);
+        ck_assert_uint_eq(core_ids(c)->stats.leased, 0);
         core_done(c);
     }
 }
@@ -916,7 +937,7 @@ START_TEST(test_ttl_saturates)
     ck_assert(core_job_expiry(find(c, 1)) == UINT64_MAX);
     advance(c, UINT64_MAX / 2);
     ck_assert_ptr_nonnull(find(c, 1));
-    ck_assert_uint_eq(c->stats.evicted, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.evicted, 0);
     core_done(c);
 }
 END_TEST
@@ -953,7 +974,7 @@ START_TEST(test_complete_states)
     ck_assert_int_eq(finish(c, 4, true, "", 20), CORE_OK);      /* NEW, scheduled */
     for (uint32_t n = 1; n <= 4; n++)
         ck_assert_uint_eq(find(c, n)->state, JOB_COMPLETED);
-    ck_assert_uint_eq(c->stats.completed, 4);
+    ck_assert_uint_eq(core_ids(c)->stats.completed, 4);
     ck_assert_uint_eq(result_len(c, find(c, 3)), 5);
     ck_assert(memcmp(result_of(c, find(c, 3)), "three", 5) == 0);
     ck_assert_uint_eq(result_len(c, find(c, 4)), 0);
@@ -975,7 +996,7 @@ START_TEST(test_complete_states)
     ck_assert_uint_eq(find(c, 4)->state, JOB_COMPLETED); /* not made ready at its time */
     advance(c, 200000);
     ck_assert_uint_eq(find(c, 4)->state, JOB_COMPLETED);
-    ck_assert_uint_eq(c->stats.ready + c->stats.scheduled, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.ready + core_ids(c)->stats.scheduled, 0);
     core_done(c);
 }
 END_TEST
@@ -1011,7 +1032,7 @@ START_TEST(test_fail_retry)
     ck_assert_uint_eq(r.state, JOB_FAILED);
     ck_assert_uint_eq(r.result_len, 5);
     ck_assert(memcmp(r.result, "final", 5) == 0);
-    ck_assert_uint_eq(c->stats.failed, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.failed, 1);
     ck_assert_int_eq(finish(c, 1, false, "x", 0), CORE_DUP_RESULT);
     ck_assert_uint_eq(find(c, 1)->fails, 3);
 
@@ -1098,7 +1119,7 @@ START_TEST(test_result_waiters)
     /* Two waiters both get the result. */
     ck_assert_int_eq(result(c, 1, 1000, 0, &a, NULL), CORE_PARKED);
     ck_assert_int_eq(result(c, 1, 2000, 0, &b, NULL), CORE_PARKED);
-    ck_assert_uint_eq(c->stats.parked, 2);
+    ck_assert_uint_eq(core_ids(c)->stats.parked, 2);
     ck_assert_uint_eq(lease_now(c, "q", 0), 1);
     ck_assert_int_eq(finish(c, 1, true, "done", 10), CORE_OK);
     ck_assert_int_eq(a.calls, 1);
@@ -1204,7 +1225,7 @@ START_TEST(test_delete)
     ck_assert_int_eq(finish(c, 1, true, "late", 0), CORE_NOT_FOUND);
     ck_assert_uint_eq(core_job_count(c), 0);
     ck_assert_uint_eq(queue_count(c), 0);
-    ck_assert_uint_eq(c->stats.evicted, 0); /* delete is not eviction */
+    ck_assert_uint_eq(core_ids(c)->stats.evicted, 0); /* delete is not eviction */
     advance(c, 10000);
     core_done(c);
 }
@@ -1220,7 +1241,7 @@ START_TEST(test_parked_fifo)
         owner_init(&o[i], c, i + 1);
         ck_assert_int_eq(lease(c, "q", 1000, (uint64_t)i, &o[i], NULL), CORE_PARKED);
     }
-    ck_assert_uint_eq(c->stats.parked, 4);
+    ck_assert_uint_eq(core_ids(c)->stats.parked, 4);
     ck_assert(active(c, "q"));
     ck_assert_uint_eq(core_queue(c, "q", 1)->parked, 4);
     for (uint32_t n = 1; n <= 3; n++)
@@ -1233,8 +1254,8 @@ START_TEST(test_parked_fifo)
         ck_assert_uint_eq(o[i].state, JOB_LEASED);
         ck_assert_uint_eq(o[i].attempts, 1);
     }
-    ck_assert_uint_eq(c->stats.leased, 3);
-    ck_assert_uint_eq(c->stats.ready, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.leased, 3);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 0);
     ck_assert_uint_eq(core_job_deadline(c, find(c, 1)), 10 + 1000);
     /* the fourth times out at 3 + 1000 */
     advance(c, 1002);
@@ -1243,7 +1264,7 @@ START_TEST(test_parked_fifo)
     ck_assert_int_eq(o[3].calls, 1);
     ck_assert_int_eq(o[3].how, WAITER_TIMEOUT);
     ck_assert(!o[3].had_job);
-    ck_assert_uint_eq(c->stats.parked, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.parked, 0);
     core_done(c);
 }
 END_TEST
@@ -1257,7 +1278,7 @@ START_TEST(test_park_several_names)
     owner_init(&l3, c, 3);
     ck_assert_int_eq(lease(c, "a b c", 1000, 0, &l1, NULL), CORE_PARKED);
     ck_assert(active(c, "a") && active(c, "b") && active(c, "c"));
-    ck_assert_uint_eq(c->stats.parked, 1); /* one client */
+    ck_assert_uint_eq(core_ids(c)->stats.parked, 1); /* one client */
     ck_assert_int_eq(lease(c, "b", 1000, 0, &l2, NULL), CORE_PARKED);
     ck_assert_int_eq(lease(c, "c a", 1000, 0, &l3, NULL), CORE_PARKED);
 
@@ -1280,7 +1301,7 @@ START_TEST(test_park_several_names)
     /* nobody is parked: the next job waits in its queue */
     add(c, 4, "c", 0, 4);
     ck_assert_uint_eq(find(c, 4)->state, JOB_NEW);
-    ck_assert_uint_eq(c->stats.ready, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 1);
 
     /* A leaser parked on names that do not exist yet creates them, and a
      * timeout frees them again. */
@@ -1412,7 +1433,7 @@ START_TEST(test_timed_jobs)
     s.timed = true;
     s.time_ms = 1000;
     add_spec(c, &s, 0);
-    ck_assert_uint_eq(c->stats.scheduled, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.scheduled, 1);
     ck_assert(active(c, "q"));
     ck_assert_uint_le(core_next_event(c), 1000);
     ck_assert_uint_eq(lease_now(c, "q", 0), 0);
@@ -1420,8 +1441,8 @@ START_TEST(test_timed_jobs)
     ck_assert_uint_eq(lease_now(c, "q", 999), 0);
     add(c, 2, "q", 0, 500); /* untimed, same priority, added earlier in time */
     advance(c, 1000);
-    ck_assert_uint_eq(c->stats.scheduled, 0);
-    ck_assert_uint_eq(c->stats.ready, 2);
+    ck_assert_uint_eq(core_ids(c)->stats.scheduled, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 2);
     ck_assert_uint_eq(find(c, 1)->state, JOB_NEW);
     /* untimed before timed, though the timed job arrived first */
     ck_assert_uint_eq(lease_now(c, "q", 1000), 2);
@@ -1444,7 +1465,7 @@ START_TEST(test_timed_jobs)
     s.time_ms = 1900;
     s.priority = 1;
     add_spec(c, &s, 2000);
-    ck_assert_uint_eq(c->stats.scheduled, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.scheduled, 0);
     uint32_t want[] = {7, 5, 4, 3, 6};
     for (size_t i = 0; i < WQ_ARRAY_LEN(want); i++)
         ck_assert_uint_eq(lease_now(c, "p", 2000), want[i]);
@@ -1543,7 +1564,7 @@ START_TEST(test_random_workload)
         owner_init(&owners[i], c, i);
     rng_seed(0x12345678);
     c->backoff_unit_ms = 1; /* retries after 15 to 100 ms or so */
-    core_set_dead_limits(c, 700, 5);
+    core_set_dead_limits(c, JOB_SPACE_IDS, 700, 5);
     uint64_t now = 0;
     uint64_t gone_before = 0, revived = 0;
     for (int step = 0; step < STEPS; step++) {
@@ -1604,8 +1625,8 @@ START_TEST(test_random_workload)
             advance(c, now);
             break;
         }
-        REQUIRE(c->stats.evicted >= gone_before);
-        gone_before = c->stats.evicted;
+        REQUIRE(core_ids(c)->stats.evicted >= gone_before);
+        gone_before = core_ids(c)->stats.evicted;
     }
     for (int i = 0; i < OWNERS; i++) {
         if (owners[i].active)
@@ -1728,10 +1749,10 @@ START_TEST(test_deps_chain)
     }
     g_quiet = false;
     check_core(c);
-    ck_assert_uint_eq(c->stats.waiting, DEPTH - 1);
+    ck_assert_uint_eq(core_ids(c)->stats.waiting, DEPTH - 1);
     ck_assert_int_eq(del(c, 1), CORE_OK);
-    ck_assert_uint_eq(c->stats.waiting, 0);
-    ck_assert_uint_eq(c->stats.failed, DEPTH - 1);
+    ck_assert_uint_eq(core_ids(c)->stats.waiting, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.failed, DEPTH - 1);
     ck_assert(result_is(c, 2, "prerequisite aa000000-0000-0000-0000-000000000001 is gone"));
     ck_assert(result_is(c, DEPTH, "prerequisite aa000000-0000-0000-0000-00000000270f failed"));
     core_done(c);
@@ -1797,7 +1818,7 @@ START_TEST(test_cancel)
     ck_assert_int_eq(o.state, JOB_FAILED);
     ck_assert_int_eq(core_touch(c, id, 0, 0, 0), CORE_CANCELLED);
     ck_assert_int_eq(finish(c, 2, false, "late", 0), CORE_CANCELLED);
-    ck_assert_uint_eq(c->stats.leased, 0);
+    ck_assert_uint_eq(core_ids(c)->stats.leased, 0);
     /* complete first, cancel after: the result stands */
     add(c, 3, "q", 0, 0);
     ck_assert_uint_eq(lease_now(c, "q", 0), 3);
@@ -1855,7 +1876,7 @@ on_all_done(void *arg, enum waiter_outcome how, const struct core *c,
     g_all_how = how;
     g_all_n = n;
     g_outstanding--;
-    REQUIRE(c->stats.parked == (uint64_t)g_outstanding);
+    REQUIRE(core_ids(c)->stats.parked == (uint64_t)g_outstanding);
 }
 
 static enum core_status
@@ -1885,7 +1906,7 @@ START_TEST(test_wait_all)
     ck_assert_int_eq(wait_all(c, missing, 2, 1000, 0, &w), CORE_NOT_FOUND);
     ck_assert_int_eq(wait_all(c, all, 4, 0, 0, &w), CORE_TIMEOUT);
     ck_assert_int_eq(wait_all(c, all, 4, 1000, 0, &w), CORE_PARKED);
-    ck_assert_uint_eq(c->stats.parked, 1); /* one client, however many jobs */
+    ck_assert_uint_eq(core_ids(c)->stats.parked, 1); /* one client, however many jobs */
     ck_assert_uint_eq(lease_now(c, "q", 0), 1);
     ck_assert_int_eq(finish(c, 1, true, "a", 0), CORE_OK);
     ck_assert_uint_eq(lease_now(c, "q", 0), 2);
@@ -1984,7 +2005,7 @@ START_TEST(test_targeted)
     ck_assert_int_eq(finish(c, 3, true, "ok", 0), CORE_OK);
     ck_assert_int_eq(finish(c, 1, true, "ok", 0), CORE_OK);
     ck_assert_int_eq(del(c, 1), CORE_OK);
-    ck_assert_ptr_null(registry_find(c->queues.by_name,
+    ck_assert_ptr_null(registry_find(core_ids(c)->queues.by_name,
                                      "q\x1f"
                                      "a,b",
                                      4));
@@ -2161,7 +2182,7 @@ START_TEST(test_backoff_and_revive)
     j = find(c, 1);
     ck_assert_uint_eq(j->state, JOB_FAILED);
     ck_assert_int_eq(core_job_died(c, j), (int64_t)now + 1);
-    ck_assert_uint_eq(c->dead.count, 1);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 1);
     ck_assert_int_eq(r.calls, 1);
     ck_assert_uint_eq(r.state, JOB_FAILED);
     ck_assert(r.result_len == 5 && memcmp(r.result, "final", 5) == 0);
@@ -2176,7 +2197,7 @@ START_TEST(test_backoff_and_revive)
     ck_assert_uint_eq(j->attempts, 0);
     ck_assert_ptr_null(result_of(c, j));
     ck_assert_int_eq(core_job_died(c, j), 0);
-    ck_assert_uint_eq(c->dead.count, 0);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 0);
     ck_assert_int_eq(revive(c, 1, now + 2), CORE_NOT_DEAD);
     ck_assert_uint_eq(lease_now(c, "q", now + 2), 1);
     ck_assert_int_eq(finish(c, 1, true, "done", now + 3), CORE_OK);
@@ -2200,7 +2221,7 @@ END_TEST
 START_TEST(test_dead_set)
 {
     struct core *c = core_fixture();
-    core_set_dead_limits(c, 1000, 3);
+    core_set_dead_limits(c, JOB_SPACE_IDS, 1000, 3);
     struct job_spec s = spec(1, "q");
     s.dead = true;
     add_spec(c, &s, 0);
@@ -2223,13 +2244,13 @@ START_TEST(test_dead_set)
     check_core(c);
     ck_assert_uint_eq(find(c, 3)->state, JOB_FAILED);
     ck_assert_int_eq(core_job_died(c, find(c, 3)), 60);
-    ck_assert_uint_eq(c->dead.count, 3);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 3);
     const struct job *list[4];
-    ck_assert_uint_eq(core_dead_jobs(c, 0, 4, list), 3);
+    ck_assert_uint_eq(core_dead_jobs(c, JOB_SPACE_IDS, 0, 4, list), 3);
     ck_assert(list[0] == find(c, 1) && list[1] == find(c, 2) && list[2] == find(c, 3));
-    ck_assert_uint_eq(core_dead_jobs(c, 1, 1, list), 1);
+    ck_assert_uint_eq(core_dead_jobs(c, JOB_SPACE_IDS, 1, 1, list), 1);
     ck_assert(list[0] == find(c, 2));
-    ck_assert_uint_eq(core_dead_jobs(c, 3, 4, list), 0);
+    ck_assert_uint_eq(core_dead_jobs(c, JOB_SPACE_IDS, 3, 4, list), 0);
 
     /* not dead: a cancelled job, one that did not ask */
     s = spec(4, "q");
@@ -2242,7 +2263,7 @@ START_TEST(test_dead_set)
     ck_assert_int_eq(finish(c, 5, false, "f", 60), CORE_OK);
     ck_assert_int_eq(core_job_died(c, find(c, 4)), 0);
     ck_assert_int_eq(core_job_died(c, find(c, 5)), 0);
-    ck_assert_uint_eq(c->dead.count, 3);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 3);
 
     /* a fourth death: the oldest goes */
     s = spec(6, "q");
@@ -2250,10 +2271,10 @@ START_TEST(test_dead_set)
     add_spec(c, &s, 70);
     ck_assert_int_eq(finish(c, 6, false, "f", 70), CORE_OK);
     ck_assert_ptr_null(find(c, 1));
-    ck_assert_uint_eq(c->dead.count, 3);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 3);
     /* deleted: out of the set */
     ck_assert_int_eq(del(c, 3), CORE_OK);
-    ck_assert_uint_eq(c->dead.count, 2);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 2);
     /* by age: 2 died at 50, 6 at 70 */
     advance(c, 1049);
     ck_assert_ptr_nonnull(find(c, 2));
@@ -2262,11 +2283,11 @@ START_TEST(test_dead_set)
     ck_assert_ptr_nonnull(find(c, 6));
     advance(c, 1070);
     ck_assert_ptr_null(find(c, 6));
-    ck_assert_uint_eq(c->dead.count, 0);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 0);
     ck_assert_ptr_nonnull(find(c, 5)); /* only its TTL ends it */
 
     /* a bound of 0 keeps nothing */
-    core_set_dead_limits(c, 1000, 0);
+    core_set_dead_limits(c, JOB_SPACE_IDS, 1000, 0);
     s = spec(7, "q");
     s.dead = true;
     add_spec(c, &s, 1070);
@@ -2339,12 +2360,156 @@ START_TEST(test_retry_policy_replays)
     ck_assert(retry_at(r, 1) > 0);
     ck_assert_int_eq(core_job_died(r, find(r, 2)), 1000);
     ck_assert_uint_eq(find(r, 2)->state, JOB_FAILED);
-    ck_assert_uint_eq(r->dead.count, 1);
+    ck_assert_uint_eq(core_ids(r)->dead.count, 1);
     ck_assert_uint_eq(find(r, 3)->state, JOB_PENDING);
     check_core(r);
     core_free(r);
     free(buf.p);
     c->record = NULL;
+    core_done(c);
+}
+END_TEST
+
+/* ---- key spaces ---- */
+
+/* A job of space sp named by the text key. */
+static struct job_spec
+keyed_spec(uint8_t sp, const char *key, const char *name)
+{
+    struct job_spec s = spec(0, name);
+    s.key = (struct job_key){(const uint8_t *)key, strlen(key), sp};
+    return s;
+}
+
+static struct job *
+find_key(struct core *c, uint8_t sp, const char *key, size_t len)
+{
+    struct job_key k = {(const uint8_t *)key, len, sp};
+    return core_find_key(c, &k);
+}
+
+/* Spaces keep their jobs and queues apart: the same bytes, the same queue
+ * name in two spaces are two things; each space counts its own. */
+START_TEST(test_key_spaces_apart)
+{
+    struct core *c = core_fixture();
+    uint8_t s1 = core_space_open(c), s2 = core_space_open(c);
+    ck_assert_uint_eq(s1, 1);
+    ck_assert_uint_eq(s2, 2);
+    uint64_t bytes = c->bytes;
+    struct job_spec a = keyed_spec(s1, "abc", "default");
+    add_spec(c, &a, 0);
+    ck_assert_uint_eq(c->bytes, bytes + core_job_bytes(7) + 3);
+    ck_assert_int_eq(core_add(c, &a, 0), CORE_DUPLICATE);
+    struct job_spec b = keyed_spec(s2, "abc", "default");
+    add_spec(c, &b, 0);
+    /* a key of 16 bytes that are an id of the space of ids */
+    uint8_t id[JOBID_LEN];
+    mkid(1, id);
+    add(c, 1, "default", 0, 0);
+    struct job_spec k16 = keyed_spec(s1, "", "default");
+    k16.key.p = id;
+    k16.key.len = JOBID_LEN;
+    add_spec(c, &k16, 0);
+    ck_assert_ptr_ne(find_key(c, s1, (const char *)id, JOBID_LEN), find(c, 1));
+    ck_assert_ptr_ne(find_key(c, s1, "abc", 3), find_key(c, s2, "abc", 3));
+    ck_assert_ptr_null(find_key(c, s1, "ab", 2));
+    ck_assert_ptr_null(find_key(c, 3, "abc", 3)); /* not open */
+    struct job *j = find_key(c, s1, "abc", 3);
+    ck_assert_uint_eq(job_space(j), s1);
+    struct job_key k = job_key_of(j);
+    ck_assert(k.len == 3 && memcmp(k.p, "abc", 3) == 0 && k.space == s1);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, 1);
+    ck_assert_uint_eq(c->space[s1].stats.ready, 2);
+    ck_assert_uint_eq(c->space[s2].stats.ready, 1);
+    ck_assert_uint_eq(core_job_count(c), 1);
+    ck_assert_uint_eq(queue_count(c), 1);
+    ck_assert_uint_eq(registry_count(c->space[s1].queues.by_name), 1);
+
+    /* a lease takes from its own space only */
+    struct wq_str q = {"default", 7};
+    struct job *got = NULL;
+    struct waiter *w = NULL;
+    ck_assert_int_eq(core_lease_in(c, s2, &q, 1, 0, 0, NULL, on_done, NULL, &got, &w), CORE_OK);
+    ck_assert_ptr_eq(got, find_key(c, s2, "abc", 3));
+    ck_assert_int_eq(core_lease_in(c, s2, &q, 1, 0, 0, NULL, on_done, NULL, &got, &w),
+                     CORE_TIMEOUT);
+    ck_assert_uint_eq(lease_now(c, "default", 0), 1);
+    ck_assert_int_eq(core_lease_in(c, s1, &q, 1, 0, 0, NULL, on_done, NULL, &got, &w), CORE_OK);
+    ck_assert_ptr_eq(got, find_key(c, s1, "abc", 3)); /* first in */
+    check_core(c);
+
+    /* finish, delete by the job */
+    ck_assert_int_eq(core_finish_job(c, got, true, "ok", 2, 0, 0), CORE_OK);
+    ck_assert_uint_eq(got->state, JOB_COMPLETED);
+    ck_assert_uint_eq(c->space[s1].stats.completed, 1);
+    ck_assert_uint_eq(core_ids(c)->stats.completed, 0);
+    core_delete_job(c, got);
+    ck_assert_ptr_null(find_key(c, s1, "abc", 3));
+    check_core(c);
+    core_done(c);
+}
+END_TEST
+
+/* Keys of 1 to 255 bytes, any bytes; a keyed job's whole life: parked
+ * leases of its space, the TTL, the dead set of its space, revive. */
+START_TEST(test_key_spaces_life)
+{
+    struct core *c = core_fixture();
+    uint8_t sp = core_space_open(c);
+    char longkey[JOB_KEY_MAX];
+    memset(longkey, 'k', sizeof longkey);
+    longkey[7] = '\0'; /* binary */
+    struct job_spec s = keyed_spec(sp, "", "q");
+    s.key.p = (const uint8_t *)longkey;
+    s.key.len = sizeof longkey;
+    s.ttl = 500;
+    add_spec(c, &s, 0);
+    ck_assert_ptr_nonnull(find_key(c, sp, longkey, sizeof longkey));
+    ck_assert_ptr_null(find_key(c, sp, longkey, sizeof longkey - 1));
+    advance(c, 500); /* its TTL */
+    ck_assert_ptr_null(find_key(c, sp, longkey, sizeof longkey));
+    ck_assert_uint_eq(c->space[sp].stats.evicted, 1);
+
+    /* a lease parked in the space is woken by a job of its space, not by
+     * one of the same name in the space of ids */
+    struct owner o;
+    owner_init(&o, c, 1);
+    struct wq_str q = {"q", 1};
+    struct job *got = NULL;
+    struct waiter *w = NULL;
+    ck_assert_int_eq(core_lease_in(c, sp, &q, 1, 1000, 500, NULL, on_done, &o, &got, &w),
+                     CORE_PARKED);
+    o.active = true;
+    o.w = w;
+    g_outstanding++;
+    check_core(c);
+    add(c, 1, "q", 0, 500);
+    ck_assert_int_eq(o.calls, 0);
+    struct job_spec d = keyed_spec(sp, "x", "q");
+    d.dead = true;
+    add_spec(c, &d, 500);
+    ck_assert_int_eq(o.calls, 1);
+    ck_assert_int_eq(o.how, WAITER_GOT);
+    struct job *x = find_key(c, sp, "x", 1);
+    ck_assert_uint_eq(x->state, JOB_LEASED);
+    /* out of fails: into the space's own dead set */
+    ck_assert_int_eq(core_finish_job(c, x, false, "bad", 3, 0, 501), CORE_OK);
+    ck_assert_uint_eq(c->space[sp].dead.count, 1);
+    ck_assert_uint_eq(core_ids(c)->dead.count, 0);
+    const struct job *list[2];
+    ck_assert_uint_eq(core_dead_jobs(c, sp, 0, 2, list), 1);
+    ck_assert_ptr_eq(list[0], x);
+    ck_assert_uint_eq(core_dead_jobs(c, JOB_SPACE_IDS, 0, 2, list), 0);
+    ck_assert_int_eq(core_revive_job(c, x, 502), CORE_OK);
+    ck_assert_uint_eq(x->state, JOB_PENDING);
+    ck_assert_int_eq(core_revive_job(c, x, 502), CORE_NOT_DEAD);
+    check_core(c);
+    /* jobs of every space go with the core */
+    struct job_spec e = keyed_spec(sp, "ext", "q");
+    e.timed = true;
+    e.time_ms = 100000;
+    add_spec(c, &e, 502);
     core_done(c);
 }
 END_TEST
@@ -2389,6 +2554,8 @@ core_suite(void)
         {"backoff_and_revive", test_backoff_and_revive},
         {"dead_set", test_dead_set},
         {"retry_policy_replays", test_retry_policy_replays},
+        {"key_spaces_apart", test_key_spaces_apart},
+        {"key_spaces_life", test_key_spaces_life},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }

@@ -928,7 +928,7 @@ START_TEST(test_table_order)
     }
     struct registry *x = registry_new(job_ext_id_key);
     struct queue_table t;
-    queue_table_init(&t);
+    queue_table_init(&t, JOB_SPACE_IDS);
     rng_seed(11);
     uint64_t seq = 0;
     for (int op = 0; op < 20000; op++) {

@@ -121,11 +121,11 @@ static void
 require_stats(const struct core *c, uint64_t ready, uint64_t scheduled, uint64_t leased,
               uint64_t completed, uint64_t failed)
 {
-    ck_assert_uint_eq(c->stats.ready, ready);
-    ck_assert_uint_eq(c->stats.scheduled, scheduled);
-    ck_assert_uint_eq(c->stats.leased, leased);
-    ck_assert_uint_eq(c->stats.completed, completed);
-    ck_assert_uint_eq(c->stats.failed, failed);
+    ck_assert_uint_eq(core_ids(c)->stats.ready, ready);
+    ck_assert_uint_eq(core_ids(c)->stats.scheduled, scheduled);
+    ck_assert_uint_eq(core_ids(c)->stats.leased, leased);
+    ck_assert_uint_eq(core_ids(c)->stats.completed, completed);
+    ck_assert_uint_eq(core_ids(c)->stats.failed, failed);
 }
 
 static void
@@ -890,7 +890,7 @@ static void
 require_same_core(const struct core *a, const struct core *b, uint64_t max)
 {
     ck_assert_uint_eq(core_job_count(a), core_job_count(b));
-    ck_assert_mem_eq(&a->stats, &b->stats, sizeof a->stats);
+    ck_assert_mem_eq(&core_ids(a)->stats, &core_ids(b)->stats, sizeof core_ids(a)->stats);
     for (uint64_t n = 1; n <= max; n++) {
         const struct job *x = find(a, n), *y = find(b, n);
         if ((x == NULL) != (y == NULL))

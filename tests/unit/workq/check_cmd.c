@@ -343,7 +343,7 @@ START_TEST(test_auth_required)
     for (size_t i = 0; i < WQ_ARRAY_LEN(refused); i++)
         ck_assert_msg(strcmp(ask(refused[i]), CE("Authentication required")) == 0, "%zu: %s", i,
                       ask(refused[i]));
-    ck_assert_uint_eq(registry_count(ctx.core->jobs), 0);
+    ck_assert_uint_eq(registry_count(core_ids(ctx.core)->jobs), 0);
 
     struct client c;
     client_open(&c);
@@ -356,7 +356,7 @@ START_TEST(test_auth_required)
                      "+OK\r\n+OK\r\n" CE("Invalid password") "-TIMEOUT\r\n");
     ck_assert_uint_eq(c.f.paused_ms, auth_guard_delay_ms(1) + auth_guard_delay_ms(1));
     client_close(&c);
-    ck_assert_uint_eq(registry_count(ctx.core->jobs), 1);
+    ck_assert_uint_eq(registry_count(core_ids(ctx.core)->jobs), 1);
     cmd_auth_free(ctx.auth);
 }
 END_TEST
