@@ -150,6 +150,9 @@ stats_render_jobs(struct stats_out *o, const struct stats_source *src)
                     "Time from a job's due time to its result (completed or failed).", &t->result);
     stats_gauge(o, "workq_parked_clients", NULL, "Clients waiting in lease, result, run or wait.",
                 core_ids(src->core)->stats.parked);
+    stats_gauge(o, "workq_dead_jobs", NULL,
+                "Jobs in the dead set: failed for good, having asked for it (add -dead=1).",
+                core_ids(src->core)->dead.count);
 }
 
 static void

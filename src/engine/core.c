@@ -247,17 +247,24 @@ core_lease_end(const struct core *c, const struct job *j)
     return c->wheel.now + (uint32_t)(j->lease_end - (uint32_t)c->wheel.now);
 }
 
-uint64_t
-core_job_deadline(const struct core *c, const struct job *j)
+/* core_job_deadline, inline for the hot paths that arm a job's timer. */
+static inline uint64_t
+core_deadline(const struct core *c, const struct job *j)
 {
     uint64_t d = core_job_expiry(j);
     if (j->state == JOB_LEASED)
         d = WQ_MIN(d, core_lease_end(c, j));
     else if (j->place == JOB_IN_SCHEDULED)
         d = WQ_MIN(d, (uint64_t)job_due_ms(j, core_space_of(c, j)->exts));
-    else if (j->flags & JOB_F_DEAD)
+    else if (__builtin_expect((j->flags & JOB_F_DEAD) && j->state == JOB_FAILED, 0))
         d = WQ_MIN(d, core_dead_end(c, j));
     return d;
+}
+
+uint64_t
+core_job_deadline(const struct core *c, const struct job *j)
+{
+    return core_deadline(c, j);
 }
 
 struct job *
@@ -299,9 +306,8 @@ core_job_is_broadcast(const struct core *c, const struct job *j)
 /* ---- accounting: every job is in exactly one bucket of the stats ---- */
 
 static uint64_t *
-core_bucket(struct core *c, const struct job *j)
+core_bucket(struct core_stats *st, const struct job *j)
 {
-    struct core_stats *st = &core_space_of(c, j)->stats;
     if (j->place == JOB_IN_READY)
         return &st->ready;
     if (j->place == JOB_IN_SCHEDULED)
@@ -323,9 +329,9 @@ core_bucket(struct core *c, const struct job *j)
 /* The count of j's queue for a job out of the heaps and not leased (the
  * queue counts those itself): WAITING, COMPLETED or FAILED. */
 static uint32_t *
-core_queue_bucket(struct core *c, const struct job *j)
+core_queue_bucket(struct core_space *sp, const struct job *j)
 {
-    struct queue *q = core_job_queue(c, j);
+    struct queue *q = queue_table_at(&sp->queues, j->queue_ix);
     switch (j->state) {
     case JOB_COMPLETED:
         return &q->completed;
@@ -342,9 +348,10 @@ core_queue_bucket(struct core *c, const struct job *j)
 static void
 core_count(struct core *c, const struct job *j, int delta)
 {
-    *core_bucket(c, j) += (uint64_t)(int64_t)delta;
+    struct core_space *sp = core_space_of(c, j);
+    *core_bucket(&sp->stats, j) += (uint64_t)(int64_t)delta;
     if (j->place == JOB_NOWHERE && j->state != JOB_LEASED)
-        *core_queue_bucket(c, j) += (uint32_t)delta;
+        *core_queue_bucket(sp, j) += (uint32_t)delta;
 }
 
 /* ---- timers ---- */
@@ -353,13 +360,13 @@ core_count(struct core *c, const struct job *j, int delta)
 void
 core_job_arm(struct core *c, struct job *j)
 {
-    wheel_add(&c->wheel, &j->timer, core_job_deadline(c, j));
+    wheel_add(&c->wheel, &j->timer, core_deadline(c, j));
 }
 
 static uint64_t
 core_job_timer_deadline(const struct wheel_entry *e, void *arg)
 {
-    return core_job_deadline(arg, WQ_CONTAINER_OF(e, const struct job, timer));
+    return core_deadline(arg, WQ_CONTAINER_OF(e, const struct job, timer));
 }
 
 /* ---- the command log ---- */
@@ -415,13 +422,14 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
         core_more_need(c, j)->holder = who;
         workers_hold(who);
     }
+    struct core_space *sp = core_space_of(c, j);
     if (j->attempts == 0)
-        hist_observe(&core_space_of(c, j)->totals.lease_wait, core_since_due_ns(j, now_ms));
+        hist_observe(&sp->totals.lease_wait, core_since_due_ns(j, now_ms));
     if (j->attempts < JOB_ATTEMPTS_MAX)
         j->attempts++;
-    queue_lease(core_job_queue(c, j));
-    core_space_of(c, j)->stats.leased++;
-    core_space_of(c, j)->totals.leased++;
+    queue_lease(queue_table_at(&sp->queues, j->queue_ix));
+    sp->stats.leased++;
+    sp->totals.leased++;
     j->lease_end = (uint32_t)(WQ_MAX(now_ms, c->wheel.now) + j->ttr);
     core_job_arm(c, j);
     if (j->flags & JOB_F_RUN) {
@@ -520,11 +528,12 @@ core_job_settle(struct core *c, struct job *j, enum job_state state, char *resul
         c->bytes += result_len;
     }
     core_count(c, j, 1);
+    struct core_totals *t = &core_space_of(c, j)->totals;
     if (state == JOB_COMPLETED)
-        core_space_of(c, j)->totals.completed++;
+        t->completed++;
     else
-        core_space_of(c, j)->totals.failed++;
-    hist_observe(&core_space_of(c, j)->totals.result, core_since_due_ns(j, c->now_ms));
+        t->failed++;
+    hist_observe(&t->result, core_since_due_ns(j, c->now_ms));
     core_job_arm(c, j); /* only the TTL is left */
     x = core_wake_result_waiters(c, j, x, WAITER_GOT);
     if (j->flags & JOB_F_RUN) {
@@ -562,7 +571,8 @@ void
 core_job_destroy(struct core *c, struct job *j)
 {
     core_job_detach(c, j);
-    core_dead_unlink(c, j);
+    if (j->flags & JOB_F_DEAD)
+        core_dead_unlink(c, j);
     wheel_cancel(&c->wheel, &j->timer);
     struct core_space *sp = core_space_of(c, j);
     struct job_key key = job_key_of(j);

@@ -49,13 +49,16 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
 
     struct job *j = pool_get(&c->job_pool);
     memset(j, 0, sizeof *j);
+    unsigned flags = (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0) |
+                     (s->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
+                     (s->dead ? JOB_F_DEAD : 0);
     struct core_space *sp = &c->space[s->key.space];
-    if (s->key.len > 0) { /* a key of its space's, kept apart */
+    if (__builtin_expect(s->key.len > 0, 0)) { /* a key of its space's, kept apart */
         j->key.bytes = wq_malloc(s->key.len);
         memcpy(j->key.bytes, s->key.p, s->key.len);
         j->key.len = (uint8_t)s->key.len;
         j->key.space = s->key.space;
-        j->flags = JOB_F_KEY;
+        flags |= JOB_F_KEY;
         c->bytes += s->key.len;
     } else {
         memcpy(j->id, s->id, JOBID_LEN);
@@ -78,9 +81,7 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
     c->bytes += core_job_bytes(s->payload_len);
     j->heap_index = HEAP_NO_INDEX;
     j->state = JOB_NEW;
-    j->flags |= (s->timed ? JOB_F_TIMED : 0) | (run ? JOB_F_RUN : 0) |
-                (s->backoff == CORE_BACKOFF_FAKTORY ? JOB_F_BACKOFF : 0) |
-                (s->dead ? JOB_F_DEAD : 0);
+    j->flags = flags;
     j->base_ms = s->timed ? s->time_ms : created;
     registry_insert(sp->jobs, j);
     sp->totals.added++;
@@ -233,19 +234,12 @@ core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t no
     return CORE_PARKED;
 }
 
-enum core_status
-core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
-           struct worker *who, waiter_done_fn done, void *owner, struct job **out,
-           struct waiter **parked)
-{
-    return core_lease_in(c, JOB_SPACE_IDS, names, n, wait_ms, now_ms, who, done, owner, out,
-                         parked);
-}
-
-enum core_status
-core_lease_in(struct core *c, uint8_t space, const struct wq_str *names, size_t n, uint64_t wait_ms,
-              uint64_t now_ms, struct worker *who, waiter_done_fn done, void *owner,
-              struct job **out, struct waiter **parked)
+/* core_lease_in's body, inlined into both it and core_lease (Workq's hot
+ * path). */
+__attribute__((always_inline)) static inline enum core_status
+core_lease_from(struct core *c, uint8_t space, const struct wq_str *names, size_t n,
+                uint64_t wait_ms, uint64_t now_ms, struct worker *who, waiter_done_fn done,
+                void *owner, struct job **out, struct waiter **parked)
 {
     struct core_space *sp = &c->space[space];
     /* Pick uniformly among the distinct names with a ready job (reservoir
@@ -321,6 +315,23 @@ core_lease_in(struct core *c, uint8_t space, const struct wq_str *names, size_t 
     return CORE_PARKED;
 }
 
+enum core_status
+core_lease(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms, uint64_t now_ms,
+           struct worker *who, waiter_done_fn done, void *owner, struct job **out,
+           struct waiter **parked)
+{
+    return core_lease_from(c, JOB_SPACE_IDS, names, n, wait_ms, now_ms, who, done, owner, out,
+                           parked);
+}
+
+enum core_status
+core_lease_in(struct core *c, uint8_t space, const struct wq_str *names, size_t n, uint64_t wait_ms,
+              uint64_t now_ms, struct worker *who, waiter_done_fn done, void *owner,
+              struct job **out, struct waiter **parked)
+{
+    return core_lease_from(c, space, names, n, wait_ms, now_ms, who, done, owner, out, parked);
+}
+
 /* May the worker holding j's lease in attempt (0: any) act on it?
  * CORE_OK, or why not. */
 static enum core_status
@@ -334,19 +345,11 @@ core_lease_check(const struct core *c, const struct job *j, uint32_t attempt)
     return CORE_OK;
 }
 
-enum core_status
-core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data, size_t len,
-            uint32_t attempt, uint64_t now_ms)
-{
-    struct job *j = core_find(c, id);
-    if (j == NULL)
-        return CORE_NOT_FOUND;
-    return core_finish_job(c, j, success, data, len, attempt, now_ms);
-}
-
-enum core_status
-core_finish_job(struct core *c, struct job *j, bool success, const char *data, size_t len,
-                uint32_t attempt, uint64_t now_ms)
+/* core_finish_job's body, inlined into both it and core_finish (Workq's
+ * hot path). */
+__attribute__((always_inline)) static inline enum core_status
+core_finish_at(struct core *c, struct job *j, bool success, const char *data, size_t len,
+               uint32_t attempt, uint64_t now_ms)
 {
     enum core_status st = core_lease_check(c, j, attempt);
     if (st != CORE_OK)
@@ -398,6 +401,23 @@ core_finish_job(struct core *c, struct job *j, bool success, const char *data, s
     if (!success && !run)
         core_job_die(c, j, (int64_t)now_ms);
     return CORE_OK;
+}
+
+enum core_status
+core_finish(struct core *c, const uint8_t id[JOBID_LEN], bool success, const char *data, size_t len,
+            uint32_t attempt, uint64_t now_ms)
+{
+    struct job *j = core_find(c, id);
+    if (j == NULL)
+        return CORE_NOT_FOUND;
+    return core_finish_at(c, j, success, data, len, attempt, now_ms);
+}
+
+enum core_status
+core_finish_job(struct core *c, struct job *j, bool success, const char *data, size_t len,
+                uint32_t attempt, uint64_t now_ms)
+{
+    return core_finish_at(c, j, success, data, len, attempt, now_ms);
 }
 
 enum core_status

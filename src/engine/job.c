@@ -172,10 +172,3 @@ job_ext_ref_key(const void *elem, const void **key, size_t *len)
     *key = k->bytes;
     *len = k->len;
 }
-
-struct job_ext *
-job_ext_find(const struct job *j, const struct registry *exts)
-{
-    struct job_key k = job_key_of(j);
-    return registry_find(exts, k.p, k.len);
-}

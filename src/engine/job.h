@@ -9,6 +9,7 @@
 #include "lib/wq.h"
 #include "lib/jobid.h"
 #include "lib/list.h"
+#include "lib/registry.h"
 #include "lib/wheel.h"
 
 /* The numbers are the protocol's (inspect shows them). */
@@ -190,7 +191,13 @@ job_key_of(const struct job *j)
 }
 
 /* The job_ext of j in exts (its space's registry of them), NULL if none. */
-struct job_ext *job_ext_find(const struct job *j, const struct registry *exts);
+static inline struct job_ext *
+job_ext_find(const struct job *j, const struct registry *exts)
+{
+    if (j->flags & JOB_F_KEY)
+        return registry_find(exts, j->key.bytes, j->key.len);
+    return registry_find(exts, j->id, JOBID_LEN);
+}
 
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);

@@ -245,6 +245,20 @@ START_TEST(test_counters_move)
     r = http(port, "GET", "/metrics", NULL);
     ASSERT_LINE(body(r), "workq_jobs_retried_total 2");
     ASSERT_LINE(body(r), "workq_commands_total{command=\"fail\",outcome=\"ok\"} 1");
+    ASSERT_LINE(body(r), "workq_dead_jobs 0");
+    free(r);
+
+    /* The dead set (add -dead=1), and revive */
+    systest_add_full(fd, id4(4), "dead", SYSTEST_TTR, SYSTEST_TTL, "d", "-dead=1");
+    systest_roundtrip(fd, f("fail %s 1\r\nx\r\n", id4(4)), OK);
+    r = http(port, "GET", "/metrics", NULL);
+    ASSERT_LINE(body(r), "workq_dead_jobs 1");
+    ASSERT_LINE(body(r), "workq_jobs{queue=\"dead\",state=\"failed\"} 1");
+    free(r);
+    systest_roundtrip(fd, f("revive %s\r\n", id4(4)), OK);
+    r = http(port, "GET", "/metrics", NULL);
+    ASSERT_LINE(body(r), "workq_dead_jobs 0");
+    ASSERT_LINE(body(r), "workq_commands_total{command=\"revive\",outcome=\"ok\"} 1");
     free(r);
     close(fd);
     systest_proc_stop(&p);
