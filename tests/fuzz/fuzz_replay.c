@@ -131,7 +131,7 @@ replay(bool truncate, struct outcome *o)
     if (rc == 0) {
         struct cmdlog_stats st;
         cmdlog_get_stats(l, &st);
-        const struct core_stats *cs = &c->stats;
+        const struct core_stats *cs = &core_ids(c)->stats;
         *o = (struct outcome){st.replay_records, core_job_count(c), cs->ready,  cs->scheduled,
                               cs->leased,        cs->completed,     cs->failed, cs->waiting};
         /* what start-up does next, then the rest of every job's life */
