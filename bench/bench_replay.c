@@ -96,7 +96,7 @@ main(int argc, char **argv)
     double rates[RUNS];
     for (int i = 0; i < RUNS; i++) {
         struct core *c = core_new((uint64_t)now);
-        fjobs_new(c, (uint64_t)now);
+        struct fjobs *fs = fjobs_new(c);
         uint64_t last, size, n;
         double t0 = now_s();
         if (cmdlog_files_replay(dirfd, dir, &core_replay_ops, c, (uint64_t)now, false, &last, &size,
@@ -107,6 +107,7 @@ main(int argc, char **argv)
         }
         rates[i] = (double)n / (now_s() - t0);
         core_free(c);
+        fjobs_free(fs);
     }
     qsort(rates, RUNS, sizeof rates[0], cmp_double);
     printf("replay: %llu records (%llu jobs), median %.0f records/s (min %.0f, max %.0f)\n",

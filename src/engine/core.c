@@ -1,5 +1,5 @@
 /* core.c - the core itself and its jobs' transitions: creating and
- * freeing it, the side store's hooks, lookups, the stats' buckets, the
+ * freeing it, its key spaces, lookups, the stats' buckets, the
  * records of the command log, the primitive moves of a job (lease, make
  * ready, settle, place, release, destroy, cancel, TTR end), and time (the
  * jobs' and the waiters' wheels, core_advance).  The commands built on
@@ -172,13 +172,21 @@ core_space_init(struct core *c, uint8_t ix)
 }
 
 uint8_t
-core_space_open(struct core *c)
+core_space_open(struct core *c, const char *label, const struct core_space_ops *ops, void *arg,
+                unsigned flags, uint8_t code_lo, uint8_t code_hi)
 {
     uint8_t ix = 1;
     while (ix < JOB_SPACES && c->space[ix].open)
         ix++;
-    WQ_ASSERT(ix < JOB_SPACES);
+    WQ_ASSERT(ix < JOB_SPACES && ops != NULL && ops->ttr_expired != NULL);
     core_space_init(c, ix);
+    struct core_space *sp = &c->space[ix];
+    sp->label = label;
+    sp->ops = ops;
+    sp->arg = arg;
+    sp->flags = flags;
+    sp->code_lo = code_lo;
+    sp->code_hi = code_hi;
     return ix;
 }
 
@@ -190,25 +198,35 @@ core_clear_totals(struct core *c)
         memset(t, 0, sizeof *t);
         hist_init(&t->lease_wait, hist_job_bounds, hist_job_nbounds);
         hist_init(&t->result, hist_job_bounds, hist_job_nbounds);
+        const struct core_space *sp = &c->space[i];
+        if (sp->ops != NULL && sp->ops->clear_totals != NULL)
+            sp->ops->clear_totals(sp->arg);
     }
-    if (c->side_ops != NULL)
-        c->side_ops->clear_totals(c->side);
 }
 
 void
-core_attach_side(struct core *c, const struct core_side_ops *ops, void *side)
-{
-    WQ_ASSERT(c->side_ops == NULL);
-    c->side_ops = ops;
-    c->side = side;
-}
-
-void
-core_side_counts(const struct core *c, struct core_side_counts *out)
+core_space_counts(const struct core *c, uint8_t space, struct core_space_counts *out)
 {
     memset(out, 0, sizeof *out);
-    if (c->side_ops != NULL)
-        c->side_ops->counts(c->side, out);
+    if (space >= JOB_SPACES || !c->space[space].open)
+        return;
+    const struct core_space *sp = &c->space[space];
+    out->jobs = registry_count(sp->jobs);
+    out->queues = registry_count(sp->queues.by_name);
+    out->scheduled = sp->stats.scheduled - sp->stats.retrying;
+    out->retry = sp->stats.retrying;
+    out->enqueued = sp->stats.ready;
+    out->working = sp->stats.leased;
+    out->dead = sp->dead.count;
+}
+
+uint8_t
+core_space_find(const struct core *c, const char *label)
+{
+    for (uint8_t i = 0; i < JOB_SPACES; i++)
+        if (c->space[i].open && c->space[i].label != NULL && strcmp(c->space[i].label, label) == 0)
+            return i;
+    return JOB_SPACES;
 }
 
 /* Milliseconds from a job's due time (base_ms) to now_ms, in ns for a
@@ -350,6 +368,8 @@ core_count(struct core *c, const struct job *j, int delta)
 {
     struct core_space *sp = core_space_of(c, j);
     *core_bucket(&sp->stats, j) += (uint64_t)(int64_t)delta;
+    if (j->place == JOB_IN_SCHEDULED && j->state == JOB_PENDING)
+        sp->stats.retrying += (uint64_t)(int64_t)delta;
     if (j->place == JOB_NOWHERE && j->state != JOB_LEASED)
         *core_queue_bucket(sp, j) += (uint32_t)delta;
 }
@@ -423,6 +443,8 @@ core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worker *wh
         workers_hold(who);
     }
     struct core_space *sp = core_space_of(c, j);
+    if (sp->ops != NULL && sp->ops->leased != NULL)
+        sp->ops->leased(sp->arg, c, j);
     if (j->attempts == 0)
         hist_observe(&sp->totals.lease_wait, core_since_due_ns(j, now_ms));
     if (j->attempts < JOB_ATTEMPTS_MAX)
@@ -450,7 +472,9 @@ void
 core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 {
     struct queue *q = core_job_queue(c, j);
-    struct park_node *node = q->base == NULL ? queue_first_parked(q) : core_target_first_parked(q);
+    struct park_node *node = q->paused         ? NULL
+                             : q->base == NULL ? queue_first_parked(q)
+                                               : core_target_first_parked(q);
     if (node == NULL || c->firing) {
         queue_push_ready(q, j);
         core_space_of(c, j)->stats.ready++;
@@ -550,7 +574,7 @@ core_job_place(struct core *c, struct job *j, enum job_state state, uint64_t now
     j->state = state;
     if ((j->flags & JOB_F_TIMED) && j->base_ms > (int64_t)now_ms) {
         queue_push_scheduled(core_job_queue(c, j), j);
-        core_space_of(c, j)->stats.scheduled++;
+        core_count(c, j, 1);
     } else {
         core_make_ready(c, j, now_ms);
     }
@@ -584,11 +608,12 @@ core_job_destroy(struct core *c, struct job *j)
     if (x != NULL)
         core_ext_drop(c, j, x);
     c->bytes -= core_job_bytes(j->payload_len);
-    payload_free(j->payload, j->payload_len);
     queue_table_unref(&sp->queues, core_job_queue(c, j));
     if (j->flags & JOB_F_KEY) {
         c->bytes -= j->key.len;
-        wq_free(j->key.bytes);
+        job_keyed_free(j);
+    } else {
+        payload_free(j->payload, j->payload_len);
     }
     pool_put(&c->job_pool, j);
 }
@@ -605,13 +630,18 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
         return;
     }
     core_record_id(c, j, CMDLOG_TIMEOUT_ATTEMPT);
-    core_space_of(c, j)->totals.ttr_expired++;
+    struct core_space *sp = core_space_of(c, j);
+    sp->totals.ttr_expired++;
+    if (sp->ops != NULL) { /* another space's: its owner decides */
+        sp->ops->ttr_expired(sp->arg, c, j);
+        return;
+    }
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
         core_job_die(c, j, (int64_t)now_ms);
         return;
     }
-    core_space_of(c, j)->totals.retried++;
+    sp->totals.retried++;
     core_job_detach(c, j);
     j->state = JOB_PENDING;
     core_make_ready(c, j, now_ms);
@@ -629,8 +659,20 @@ core_job_backoff(struct core *c, struct job *j, int64_t at_ms)
     }
     core_ext_need(c, j)->retry_at = at_ms;
     queue_push_scheduled(core_job_queue(c, j), j);
-    core_space_of(c, j)->stats.scheduled++;
+    core_count(c, j, 1);
     core_job_arm(c, j);
+}
+
+/* j leaves the dead set by its bounds (aged: by its time there) and goes:
+ * logged as a delete, or told to its space's owner. */
+static void
+core_job_bury(struct core *c, struct job *j, bool aged)
+{
+    struct core_space *sp = core_space_of(c, j);
+    if (sp->ops != NULL && sp->ops->dead_gone != NULL)
+        sp->ops->dead_gone(sp->arg, c, j, aged);
+    core_record_id(c, j, CMDLOG_DELETE);
+    core_job_destroy(c, j);
 }
 
 void
@@ -641,11 +683,9 @@ core_job_die(struct core *c, struct job *j, int64_t died_ms)
     core_dead_link(c, j, died_ms);
     core_job_arm(c, j); /* the set's TTL may end before the job's */
     struct job *old;
-    const struct core_dead *dead = &core_space_of(c, j)->dead;
-    while (dead->count > dead->max && (old = core_dead_oldest(c, job_space(j))) != NULL) {
-        core_record_id(c, old, CMDLOG_DELETE);
-        core_job_destroy(c, old);
-    }
+    struct core_space *sp = core_space_of(c, j);
+    while (sp->dead.count > sp->dead.max && (old = core_dead_oldest(c, job_space(j))) != NULL)
+        core_job_bury(c, old, false);
 }
 
 void
@@ -664,8 +704,105 @@ core_job_revive(struct core *c, struct job *j, uint64_t now_ms)
     j->attempts = 0;
     WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
     j->seq = c->next_seq++; /* in line as if added now */
-    core_job_place(c, j, JOB_PENDING, now_ms);
+    j->state = JOB_PENDING;
+    if (core_space_of(c, j)->flags & CORE_SPACE_FIFO)
+        core_job_enter(c, j, now_ms);
+    else
+        core_job_place(c, j, JOB_PENDING, now_ms);
     core_ext_trim(c, j);
+}
+
+void
+core_job_enter(struct core *c, struct job *j, uint64_t now_ms)
+{
+    if (core_space_of(c, j)->flags & CORE_SPACE_FIFO) {
+        WQ_ASSERT(c->next_seq < JOB_SEQ_LIMIT);
+        j->seq = c->next_seq++;       /* last of its priority */
+        j->base_ms = (int64_t)now_ms; /* when it entered (no TTL counts from it) */
+        j->flags &= ~(JOB_F_TIMED | JOB_F_NS);
+    }
+    core_make_ready(c, j, now_ms);
+    core_ext_trim(c, j);
+}
+
+/* ---- for the owner of a space ---- */
+
+void
+core_job_retry_at(struct core *c, struct job *j, int64_t at_ms)
+{
+    j->flags |= JOB_F_BACKOFF; /* due at its retry_at */
+    core_job_backoff(c, j, at_ms);
+}
+
+void
+core_job_kill(struct core *c, struct job *j, int64_t died_ms)
+{
+    j->flags |= JOB_F_DEAD;
+    core_job_settle(c, j, JOB_FAILED, NULL, 0);
+    core_job_die(c, j, died_ms);
+}
+
+void
+core_job_requeue(struct core *c, struct job *j, uint64_t now_ms)
+{
+    if (core_job_died(c, j) != 0) {
+        core_job_revive(c, j, now_ms);
+        return;
+    }
+    WQ_ASSERT(j->place == JOB_IN_SCHEDULED);
+    core_job_detach(c, j);
+    core_job_enter(c, j, now_ms);
+    core_job_arm(c, j);
+}
+
+void
+core_job_set_payload(struct core *c, struct job *j, const char *data, size_t len)
+{
+    c->bytes += len;
+    c->bytes -= j->payload_len;
+    if (j->flags & JOB_F_KEY) {                 /* the key moves with its payload */
+        struct job_ext *x = core_job_ext(c, j); /* found by the old bytes */
+        uint8_t *key = job_keyed_set_payload(j, data, len);
+        if (x != NULL)
+            x->key.bytes = key;
+        return;
+    }
+    char *copy = payload_new(data, len);
+    if (copy == NULL)
+        wq_panic(__FILE__, __LINE__, "out of memory keeping a job's payload");
+    payload_free(j->payload, j->payload_len);
+    j->payload = copy;
+    j->payload_len = (uint32_t)len;
+}
+
+struct queue *
+core_space_queue(const struct core *c, uint8_t space, const char *name, size_t len)
+{
+    return registry_find(c->space[space].queues.by_name, name, len);
+}
+
+void
+core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused,
+                 uint64_t now_ms)
+{
+    struct core_space *sp = &c->space[space];
+    struct queue *q = registry_find(sp->queues.by_name, name, len);
+    if ((q != NULL && q->paused == paused) || (q == NULL && !paused))
+        return;
+    if (paused) { /* held while paused */
+        q = queue_table_ref(&sp->queues, name, len, sp->exts);
+        q->paused = true;
+        return;
+    }
+    q->paused = false;
+    struct park_node *node;
+    struct job *j;
+    while ((node = queue_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
+        core_job_detach(c, j);
+        core_lease_job(c, j, now_ms, node->waiter->who);
+        core_waiter_finish(c, node->waiter, WAITER_GOT, j);
+    }
+    queue_table_unref(&sp->queues, q);
 }
 
 /* Fail j (no result yet) as cancelled, marked so that a later complete,
@@ -704,14 +841,16 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         return;
     }
     if (now_ms >= core_dead_end(c, j)) { /* out of the dead set by age */
-        core_record_id(c, j, CMDLOG_DELETE);
-        core_job_destroy(c, j);
+        core_job_bury(c, j, true);
         return;
     }
-    if (j->place == JOB_IN_SCHEDULED &&
-        (int64_t)now_ms >= job_due_ms(j, core_space_of(c, j)->exts)) {
+    struct core_space *sp = core_space_of(c, j);
+    if (j->place == JOB_IN_SCHEDULED && (int64_t)now_ms >= job_due_ms(j, sp->exts)) {
+        bool retry = j->state == JOB_PENDING;
         core_job_detach(c, j);
-        core_make_ready(c, j, now_ms);
+        core_job_enter(c, j, now_ms);
+        if (sp->ops != NULL && sp->ops->due != NULL)
+            sp->ops->due(sp->arg, c, j, retry);
     }
     core_job_arm(c, j);
 }
@@ -746,8 +885,6 @@ core_advance(struct core *c, uint64_t now_ms)
         c->firing = false;
         core_dispatch(c);
         wheel_advance(&c->wait_wheel, t);
-        if (c->side_ops != NULL)
-            c->side_ops->advance(c->side, t);
         if (t == now_ms && core_next_event(c) > now_ms)
             break;
     }
@@ -756,17 +893,17 @@ core_advance(struct core *c, uint64_t now_ms)
 uint64_t
 core_next_event(const struct core *c)
 {
-    uint64_t side = c->side_ops != NULL ? c->side_ops->next_event(c->side) : WHEEL_NEVER;
-    return WQ_MIN(WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel)), side);
+    return WQ_MIN(wheel_next_event(&c->wheel), wheel_next_event(&c->wait_wheel));
 }
 
 static void
 core_free_job(void *elem, void *arg)
 {
     struct job *j = elem;
-    payload_free(j->payload, j->payload_len);
     if (j->flags & JOB_F_KEY)
-        wq_free(j->key.bytes);
+        job_keyed_free(j);
+    else
+        payload_free(j->payload, j->payload_len);
 }
 
 static void
@@ -796,8 +933,6 @@ core_free(struct core *c)
         queue_table_clear(&sp->queues);
     }
     workers_free(c->workers);
-    if (c->side_ops != NULL)
-        c->side_ops->free(c->side);
     core_targets_free(c);
     pool_clear(&c->job_pool);
     pool_clear(&c->ext_pool);

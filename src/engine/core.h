@@ -19,45 +19,23 @@ bool core_over_memory(const struct core *c, size_t payload_len, bool with_ext);
 
 /* A new empty core at time now_ms (aborts if memory is exhausted). */
 struct core *core_new(uint64_t now_ms);
-/* Free every job and queue, and the side store; every waiter must have
- * been cancelled. */
+/* Free every job and queue of every space; every waiter must have been
+ * cancelled. */
 void core_free(struct core *c);
 
-/* What a side store holds, for inspect and the log lines of replay. */
-struct core_side_counts {
+/* What a key space holds, for inspect and the log lines of replay. */
+struct core_space_counts {
     uint64_t jobs;   /* in any state */
-    uint64_t queues; /* its own queues */
-    /* its jobs by state */
+    uint64_t queues; /* its queues (those that exist: with jobs, waiters, or paused) */
+    /* its jobs: in the scheduled heaps (NEW: a time; PENDING: a retry's),
+     * ready, leased, in the dead set */
     uint64_t scheduled, enqueued, working, retry, dead;
 };
 
-/* A side store: jobs kept beside the core's, in their own namespace, on
- * the core's clock and command log (today the Faktory front-end's,
- * fjobs.h).  Its owner creates it at the core's time and attaches it; the
- * core then runs its timers in core_advance (after the core's own of the
- * same millisecond), hands it the log records the core has no use for at
- * replay, clears its totals with the core's, and frees it with the core.
- * Every callback gets the side pointer given to core_attach_side. */
-struct core_side_ops {
-    /* Run what is due by now_ms. */
-    void (*advance)(void *side, uint64_t now_ms);
-    /* When advance next has work, WHEEL_NEVER if never. */
-    uint64_t (*next_event)(const void *side);
-    /* Apply record r of the command log as of now_ms (see core_replay):
-     * it ignores the records that are not its own. */
-    void (*replay)(void *side, const struct cmdlog_rec *r, uint64_t now_ms);
-    /* Clear its counters since start (see core_clear_totals). */
-    void (*clear_totals)(void *side);
-    /* What it holds now. */
-    void (*counts)(const void *side, struct core_side_counts *out);
-    /* Free it and everything it holds (core_free). */
-    void (*free)(void *side);
-};
-
-/* Attach side store side to c, which has none yet. */
-void core_attach_side(struct core *c, const struct core_side_ops *ops, void *side);
-/* What c's side store holds (all zero without one). */
-void core_side_counts(const struct core *c, struct core_side_counts *out);
+/* What space holds (all zero for a space not open). */
+void core_space_counts(const struct core *c, uint8_t space, struct core_space_counts *out);
+/* The space opened with label (core_space_open), JOB_SPACES if none is. */
+uint8_t core_space_find(const struct core *c, const char *label);
 
 /* Server ms at which a job with base time base_ms and this ttl expires
  * (saturating: 0 if already in the past, UINT64_MAX at most). */
@@ -91,6 +69,10 @@ const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_
  * than the ids' (s->key) has neither prerequisites nor copies, and is not
  * logged (its space's front-end is to give it its records). */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
+
+/* core_add of a job read back from the command log: never refused for
+ * -max-memory (the log's jobs were acknowledged). */
+enum core_status core_restore(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
 /* Queue a run job (no TTL, one attempt, no retry) and park the caller on it:
  * CORE_PARKED, then done(owner) once with the job's result (GOT), TIMEOUT
@@ -188,24 +170,52 @@ struct job *core_find_key(const struct core *c, const struct job_key *k);
 
 /* A key space of c's own for a front-end whose jobs are named otherwise
  * than by 16-byte ids (job.h): its jobs and queues are apart from every
- * other space's.  Aborts when all JOB_SPACES are taken. */
-uint8_t core_space_open(struct core *c);
+ * other space's.  ops and arg: its owner's (struct core_space_ops), which
+ * must outlive the core; label names it for core_space_find; flags:
+ * CORE_SPACE_*; replay hands the records of codes code_lo to code_hi to
+ * ops->replay.  Aborts when all JOB_SPACES are taken. */
+uint8_t core_space_open(struct core *c, const char *label, const struct core_space_ops *ops,
+                        void *arg, unsigned flags, uint8_t code_lo, uint8_t code_hi);
+
+/* The queue of space named name[0..len), or NULL if it does not exist. */
+struct queue *core_space_queue(const struct core *c, uint8_t space, const char *name, size_t len);
+/* Pause (or resume) the queue of space named name, created if need be: a
+ * paused queue keeps its jobs, and leases, parked ones too, pass it by;
+ * it exists while paused.  A resume hands its ready jobs to the leases
+ * parked on it. */
+void core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused,
+                      uint64_t now_ms);
+
+/* For the owner of a space (the core decides these for the ids' jobs):
+ * j goes to wait until at_ms, PENDING in its queue's scheduled heap, and
+ * then enters its queue (a fail's retry, or the end of a reservation). */
+void core_job_retry_at(struct core *c, struct job *j, int64_t at_ms);
+/* j (not dead) fails for good and enters its space's dead set at died_ms,
+ * whose bounds may end it (or older jobs) at once. */
+void core_job_kill(struct core *c, struct job *j, int64_t died_ms);
+/* j, waiting for a time (its own or a retry's) or in the dead set, enters
+ * its queue now. */
+void core_job_requeue(struct core *c, struct job *j, uint64_t now_ms);
+/* j (NEW or PENDING, anywhere) is leased from now_ms, to no named worker
+ * (a lease read back from the command log). */
+void core_job_take(struct core *c, struct job *j, uint64_t now_ms);
+/* j's payload becomes a copy of data[0..len) (len > 0). */
+void core_job_set_payload(struct core *c, struct job *j, const char *data, size_t len);
 
 /* Apply a record read back from the command log at start-up, as of now_ms:
  * jobs keep their original expiry (those already past it go at the next
  * core_advance) and a replayed lease gets a fresh TTR.  Records of codes
- * the core does not know go to its side store.  Records that do not fit
+ * a space was opened for go to its owner.  Records that do not fit
  * the state (a damaged or foreign log) are ignored.  Nothing is logged
  * meanwhile. */
 void core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 /* The command log's replay into a core (store/cmdlog_files.h): with a
  * struct core * as arg, core_replay for each record, and the jobs of the
- * core and of its side store for the log lines.  For instance
+ * space of ids and of the other spaces for the log lines.  For instance
  * cmdlog_replay(l, &core_replay_ops, c, now_ms). */
 extern const struct cmdlog_replay_ops core_replay_ops;
 
-/* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits, and
- * the side store's). */
+/* Run every deadline due by now_ms (TTR, TTL, scheduled time, waits). */
 void core_advance(struct core *c, uint64_t now_ms);
 /* When core_advance next has work, WHEEL_NEVER if never. */
 uint64_t core_next_event(const struct core *c);
@@ -217,8 +227,8 @@ core_job_count(const struct core *c)
     return registry_count(core_ids(c)->jobs);
 }
 
-/* Clear c->totals and the side store's (after replay, so that they count
- * from the start). */
+/* Clear every space's totals (after replay, so that they count from the
+ * start). */
 void core_clear_totals(struct core *c);
 
 /* The active queue with this name, or NULL. */

@@ -44,7 +44,8 @@ static struct job *
 core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now_ms)
 {
     char *payload = NULL;
-    if (s->payload_len > 0 && (payload = payload_new(s->payload, s->payload_len)) == NULL)
+    if (s->key.len == 0 && s->payload_len > 0 &&
+        (payload = payload_new(s->payload, s->payload_len)) == NULL)
         return NULL;
 
     struct job *j = pool_get(&c->job_pool);
@@ -54,10 +55,11 @@ core_job_create(struct core *c, const struct job_spec *s, bool run, uint64_t now
                      (s->dead ? JOB_F_DEAD : 0);
     struct core_space *sp = &c->space[s->key.space];
     if (__builtin_expect(s->key.len > 0, 0)) { /* a key of its space's, kept apart */
-        j->key.bytes = wq_malloc(s->key.len);
-        memcpy(j->key.bytes, s->key.p, s->key.len);
-        j->key.len = (uint8_t)s->key.len;
-        j->key.space = s->key.space;
+        if (!job_keyed_set(j, &s->key, s->payload, s->payload_len)) {
+            pool_put(&c->job_pool, j);
+            return NULL;
+        }
+        payload = j->payload;
         flags |= JOB_F_KEY;
         c->bytes += s->key.len;
     } else {
@@ -204,6 +206,19 @@ core_add(struct core *c, const struct job_spec *s, uint64_t now_ms)
 }
 
 enum core_status
+core_restore(struct core *c, const struct job_spec *s, uint64_t now_ms)
+{
+    return core_add_job(c, s, now_ms, false);
+}
+
+void
+core_job_take(struct core *c, struct job *j, uint64_t now_ms)
+{
+    core_job_detach(c, j);
+    core_lease_job(c, j, now_ms, NULL);
+}
+
+enum core_status
 core_run(struct core *c, const struct job_spec *s, uint64_t wait_ms, uint64_t now_ms,
          waiter_done_fn done, void *owner, struct waiter **parked)
 {
@@ -243,19 +258,24 @@ core_lease_from(struct core *c, uint8_t space, const struct wq_str *names, size_
 {
     struct core_space *sp = &c->space[space];
     /* Pick uniformly among the distinct names with a ready job (reservoir
-     * sampling); the stamp makes a name listed twice count once. */
+     * sampling), or the first (CORE_SPACE_ORDERED); the stamp makes a name
+     * listed twice count once; paused queues are passed by. */
     uint64_t stamp = ++c->lease_stamp;
     struct queue *pick = NULL;
     uint64_t seen = 0;
     for (size_t i = 0; i < n; i++) {
         struct queue *q = registry_find(sp->queues.by_name, names[i].p, names[i].n);
-        if (q == NULL || q->mark == stamp)
+        if (q == NULL || q->mark == stamp || q->paused)
             continue;
         q->mark = stamp;
         /* the base queue, or one of the named worker's targeted ones */
         struct queue *best = who != NULL               ? core_target_pick(c, q, who)
                              : heap_len(&q->ready) > 0 ? q
                                                        : NULL;
+        if (best != NULL && (sp->flags & CORE_SPACE_ORDERED)) {
+            pick = best;
+            break;
+        }
         if (best != NULL && core_random(c) % ++seen == 0)
             pick = best;
     }

@@ -11,7 +11,7 @@ core_dead_link(struct core *c, struct job *j, int64_t died_ms)
 {
     struct job_more *m = core_more_need(c, j);
     WQ_ASSERT(!list_linked(&m->dead_link));
-    m->died_ms = died_ms;
+    m->died_ms = died_ms > 0 ? died_ms : 1; /* 0 says "not dead" */
     m->job = j;
     struct core_dead *d = &core_space_of(c, j)->dead;
     list_push_back(&d->jobs, &m->dead_link);

@@ -53,6 +53,10 @@ void core_job_backoff(struct core *c, struct job *j, int64_t at_ms);
  * for it (JOB_F_DEAD), the oldest dead jobs beyond the set's bound going
  * (j itself with a bound of 0: it may be gone after). */
 void core_job_die(struct core *c, struct job *j, int64_t died_ms);
+/* Detached j (NEW or PENDING) enters its queue when its time comes: as
+ * core_make_ready, and in a CORE_SPACE_FIFO space last of its priority,
+ * its base_ms the time it entered. */
+void core_job_enter(struct core *c, struct job *j, uint64_t now_ms);
 /* j, in the dead set, goes back to its queue with no result, no fails and
  * no attempts, PENDING, in line as if added now. */
 void core_job_revive(struct core *c, struct job *j, uint64_t now_ms);

@@ -48,9 +48,13 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
     core_record_fn record = c->record;
     c->record = NULL;
     c->now_ms = WQ_MAX(c->now_ms, now_ms);
-    if (!cmdlog_code_has_id(r->code)) { /* not the core's: the side store's */
-        if (c->side_ops != NULL)
-            c->side_ops->replay(c->side, r, now_ms);
+    if (!cmdlog_code_has_id(r->code)) { /* not the core's: a space owner's */
+        for (size_t i = 0; i < JOB_SPACES; i++) {
+            struct core_space *sp = &c->space[i];
+            if (sp->ops != NULL && sp->ops->replay != NULL && r->code >= sp->code_lo &&
+                r->code <= sp->code_hi)
+                sp->ops->replay(sp->arg, c, r, now_ms);
+        }
         c->record = record;
         return;
     }
@@ -147,14 +151,16 @@ core_replay_apply(void *arg, const struct cmdlog_rec *r, uint64_t now_ms)
     core_replay(arg, r, now_ms);
 }
 
-/* cmdlog_replay_ops.jobs: the core's own, and its side store's. */
+/* cmdlog_replay_ops.jobs: the space of ids', and the other spaces'. */
 static void
 core_replay_jobs(const void *arg, uint64_t *own, uint64_t *side)
 {
-    struct core_side_counts n;
-    core_side_counts(arg, &n);
-    *own = core_job_count(arg);
-    *side = n.jobs;
+    const struct core *c = arg;
+    *own = core_job_count(c);
+    *side = 0;
+    for (uint8_t i = 1; i < JOB_SPACES; i++)
+        if (c->space[i].open)
+            *side += registry_count(c->space[i].jobs);
 }
 
 const struct cmdlog_replay_ops core_replay_ops = {

@@ -51,9 +51,7 @@ enum waiter_outcome {
 
 struct core;
 struct dep_work;
-struct fjobs;
 struct workers;
-struct core_side_ops;
 struct cmdlog_replay_ops;
 
 /* Called once when a wait ends, after the waiter is freed; j is valid only
@@ -119,8 +117,9 @@ struct core_dead {
 struct core_stats {
     uint64_t ready, scheduled, leased, completed, failed; /* jobs in each */
     uint64_t waiting;                                     /* for prerequisites */
-    uint64_t evicted; /* jobs expired by TTL before their result */
-    uint64_t parked;  /* waiting clients: leases and results */
+    uint64_t evicted;  /* jobs expired by TTL before their result */
+    uint64_t parked;   /* waiting clients: leases and results */
+    uint64_t retrying; /* of the scheduled: PENDING, waiting out a retry's time */
 };
 
 /* Counters of transitions since start (replay's transitions are not
@@ -147,6 +146,41 @@ struct core_space {
     struct core_stats stats;
     struct core_totals totals;
     bool open; /* JOB_SPACE_IDS always, another once core_space_open gave it */
+    /* the owner of another space, its ways (CORE_SPACE_*) and the record
+     * codes replay hands it (core_space_open) */
+    const struct core_space_ops *ops;
+    void *arg;
+    unsigned flags;
+    uint8_t code_lo, code_hi;
+    const char *label;
+};
+
+/* The ways of a space other than the ids' (core_space_open). */
+#define CORE_SPACE_ORDERED 0x1 /* a lease takes from the first listed queue with a ready job */
+#define CORE_SPACE_FIFO    0x2 /* a job entering its queue goes last: first in, first out */
+
+/* What the owner of a key space does for the core: the transitions the
+ * core leaves to it, and its own records at replay (the core logs nothing
+ * of another space's jobs).  Each callback gets the owner's arg; none may
+ * park or cancel a waiter. */
+struct core_space_ops {
+    /* j's TTR ran out while LEASED: before returning the owner moves it
+     * (core_job_retry_at, core_job_kill, core_delete_job). */
+    void (*ttr_expired)(void *arg, struct core *c, struct job *j);
+    /* j leaves the dead set by its bounds (aged: its time there is up;
+     * else the set is over its count) and is destroyed after the call. */
+    void (*dead_gone)(void *arg, struct core *c, struct job *j, bool aged);
+    /* j entered its queue when its time came (retry: a retry's time, else
+     * its scheduled time). */
+    void (*due)(void *arg, struct core *c, struct job *j, bool retry);
+    /* j was leased (the owner logs it): by a lease of the space, at once
+     * or parked, or by core_job_take. */
+    void (*leased)(void *arg, struct core *c, const struct job *j);
+    /* Clear the owner's counters since start (core_clear_totals). */
+    void (*clear_totals)(void *arg);
+    /* A record of the codes the space was opened for, read back at start
+     * as of now_ms. */
+    void (*replay)(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 };
 
 /* Called with the record of every state change, before the change is made
@@ -157,14 +191,7 @@ struct core {
     core_record_fn record; /* NULL: nothing is logged (and during replay) */
     void *record_arg;
     struct core_space space[JOB_SPACES];
-    struct workers *workers; /* workers.h: who identified themselves */
-    /* The side store (core_attach_side), or NULL: the core reaches it only
-     * through side_ops. */
-    const struct core_side_ops *side_ops;
-    void *side;
-    /* The Faktory front-end's jobs, which are the side store: set by
-     * fjobs_new for its own files (fjobs.h); the core never reads it. */
-    struct fjobs *fjobs;
+    struct workers *workers;  /* workers.h: who identified themselves */
     struct registry *targets; /* core_target.c: targeted queues by base and worker */
     struct wheel wheel;       /* jobs' deadlines */
     struct wheel wait_wheel;  /* waiters' timeouts */

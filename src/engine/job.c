@@ -2,6 +2,10 @@
 #include "lib/wq.h"
 #include "engine/job.h"
 
+#include <string.h>
+
+#include "lib/alloc.h"
+#include "lib/payload.h"
 #include "lib/registry.h"
 
 const char *const job_state_names[JOB_STATE_COUNT] = {"new",     "completed", "failed",
@@ -171,4 +175,84 @@ job_ext_ref_key(const void *elem, const void **key, size_t *len)
     const struct job_keyref *k = &((const struct job_ext *)elem)->key;
     *key = k->bytes;
     *len = k->len;
+}
+
+/* ---- a key kept apart, and the payload beside it ---- */
+
+/* Where keyed j's key is (job_keyed_set). */
+enum job_key_home { JOB_KEY_IN_PAYLOAD, JOB_KEY_BEFORE_PAYLOAD, JOB_KEY_APART };
+
+static enum job_key_home
+job_key_home(const struct job *j)
+{
+    const char *k = (const char *)j->key.bytes;
+    if (j->payload != NULL && k >= j->payload && k < j->payload + j->payload_len)
+        return JOB_KEY_IN_PAYLOAD;
+    if (j->payload != NULL && j->payload == k + j->key.len)
+        return JOB_KEY_BEFORE_PAYLOAD;
+    return JOB_KEY_APART;
+}
+
+bool
+job_keyed_set(struct job *j, const struct job_key *k, const char *payload, size_t len)
+{
+    const char *kp = (const char *)k->p;
+    bool in = len > 0 && kp >= payload && kp + k->len <= payload + len;
+    if (in || len == 0 || payload_shared(len)) {
+        char *copy = NULL;
+        if (len > 0 && (copy = payload_new(payload, len)) == NULL)
+            return false;
+        if (in) { /* the key is bytes of the payload: kept once */
+            j->key.bytes = (uint8_t *)copy + (kp - payload);
+        } else {
+            j->key.bytes = wq_malloc(k->len);
+            memcpy(j->key.bytes, k->p, k->len);
+        }
+        j->payload = copy;
+    } else { /* one block: key, then payload */
+        uint8_t *block = wq_malloc(k->len + len);
+        memcpy(block, k->p, k->len);
+        memcpy(block + k->len, payload, len);
+        j->key.bytes = block;
+        j->payload = (char *)block + k->len;
+    }
+    j->key.len = (uint8_t)k->len;
+    j->key.space = k->space;
+    j->payload_len = (uint32_t)len;
+    j->flags |= JOB_F_KEY;
+    return true;
+}
+
+void
+job_keyed_free(struct job *j)
+{
+    switch (job_key_home(j)) {
+    case JOB_KEY_IN_PAYLOAD:
+        payload_free(j->payload, j->payload_len);
+        break;
+    case JOB_KEY_BEFORE_PAYLOAD:
+        wq_free(j->key.bytes);
+        break;
+    case JOB_KEY_APART:
+        payload_free(j->payload, j->payload_len);
+        wq_free(j->key.bytes);
+        break;
+    }
+}
+
+uint8_t *
+job_keyed_set_payload(struct job *j, const char *payload, size_t len)
+{
+    struct job_key k = {j->key.bytes, j->key.len, j->key.space};
+    /* the new payload holds the key where the old one did: kept there */
+    if (job_key_home(j) == JOB_KEY_IN_PAYLOAD) {
+        size_t at = (size_t)((const char *)k.p - j->payload);
+        if (at + k.len <= len && memcmp(payload + at, k.p, k.len) == 0)
+            k.p = (const uint8_t *)payload + at;
+    }
+    struct job old = *j;
+    if (!job_keyed_set(j, &k, payload, len))
+        wq_panic(__FILE__, __LINE__, "out of memory keeping a job's payload");
+    job_keyed_free(&old);
+    return j->key.bytes;
 }

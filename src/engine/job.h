@@ -199,6 +199,18 @@ job_ext_find(const struct job *j, const struct registry *exts)
     return registry_find(exts, j->id, JOBID_LEN);
 }
 
+/* A job of another space than the ids': its key k and a copy of its
+ * payload[0..len), for the memory of a small job kept once: a key that
+ * is bytes of the payload (k->p points into it) is kept there, else in
+ * one allocation with a payload that is not shared (payload.h); sets
+ * JOB_F_KEY.  False if the payload cannot be allocated. */
+bool job_keyed_set(struct job *j, const struct job_key *k, const char *payload, size_t len);
+/* Free what job_keyed_set allocated. */
+void job_keyed_free(struct job *j);
+/* Replace keyed j's payload by a copy of payload[0..len) (its key moves
+ * with it: the new address of its bytes is returned, for its job_ext). */
+uint8_t *job_keyed_set_payload(struct job *j, const char *payload, size_t len);
+
 /* heap_index_fn for heaps of jobs. */
 void job_set_heap_index(void *elem, uint32_t idx);
 

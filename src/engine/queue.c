@@ -158,7 +158,8 @@ queue_table_ref(struct queue_table *t, const char *name, size_t len, struct regi
         registry_insert(t->by_name, q);
         queue_table_place(t, q);
         t->bytes += queue_bytes(len);
-        const char *sep = memchr(name, QUEUE_TARGET_SEP, len);
+        /* targeted queues: the space of ids' only */
+        const char *sep = t->space == 0 ? memchr(name, QUEUE_TARGET_SEP, len) : NULL;
         if (sep != NULL)
             q->base = queue_table_ref(t, name, (size_t)(sep - name), exts);
         else {

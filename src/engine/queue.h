@@ -44,6 +44,7 @@ struct queue {
     uint32_t waiting, completed, failed;
     uint32_t ix;          /* in the core's queue table (jobs name their queue by it) */
     uint8_t space;        /* the key space whose table it is in (job.h) */
+    bool paused;          /* leases pass it by (core_queue_pause); held by a reference */
     bool dispatch_queued; /* on the core's list of queues to dispatch */
     struct queue *dispatch_next;
     struct queue *base; /* a hidden targeted queue's base queue, else NULL */

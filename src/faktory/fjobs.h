@@ -1,22 +1,19 @@
-/* fjobs.h - the Faktory front-end's jobs, the core's side store
- * (core_side_ops): jobs named by string jids in their own namespace, in
- * their own queues, with Faktory's states (scheduled, enqueued, working,
- * retries, dead).  The store keeps a job's text (its JSON, which it never
- * reads), its queue, priority and reservation time, and moves it between
- * states and sets on commands and on time; what a failure does to the
- * text and where the job goes next is the front-end's decision
- * (fwp_job.c), given back through fjobs_retry, fjobs_kill and
- * fjobs_discard.  It shares the core's clock, memory limit and command
- * log: every change is recorded (codes 16 to 24 of cmdlog_codec.h) before
- * it is made, and the core advances its timers and hands it its records
- * at replay.  Pure like the core: times are given. */
+/* fjobs.h - the Faktory front-end's jobs, in a key space of the job core
+ * of their own (engine/core.h, core_space_open): jobs named by their jid
+ * (1 to 255 bytes), in queues apart from every other protocol's, with the
+ * core's states seen as Faktory's (scheduled, enqueued, working, retries,
+ * dead).  The core keeps each job, its text (its JSON, which neither the
+ * core nor this file reads), queue, priority and reservation; this file
+ * translates Faktory's moves into the core's and logs them (codes 16 to
+ * 24 of cmdlog_codec.h) before they are made, and replays them.  What a
+ * failure does to the text and where the job goes next is the front-end's
+ * decision (fwp_job.c), given back through fjobs_retry, fjobs_kill and
+ * fjobs_discard.  Pure like the core: times are given. */
 #ifndef WQ_FJOBS_H
 #define WQ_FJOBS_H
 
 #include "lib/wq.h"
 #include "engine/core.h"
-#include "lib/heap.h"
-#include "lib/list.h"
 
 #define FJOB_MAX_JID      255u
 #define FJOB_MAX_QUEUE    255u
@@ -27,71 +24,22 @@
 enum fjob_state {
     FJOB_SCHEDULED, /* waiting for its `at` */
     FJOB_ENQUEUED,  /* in its queue */
-    FJOB_WORKING,   /* fetched, reserved until due_ms */
-    FJOB_RETRY,     /* failed, enqueued again at due_ms */
-    FJOB_DEAD,      /* out of retries, dropped at due_ms */
+    FJOB_WORKING,   /* fetched, reserved */
+    FJOB_RETRY,     /* failed, enqueued again at its retry's time */
+    FJOB_DEAD,      /* out of retries, in the dead set */
     FJOB_STATE_COUNT
 };
 
 /* The sets of jobs waiting for a time, as MUTATE names them. */
 enum fjob_set { FSET_SCHEDULED, FSET_RETRIES, FSET_DEAD, FSET_COUNT };
 
-struct fqueue;
-
-struct fjob {
-    struct wheel_entry timer; /* armed for due_ms unless enqueued */
-    uint64_t due_ms;          /* see enum fjob_state */
-    uint64_t enqueued_ms;     /* Unix ms it last entered its queue */
-    uint64_t seq;             /* arrival order in its queue or set */
-    char *text;               /* the job as JSON, without enqueued_at (payload.h) */
-    struct fqueue *queue;
-    uint32_t text_len;
-    uint32_t heap_index; /* in its queue's ready heap or its set */
-    uint32_t reserve_s;  /* reserve_for */
-    uint8_t priority;
-    uint8_t state; /* enum fjob_state */
-    uint16_t jid_len;
-    char jid[]; /* NUL-terminated */
-};
-
-struct fqueue {
-    struct heap ready;       /* enqueued jobs: priority, then arrival */
-    struct list parked_fifo; /* struct fpark of FETCHes waiting */
-    uint64_t refs;           /* its jobs (any state) and parked FETCHes */
-    uint64_t mark;           /* scratch stamp for de-duplicating a FETCH's names */
-    bool paused;
-    uint8_t name_len;
-    char name[]; /* NUL-terminated */
-};
-
-enum fetch_outcome { FETCH_GOT, FETCH_TIMEOUT };
-/* Called once when a parked FETCH ends, after its waiter is freed; j (the
- * job, now working, for FETCH_GOT) is valid during the call.  It must not
- * call back into the core. */
-typedef void (*fetch_done_fn)(void *owner, enum fetch_outcome how, const struct fjob *j);
-
-struct fpark {
-    struct list link; /* in the queue's parked FIFO */
-    struct fwaiter *waiter;
-    struct fqueue *queue;
-};
-
-/* A parked FETCH: one node per distinct queue it named. */
-struct fwaiter {
-    struct wheel_entry timer;
-    uint64_t deadline;
-    fetch_done_fn done;
-    void *owner;
-    uint32_t n;
-    struct fpark nodes[];
-};
+struct fjobs;
 
 /* The front-end's decision when a reservation runs out: it must call
  * fjobs_retry, fjobs_kill or fjobs_discard on j (which is still working). */
-typedef void (*fjobs_expired_fn)(void *arg, struct core *c, struct fjob *j);
+typedef void (*fjobs_expired_fn)(void *arg, struct fjobs *fs, struct job *j);
 
 struct fjobs_stats {
-    uint64_t count[FJOB_STATE_COUNT];
     uint64_t processed; /* acknowledged or failed since start (as Faktory counts) */
     uint64_t failures;  /* failed or expired since start */
     /* since start, not counting replay (the metrics) */
@@ -106,16 +54,9 @@ struct fjobs_stats {
 };
 
 struct fjobs {
-    struct core *core;       /* whose side store it is */
-    struct registry *jobs;   /* jid -> fjob */
-    struct registry *queues; /* name -> fqueue */
-    struct heap sets[FSET_COUNT];
-    struct wheel wheel; /* jobs' due times */
-    struct wheel waits; /* FETCHes' timeouts */
-    uint64_t next_seq;
-    uint64_t mark;
+    struct core *core;
+    uint8_t space; /* its key space in the core */
     uint64_t dead_ttl_ms;
-    uint64_t dead_max;
     fjobs_expired_fn expired;
     void *expired_arg;
     struct fjobs_stats stats;
@@ -135,74 +76,98 @@ struct fjob_spec {
     size_t text_len;
 };
 
-/* Create c->fjobs at c's time now_ms and attach it to c as its side store
- * (core_attach_side): from then on c runs its timers, replays its records
- * and frees it (core_free).  Whoever sets up the core calls it, whether or
- * not Faktory is served: a log may hold Faktory records. */
-struct fjobs *fjobs_new(struct core *c, uint64_t now_ms);
+/* Open Faktory's space in c (labelled "faktory"), whether or not Faktory is
+ * served: a log may hold Faktory records.  Freed with fjobs_free after
+ * the core. */
+struct fjobs *fjobs_new(struct core *c);
+void fjobs_free(struct fjobs *fs);
 
-/* Who decides about an expired reservation (NULL: the job is retried
- * at once, its text unchanged). */
-void fjobs_set_expired(struct core *c, fjobs_expired_fn fn, void *arg);
+/* Who decides about an expired reservation (NULL: the job is retried at
+ * once, its text unchanged). */
+void fjobs_set_expired(struct fjobs *fs, fjobs_expired_fn fn, void *arg);
 /* The dead set's bounds: how long a job stays, how many stay. */
-void fjobs_set_dead_limits(struct core *c, uint64_t ttl_ms, uint64_t max);
+void fjobs_set_dead_limits(struct fjobs *fs, uint64_t ttl_ms, uint64_t max);
 
 /* Bytes a job with this jid and text holds. */
 uint64_t fjobs_job_bytes(size_t jid_len, size_t text_len);
 
 /* A new job: CORE_OK, CORE_DUPLICATE (the jid is known) or CORE_NOMEM. */
-enum core_status fjobs_push(struct core *c, const struct fjob_spec *s, uint64_t now_ms);
+enum core_status fjobs_push(struct fjobs *fs, const struct fjob_spec *s, uint64_t now_ms);
 
 /* The first job of the first of names[0..n) (distinct or not; paused
  * queues skipped) that has one: CORE_OK with *out working.  Otherwise
  * CORE_TIMEOUT if wait_ms is 0, else CORE_PARKED with *parked set up to
- * call done(owner) once. */
-enum core_status fjobs_fetch(struct core *c, const struct wq_str *names, size_t n, uint64_t wait_ms,
-                             uint64_t now_ms, fetch_done_fn done, void *owner, struct fjob **out,
-                             struct fwaiter **parked);
+ * call done(owner) once (the core's waiter: done with WAITER_GOT and the
+ * job, now working, or WAITER_TIMEOUT).  Every job fetched is logged. */
+enum core_status fjobs_fetch(struct fjobs *fs, const struct wq_str *names, size_t n,
+                             uint64_t wait_ms, uint64_t now_ms, waiter_done_fn done, void *owner,
+                             struct job **out, struct waiter **parked);
 /* Withdraw a parked FETCH whose client left; done is not called. */
-void fjobs_cancel(struct core *c, struct fwaiter *w);
+void fjobs_cancel(struct fjobs *fs, struct waiter *w);
 
 /* The job with this jid, or NULL. */
-struct fjob *fjobs_find(const struct core *c, const char *jid, size_t len);
+struct job *fjobs_find(const struct fjobs *fs, const char *jid, size_t len);
+/* What Faktory calls j's state. */
+enum fjob_state fjobs_state(const struct fjobs *fs, const struct job *j);
+/* j's jid (not NUL-terminated: often bytes of its text) and its length. */
+static inline const char *
+fjob_jid(const struct job *j)
+{
+    return (const char *)j->key.bytes;
+}
+static inline size_t
+fjob_jid_len(const struct job *j)
+{
+    return j->key.len;
+}
+/* When j last entered its queue, Unix ms (its enqueued_at). */
+static inline uint64_t
+fjob_enqueued_ms(const struct job *j)
+{
+    return (uint64_t)j->base_ms;
+}
+/* When j's set lets it go: its time or its retry's (scheduled, retries),
+ * the end of its time in the dead set (dead). */
+uint64_t fjobs_due(const struct fjobs *fs, const struct job *j);
 
+/* The queue named name of Faktory's space, NULL if it does not exist. */
+struct queue *fjobs_queue(const struct fjobs *fs, struct wq_str name);
 /* The job a FETCH of the queue named name would take next (the first of
  * its highest priority), paused or not; NULL if it has none. */
-const struct fjob *fjobs_queue_head(const struct core *c, struct wq_str name);
+const struct job *fjobs_queue_head(const struct fjobs *fs, struct wq_str name);
 
 /* A working job is done: it goes (CORE_OK); CORE_NOT_FOUND if no working
  * job has this jid. */
-enum core_status fjobs_ack(struct core *c, const char *jid, size_t len);
+enum core_status fjobs_ack(struct fjobs *fs, const char *jid, size_t len);
 
 /* j (working, or in a set) goes to the retries set until at_ms, with
- * text as its new text.  Counts a failure when it was working. */
-void fjobs_retry(struct core *c, struct fjob *j, const char *text, size_t len, uint64_t at_ms);
+ * text as its new text. */
+void fjobs_retry(struct fjobs *fs, struct job *j, const char *text, size_t len, uint64_t at_ms);
 /* j goes to the dead set (text NULL: keeps its text); the oldest dead jobs
  * beyond the bound go. */
-void fjobs_kill(struct core *c, struct fjob *j, const char *text, size_t len);
+void fjobs_kill(struct fjobs *fs, struct job *j, const char *text, size_t len);
 /* j goes, whatever its state. */
-void fjobs_discard(struct core *c, struct fjob *j);
+void fjobs_discard(struct fjobs *fs, struct job *j);
 /* j (in a set) goes back to its queue now. */
-void fjobs_requeue(struct core *c, struct fjob *j);
+void fjobs_requeue(struct fjobs *fs, struct job *j);
 
 /* Pause or resume the queue named name (created if need be): a paused
  * queue keeps its jobs but FETCH skips it. */
-void fjobs_pause(struct core *c, struct wq_str name, bool paused);
+void fjobs_pause(struct fjobs *fs, struct wq_str name, bool paused);
 /* Discard every enqueued job of the queue named name. */
-void fjobs_queue_clear(struct core *c, struct wq_str name);
+void fjobs_queue_clear(struct fjobs *fs, struct wq_str name);
 /* Discard every job and resume every queue. */
-void fjobs_flush(struct core *c);
+void fjobs_flush(struct fjobs *fs);
 
 /* The jobs of a set in due order, into an array the caller frees with
  * wq_free; *n gets their number. */
-struct fjob **fjobs_set_jobs(const struct core *c, enum fjob_set set, size_t *n);
+struct job **fjobs_set_jobs(const struct fjobs *fs, enum fjob_set set, size_t *n);
+/* Sort jobs[0..n) of a set in its order: due time, then arrival. */
+void fjobs_sort_due(const struct fjobs *fs, struct job **jobs, size_t n);
 /* The queues by name, as for fjobs_set_jobs. */
-struct fqueue **fjobs_queues_sorted(const struct core *c, size_t *n);
+struct queue **fjobs_queues_sorted(const struct fjobs *fs, size_t *n);
 
-static inline uint32_t
-fqueue_size(const struct fqueue *q)
-{
-    return heap_len(&q->ready);
-}
+/* What Faktory's space holds. */
+void fjobs_counts(const struct fjobs *fs, struct core_space_counts *out);
 
 #endif /* WQ_FJOBS_H */

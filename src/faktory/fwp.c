@@ -317,7 +317,7 @@ fwp_cancel(void *ctx, void *waiting)
 {
     struct fwp_ctx *f = ctx;
     if (!fwp_mutation_cancel(f, waiting))
-        fjobs_cancel(f->core, waiting);
+        fjobs_cancel(f->fjobs, waiting);
 }
 
 /* Identified clients are never closed for idleness: a Faktory worker that

@@ -19,6 +19,7 @@ struct core;
 /* The Faktory listeners' context (conn_service.ctx). */
 struct fwp_ctx {
     struct core *core;
+    struct fjobs *fjobs;           /* its jobs: its space of the core */
     const char *password;          /* NULL: none asked */
     struct auth_guard *auth_guard; /* failing addresses (every listener's) */
     size_t max_line;               /* longest command line */
@@ -37,11 +38,12 @@ struct fwp_ctx {
     struct list mutations; /* struct fwp_mutation running; list_init'ed */
 };
 
-struct fjob;
+struct fjobs;
+struct job;
 
 /* fjobs_expired_fn: a reservation ran out; the job fails as a FAIL with
  * errtype "ReservationExpired" would make it (arg is a struct fwp_ctx). */
-void fwp_reservation_expired(void *arg, struct core *c, struct fjob *j);
+void fwp_reservation_expired(void *arg, struct fjobs *fs, struct job *j);
 
 /* The module; its ctx is a struct fwp_ctx. */
 extern const struct conn_proto fwp_protocol;

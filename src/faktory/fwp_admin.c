@@ -25,27 +25,27 @@ fwp_info_scanner(uint64_t moved, uint64_t size)
 static json_t *
 fwp_info_data(const struct fwp_ctx *f)
 {
-    const struct fjobs_stats *s = &f->core->fjobs->stats;
+    const struct fjobs_stats *s = &f->fjobs->stats;
+    struct core_space_counts k;
+    fjobs_counts(f->fjobs, &k);
     json_t *queues = json_object();
     size_t n;
-    struct fqueue **qs = fjobs_queues_sorted(f->core, &n);
+    struct queue **qs = fjobs_queues_sorted(f->fjobs, &n);
     for (size_t i = 0; i < n; i++)
-        json_object_set_new(queues, qs[i]->name, json_integer(fqueue_size(qs[i])));
+        json_object_set_new(queues, qs[i]->name, json_integer(heap_len(&qs[i]->ready)));
     wq_free(qs);
-    json_t *tasks =
-        json_pack("{s:{s:I, s:I}, s:o, s:o, s:o, s:{s:i, s:I}}", "Busy", "reaped",
-                  (json_int_t)s->expired, "size", (json_int_t)s->count[FJOB_WORKING], "Dead",
-                  fwp_info_scanner(s->dead_expired, s->count[FJOB_DEAD]), "Retries",
-                  fwp_info_scanner(s->due_retries, s->count[FJOB_RETRY]), "Scheduled",
-                  fwp_info_scanner(s->due_scheduled, s->count[FJOB_SCHEDULED]), "Workers", "reaped",
-                  0, "size", (json_int_t)workers_count_kind(f->core->workers, WORKER_FAKTORY));
+    json_t *tasks = json_pack(
+        "{s:{s:I, s:I}, s:o, s:o, s:o, s:{s:i, s:I}}", "Busy", "reaped", (json_int_t)s->expired,
+        "size", (json_int_t)k.working, "Dead", fwp_info_scanner(s->dead_expired, k.dead), "Retries",
+        fwp_info_scanner(s->due_retries, k.retry), "Scheduled",
+        fwp_info_scanner(s->due_scheduled, k.scheduled), "Workers", "reaped", 0, "size",
+        (json_int_t)workers_count_kind(f->core->workers, WORKER_FAKTORY));
     return json_pack("{s:I, s:I, s:I, s:I, s:o, s:{s:I, s:I, s:I, s:I}, s:o}", "total_failures",
                      (json_int_t)s->failures, "total_processed", (json_int_t)s->processed,
-                     "total_enqueued", (json_int_t)s->count[FJOB_ENQUEUED], "total_queues",
-                     (json_int_t)n, "queues", queues, "sets", "dead",
-                     (json_int_t)s->count[FJOB_DEAD], "retries", (json_int_t)s->count[FJOB_RETRY],
-                     "scheduled", (json_int_t)s->count[FJOB_SCHEDULED], "working",
-                     (json_int_t)s->count[FJOB_WORKING], "tasks", tasks);
+                     "total_enqueued", (json_int_t)k.enqueued, "total_queues", (json_int_t)n,
+                     "queues", queues, "sets", "dead", (json_int_t)k.dead, "retries",
+                     (json_int_t)k.retry, "scheduled", (json_int_t)k.scheduled, "working",
+                     (json_int_t)k.working, "tasks", tasks);
 }
 
 /* INFO: Faktory's keys, from the core's counts. */
@@ -73,7 +73,7 @@ void
 fwp_flush(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_args a)
 {
     if (!fwp_refuse_readonly(f, out)) {
-        fjobs_flush(f->core);
+        fjobs_flush(f->fjobs);
         fwp_ok(out);
     }
 }
@@ -83,9 +83,9 @@ static void
 fwp_queue_one(struct fwp_ctx *f, int sub, struct wq_str name)
 {
     if (sub == 2)
-        fjobs_queue_clear(f->core, name);
+        fjobs_queue_clear(f->fjobs, name);
     else
-        fjobs_pause(f->core, name, sub == 0);
+        fjobs_pause(f->fjobs, name, sub == 0);
 }
 
 /* The same on every queue.  Their names are copied first: resuming one
@@ -94,7 +94,7 @@ static void
 fwp_queue_all(struct fwp_ctx *f, int sub)
 {
     size_t n;
-    struct fqueue **all = fjobs_queues_sorted(f->core, &n);
+    struct queue **all = fjobs_queues_sorted(f->fjobs, &n);
     char(*names)[FJOB_MAX_QUEUE + 1] = wq_malloc((n + 1) * sizeof *names);
     for (size_t i = 0; i < n; i++)
         memcpy(names[i], all[i]->name, all[i]->name_len + 1u);
@@ -124,15 +124,15 @@ fwp_queue_latency(struct fwp_ctx *f, struct reply *out, const char *p, const cha
             json_decref(times);
             return;
         }
-        const struct fjob *j = fjobs_queue_head(f->core, (struct wq_str){p, len});
+        const struct job *j = fjobs_queue_head(f->fjobs, (struct wq_str){p, len});
         char name[FJOB_MAX_QUEUE + 1];
         memcpy(name, p, len);
         name[len] = '\0';
-        if (j == NULL || j->enqueued_ms >= *f->now_ms)
+        if (j == NULL || fjob_enqueued_ms(j) >= *f->now_ms)
             json_object_set_new(times, name, json_integer(0));
         else
             json_object_set_new(times, name,
-                                json_real((double)(*f->now_ms - j->enqueued_ms) / 1e3));
+                                json_real((double)(*f->now_ms - fjob_enqueued_ms(j)) / 1e3));
         p += len + (next != NULL);
     }
     fwp_bulk_json(out, times, JSON_SORT_KEYS | JSON_REAL_PRECISION(15));

@@ -88,25 +88,25 @@ fwp_pushb(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
 
 /* "$<n>\r\n<job>\r\n": the kept text with enqueued_at added. */
 static void
-fwp_reply_job(struct reply *out, const struct fjob *j)
+fwp_reply_job(struct reply *out, const struct job *j)
 {
     char tail[64], head[32];
     char when[32];
-    fwp_time_format(j->enqueued_ms, when);
+    fwp_time_format(fjob_enqueued_ms(j), when);
     int t = snprintf(tail, sizeof tail, ",\"enqueued_at\":\"%s\"}\r\n", when);
-    int h = snprintf(head, sizeof head, "$%zu\r\n", (size_t)j->text_len - 1 + (size_t)t - 2);
+    int h = snprintf(head, sizeof head, "$%zu\r\n", (size_t)j->payload_len - 1 + (size_t)t - 2);
     reply_bytes(out, head, (size_t)h);
     /* copied: a shared payload must be sent whole (its length frees it) */
-    reply_bytes(out, j->text, j->text_len - 1);
+    reply_bytes(out, j->payload, j->payload_len - 1);
     reply_bytes(out, tail, (size_t)t);
 }
 
-/* fetch_done_fn of a parked FETCH. */
+/* waiter_done_fn of a parked FETCH. */
 static void
-fwp_fetch_done(void *owner, enum fetch_outcome how, const struct fjob *j)
+fwp_fetch_done(void *owner, enum waiter_outcome how, const struct core *c, struct job *j)
 {
     struct reply *out = owner;
-    if (how == FETCH_GOT)
+    if (how == WAITER_GOT)
         fwp_reply_job(out, j);
     else
         reply_str(out, "$-1\r\n");
@@ -145,9 +145,9 @@ fwp_fetch(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp
         n = 0; /* quiet: wait, then nothing */
     else if (fwp_refuse_readonly(f, out))
         return;
-    struct fjob *j;
-    struct fwaiter *w;
-    switch (fjobs_fetch(f->core, names, n, FWP_FETCH_WAIT_MS, *f->now_ms, fwp_fetch_done, out, &j,
+    struct job *j;
+    struct waiter *w;
+    switch (fjobs_fetch(f->fjobs, names, n, FWP_FETCH_WAIT_MS, *f->now_ms, fwp_fetch_done, out, &j,
                         &w)) {
     case CORE_OK:
         fwp_reply_job(out, j);
@@ -172,7 +172,7 @@ fwp_ack(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_a
     if (jid == NULL) {
         fwp_errorf(out, "invalid ACK %.*s", (int)WQ_MIN(a.n, 128u), a.p);
     } else if (!fwp_refuse_readonly(f, out)) {
-        fjobs_ack(f->core, jid, len);
+        fjobs_ack(f->fjobs, jid, len);
         fwp_ok(out);
     }
     json_decref(ack);
@@ -186,22 +186,22 @@ fwp_fail(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fwp_
     json_t *fail = fwp_json_load(a.p, a.n, JSON_ALLOW_NUL, NULL);
     size_t len = 0;
     const char *jid = json_is_object(fail) ? fwp_json_str(fail, "jid", &len) : NULL;
-    struct fjob *j = jid != NULL ? fjobs_find(f->core, jid, len) : NULL;
+    struct job *j = jid != NULL ? fjobs_find(f->fjobs, jid, len) : NULL;
     if (!json_is_object(fail)) {
         fwp_errorf(out, "invalid FAIL %.*s", (int)WQ_MIN(a.n, 128u), a.p);
     } else if (jid == NULL || len == 0) {
         fwp_error(out, "missing JID");
     } else if (fwp_refuse_readonly(f, out)) {
         /* answered */
-    } else if (j == NULL || j->state != FJOB_WORKING) {
+    } else if (j == NULL || fjobs_state(f->fjobs, j) != FJOB_WORKING) {
         fwp_errorf(out, "Job not found %.*s", (int)WQ_MIN(len, 255u), jid);
     } else if (!fwp_job_fail(f, j, fwp_json_str(fail, "errtype", NULL),
                              fwp_json_str(fail, "message", NULL),
                              json_object_get(fail, "backtrace"), true)) {
         fwp_error(out, "Out of memory"); /* the job is still working */
     } else {
-        f->core->fjobs->stats.failures++;
-        f->core->fjobs->stats.processed++; /* as Faktory counts */
+        f->fjobs->stats.failures++;
+        f->fjobs->stats.processed++; /* as Faktory counts */
         fwp_ok(out);
     }
     json_decref(fail);

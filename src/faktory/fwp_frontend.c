@@ -48,6 +48,7 @@ static void
 fwp_frontend_close(void *arg)
 {
     struct fwp_frontend *fe = arg;
+    fjobs_free(fe->ctx.fjobs);
     wq_free(fe->password);
     wq_free(fe);
 }
@@ -85,11 +86,11 @@ fwp_frontend_open(const struct frontend_env *env, const struct fwp_frontend_conf
         fwp_frontend_close(fe);
         return NULL;
     }
-    /* its job store, the engine's side store: served or not, the command
-     * log may hold its jobs; an expired reservation fails through fe */
-    fjobs_new(env->core, env->started_ms);
-    fjobs_set_expired(env->core, fwp_reservation_expired, &fe->ctx);
-    fjobs_set_dead_limits(env->core, cfg->dead_ttl_ms, cfg->dead_max);
+    /* its jobs, in a key space of the engine's: served or not, the command
+     * log may hold them; an expired reservation fails through fe */
+    fe->ctx.fjobs = fjobs_new(env->core);
+    fjobs_set_expired(fe->ctx.fjobs, fwp_reservation_expired, &fe->ctx);
+    fjobs_set_dead_limits(fe->ctx.fjobs, cfg->dead_ttl_ms, cfg->dead_max);
     return fe;
 }
 
@@ -109,7 +110,10 @@ fwp_frontend_stats(void *arg, struct stats_out *o)
     struct fwp_frontend *fe = arg;
     if (!fe->listening)
         return;
-    const struct fjobs_stats *f = &fe->ctx.core->fjobs->stats;
+    const struct fjobs_stats *f = &fe->ctx.fjobs->stats;
+    struct core_space_counts k;
+    fjobs_counts(fe->ctx.fjobs, &k);
+    const uint64_t count[] = {k.scheduled, k.enqueued, k.working, k.retry, k.dead};
     stats_counter(o, "workq_faktory_pushed", NULL, "Faktory jobs pushed (PUSH, PUSHB).", f->pushed);
     stats_counter(o, "workq_faktory_fetched", NULL, "Faktory jobs handed to a FETCH.", f->fetched);
     stats_counter(o, "workq_faktory_acked", NULL, "Faktory jobs acknowledged (ACK).", f->acked);
@@ -119,7 +123,7 @@ fwp_frontend_stats(void *arg, struct stats_out *o)
                  "Faktory jobs by state (scheduled, retry and dead are Faktory's sets).");
     for (int s = 0; s < FJOB_STATE_COUNT; s++)
         stats_printf(o->b, "workq_faktory_jobs{state=\"%s\"} %llu\n", states[s],
-                     (unsigned long long)f->count[s]);
+                     (unsigned long long)count[s]);
 }
 
 const struct frontend_ops fwp_frontend_ops = {

@@ -87,7 +87,7 @@ const char *fwp_job_push(struct fwp_ctx *f, const char *raw, size_t len, json_t 
  * retry it, kill it or discard it as its retry policy says.  With
  * may_refuse, a failure whose text would take the core past -max-memory
  * changes nothing: false. */
-bool fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char *message,
+bool fwp_job_fail(struct fwp_ctx *f, struct job *j, const char *errtype, const char *message,
                   json_t *backtrace, bool may_refuse);
 
 /* ---- commands ---- */

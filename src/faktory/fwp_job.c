@@ -234,7 +234,7 @@ fwp_job_push(struct fwp_ctx *f, const char *raw, size_t len, json_t *job, char e
     char *text;
     const char *e = fwp_job_prepare(f, job, raw, len, &spec, &text, err);
     if (e == NULL) {
-        switch (fjobs_push(f->core, &spec, *f->now_ms)) {
+        switch (fjobs_push(f->fjobs, &spec, *f->now_ms)) {
         case CORE_OK:
             break;
         case CORE_DUPLICATE:
@@ -348,13 +348,13 @@ fwp_failure_update(json_t *job, json_t *old, int64_t retry, uint64_t now_ms, con
 /* The job's text with fail as its failure hash: the hash is always the
  * last member, so an earlier one is cut off and the rest kept as it is. */
 static char *
-fwp_text_with_failure(const struct fjob *j, bool had_failure, json_t *fail, size_t *len)
+fwp_text_with_failure(const struct job *j, bool had_failure, json_t *fail, size_t *len)
 {
-    size_t keep = j->text_len - 1; /* without the closing brace */
+    size_t keep = j->payload_len - 1; /* without the closing brace */
     if (had_failure) {
         const char *mark = ",\"failure\":{";
-        for (size_t i = j->text_len - strlen(mark) + 1; i-- > 0;)
-            if (memcmp(j->text + i, mark, strlen(mark)) == 0) {
+        for (size_t i = j->payload_len - strlen(mark) + 1; i-- > 0;)
+            if (memcmp(j->payload + i, mark, strlen(mark)) == 0) {
                 keep = i;
                 break;
             }
@@ -362,22 +362,22 @@ fwp_text_with_failure(const struct fjob *j, bool had_failure, json_t *fail, size
     char *hash = json_dumps(fail, JSON_COMPACT);
     size_t h = strlen(hash);
     char *text = wq_malloc(keep + h + 14);
-    memcpy(text, j->text, keep);
+    memcpy(text, j->payload, keep);
     *len = keep + (size_t)sprintf(text + keep, ",\"failure\":%s}", hash);
     free(hash);
     return text;
 }
 
 bool
-fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char *message,
+fwp_job_fail(struct fwp_ctx *f, struct job *j, const char *errtype, const char *message,
              json_t *backtrace, bool may_refuse)
 {
     uint64_t now = *f->now_ms;
-    json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+    json_t *job = fwp_json_load(j->payload, j->payload_len, JSON_ALLOW_NUL, NULL);
     int64_t retry = FWP_DEFAULT_RETRY;
     fwp_json_int(json_object_get(job, "retry"), &retry);
     if (retry == 0) { /* no retry, no death: gone */
-        fjobs_discard(f->core, j);
+        fjobs_discard(f->fjobs, j);
         json_decref(job);
         return true;
     }
@@ -394,11 +394,12 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
     size_t len;
     char *text = fwp_text_with_failure(j, json_is_object(old), fail, &len);
     /* what the failure adds to the text counts toward -max-memory */
-    bool fits = !may_refuse || len <= j->text_len || !core_over_limit(f->core, len - j->text_len);
+    bool fits =
+        !may_refuse || len <= j->payload_len || !core_over_limit(f->core, len - j->payload_len);
     if (fits && count < retry)
-        fjobs_retry(f->core, j, text, len, at);
+        fjobs_retry(f->fjobs, j, text, len, at);
     else if (fits)
-        fjobs_kill(f->core, j, text, len);
+        fjobs_kill(f->fjobs, j, text, len);
     wq_free(text);
     json_decref(fail);
     json_decref(job);
@@ -406,7 +407,7 @@ fwp_job_fail(struct fwp_ctx *f, struct fjob *j, const char *errtype, const char 
 }
 
 void
-fwp_reservation_expired(void *arg, struct core *c, struct fjob *j)
+fwp_reservation_expired(void *arg, struct fjobs *fs, struct job *j)
 {
     /* the server's own failure: never refused (it adds little) */
     fwp_job_fail(arg, j, "ReservationExpired", "Faktory job reservation expired", NULL, false);

@@ -24,36 +24,26 @@ struct fwp_filter {
     const char *jobtype;  /* NULL: any */
 };
 
-/* The order of fjobs_set_jobs: due time, then arrival in the set. */
-static int
-fwp_cmp_due(const void *a, const void *b)
-{
-    const struct fjob *x = *(struct fjob *const *)a, *y = *(struct fjob *const *)b;
-    if (x->due_ms != y->due_ms)
-        return x->due_ms < y->due_ms ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* The jobs of set that jids name (strings; anything else names none),
  * each once, in the set's order, as fjobs_set_jobs would list them: each
  * jid is looked up in the core's table of jobs, so the cost is
  * O(jids * log(jids)) whatever the set's size (comparing every jid with
  * every job cost their product).  *n gets their number. */
-static struct fjob **
-fwp_jobs_named(const struct core *c, enum fjob_set set, json_t *jids, size_t *n)
+static struct job **
+fwp_jobs_named(const struct fjobs *fs, enum fjob_set set, json_t *jids, size_t *n)
 {
     static const uint8_t state_of[FSET_COUNT] = {FJOB_SCHEDULED, FJOB_RETRY, FJOB_DEAD};
-    struct fjob **out = wq_malloc((json_array_size(jids) + 1) * sizeof *out);
+    struct job **out = wq_malloc((json_array_size(jids) + 1) * sizeof *out);
     size_t found = 0, i;
     json_t *v;
     json_array_foreach(jids, i, v)
     {
-        struct fjob *j =
-            json_is_string(v) ? fjobs_find(c, json_string_value(v), json_string_length(v)) : NULL;
-        if (j != NULL && j->state == state_of[set])
+        struct job *j =
+            json_is_string(v) ? fjobs_find(fs, json_string_value(v), json_string_length(v)) : NULL;
+        if (j != NULL && fjobs_state(fs, j) == state_of[set])
             out[found++] = j;
     }
-    qsort(out, found, sizeof *out, fwp_cmp_due);
+    fjobs_sort_due(fs, out, found);
     *n = 0;
     for (i = 0; i < found; i++) /* a jid named twice: its job is acted on once */
         if (*n == 0 || out[*n - 1] != out[i])
@@ -63,13 +53,13 @@ fwp_jobs_named(const struct core *c, enum fjob_set set, json_t *jids, size_t *n)
 
 /* Does j pass the pattern and jobtype of filter m? */
 static bool
-fwp_filter_match(const struct fwp_filter *m, const struct fjob *j)
+fwp_filter_match(const struct fwp_filter *m, const struct job *j)
 {
-    if (m->pattern != NULL && !glob_match(m->pattern, j->text, j->text_len))
+    if (m->pattern != NULL && !glob_match(m->pattern, j->payload, j->payload_len))
         return false;
     if (m->jobtype == NULL)
         return true;
-    json_t *job = fwp_json_load(j->text, j->text_len, JSON_ALLOW_NUL, NULL);
+    json_t *job = fwp_json_load(j->payload, j->payload_len, JSON_ALLOW_NUL, NULL);
     const char *type = fwp_json_str(job, "jobtype", NULL);
     bool ok = type != NULL && strcmp(type, m->jobtype) == 0;
     json_decref(job);
@@ -159,18 +149,19 @@ fwp_clock_ns(void)
 /* A mutation of the jobs[0..n) (each once) with filter m and op. */
 static struct fwp_mutation *
 fwp_mutation_new(struct fwp_ctx *f, struct reply *out, json_t *op, const struct fwp_filter *m,
-                 int what, enum fjob_set set, bool named, struct fjob **jobs, size_t n)
+                 int what, enum fjob_set set, bool named, struct job **jobs, size_t n)
 {
     struct fwp_mutation *mu = wq_calloc(1, sizeof *mu);
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
-        bytes += jobs[i]->jid_len + 1u;
+        bytes += fjob_jid_len(jobs[i]) + 1u;
     mu->jids = wq_malloc(bytes + 1);
     mu->at = wq_malloc((n + 1) * sizeof *mu->at);
     for (size_t i = 0, off = 0; i < n; i++) {
         mu->at[i] = off;
-        memcpy(mu->jids + off, jobs[i]->jid, jobs[i]->jid_len + 1u);
-        off += jobs[i]->jid_len + 1u;
+        memcpy(mu->jids + off, fjob_jid(jobs[i]), fjob_jid_len(jobs[i]));
+        mu->jids[off + fjob_jid_len(jobs[i])] = '\0';
+        off += fjob_jid_len(jobs[i]) + 1u;
     }
     mu->f = f;
     mu->out = out;
@@ -203,23 +194,23 @@ static bool
 fwp_mutation_step(struct fwp_mutation *mu)
 {
     static const uint8_t state_of[FSET_COUNT] = {FJOB_SCHEDULED, FJOB_RETRY, FJOB_DEAD};
-    struct core *c = mu->f->core;
+    struct fjobs *fs = mu->f->fjobs;
     uint64_t end = mu->f->base != NULL ? fwp_clock_ns() + FWP_MUTATE_SLICE_NS : UINT64_MAX;
     for (unsigned k = 0; mu->next < mu->n; k++) {
         if ((k & 15) == 15 && fwp_clock_ns() >= end)
             return false;
         const char *jid = mu->jids + mu->at[mu->next++];
-        struct fjob *j = fjobs_find(c, jid, strlen(jid));
-        if (j == NULL || j->state != state_of[mu->set])
+        struct job *j = fjobs_find(fs, jid, strlen(jid));
+        if (j == NULL || fjobs_state(fs, j) != state_of[mu->set])
             continue; /* it left the set meanwhile */
         if (mu->what != FWP_CLEAR && !mu->named && !fwp_filter_match(&mu->m, j))
             continue;
         if (mu->what == FWP_KILL && mu->set != FSET_DEAD)
-            fjobs_kill(c, j, NULL, 0);
+            fjobs_kill(fs, j, NULL, 0);
         else if (mu->what == FWP_REQUEUE)
-            fjobs_requeue(c, j);
+            fjobs_requeue(fs, j);
         else if (mu->what == FWP_CLEAR || mu->what == FWP_DISCARD)
-            fjobs_discard(c, j);
+            fjobs_discard(fs, j);
     }
     return true;
 }
@@ -295,8 +286,8 @@ fwp_mutate(struct fwp_ctx *f, struct fwp_state *st, struct reply *out, struct fw
     }
     size_t n;
     bool named = what != FWP_CLEAR && m.jids != NULL; /* clear takes the whole set */
-    struct fjob **jobs = named ? fwp_jobs_named(f->core, (enum fjob_set)set, m.jids, &n)
-                               : fjobs_set_jobs(f->core, (enum fjob_set)set, &n);
+    struct job **jobs = named ? fwp_jobs_named(f->fjobs, (enum fjob_set)set, m.jids, &n)
+                              : fjobs_set_jobs(f->fjobs, (enum fjob_set)set, &n);
     struct fwp_mutation *mu =
         fwp_mutation_new(f, out, op, &m, what, (enum fjob_set)set, named, jobs, n);
     wq_free(jobs);

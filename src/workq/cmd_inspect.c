@@ -95,10 +95,10 @@ static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &core_ids(ctx->core)->stats;
-    /* Faktory's jobs (the core's side store), after Workq's keys, only
+    /* Faktory's jobs (its space of the core), after Workq's keys, only
      * where Faktory is served or has jobs */
-    struct core_side_counts fk;
-    core_side_counts(ctx->core, &fk);
+    struct core_space_counts fk;
+    core_space_counts(ctx->core, core_space_find(ctx->core, "faktory"), &fk);
     bool faktory = ctx->faktory || fk.jobs > 0;
     inspect_line(out, "+OK 1");
     inspect_line(out, "server %d", faktory ? 21 : 14);

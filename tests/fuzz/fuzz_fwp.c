@@ -32,9 +32,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t now_ms = FUZZ_NOW_MS, clients = 1;
     bool readonly = false;
     struct core *core = core_new(now_ms);
-    fjobs_new(core, now_ms);
+    struct fjobs *fs = fjobs_new(core);
     struct fwp_ctx f = {
         .core = core,
+        .fjobs = fs,
         .max_line = FUZZ_MAX_LINE,
         .max_job = FUZZ_MAX_JOB,
         .backoff_unit_ms = 1000,
@@ -44,8 +45,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .started_ms = now_ms,
         .rng = 1,
     };
-    fjobs_set_expired(core, fwp_reservation_expired, &f);
-    fjobs_set_dead_limits(core, 180 * FUZZ_DAY_MS, FUZZ_DEAD_MAX);
+    fjobs_set_expired(fs, fwp_reservation_expired, &f);
+    fjobs_set_dead_limits(fs, 180 * FUZZ_DAY_MS, FUZZ_DEAD_MAX);
 
     struct fuzz_client c;
     fuzz_client_init(&c);
@@ -73,5 +74,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     now_ms += 400 * FUZZ_DAY_MS;
     core_advance(core, now_ms);
     core_free(core);
+    fjobs_free(fs);
     return 0;
 }

@@ -126,7 +126,7 @@ replay(bool truncate, struct outcome *o)
     if (l == NULL)
         abort();
     struct core *c = core_new(FUZZ_NOW_MS);
-    fjobs_new(c, FUZZ_NOW_MS);
+    struct fjobs *fs = fjobs_new(c);
     int rc = cmdlog_replay(l, &core_replay_ops, c, FUZZ_NOW_MS);
     if (rc == 0) {
         struct cmdlog_stats st;
@@ -139,6 +139,7 @@ replay(bool truncate, struct outcome *o)
         core_advance(c, FUZZ_NOW_MS + 400 * FUZZ_DAY_MS);
     }
     core_free(c);
+    fjobs_free(fs);
     cmdlog_close(l);
     return rc;
 }

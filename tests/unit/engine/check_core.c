@@ -2372,6 +2372,21 @@ END_TEST
 
 /* ---- key spaces ---- */
 
+/* The owner of the test spaces: a job whose TTR ends is deleted. */
+static void
+test_ttr_expired(void *arg, struct core *c, struct job *j)
+{
+    core_delete_job(c, j);
+}
+
+static const struct core_space_ops test_space_ops = {.ttr_expired = test_ttr_expired};
+
+static uint8_t
+open_space(struct core *c)
+{
+    return core_space_open(c, "test", &test_space_ops, NULL, 0, 0, 0);
+}
+
 /* A job of space sp named by the text key. */
 static struct job_spec
 keyed_spec(uint8_t sp, const char *key, const char *name)
@@ -2393,7 +2408,7 @@ find_key(struct core *c, uint8_t sp, const char *key, size_t len)
 START_TEST(test_key_spaces_apart)
 {
     struct core *c = core_fixture();
-    uint8_t s1 = core_space_open(c), s2 = core_space_open(c);
+    uint8_t s1 = open_space(c), s2 = open_space(c);
     ck_assert_uint_eq(s1, 1);
     ck_assert_uint_eq(s2, 2);
     uint64_t bytes = c->bytes;
@@ -2456,7 +2471,7 @@ END_TEST
 START_TEST(test_key_spaces_life)
 {
     struct core *c = core_fixture();
-    uint8_t sp = core_space_open(c);
+    uint8_t sp = open_space(c);
     char longkey[JOB_KEY_MAX];
     memset(longkey, 'k', sizeof longkey);
     longkey[7] = '\0'; /* binary */

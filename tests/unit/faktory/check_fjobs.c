@@ -20,6 +20,7 @@
 #define NOW 1700000000000ULL
 
 static struct core *core;
+static struct fjobs *fs; /* core's Faktory space */
 
 /* The records made, encoded one after the other. */
 static struct {
@@ -45,7 +46,7 @@ static void
 setup(void)
 {
     core = core_new(NOW);
-    fjobs_new(core, NOW);
+    fs = fjobs_new(core);
     core->record = record;
     log_.len = log_.count = 0;
 }
@@ -54,6 +55,7 @@ static void
 teardown(void)
 {
     core_free(core);
+    fjobs_free(fs);
     wq_free(log_.buf);
     log_.buf = NULL;
     log_.cap = 0;
@@ -80,7 +82,7 @@ push(const char *jid, const char *queue, int priority, int64_t at_ms)
         .text = text,
         .text_len = strlen(text),
     };
-    enum core_status st = fjobs_push(core, &s, core->now_ms);
+    enum core_status st = fjobs_push(fs, &s, core->now_ms);
     wq_free(text);
     return st;
 }
@@ -96,12 +98,12 @@ fetch(const char *queues)
     snprintf(buf, sizeof buf, "%s", queues);
     for (char *p = strtok(buf, " "); p != NULL; p = strtok(NULL, " "))
         names[n++] = s_(p);
-    struct fjob *j = NULL;
-    struct fwaiter *w = NULL;
-    if (fjobs_fetch(core, names, n, 0, core->now_ms, NULL, NULL, &j, &w) != CORE_OK)
+    struct job *j = NULL;
+    struct waiter *w = NULL;
+    if (fjobs_fetch(fs, names, n, 0, core->now_ms, NULL, NULL, &j, &w) != CORE_OK)
         return "";
     static char jid[64];
-    snprintf(jid, sizeof jid, "%s", j->jid);
+    snprintf(jid, sizeof jid, "%.*s", (int)fjob_jid_len(j), fjob_jid(j));
     return jid;
 }
 
@@ -114,7 +116,23 @@ advance(uint64_t ms)
 static const struct fjobs_stats *
 stats(void)
 {
-    return &core->fjobs->stats;
+    return &fs->stats;
+}
+
+/* How many of f's jobs Faktory sees in state. */
+static uint64_t
+count_of(const struct fjobs *f, enum fjob_state state)
+{
+    struct core_space_counts k;
+    fjobs_counts(f, &k);
+    const uint64_t by[FJOB_STATE_COUNT] = {k.scheduled, k.enqueued, k.working, k.retry, k.dead};
+    return by[state];
+}
+
+static uint64_t
+count(enum fjob_state state)
+{
+    return count_of(fs, state);
 }
 
 START_TEST(test_order)
@@ -124,7 +142,7 @@ START_TEST(test_order)
     ck_assert_int_eq(push("high-001", "a", 9, 0), CORE_OK);
     ck_assert_int_eq(push("mid-0002", "a", 5, 0), CORE_OK);
     ck_assert_int_eq(push("other-01", "b", 1, 0), CORE_OK);
-    ck_assert_int_eq(stats()->count[FJOB_ENQUEUED], 5);
+    ck_assert_int_eq(count(FJOB_ENQUEUED), 5);
     /* queues in the order given, whatever the priorities */
     ck_assert_str_eq(fetch("b a"), "other-01");
     ck_assert_str_eq(fetch("nosuch a b"), "high-001");
@@ -132,7 +150,7 @@ START_TEST(test_order)
     ck_assert_str_eq(fetch("a"), "mid-0002");
     ck_assert_str_eq(fetch("a"), "low-0001");
     ck_assert_str_eq(fetch("a b"), "");
-    ck_assert_int_eq(stats()->count[FJOB_WORKING], 5);
+    ck_assert_int_eq(count(FJOB_WORKING), 5);
     ck_assert_int_eq(push("low-0001", "c", 5, 0), CORE_DUPLICATE);
 }
 END_TEST
@@ -145,14 +163,14 @@ START_TEST(test_memory)
     ck_assert_uint_ge(one, fjobs_job_bytes(8, 30));
     core->max_bytes = one + one / 2;
     ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_NOMEM);
-    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
+    ck_assert_ptr_null(fjobs_find(fs, "job-0002", 8));
     ck_assert_str_eq(fetch("a"), "job-0001");
-    ck_assert_int_eq(fjobs_ack(core, "job-0001", 8), CORE_OK);
-    ck_assert_int_eq(fjobs_ack(core, "job-0001", 8), CORE_NOT_FOUND);
+    ck_assert_int_eq(fjobs_ack(fs, "job-0001", 8), CORE_OK);
+    ck_assert_int_eq(fjobs_ack(fs, "job-0001", 8), CORE_NOT_FOUND);
     ck_assert_uint_eq(core->bytes, 0);
     ck_assert_uint_eq(stats()->processed, 1);
     /* the queue went with its last job */
-    ck_assert_uint_eq(registry_count(core->fjobs->queues), 0);
+    ck_assert_uint_eq(registry_count(core->space[fs->space].queues.by_name), 0);
 }
 END_TEST
 
@@ -160,67 +178,68 @@ START_TEST(test_scheduled)
 {
     ck_assert_int_eq(push("later-01", "a", 5, (int64_t)NOW + 1500), CORE_OK);
     ck_assert_int_eq(push("past-001", "a", 5, (int64_t)NOW - 1500), CORE_OK);
-    ck_assert_int_eq(stats()->count[FJOB_SCHEDULED], 1);
+    ck_assert_int_eq(count(FJOB_SCHEDULED), 1);
     ck_assert_str_eq(fetch("a"), "past-001");
     ck_assert_str_eq(fetch("a"), "");
     advance(1499);
     ck_assert_str_eq(fetch("a"), "");
     advance(1);
-    struct fjob *j = fjobs_find(core, "later-01", 8);
-    ck_assert_int_eq(j->state, FJOB_ENQUEUED);
-    ck_assert_uint_eq(j->enqueued_ms, NOW + 1500);
+    struct job *j = fjobs_find(fs, "later-01", 8);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_ENQUEUED);
+    ck_assert_uint_eq(fjob_enqueued_ms(j), NOW + 1500);
     ck_assert_str_eq(fetch("a"), "later-01");
 }
 END_TEST
 
 /* What parked FETCHes were told. */
 static int done_calls;
-static enum fetch_outcome done_how;
+static enum waiter_outcome done_how;
 static char done_jid[64];
 
 static void
-fetch_done(void *owner, enum fetch_outcome how, const struct fjob *j)
+fetch_done(void *owner, enum waiter_outcome how, const struct core *c, struct job *j)
 {
     done_calls++;
     done_how = how;
-    snprintf(done_jid, sizeof done_jid, "%s", j != NULL ? j->jid : "");
+    snprintf(done_jid, sizeof done_jid, "%.*s", j != NULL ? (int)fjob_jid_len(j) : 0,
+             j != NULL ? fjob_jid(j) : "");
 }
 
 START_TEST(test_parked)
 {
     struct wq_str names[] = {s_("a"), s_("b"), s_("a")};
-    struct fjob *j = NULL;
-    struct fwaiter *w = NULL;
+    struct job *j = NULL;
+    struct waiter *w = NULL;
     done_calls = 0;
-    ck_assert_int_eq(fjobs_fetch(core, names, 3, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+    ck_assert_int_eq(fjobs_fetch(fs, names, 3, 2000, core->now_ms, fetch_done, NULL, &j, &w),
                      CORE_PARKED);
-    ck_assert_uint_eq(w->n, 2); /* one node per distinct queue */
+    ck_assert_uint_eq(w->nnodes, 2); /* one node per distinct queue */
     ck_assert_int_eq(push("job-0001", "b", 5, 0), CORE_OK);
     ck_assert_int_eq(done_calls, 1);
-    ck_assert_int_eq(done_how, FETCH_GOT);
+    ck_assert_int_eq(done_how, WAITER_GOT);
     ck_assert_str_eq(done_jid, "job-0001");
-    ck_assert_int_eq(fjobs_find(core, "job-0001", 8)->state, FJOB_WORKING);
+    ck_assert_int_eq(fjobs_state(fs, fjobs_find(fs, "job-0001", 8)), FJOB_WORKING);
     /* a wait that times out; then one withdrawn */
-    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+    ck_assert_int_eq(fjobs_fetch(fs, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
                      CORE_PARKED);
     advance(1999);
     ck_assert_int_eq(done_calls, 1);
     advance(1);
     ck_assert_int_eq(done_calls, 2);
-    ck_assert_int_eq(done_how, FETCH_TIMEOUT);
-    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+    ck_assert_int_eq(done_how, WAITER_TIMEOUT);
+    ck_assert_int_eq(fjobs_fetch(fs, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
                      CORE_PARKED);
-    fjobs_cancel(core, w);
+    fjobs_cancel(fs, w);
     advance(5000);
     ck_assert_int_eq(done_calls, 2);
     /* a paused queue's job waits for the resume */
     ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_OK);
-    fjobs_pause(core, s_("a"), true);
-    ck_assert_int_eq(fjobs_fetch(core, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
+    fjobs_pause(fs, s_("a"), true);
+    ck_assert_int_eq(fjobs_fetch(fs, names, 1, 2000, core->now_ms, fetch_done, NULL, &j, &w),
                      CORE_PARKED);
     ck_assert_int_eq(push("job-0003", "a", 5, 0), CORE_OK);
     ck_assert_int_eq(done_calls, 2);
-    fjobs_pause(core, s_("a"), false);
+    fjobs_pause(fs, s_("a"), false);
     ck_assert_int_eq(done_calls, 3);
     ck_assert_str_eq(done_jid, "job-0002");
 }
@@ -229,10 +248,10 @@ END_TEST
 /* An expiry hook that kills the job. */
 static int expired_calls;
 static void
-expired_kill(void *arg, struct core *c, struct fjob *j)
+expired_kill(void *arg, struct fjobs *f, struct job *j)
 {
     expired_calls++;
-    fjobs_kill(c, j, "{\"killed\":1}", 12);
+    fjobs_kill(f, j, "{\"killed\":1}", 12);
 }
 
 START_TEST(test_reservation)
@@ -241,56 +260,56 @@ START_TEST(test_reservation)
     ck_assert_str_eq(fetch("a"), "job-0001");
     /* without a hook: retried at once, text unchanged */
     advance(59999);
-    ck_assert_int_eq(stats()->count[FJOB_WORKING], 1);
+    ck_assert_int_eq(count(FJOB_WORKING), 1);
     advance(1);
     ck_assert_uint_eq(stats()->failures, 1);
     ck_assert_str_eq(fetch("a"), "job-0001");
     expired_calls = 0;
-    fjobs_set_expired(core, expired_kill, NULL);
+    fjobs_set_expired(fs, expired_kill, NULL);
     advance(60000);
     ck_assert_int_eq(expired_calls, 1);
-    struct fjob *j = fjobs_find(core, "job-0001", 8);
-    ck_assert_int_eq(j->state, FJOB_DEAD);
-    ck_assert_int_eq(memcmp(j->text, "{\"killed\":1}", 12), 0);
+    struct job *j = fjobs_find(fs, "job-0001", 8);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_DEAD);
+    ck_assert_int_eq(memcmp(j->payload, "{\"killed\":1}", 12), 0);
 }
 END_TEST
 
 START_TEST(test_sets)
 {
-    fjobs_set_dead_limits(core, 10000, 2);
+    fjobs_set_dead_limits(fs, 10000, 2);
     const char *jids[] = {"job-0001", "job-0002", "job-0003", "job-0004"};
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(push(jids[i], "a", 5, 0), CORE_OK);
         ck_assert_str_eq(fetch("a"), jids[i]);
     }
-    struct fjob *j1 = fjobs_find(core, "job-0001", 8);
-    fjobs_retry(core, j1, "{\"r\":1}", 7, core->now_ms + 100);
-    ck_assert_int_eq(j1->state, FJOB_RETRY);
-    ck_assert_uint_eq(j1->text_len, 7);
+    struct job *j1 = fjobs_find(fs, "job-0001", 8);
+    fjobs_retry(fs, j1, "{\"r\":1}", 7, core->now_ms + 100);
+    ck_assert_int_eq(fjobs_state(fs, j1), FJOB_RETRY);
+    ck_assert_uint_eq(j1->payload_len, 7);
     for (int i = 1; i < 4; i++) {
         advance(1);
-        fjobs_kill(core, fjobs_find(core, jids[i], 8), NULL, 0);
+        fjobs_kill(fs, fjobs_find(fs, jids[i], 8), NULL, 0);
     }
     /* the oldest dead job went */
-    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
-    ck_assert_int_eq(stats()->count[FJOB_DEAD], 2);
+    ck_assert_ptr_null(fjobs_find(fs, "job-0002", 8));
+    ck_assert_int_eq(count(FJOB_DEAD), 2);
     size_t n;
-    struct fjob **dead = fjobs_set_jobs(core, FSET_DEAD, &n);
+    struct job **dead = fjobs_set_jobs(fs, FSET_DEAD, &n);
     ck_assert_uint_eq(n, 2);
-    ck_assert_str_eq(dead[0]->jid, "job-0003");
-    ck_assert_str_eq(dead[1]->jid, "job-0004");
+    ck_assert_int_eq(memcmp(fjob_jid(dead[0]), "job-0003", 8), 0);
+    ck_assert_int_eq(memcmp(fjob_jid(dead[1]), "job-0004", 8), 0);
     wq_free(dead);
-    fjobs_requeue(core, fjobs_find(core, "job-0003", 8));
+    fjobs_requeue(fs, fjobs_find(fs, "job-0003", 8));
     ck_assert_str_eq(fetch("a"), "job-0003");
     advance(100);
     ck_assert_str_eq(fetch("a"), "job-0001");
     /* the dead set's time */
     advance(9899); /* job-0004 died at NOW + 3, for 10000 ms */
-    ck_assert_ptr_nonnull(fjobs_find(core, "job-0004", 8));
+    ck_assert_ptr_nonnull(fjobs_find(fs, "job-0004", 8));
     advance(1);
-    ck_assert_ptr_null(fjobs_find(core, "job-0004", 8));
-    fjobs_discard(core, fjobs_find(core, "job-0003", 8));
-    ck_assert_int_eq(stats()->count[FJOB_WORKING], 1);
+    ck_assert_ptr_null(fjobs_find(fs, "job-0004", 8));
+    fjobs_discard(fs, fjobs_find(fs, "job-0003", 8));
+    ck_assert_int_eq(count(FJOB_WORKING), 1);
 }
 END_TEST
 
@@ -300,26 +319,26 @@ START_TEST(test_clear_and_flush)
     ck_assert_int_eq(push("job-0002", "a", 5, 0), CORE_OK);
     ck_assert_int_eq(push("job-0003", "b", 5, 0), CORE_OK);
     ck_assert_int_eq(push("job-0004", "b", 5, (int64_t)NOW + 10), CORE_OK);
-    fjobs_pause(core, s_("a"), true);
-    fjobs_pause(core, s_("nosuch"), true); /* only queues that exist */
-    ck_assert_ptr_null(registry_find(core->fjobs->queues, "nosuch", 6));
-    fjobs_queue_clear(core, s_("a"));
-    ck_assert_ptr_null(fjobs_find(core, "job-0001", 8));
-    ck_assert_int_eq(stats()->count[FJOB_ENQUEUED], 1);
-    fjobs_pause(core, s_("b"), true);
-    fjobs_flush(core);
-    ck_assert_uint_eq(registry_count(core->fjobs->jobs), 0);
-    ck_assert_uint_eq(registry_count(core->fjobs->queues), 0);
+    fjobs_pause(fs, s_("a"), true);
+    fjobs_pause(fs, s_("nosuch"), true); /* only queues that exist */
+    ck_assert_ptr_null(fjobs_queue(fs, s_("nosuch")));
+    fjobs_queue_clear(fs, s_("a"));
+    ck_assert_ptr_null(fjobs_find(fs, "job-0001", 8));
+    ck_assert_int_eq(count(FJOB_ENQUEUED), 1);
+    fjobs_pause(fs, s_("b"), true);
+    fjobs_flush(fs);
+    ck_assert_uint_eq(registry_count(core->space[fs->space].jobs), 0);
+    ck_assert_uint_eq(registry_count(core->space[fs->space].queues.by_name), 0);
     ck_assert_uint_eq(core->bytes, 0);
 }
 END_TEST
 
-/* Replay log_ into a fresh core at now_ms. */
+/* Replay log_ into a fresh core at now_ms; *f gets its Faktory space. */
 static struct core *
-replayed(uint64_t now_ms)
+replayed(uint64_t now_ms, struct fjobs **f)
 {
     struct core *c = core_new(now_ms);
-    fjobs_new(c, now_ms);
+    *f = fjobs_new(c);
     size_t at = 0, used;
     struct cmdlog_rec r;
     while (at < log_.len) {
@@ -333,7 +352,7 @@ replayed(uint64_t now_ms)
 
 START_TEST(test_replay)
 {
-    fjobs_set_dead_limits(core, 1000000, 100);
+    fjobs_set_dead_limits(fs, 1000000, 100);
     ck_assert_int_eq(push("working1", "a", 5, 0), CORE_OK);
     ck_assert_int_eq(push("enqueue1", "a", 1, 0), CORE_OK);
     ck_assert_int_eq(push("enqueue2", "a", 9, 0), CORE_OK);
@@ -344,53 +363,57 @@ START_TEST(test_replay)
     ck_assert_int_eq(push("gone-001", "c", 5, 0), CORE_OK);
     ck_assert_str_eq(fetch("a"), "enqueue2");
     /* enqueue2 is fetched, then requeued by way of the retries set */
-    fjobs_retry(core, fjobs_find(core, "enqueue2", 8), "{\"x\":2}", 7, core->now_ms + 1);
-    fjobs_requeue(core, fjobs_find(core, "enqueue2", 8));
+    fjobs_retry(fs, fjobs_find(fs, "enqueue2", 8), "{\"x\":2}", 7, core->now_ms + 1);
+    fjobs_requeue(fs, fjobs_find(fs, "enqueue2", 8));
     ck_assert_str_eq(fetch("a"), "enqueue2");
     ck_assert_str_eq(fetch("a"), "working1");
     ck_assert_str_eq(fetch("a"), "retry-01");
-    fjobs_retry(core, fjobs_find(core, "retry-01", 8), "{\"retry\":1}", 11, NOW + 7000);
+    fjobs_retry(fs, fjobs_find(fs, "retry-01", 8), "{\"retry\":1}", 11, NOW + 7000);
     ck_assert_str_eq(fetch("a"), "dead-001");
-    fjobs_kill(core, fjobs_find(core, "dead-001", 8), "{\"dead\":1}", 10);
+    fjobs_kill(fs, fjobs_find(fs, "dead-001", 8), "{\"dead\":1}", 10);
     ck_assert_str_eq(fetch("a"), "acked-01");
-    ck_assert_int_eq(fjobs_ack(core, "acked-01", 8), CORE_OK);
-    fjobs_discard(core, fjobs_find(core, "gone-001", 8));
-    fjobs_retry(core, fjobs_find(core, "enqueue2", 8), "{\"x\":3}", 7, core->now_ms);
+    ck_assert_int_eq(fjobs_ack(fs, "acked-01", 8), CORE_OK);
+    fjobs_discard(fs, fjobs_find(fs, "gone-001", 8));
+    fjobs_retry(fs, fjobs_find(fs, "enqueue2", 8), "{\"x\":3}", 7, core->now_ms);
     advance(0);
-    fjobs_pause(core, s_("a"), true);
+    fjobs_pause(fs, s_("a"), true);
 
-    struct core *c = replayed(NOW + 1000);
-    const struct fjobs_stats *a = stats(), *b = &c->fjobs->stats;
+    struct fjobs *rf;
+    struct core *c = replayed(NOW + 1000, &rf);
     for (int s = 0; s < FJOB_STATE_COUNT; s++)
-        ck_assert_uint_eq(b->count[s], a->count[s]);
-    ck_assert_uint_eq(registry_count(c->fjobs->jobs), registry_count(core->fjobs->jobs));
+        ck_assert_uint_eq(count_of(rf, (enum fjob_state)s), count((enum fjob_state)s));
+    ck_assert_uint_eq(registry_count(c->space[rf->space].jobs),
+                      registry_count(core->space[fs->space].jobs));
     ck_assert_uint_eq(c->bytes, core->bytes);
-    struct fjob *w = fjobs_find(c, "working1", 8);
-    ck_assert_int_eq(w->state, FJOB_WORKING);
-    ck_assert_uint_eq(w->due_ms, NOW + 1000 + 60000); /* a fresh reservation */
-    struct fjob *r = fjobs_find(c, "retry-01", 8);
-    ck_assert_int_eq(r->state, FJOB_RETRY);
-    ck_assert_uint_eq(r->due_ms, NOW + 7000);
-    ck_assert_int_eq(memcmp(r->text, "{\"retry\":1}", 11), 0);
-    struct fjob *d = fjobs_find(c, "dead-001", 8);
-    ck_assert_int_eq(d->state, FJOB_DEAD);
-    ck_assert_int_eq(memcmp(d->text, "{\"dead\":1}", 10), 0);
-    ck_assert_uint_eq(d->due_ms, fjobs_find(core, "dead-001", 8)->due_ms);
-    ck_assert_ptr_null(fjobs_find(c, "acked-01", 8));
-    ck_assert_ptr_null(fjobs_find(c, "gone-001", 8));
-    struct fqueue *qa = registry_find(c->fjobs->queues, "a", 1);
-    ck_assert(qa->paused);
+    struct job *w = fjobs_find(rf, "working1", 8);
+    ck_assert_int_eq(fjobs_state(rf, w), FJOB_WORKING);
+    ck_assert_uint_eq(core_job_deadline(c, w), NOW + 1000 + 60000); /* a fresh reservation */
+    struct job *r = fjobs_find(rf, "retry-01", 8);
+    ck_assert_int_eq(fjobs_state(rf, r), FJOB_RETRY);
+    ck_assert_uint_eq(fjobs_due(rf, r), NOW + 7000);
+    ck_assert_int_eq(memcmp(r->payload, "{\"retry\":1}", 11), 0);
+    struct job *d = fjobs_find(rf, "dead-001", 8);
+    ck_assert_int_eq(fjobs_state(rf, d), FJOB_DEAD);
+    ck_assert_int_eq(memcmp(d->payload, "{\"dead\":1}", 10), 0);
+    ck_assert_uint_eq(fjobs_due(rf, d), fjobs_due(fs, fjobs_find(fs, "dead-001", 8)));
+    ck_assert_ptr_null(fjobs_find(rf, "acked-01", 8));
+    ck_assert_ptr_null(fjobs_find(rf, "gone-001", 8));
+    ck_assert(fjobs_queue(rf, s_("a"))->paused);
     /* the queue's order: enqueue2 (priority 9, retried) before enqueue1 */
     struct core *keep = core;
+    struct fjobs *keep_fs = fs;
     core = c;
-    fjobs_pause(core, s_("a"), false);
+    fs = rf;
+    fjobs_pause(fs, s_("a"), false);
     ck_assert_str_eq(fetch("a"), "enqueue2");
-    ck_assert_int_eq(memcmp(fjobs_find(core, "enqueue2", 8)->text, "{\"x\":3}", 7), 0);
+    ck_assert_int_eq(memcmp(fjobs_find(fs, "enqueue2", 8)->payload, "{\"x\":3}", 7), 0);
     ck_assert_str_eq(fetch("a"), "enqueue1");
     advance(4000);
     ck_assert_str_eq(fetch("b"), "sched-01");
     core = keep;
+    fs = keep_fs;
     core_free(c);
+    fjobs_free(rf);
 }
 END_TEST
 

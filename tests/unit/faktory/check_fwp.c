@@ -26,6 +26,7 @@
 
 static struct core *core;
 static struct fwp_ctx ctx;
+static struct fjobs *fs;
 static uint64_t now_ms;
 static bool readonly;
 static uint64_t clients;
@@ -34,12 +35,13 @@ static void
 setup(void)
 {
     core = core_new(NOW);
-    fjobs_new(core, NOW);
+    fs = fjobs_new(core);
     now_ms = NOW;
     readonly = false;
     clients = 1;
     ctx = (struct fwp_ctx){
         .core = core,
+        .fjobs = fs,
         .password = NULL,
         .auth_guard = auth_guard_new(),
         .max_line = 200,
@@ -51,13 +53,14 @@ setup(void)
         .started_ms = NOW,
         .rng = 1,
     };
-    fjobs_set_expired(core, fwp_reservation_expired, &ctx);
+    fjobs_set_expired(fs, fwp_reservation_expired, &ctx);
 }
 
 static void
 teardown(void)
 {
     core_free(core);
+    fjobs_free(fs);
     auth_guard_free(ctx.auth_guard);
 }
 
@@ -365,10 +368,10 @@ END_TEST
 static const char *
 job_text(const char *jid)
 {
-    struct fjob *j = fjobs_find(core, jid, strlen(jid));
+    struct job *j = fjobs_find(fs, jid, strlen(jid));
     ck_assert_ptr_nonnull(j);
     static char buf[2048];
-    snprintf(buf, sizeof buf, "%.*s", (int)j->text_len, j->text);
+    snprintf(buf, sizeof buf, "%.*s", (int)j->payload_len, j->payload);
     return buf;
 }
 
@@ -398,17 +401,17 @@ START_TEST(test_failures)
     ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0001\",\"errtype\":\"  E \",\"message\":\"\","
                               "\"backtrace\":[\"l1\",\"l2\"]}\r\n"),
                      "+OK\r\n");
-    struct fjob *j = fjobs_find(core, "job-0001", 8);
-    ck_assert_int_eq(j->state, FJOB_RETRY);
+    struct job *j = fjobs_find(fs, "job-0001", 8);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_RETRY);
     /* 15 + 0 + rand(30) * 1 seconds */
-    ck_assert_uint_ge(j->due_ms, NOW + 15000);
-    ck_assert_uint_le(j->due_ms, NOW + 44000);
-    json_t *job = json_loadb(j->text, j->text_len, 0, NULL);
+    ck_assert_uint_ge(fjobs_due(fs, j), NOW + 15000);
+    ck_assert_uint_le(fjobs_due(fs, j), NOW + 44000);
+    json_t *job = json_loadb(j->payload, j->payload_len, 0, NULL);
     json_t *fail = json_object_get(job, "failure");
     char *hash = json_dumps(fail, JSON_COMPACT);
     char want[512];
     char next[32];
-    fwp_time_format(j->due_ms, next);
+    fwp_time_format(fjobs_due(fs, j), next);
     snprintf(
         want, sizeof want,
         "{\"failed_at\":\"2023-11-14T22:13:20.000Z\",\"message\":\"unknown\",\"errtype\":\"E\","
@@ -423,15 +426,15 @@ START_TEST(test_failures)
                      "-ERR Job not found job-0001\r\n");
 
     /* back in its queue at next_at; then its reservation runs out */
-    clock_on(j->due_ms - now_ms);
-    ck_assert_int_eq(j->state, FJOB_ENQUEUED);
+    clock_on(fjobs_due(fs, j) - now_ms);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_ENQUEUED);
     ck_assert_str_eq(strstr(feed(&a, "FETCH default\r\n"), "\"failure\":{\"failed_at\"") != NULL
                          ? "found"
                          : "missing",
                      "found");
     clock_on(1800 * 1000);
-    ck_assert_int_eq(j->state, FJOB_RETRY);
-    job = json_loadb(j->text, j->text_len, 0, NULL);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_RETRY);
+    job = json_loadb(j->payload, j->payload_len, 0, NULL);
     fail = json_object_get(job, "failure");
     ck_assert_str_eq(json_string_value(json_object_get(fail, "errtype")), "ReservationExpired");
     ck_assert_str_eq(json_string_value(json_object_get(fail, "message")),
@@ -442,13 +445,13 @@ START_TEST(test_failures)
     ck_assert_str_eq(json_string_value(json_object_get(fail, "failed_at")),
                      "2023-11-14T22:13:20.000Z");
     json_decref(job);
-    ck_assert_uint_eq(core->fjobs->stats.failures, 2);
+    ck_assert_uint_eq(fs->stats.failures, 2);
 
     /* out of retries: dead */
-    clock_on(j->due_ms - now_ms);
+    clock_on(fjobs_due(fs, j) - now_ms);
     feed(&a, "FETCH\r\n");
     ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0001\",\"message\":\"m\"}\r\n"), "+OK\r\n");
-    ck_assert_int_eq(j->state, FJOB_DEAD);
+    ck_assert_int_eq(fjobs_state(fs, j), FJOB_DEAD);
     ck_assert_ptr_null(strstr(job_text("job-0001"), "next_at"));
 
     /* retry 0: dropped at the first failure */
@@ -457,7 +460,7 @@ START_TEST(test_failures)
         "+OK\r\n");
     feed(&a, "FETCH\r\n");
     ck_assert_str_eq(feed(&a, "FAIL {\"jid\":\"job-0002\"}\r\n"), "+OK\r\n");
-    ck_assert_ptr_null(fjobs_find(core, "job-0002", 8));
+    ck_assert_ptr_null(fjobs_find(fs, "job-0002", 8));
     client_close(&a);
 }
 END_TEST
@@ -485,7 +488,7 @@ START_TEST(test_job_errors)
                               "[18446744073709551616],\"enqueued_at\":\"x\"}\r\n"),
                      "-ERR a job with enqueued_at or failure must not hold integers beyond 64 "
                      "bits\r\n");
-    ck_assert_uint_eq(registry_count(core->fjobs->jobs), 0);
+    ck_assert_uint_eq(registry_count(core->space[fs->space].jobs), 0);
     /* without enqueued_at the same job is taken, its big integer kept */
     ck_assert_str_eq(feed(&a, "PUSH {\"jid\":\"job-0001\",\"jobtype\":\"t\",\"args\":"
                               "[18446744073709551616]}\r\n"),
