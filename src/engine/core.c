@@ -368,8 +368,6 @@ core_count(struct core *c, const struct job *j, int delta)
 {
     struct core_space *sp = core_space_of(c, j);
     *core_bucket(&sp->stats, j) += (uint64_t)(int64_t)delta;
-    if (j->place == JOB_IN_SCHEDULED && j->state == JOB_PENDING)
-        sp->stats.retrying += (uint64_t)(int64_t)delta;
     if (j->place == JOB_NOWHERE && j->state != JOB_LEASED)
         *core_queue_bucket(sp, j) += (uint32_t)delta;
 }
@@ -523,6 +521,7 @@ core_job_detach(struct core *c, struct job *j)
         struct job_ext *x = backoff ? core_job_ext(c, j) : NULL;
         if (x != NULL && x->retry_at != 0) { /* its backoff is over */
             x->retry_at = 0;
+            core_space_of(c, j)->stats.retrying--;
             core_ext_trim(c, j);
         }
     } else if (j->state == JOB_LEASED) {
@@ -660,6 +659,7 @@ core_job_backoff(struct core *c, struct job *j, int64_t at_ms)
     core_ext_need(c, j)->retry_at = at_ms;
     queue_push_scheduled(core_job_queue(c, j), j);
     core_count(c, j, 1);
+    core_space_of(c, j)->stats.retrying++;
     core_job_arm(c, j);
 }
 

@@ -119,7 +119,7 @@ struct core_stats {
     uint64_t waiting;                                     /* for prerequisites */
     uint64_t evicted;  /* jobs expired by TTL before their result */
     uint64_t parked;   /* waiting clients: leases and results */
-    uint64_t retrying; /* of the scheduled: PENDING, waiting out a retry's time */
+    uint64_t retrying; /* of the scheduled: waiting out a retry's time (retry_at) */
 };
 
 /* Counters of transitions since start (replay's transitions are not
