@@ -66,8 +66,8 @@ const uint8_t (*core_job_copies(const struct core *c, const struct job *j, size_
  * id and the worker's name) goes to each named worker present on its name,
  * and the original waits (WAITING) until each copy has its result or is
  * gone, then COMPLETED with no result of its own.  A job of another space
- * than the ids' (s->key) has neither prerequisites nor copies, and is not
- * logged (its space's front-end is to give it its records). */
+ * than the ids' (s->key) has neither prerequisites nor copies, and the
+ * core logs nothing of it: its space's owner does. */
 enum core_status core_add(struct core *c, const struct job_spec *s, uint64_t now_ms);
 
 /* core_add of a job read back from the command log: never refused for
