@@ -181,7 +181,10 @@ core_add_job(struct core *c, const struct job_spec *s, uint64_t now_ms, bool lim
         }
     }
     if (s->nafter > 0 && core_deps_wait(c, j, s->after, s->nafter)) {
-        core_job_arm(c, j);
+        /* failed at once for a failed prerequisite, it may have gone
+         * already (into a dead set that keeps none) */
+        if ((j = core_find(c, s->id)) != NULL)
+            core_job_arm(c, j);
         return CORE_OK;
     }
     if (s->broadcast) {
@@ -397,7 +400,7 @@ core_finish_at(struct core *c, struct job *j, bool success, const char *data, si
             if (j->state == JOB_LEASED) {
                 core_job_detach(c, j);
                 core_job_place(c, j, JOB_PENDING, now_ms);
-            } else {
+            } else if (j->state != JOB_WAITING) { /* a waiting job waits on */
                 j->state = JOB_PENDING;
             }
             return CORE_OK;

@@ -129,9 +129,10 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
             r->after.n / JOBID_LEN <= CORE_MAX_AFTER) {
             core_job_detach(c, j);
             if (core_deps_wait(c, j, (const uint8_t(*)[JOBID_LEN])r->after.p,
-                               r->after.n / JOBID_LEN))
-                core_job_arm(c, j);
-            else
+                               r->after.n / JOBID_LEN)) {
+                if ((j = core_find(c, r->id)) != NULL) /* see core_add_job */
+                    core_job_arm(c, j);
+            } else
                 core_job_place(c, j, JOB_NEW, now_ms);
         }
         break;

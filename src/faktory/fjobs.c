@@ -459,9 +459,12 @@ fjobs_replay_push(struct fjobs *fs, const struct cmdlog_rec *r, uint64_t now_ms)
         .text = r->payload.p,
         .text_len = r->payload.n,
     };
-    bool later = r->timed && r->time_ms > r->at_ms && (uint64_t)r->time_ms > now_ms;
+    /* scheduled when it was pushed: it waits for its time, even one passed
+     * meanwhile, to enter its queue as it would have, after the jobs
+     * pushed before that time */
+    bool later = r->timed && r->time_ms > r->at_ms;
     struct job_spec js = fjobs_spec(fs, &s, later);
-    if (core_restore(fs->core, &js, now_ms) != CORE_OK)
+    if (core_restore(fs->core, &js, later ? (uint64_t)WQ_MAX(r->at_ms, 0) : now_ms) != CORE_OK)
         wq_panic(__FILE__, __LINE__, "out of memory replaying a job");
     struct job *j = fjobs_find(fs, r->jid.p, r->jid.n);
     if (!later)

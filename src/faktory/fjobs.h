@@ -140,8 +140,8 @@ const struct job *fjobs_queue_head(const struct fjobs *fs, struct wq_str name);
  * job has this jid. */
 enum core_status fjobs_ack(struct fjobs *fs, const char *jid, size_t len);
 
-/* j (working, or in a set) goes to the retries set until at_ms, with
- * text as its new text. */
+/* j (working; at replay, in any set) goes to the retries set until
+ * at_ms, with text as its new text. */
 void fjobs_retry(struct fjobs *fs, struct job *j, const char *text, size_t len, uint64_t at_ms);
 /* j goes to the dead set (text NULL: keeps its text); the oldest dead jobs
  * beyond the bound go. */

@@ -294,6 +294,31 @@ START_TEST(test_persist_kill)
 }
 END_TEST
 
+/* A fail of a job waiting for its prerequisites, with fails left, is
+ * counted and the job waits on; with -dead-max 0 a dependent failed at
+ * once by its prerequisite is gone at once. */
+START_TEST(test_waiting_fail)
+{
+    struct systest_server s;
+    systest_start(&s, "-dead-max", "0", NULL);
+    int fd = systest_connect(&s);
+    systest_add(fd, id4(1), "p", "pre");
+    systest_add_full(fd, id4(2), "q", TTR, TTL, "dep", f("-after=%s -max-fails=3", id4(1)));
+    fail_job(fd, id4(2), "early", OK);
+    struct systest_job w = job_with(id4(2), "q", "dep", 3, false, false);
+    w.state = 5; /* waiting */
+    w.fails = 1;
+    systest_expect_inspect_job(fd, &w);
+    systest_roundtrip(fd, f("delete %s\r\n", id4(2)), OK);
+    fail_job(fd, id4(1), "no", OK);
+    systest_add_full(fd, id4(3), "q", TTR, TTL, "late", f("-after=%s -dead=1", id4(1)));
+    systest_roundtrip(fd, f("inspect job %s\r\n", id4(3)), NF);
+    systest_roundtrip(fd, "inspect dead-jobs 0 10\r\n", "+OK 0\r\n");
+    close(fd);
+    systest_stop(&s);
+}
+END_TEST
+
 static Suite *
 retry_suite(void)
 {

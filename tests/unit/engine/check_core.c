@@ -2529,6 +2529,38 @@ START_TEST(test_key_spaces_life)
 }
 END_TEST
 
+/* A fail of a job still waiting for its prerequisites, with fails left:
+ * counted, and the job waits on (it was never leased); and a dependent
+ * failed at once by a failed prerequisite, with a dead set that keeps
+ * none, is gone before its add returns. */
+START_TEST(test_waiting_fail_and_dead_none)
+{
+    struct core *c = core_fixture();
+    add(c, 1, "q", 0, 0);
+    struct job_spec s = spec(2, "q");
+    s.max_fails = 3;
+    s.after = (const uint8_t(*)[JOBID_LEN])find(c, 1)->id;
+    s.nafter = 1;
+    add_spec(c, &s, 0);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_WAITING);
+    ck_assert_int_eq(finish(c, 2, false, "early", 0), CORE_OK);
+    ck_assert_uint_eq(find(c, 2)->state, JOB_WAITING);
+    ck_assert_uint_eq(find(c, 2)->fails, 1);
+    ck_assert_int_eq(del(c, 2), CORE_OK);
+
+    core_set_dead_limits(c, JOB_SPACE_IDS, 1000, 0);
+    ck_assert_int_eq(finish(c, 1, false, "p", 0), CORE_OK);
+    s = spec(3, "q");
+    s.dead = true;
+    s.after = (const uint8_t(*)[JOBID_LEN])find(c, 1)->id;
+    s.nafter = 1;
+    ck_assert_int_eq(core_add(c, &s, 0), CORE_OK);
+    check_core(c);
+    ck_assert_ptr_null(find(c, 3));
+    core_done(c);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -2571,6 +2603,7 @@ core_suite(void)
         {"retry_policy_replays", test_retry_policy_replays},
         {"key_spaces_apart", test_key_spaces_apart},
         {"key_spaces_life", test_key_spaces_life},
+        {"waiting_fail_and_dead_none", test_waiting_fail_and_dead_none},
     };
     return unit_suite("core", cases, WQ_ARRAY_LEN(cases));
 }

@@ -417,6 +417,28 @@ START_TEST(test_replay)
 }
 END_TEST
 
+/* A job scheduled when pushed enters its queue after the jobs pushed
+ * before its time, also when its time passed while the server was down. */
+START_TEST(test_replay_scheduled_order)
+{
+    ck_assert_int_eq(push("sched-01", "a", 5, (int64_t)NOW + 1000), CORE_OK);
+    core_advance(core, NOW + 10);
+    ck_assert_int_eq(push("plain-01", "a", 5, 0), CORE_OK);
+    struct fjobs *rf;
+    struct core *c = replayed(NOW + 5000, &rf);
+    struct core *keep = core;
+    struct fjobs *keep_fs = fs;
+    core = c;
+    fs = rf;
+    ck_assert_str_eq(fetch("a"), "plain-01");
+    ck_assert_str_eq(fetch("a"), "sched-01");
+    core = keep;
+    fs = keep_fs;
+    core_free(c);
+    fjobs_free(rf);
+}
+END_TEST
+
 /* Every Faktory code encodes and decodes to the same fields; cleaning
  * keys records by jid. */
 START_TEST(test_codec)
@@ -494,6 +516,7 @@ fjobs_suite(void)
         {"sets", test_sets},
         {"clear_and_flush", test_clear_and_flush},
         {"replay", test_replay},
+        {"replay_scheduled_order", test_replay_scheduled_order},
         {"codec", test_codec},
     };
     return unit_suite_fixture("fjobs", cases, WQ_ARRAY_LEN(cases), setup, teardown);
