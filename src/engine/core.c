@@ -619,7 +619,7 @@ core_job_destroy(struct core *c, struct job *j)
 
 /* The TTR of leased j ran out: retry it, or fail it if out of attempts. */
 void
-core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
+core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms, int64_t ended_ms)
 {
     if (j->flags & JOB_F_RUN) {
         struct waiter *rw = core_run_waiter(c, j);
@@ -637,7 +637,7 @@ core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms)
     }
     if (j->max_attempts > 0 && j->attempts >= j->max_attempts) {
         core_job_settle(c, j, JOB_FAILED, NULL, 0);
-        core_job_die(c, j, (int64_t)now_ms);
+        core_job_die(c, j, ended_ms);
         return;
     }
     sp->totals.retried++;
@@ -837,7 +837,7 @@ core_job_timer(struct wheel_entry *e, uint64_t slot_ms, void *arg)
         return;
     }
     if (j->state == JOB_LEASED) { /* not expired: the TTR has ended */
-        core_job_ttr_expired(c, j, now_ms);
+        core_job_ttr_expired(c, j, now_ms, (int64_t)now_ms);
         return;
     }
     if (now_ms >= core_dead_end(c, j)) { /* out of the dead set by age */

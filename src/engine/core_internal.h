@@ -29,8 +29,9 @@ void core_lease_job(struct core *c, struct job *j, uint64_t now_ms, struct worke
 /* Detached j (NEW or PENDING) is ready: leased at once to the first parked
  * leaser that may take it, else into its ready heap. */
 void core_make_ready(struct core *c, struct job *j, uint64_t now_ms);
-/* j's TTR ran out: fail it or put it back. */
-void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms);
+/* j's TTR ran out (at ended_ms: a death's time): fail it or put it back
+ * as of now_ms. */
+void core_job_ttr_expired(struct core *c, struct job *j, uint64_t now_ms, int64_t ended_ms);
 /* Give j its result and final state, and wake its waiters. */
 void core_job_settle(struct core *c, struct job *j, enum job_state state, char *result,
                      uint32_t result_len);

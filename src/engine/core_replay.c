@@ -74,7 +74,7 @@ core_replay(struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
         break;
     case CMDLOG_TIMEOUT_ATTEMPT:
         if (j != NULL && j->state == JOB_LEASED)
-            core_job_ttr_expired(c, j, now_ms);
+            core_job_ttr_expired(c, j, now_ms, r->at_ms); /* it died then */
         break;
     case CMDLOG_COMPLETE:
     case CMDLOG_FAIL:

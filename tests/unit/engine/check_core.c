@@ -2340,17 +2340,25 @@ START_TEST(test_retry_policy_replays)
     ck_assert_int_eq(revive(c, 3, 1002), CORE_OK);
     ck_assert_int_eq(finish(c, 4, false, "a", 1002), CORE_OK);
     ck_assert_int_eq(finish(c, 4, false, "b", 1002), CORE_OK); /* failed, not dead */
+    /* dead by its one attempt's TTR end, at 1102 */
+    struct job_spec t = spec(5, "t");
+    t.ttr = 100;
+    t.max_attempts = 1;
+    t.dead = true;
+    add_spec(c, &t, 1002);
+    ck_assert_uint_eq(lease_now(c, "t", 1002), 5);
+    advance(c, 1102);
 
-    struct core *r = core_new(1002);
+    struct core *r = core_new(5000); /* restarted later */
     size_t at = 0;
     while (at < buf.len) {
         struct cmdlog_rec rec;
         size_t used;
         ck_assert_int_eq(cmdlog_rec_decode(buf.p + at, buf.len - at, &rec, &used), CMDLOG_REC_OK);
-        core_replay(r, &rec, 1002);
+        core_replay(r, &rec, 5000);
         at += used;
     }
-    for (uint32_t n = 1; n <= 4; n++) {
+    for (uint32_t n = 1; n <= 5; n++) {
         const struct job *a = find(c, n), *b = find(r, n);
         ck_assert(a->state == b->state && a->place == b->place && a->flags == b->flags &&
                   a->fails == b->fails && a->attempts == b->attempts);
@@ -2359,8 +2367,9 @@ START_TEST(test_retry_policy_replays)
     }
     ck_assert(retry_at(r, 1) > 0);
     ck_assert_int_eq(core_job_died(r, find(r, 2)), 1000);
+    ck_assert_int_eq(core_job_died(r, find(r, 5)), 1102);
     ck_assert_uint_eq(find(r, 2)->state, JOB_FAILED);
-    ck_assert_uint_eq(core_ids(r)->dead.count, 1);
+    ck_assert_uint_eq(core_ids(r)->dead.count, 2);
     ck_assert_uint_eq(find(r, 3)->state, JOB_PENDING);
     check_core(r);
     core_free(r);
