@@ -491,6 +491,19 @@ core_make_ready(struct core *c, struct job *j, uint64_t now_ms)
 /* Hand the jobs of the listed queues to their parked leasers, first job to
  * first leaser.  A queue with parked leasers had no ready job before it was
  * listed, so what it hands out is exactly what the wheel made ready. */
+/* Hand q's ready jobs to the leases parked on it, first to first. */
+static void
+core_queue_hand_out(struct core *c, struct queue *q)
+{
+    struct park_node *node;
+    struct job *j;
+    while ((node = core_target_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
+        core_job_detach(c, j);
+        core_lease_job(c, j, c->now_ms, node->waiter->who);
+        core_waiter_finish(c, node->waiter, WAITER_GOT, j);
+    }
+}
+
 static void
 core_dispatch(struct core *c)
 {
@@ -499,13 +512,7 @@ core_dispatch(struct core *c)
         c->dispatch = q->dispatch_next;
         q->dispatch_next = NULL;
         q->dispatch_queued = false;
-        struct park_node *node;
-        struct job *j;
-        while ((node = core_target_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
-            core_job_detach(c, j);
-            core_lease_job(c, j, c->now_ms, node->waiter->who);
-            core_waiter_finish(c, node->waiter, WAITER_GOT, j);
-        }
+        core_queue_hand_out(c, q);
         queue_table_unref(&c->space[q->space].queues, q);
     }
 }
@@ -782,8 +789,7 @@ core_space_queue(const struct core *c, uint8_t space, const char *name, size_t l
 }
 
 void
-core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused,
-                 uint64_t now_ms)
+core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused)
 {
     struct core_space *sp = &c->space[space];
     struct queue *q = registry_find(sp->queues.by_name, name, len);
@@ -795,13 +801,7 @@ core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bo
         return;
     }
     q->paused = false;
-    struct park_node *node;
-    struct job *j;
-    while ((node = queue_first_parked(q)) != NULL && (j = queue_peek_ready(q)) != NULL) {
-        core_job_detach(c, j);
-        core_lease_job(c, j, now_ms, node->waiter->who);
-        core_waiter_finish(c, node->waiter, WAITER_GOT, j);
-    }
+    core_queue_hand_out(c, q);
     queue_table_unref(&sp->queues, q);
 }
 

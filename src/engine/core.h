@@ -183,8 +183,7 @@ struct queue *core_space_queue(const struct core *c, uint8_t space, const char *
  * paused queue keeps its jobs, and leases, parked ones too, pass it by;
  * it exists while paused.  A resume hands its ready jobs to the leases
  * parked on it. */
-void core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused,
-                      uint64_t now_ms);
+void core_queue_pause(struct core *c, uint8_t space, const char *name, size_t len, bool paused);
 
 /* For the owner of a space (the core decides these for the ids' jobs):
  * j goes to wait until at_ms, PENDING in its queue's scheduled heap, and

@@ -323,7 +323,7 @@ fjobs_pause(struct fjobs *fs, struct wq_str name, bool paused)
     if (q == NULL || q->paused == paused)
         return;
     fjobs_record_queue(fs, paused ? CMDLOG_F_PAUSE : CMDLOG_F_RESUME, name);
-    core_queue_pause(fs->core, fs->space, name.p, name.n, paused, fs->core->now_ms);
+    core_queue_pause(fs->core, fs->space, name.p, name.n, paused);
 }
 
 void
@@ -518,7 +518,7 @@ fjobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now
     case CMDLOG_F_PAUSE:
     case CMDLOG_F_RESUME:
         if (r->name.n > 0 && r->name.n <= FJOB_MAX_QUEUE)
-            core_queue_pause(c, fs->space, r->name.p, r->name.n, r->code == CMDLOG_F_PAUSE, now_ms);
+            core_queue_pause(c, fs->space, r->name.p, r->name.n, r->code == CMDLOG_F_PAUSE);
         break;
     default:
         break;
