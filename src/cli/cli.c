@@ -377,6 +377,10 @@ cli_execute(struct cli *c, const struct cli_cmd *cmd)
 static sigjmp_buf cli_prompt_jmp;
 static volatile sig_atomic_t cli_at_prompt;
 #endif
+#ifdef HAVE_LIBEDIT
+static sigjmp_buf cli_getc_jmp;
+static volatile sig_atomic_t cli_in_getc;
+#endif
 
 static void
 cli_on_sigint(int sig)
@@ -389,7 +393,35 @@ cli_on_sigint(int sig)
         siglongjmp(cli_prompt_jmp, 1);
     }
 #endif
+#ifdef HAVE_LIBEDIT
+    if (cli_in_getc) {
+        cli_in_getc = 0;
+        siglongjmp(cli_getc_jmp, 1);
+    }
+#endif
 }
+
+#ifdef HAVE_LIBEDIT
+/* libedit's key reader.  A Ctrl-C that lands between two keys (after the
+ * editor's handler ran, before its read(2) began, or after the terminal
+ * flushed the keys poll saw) would leave its read blocked until the next
+ * key: here one before the read is seen by the check, and one during it
+ * jumps out of it.  -1 (end of input) ends readline. */
+static int
+cli_getc(FILE *in)
+{
+    if (sigsetjmp(cli_getc_jmp, 1) != 0)
+        return -1;
+    cli_in_getc = 1;
+    unsigned char c;
+    ssize_t n;
+    do
+        n = cli_sigint ? -1 : read(fileno(in), &c, 1);
+    while (n < 0 && errno == EINTR && !cli_sigint);
+    cli_in_getc = 0;
+    return n == 1 ? c : -1;
+}
+#endif
 
 /* The next line: from the line editor on a terminal, else from stdin with
  * its line end removed.  NULL at the end of input, or after Ctrl-C at the
@@ -636,6 +668,9 @@ cli_interactive(struct cli *c)
 #ifdef CLI_LINE_EDITING
     cli_session = c;
     rl_attempted_completion_function = cli_complete;
+#ifdef HAVE_LIBEDIT
+    rl_getc_function = cli_getc; /* before the editor starts: it reads this once */
+#endif
     /* Words are separated by spaces alone: "-priority=" is one word. */
     rl_basic_word_break_characters = (char *)" \t";
     rl_completer_word_break_characters = (char *)" \t";

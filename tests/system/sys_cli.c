@@ -900,6 +900,25 @@ START_TEST(test_tty_interrupt)
 }
 END_TEST
 
+/* A Ctrl-C typed right behind other keys ends the session at once, wherever
+ * it lands in the editor's reading of them (it once waited for the next
+ * key).  The race is narrow: twenty tries. */
+START_TEST(test_tty_interrupt_typing)
+{
+    systest_start_srv();
+    const char *prompt = f("workq %s> ", srv_addr());
+    for (int i = 0; i < 20; i++) {
+        struct tty t;
+        tty_start(&t, "/nonexistent/home", srv_addr());
+        tty_prompt(&t, prompt);
+        tty_type(&t, "lease x");
+        tty_type(&t, "\x03");
+        ck_assert_int_eq(tty_wait(&t), 0);
+    }
+    systest_stop_srv();
+}
+END_TEST
+
 /* Tab completes commands, subjects and flags, and queue names from the
  * server, which it asks on a connection of its own, never waiting long. */
 START_TEST(test_tty_complete)
@@ -1021,7 +1040,7 @@ cli_suite(void)
           test_help_version, test_addr, test_bad_server, test_long_wait, test_password, NULL}},
         {"script", {test_script, test_reconnect, test_resend, NULL}},
         {"listeners", {test_other_listeners, NULL}},
-        {"tty", {test_tty, test_tty_interrupt, test_tty_complete, NULL}},
+        {"tty", {test_tty, test_tty_interrupt, test_tty_interrupt_typing, test_tty_complete, NULL}},
     };
     return systest_suite("cli", groups, sizeof groups / sizeof groups[0]);
 }
