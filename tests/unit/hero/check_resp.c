@@ -143,8 +143,8 @@ START_TEST(test_errors)
     ck_assert_uint_eq(p.argv[0].n, 1048576);
     free(big);
     /* lines too long to wait for */
-    char *line = malloc(RESP_MAX_INLINE + 2);
-    memset(line, 'a', RESP_MAX_INLINE + 1);
+    char *line = malloc(RESP_MAX_INLINE + 8);
+    memset(line, 'a', RESP_MAX_INLINE + 8);
     ck_assert_int_eq(resp_parse(&p, line, RESP_MAX_INLINE, &used, &err), RESP_MORE);
     ck_assert_int_eq(resp_parse(&p, line, RESP_MAX_INLINE + 1, &used, &err), RESP_ERROR);
     ck_assert_str_eq(err, "Protocol error: too big inline request");
