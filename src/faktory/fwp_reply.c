@@ -9,22 +9,13 @@
 #include <string.h>
 
 #include "net/reply.h"
+#include "net/resp_reply.h"
 
 void
 fwp_error(struct reply *out, const char *text)
 {
     /* a line protocol: a client's text quoted in an error must not end it */
-    reply_str(out, "-ERR ");
-    for (const char *p = text; *p != '\0';) {
-        size_t n = strcspn(p, "\r\n");
-        reply_bytes(out, p, n);
-        p += n;
-        if (*p != '\0') {
-            reply_bytes(out, " ", 1);
-            p++;
-        }
-    }
-    reply_bytes(out, "\r\n", 2);
+    resp_reply_error(out, "ERR", text);
 }
 
 void
@@ -41,17 +32,13 @@ fwp_errorf(struct reply *out, const char *fmt, ...)
 void
 fwp_ok(struct reply *out)
 {
-    reply_bytes(out, "+OK\r\n", 5);
+    resp_reply_ok(out);
 }
 
 void
 fwp_bulk(struct reply *out, const char *s, size_t n)
 {
-    char head[32];
-    int h = snprintf(head, sizeof head, "$%zu\r\n", n);
-    reply_bytes(out, head, (size_t)h);
-    reply_bytes(out, s, n);
-    reply_bytes(out, "\r\n", 2);
+    resp_reply_bulk(out, s, n);
 }
 
 void
