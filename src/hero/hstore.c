@@ -1,0 +1,423 @@
+/* hstore.c - Hero's keys as Redis keeps them (hstore.h): a registry of
+ * keys by their bytes, a treap of them in scan order, a wheel of their
+ * expiries; hashes as arrays of fields in the order first set, indexed by
+ * name once they grow; lists as rings of values. */
+#include "lib/wq.h"
+#include "hero/hstore.h"
+
+#include <string.h>
+
+#include "lib/alloc.h"
+#include "lib/payload.h"
+#include "lib/registry.h"
+
+/* A hash of more fields than this finds them through an index. */
+#define HHASH_LINEAR 8
+
+/* What -max-memory counts: a key (its struct, bytes, registry slot), a
+ * field (struct, name, array slot, index share), a list slot. */
+#define HKEY_BYTES(n)   (sizeof(struct hkey) + (n) + 16)
+#define HFIELD_BYTES(n) (sizeof(struct hfield) + (n) + 16)
+#define HSLOT_BYTES     sizeof(struct hval)
+
+struct hstore {
+    struct registry *keys;
+    struct ostree order;
+    struct wheel wheel;
+    uint64_t *bytes;
+    hstore_expired_fn expired;
+    void *arg;
+};
+
+static void
+hkey_key(const void *elem, const void **key, size_t *len)
+{
+    const struct hkey *k = elem;
+    *key = k->key;
+    *len = k->len;
+}
+
+static void
+hfield_key(const void *elem, const void **key, size_t *len)
+{
+    const struct hfield *f = elem;
+    *key = f->name;
+    *len = f->len;
+}
+
+/* Scan order: the hash of the bytes, then the bytes. */
+static int
+hkey_cmp(const struct ostree_node *a, const struct ostree_node *b)
+{
+    const struct hkey *x = WQ_CONTAINER_OF(a, const struct hkey, order);
+    const struct hkey *y = WQ_CONTAINER_OF(b, const struct hkey, order);
+    if (x->scan != y->scan)
+        return x->scan < y->scan ? -1 : 1;
+    int c = memcmp(x->key, y->key, WQ_MIN(x->len, y->len));
+    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static uint64_t
+hkey_deadline(const struct wheel_entry *e, void *arg)
+{
+    (void)arg;
+    return WQ_CONTAINER_OF(e, const struct hkey, expiry)->expire_ms;
+}
+
+static void
+hkey_fire(struct wheel_entry *e, uint64_t now_ms, void *arg)
+{
+    (void)now_ms;
+    struct hstore *s = arg;
+    struct hkey *k = WQ_CONTAINER_OF(e, struct hkey, expiry);
+    if (s->expired != NULL)
+        s->expired(k, s->arg);
+    hstore_delete(s, k);
+}
+
+struct hstore *
+hstore_new(uint64_t now_ms, uint64_t *bytes, hstore_expired_fn expired, void *arg)
+{
+    struct hstore *s = wq_calloc(1, sizeof *s);
+    s->keys = registry_new(hkey_key);
+    ostree_init(&s->order, hkey_cmp);
+    wheel_init(&s->wheel, now_ms, hkey_deadline, hkey_fire, s);
+    s->bytes = bytes;
+    s->expired = expired;
+    s->arg = arg;
+    return s;
+}
+
+void
+hstore_free(struct hstore *s)
+{
+    if (s == NULL)
+        return;
+    /* deleting while walking the registry would move its slots: take the
+     * keys in scan order instead */
+    for (struct ostree_node *n = ostree_min_any(&s->order); n != NULL;
+         n = ostree_min_any(&s->order))
+        hstore_delete(s, WQ_CONTAINER_OF(n, struct hkey, order));
+    registry_free(s->keys);
+    wq_free(s);
+}
+
+size_t
+hstore_count(const struct hstore *s)
+{
+    return registry_count(s->keys);
+}
+
+uint64_t
+hstore_bytes(const struct hstore *s)
+{
+    return *s->bytes;
+}
+
+struct hkey *
+hstore_find(struct hstore *s, const char *k, size_t n, uint64_t now_ms)
+{
+    struct hkey *key = registry_find(s->keys, k, n);
+    if (key != NULL && key->expire_ms != 0 && key->expire_ms <= now_ms) {
+        wheel_cancel(&s->wheel, &key->expiry);
+        if (s->expired != NULL)
+            s->expired(key, s->arg);
+        hstore_delete(s, key);
+        return NULL;
+    }
+    return key;
+}
+
+struct hkey *
+hstore_create(struct hstore *s, const char *k, size_t n, enum hkey_type type)
+{
+    struct hkey *key = wq_calloc(1, sizeof *key + n);
+    memcpy(key->key, k, n);
+    key->len = (uint32_t)n;
+    key->type = (uint8_t)type;
+    static const uint8_t zero[16];
+    key->scan = registry_siphash(zero, k, n) | 1;
+    wheel_entry_init(&key->expiry);
+    registry_insert(s->keys, key);
+    ostree_insert(&s->order, &key->order);
+    *s->bytes += HKEY_BYTES(n);
+    return key;
+}
+
+static void
+hval_free(struct hval *v)
+{
+    payload_free(v->p, v->len);
+    v->p = NULL;
+    v->len = 0;
+}
+
+void
+hstore_val_free(struct hval v)
+{
+    hval_free(&v);
+}
+
+/* A value holding a copy of p[0..n): 0, or -1 when memory is exhausted. */
+static int
+hval_set(struct hval *v, const char *p, size_t n)
+{
+    char *copy = NULL;
+    if (n > 0 && (copy = payload_new(p, n)) == NULL)
+        return -1;
+    v->p = copy;
+    v->len = (uint32_t)n;
+    return 0;
+}
+
+void
+hstore_delete(struct hstore *s, struct hkey *k)
+{
+    wheel_cancel(&s->wheel, &k->expiry);
+    registry_remove(s->keys, k->key, k->len);
+    ostree_remove(&s->order, &k->order);
+    uint64_t freed = HKEY_BYTES(k->len);
+    if (k->type == HKEY_HASH) {
+        for (uint32_t i = 0; i < k->u.hash.n; i++) {
+            struct hfield *f = k->u.hash.fields[i];
+            freed += HFIELD_BYTES(f->len) + f->value.len;
+            hval_free(&f->value);
+            wq_free(f);
+        }
+        registry_free(k->u.hash.index);
+        wq_free(k->u.hash.fields);
+    } else {
+        for (uint32_t i = 0; i < k->u.list.n; i++) {
+            struct hval *v = (struct hval *)hlst_at(k, i);
+            freed += HSLOT_BYTES + v->len;
+            hval_free(v);
+        }
+        wq_free(k->u.list.ring);
+    }
+    *s->bytes -= freed;
+    wq_free(k);
+}
+
+void
+hstore_set_expiry(struct hstore *s, struct hkey *k, uint64_t at_ms)
+{
+    k->expire_ms = at_ms;
+    if (at_ms == 0)
+        wheel_cancel(&s->wheel, &k->expiry);
+    else
+        wheel_add(&s->wheel, &k->expiry, at_ms);
+}
+
+void
+hstore_advance(struct hstore *s, uint64_t now_ms)
+{
+    wheel_advance(&s->wheel, now_ms);
+}
+
+uint64_t
+hstore_next_event(const struct hstore *s)
+{
+    return wheel_next_event(&s->wheel);
+}
+
+struct hkey *
+hstore_scan(const struct hstore *s, uint64_t cursor)
+{
+    struct hkey probe = {.scan = cursor};
+    struct ostree_node *n = ostree_lower_bound(&s->order, &probe.order);
+    return n != NULL ? WQ_CONTAINER_OF(n, struct hkey, order) : NULL;
+}
+
+struct hkey *
+hstore_scan_next(const struct hkey *k)
+{
+    struct ostree_node *n = ostree_next_any(&k->order);
+    return n != NULL ? WQ_CONTAINER_OF(n, struct hkey, order) : NULL;
+}
+
+/* Hashes */
+
+/* The index of field f in hash k, or k's length. */
+static uint32_t
+hhash_find(const struct hkey *k, const char *f, size_t n)
+{
+    struct hfield *const *fields = k->u.hash.fields;
+    if (k->u.hash.index != NULL) {
+        const struct hfield *hit = registry_find(k->u.hash.index, f, n);
+        if (hit == NULL)
+            return k->u.hash.n;
+        uint32_t i = 0;
+        while (fields[i] != hit)
+            i++;
+        return i;
+    }
+    for (uint32_t i = 0; i < k->u.hash.n; i++)
+        if (fields[i]->len == n && memcmp(fields[i]->name, f, n) == 0)
+            return i;
+    return k->u.hash.n;
+}
+
+const struct hval *
+hhash_get(const struct hkey *k, const char *f, size_t n)
+{
+    if (k->u.hash.index != NULL) {
+        const struct hfield *hit = registry_find(k->u.hash.index, f, n);
+        return hit != NULL ? &hit->value : NULL;
+    }
+    uint32_t i = hhash_find(k, f, n);
+    return i < k->u.hash.n ? &k->u.hash.fields[i]->value : NULL;
+}
+
+int
+hhash_set(struct hstore *s, struct hkey *k, const char *f, size_t n, const char *v, size_t vn)
+{
+    struct hval nv;
+    if (hval_set(&nv, v, vn) != 0)
+        return -1;
+    const struct hval *old = hhash_get(k, f, n);
+    if (old != NULL) {
+        struct hfield *hit = WQ_CONTAINER_OF(old, struct hfield, value);
+        *s->bytes += vn;
+        *s->bytes -= hit->value.len;
+        hval_free(&hit->value);
+        hit->value = nv;
+        return 0;
+    }
+    if (k->u.hash.n == k->u.hash.cap) {
+        uint32_t cap = k->u.hash.cap ? k->u.hash.cap * 2 : 4;
+        k->u.hash.fields = wq_realloc(k->u.hash.fields, cap * sizeof *k->u.hash.fields);
+        k->u.hash.cap = cap;
+    }
+    struct hfield *field = wq_malloc(sizeof *field + n);
+    memcpy(field->name, f, n);
+    field->len = (uint32_t)n;
+    field->value = nv;
+    k->u.hash.fields[k->u.hash.n++] = field;
+    if (k->u.hash.index != NULL) {
+        registry_insert(k->u.hash.index, field);
+    } else if (k->u.hash.n > HHASH_LINEAR) {
+        k->u.hash.index = registry_new(hfield_key);
+        for (uint32_t i = 0; i < k->u.hash.n; i++)
+            registry_insert(k->u.hash.index, k->u.hash.fields[i]);
+    }
+    *s->bytes += HFIELD_BYTES(n) + vn;
+    return 1;
+}
+
+bool
+hhash_del(struct hstore *s, struct hkey *k, const char *f, size_t n)
+{
+    uint32_t i = hhash_find(k, f, n);
+    if (i == k->u.hash.n)
+        return false;
+    struct hfield *field = k->u.hash.fields[i];
+    if (k->u.hash.index != NULL)
+        registry_remove(k->u.hash.index, field->name, field->len);
+    memmove(&k->u.hash.fields[i], &k->u.hash.fields[i + 1],
+            (k->u.hash.n - i - 1) * sizeof *k->u.hash.fields);
+    k->u.hash.n--;
+    *s->bytes -= HFIELD_BYTES(field->len) + field->value.len;
+    hval_free(&field->value);
+    wq_free(field);
+    return true;
+}
+
+/* Lists */
+
+/* Room for one more value in k's ring (a power of two). */
+static void
+hlst_grow(struct hkey *k)
+{
+    if (k->u.list.n < k->u.list.cap)
+        return;
+    uint32_t cap = k->u.list.cap ? k->u.list.cap * 2 : 4;
+    struct hval *ring = wq_malloc(cap * sizeof *ring);
+    for (uint32_t i = 0; i < k->u.list.n; i++)
+        ring[i] = *hlst_at(k, i);
+    wq_free(k->u.list.ring);
+    k->u.list.ring = ring;
+    k->u.list.head = 0;
+    k->u.list.cap = cap;
+}
+
+int
+hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t n)
+{
+    struct hval nv;
+    if (hval_set(&nv, v, n) != 0)
+        return -1;
+    hlst_grow(k);
+    uint32_t mask = k->u.list.cap - 1;
+    if (left) {
+        k->u.list.head = (k->u.list.head - 1) & mask;
+        k->u.list.ring[k->u.list.head] = nv;
+    } else {
+        k->u.list.ring[(k->u.list.head + k->u.list.n) & mask] = nv;
+    }
+    k->u.list.n++;
+    *s->bytes += HSLOT_BYTES + n;
+    return 0;
+}
+
+struct hval
+hlst_pop(struct hstore *s, struct hkey *k, bool left)
+{
+    uint32_t mask = k->u.list.cap - 1;
+    struct hval v;
+    if (left) {
+        v = k->u.list.ring[k->u.list.head];
+        k->u.list.head = (k->u.list.head + 1) & mask;
+    } else {
+        v = k->u.list.ring[(k->u.list.head + k->u.list.n - 1) & mask];
+    }
+    k->u.list.n--;
+    *s->bytes -= HSLOT_BYTES + v.len;
+    return v;
+}
+
+/* Remove the values at the indexes where keep[i] is false, keeping the
+ * order of the rest. */
+static void
+hlst_compact(struct hstore *s, struct hkey *k, const bool *keep)
+{
+    uint32_t out = 0, n = k->u.list.n;
+    for (uint32_t i = 0; i < n; i++) {
+        struct hval *v = (struct hval *)hlst_at(k, i);
+        if (keep[i]) {
+            *(struct hval *)hlst_at(k, out++) = *v;
+        } else {
+            *s->bytes -= HSLOT_BYTES + v->len;
+            hval_free(v);
+        }
+    }
+    k->u.list.n = out;
+}
+
+uint32_t
+hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t n)
+{
+    uint32_t len = k->u.list.n, removed = 0;
+    uint64_t limit = count == 0 ? UINT64_MAX : count > 0 ? (uint64_t)count : (uint64_t)-count;
+    bool *keep = wq_malloc(len ? len : 1);
+    for (uint32_t j = 0; j < len; j++) {
+        uint32_t i = count < 0 ? len - 1 - j : j;
+        const struct hval *x = hlst_at(k, i);
+        keep[i] = removed == limit || x->len != n || (n > 0 && memcmp(x->p, v, n) != 0);
+        removed += !keep[i];
+    }
+    if (removed > 0)
+        hlst_compact(s, k, keep);
+    wq_free(keep);
+    return removed;
+}
+
+void
+hlst_trim(struct hstore *s, struct hkey *k, uint32_t start, uint32_t stop)
+{
+    uint32_t len = k->u.list.n;
+    bool *keep = wq_malloc(len ? len : 1);
+    for (uint32_t i = 0; i < len; i++)
+        keep[i] = i >= start && i <= stop;
+    hlst_compact(s, k, keep);
+    wq_free(keep);
+}

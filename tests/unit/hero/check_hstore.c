@@ -1,0 +1,271 @@
+/* check_hstore.c - unit tests for src/hero/hstore.c: hashes in the order
+ * their fields were first set (small and indexed), lists against a model
+ * under random pushes, pops, removals and trims, expiry (found late, or
+ * fired by the wheel), stable scan cursors, and the byte count back to 0
+ * once every key is gone. */
+#include "lib/wq.h"
+#include "hero/hstore.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng.h"
+#include "unit.h"
+
+static uint64_t bytes;
+static struct hstore *s;
+static int expired;
+
+static void
+on_expired(struct hkey *k, void *arg)
+{
+    (void)k;
+    (void)arg;
+    expired++;
+}
+
+static void
+setup(void)
+{
+    bytes = 0;
+    expired = 0;
+    s = hstore_new(1000, &bytes, on_expired, NULL);
+}
+
+static void
+teardown(void)
+{
+    hstore_free(s);
+    ck_assert_uint_eq(bytes, 0);
+}
+
+static struct hkey *
+key(const char *name, enum hkey_type type)
+{
+    struct hkey *k = hstore_find(s, name, strlen(name), 1000);
+    return k != NULL ? k : hstore_create(s, name, strlen(name), type);
+}
+
+static bool
+val_is(const struct hval *v, const char *text)
+{
+    return v != NULL && v->len == strlen(text) && (v->len == 0 || memcmp(v->p, text, v->len) == 0);
+}
+
+START_TEST(test_hash)
+{
+    struct hkey *k = key("hero:job:1", HKEY_HASH);
+    ck_assert_int_eq(hhash_set(s, k, "status", 6, "dispatched", 10), 1);
+    ck_assert_int_eq(hhash_set(s, k, "id", 2, "1", 1), 1);
+    ck_assert_int_eq(hhash_set(s, k, "empty", 5, "", 0), 1);
+    ck_assert_int_eq(hhash_set(s, k, "status", 6, "started", 7), 0);
+    ck_assert_uint_eq(hhash_len(k), 3);
+    ck_assert(val_is(hhash_get(k, "status", 6), "started"));
+    ck_assert(val_is(hhash_get(k, "empty", 5), ""));
+    ck_assert_ptr_null(hhash_get(k, "nope", 4));
+    /* insertion order, a replaced value keeping its place */
+    ck_assert_str_eq(hhash_at(k, 0)->name, "status");
+    ck_assert_uint_eq(hhash_at(k, 1)->len, 2);
+    ck_assert(!hhash_del(s, k, "nope", 4));
+    ck_assert(hhash_del(s, k, "status", 6));
+    ck_assert_uint_eq(hhash_len(k), 2);
+    ck_assert(val_is(&hhash_at(k, 0)->value, "1"));
+    /* past the linear search: an index, the order kept */
+    char name[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        ck_assert_int_eq(hhash_set(s, k, name, strlen(name), name, strlen(name)), 1);
+    }
+    ck_assert_int_eq(hhash_set(s, k, "f7", 2, "seven", 5), 0);
+    ck_assert(val_is(hhash_get(k, "f7", 2), "seven"));
+    ck_assert(hhash_del(s, k, "f50", 3));
+    ck_assert_ptr_null(hhash_get(k, "f50", 3));
+    ck_assert(val_is(hhash_get(k, "f99", 3), "f99"));
+    ck_assert_uint_eq(hhash_len(k), 101);
+    ck_assert(val_is(&hhash_at(k, 2)->value, "f0"));
+    ck_assert(val_is(&hhash_at(k, 100)->value, "f99"));
+    ck_assert_uint_gt(bytes, 0);
+}
+END_TEST
+
+/* The model: a plain array of small integers, pushed as their decimal
+ * text. */
+struct model {
+    int v[4096];
+    int n;
+};
+
+static void
+model_check(const struct model *m, const struct hkey *k)
+{
+    ck_assert_uint_eq(hlst_len(k), (uint32_t)m->n);
+    for (int i = 0; i < m->n; i++) {
+        char text[16];
+        snprintf(text, sizeof text, "%d", m->v[i]);
+        ck_assert_msg(val_is(hlst_at(k, (uint32_t)i), text), "index %d", i);
+    }
+}
+
+START_TEST(test_list_model)
+{
+    rng_seed(7);
+    struct model m = {.n = 0};
+    struct hkey *k = key("hero:work_queue:w", HKEY_LIST);
+    for (int op = 0; op < 20000; op++) {
+        int x = (int)rng_below(20);
+        char text[16];
+        snprintf(text, sizeof text, "%d", x);
+        switch (rng_below(8)) {
+        case 0:
+        case 1: /* LPUSH */
+            if (m.n == 4096)
+                break;
+            memmove(m.v + 1, m.v, (size_t)m.n * sizeof m.v[0]);
+            m.v[0] = x;
+            m.n++;
+            ck_assert_int_eq(hlst_push(s, k, true, text, strlen(text)), 0);
+            break;
+        case 2:
+        case 3: /* RPUSH */
+            if (m.n == 4096)
+                break;
+            m.v[m.n++] = x;
+            ck_assert_int_eq(hlst_push(s, k, false, text, strlen(text)), 0);
+            break;
+        case 4: { /* LPOP or RPOP */
+            if (m.n == 0)
+                break;
+            bool left = rng_below(2) == 0;
+            int want = left ? m.v[0] : m.v[m.n - 1];
+            if (left)
+                memmove(m.v, m.v + 1, (size_t)(m.n - 1) * sizeof m.v[0]);
+            m.n--;
+            struct hval v = hlst_pop(s, k, left);
+            snprintf(text, sizeof text, "%d", want);
+            ck_assert(val_is(&v, text));
+            hstore_val_free(v);
+            break;
+        }
+        case 5: { /* LREM count x */
+            int64_t count = (int64_t)rng_below(5) - 2;
+            uint64_t limit = count == 0 ? UINT64_MAX : (uint64_t)(count < 0 ? -count : count);
+            bool gone[4096] = {false};
+            uint32_t want = 0;
+            for (int j = 0; j < m.n && want < limit; j++) {
+                int i = count < 0 ? m.n - 1 - j : j;
+                if (m.v[i] == x) {
+                    gone[i] = true;
+                    want++;
+                }
+            }
+            int out = 0;
+            for (int i = 0; i < m.n; i++)
+                if (!gone[i])
+                    m.v[out++] = m.v[i];
+            m.n = out;
+            ck_assert_uint_eq(hlst_rem(s, k, count, text, strlen(text)), want);
+            break;
+        }
+        case 6: /* LTRIM of a few at either end, now and then */
+            if (m.n > 40 && rng_below(10) == 0) {
+                uint32_t start = (uint32_t)rng_below(5);
+                uint32_t stop = (uint32_t)m.n - 1 - (uint32_t)rng_below(5);
+                memmove(m.v, m.v + start, (stop - start + 1) * sizeof m.v[0]);
+                m.n = (int)(stop - start + 1);
+                hlst_trim(s, k, start, stop);
+            }
+            break;
+        default:
+            model_check(&m, k);
+            break;
+        }
+    }
+    model_check(&m, k);
+}
+END_TEST
+
+START_TEST(test_expiry)
+{
+    struct hkey *k = key("hero:a", HKEY_LIST);
+    ck_assert_int_eq(hlst_push(s, k, true, "x", 1), 0);
+    hstore_set_expiry(s, k, 1500);
+    key("hero:b", HKEY_HASH);
+    struct hkey *c = key("hero:c", HKEY_HASH);
+    ck_assert_int_eq(hhash_set(s, c, "f", 1, "v", 1), 1);
+    hstore_set_expiry(s, c, 1200);
+    hstore_set_expiry(s, c, 0); /* persisted */
+    ck_assert_uint_le(hstore_next_event(s), 1500);
+    /* found after its time: gone, and reported */
+    ck_assert_ptr_nonnull(hstore_find(s, "hero:a", 6, 1499));
+    ck_assert_ptr_null(hstore_find(s, "hero:a", 6, 1500));
+    ck_assert_int_eq(expired, 1);
+    /* or fired by the wheel */
+    k = key("hero:d", HKEY_LIST);
+    ck_assert_int_eq(hlst_push(s, k, true, "y", 1), 0);
+    hstore_set_expiry(s, k, 3000);
+    hstore_advance(s, 2999);
+    ck_assert_uint_eq(hstore_count(s), 3);
+    hstore_advance(s, 3000);
+    ck_assert_int_eq(expired, 2);
+    ck_assert_uint_eq(hstore_count(s), 2);
+    ck_assert_uint_eq(hstore_next_event(s), WHEEL_NEVER);
+}
+END_TEST
+
+/* A scan resumed from a cursor finds every key that was there all along,
+ * once, while keys come and go between its steps. */
+START_TEST(test_scan)
+{
+    enum { N = 500 };
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "hero:k%d", i);
+        key(name, HKEY_HASH);
+    }
+    int seen[N] = {0};
+    uint64_t cursor = 0;
+    int steps = 0, extra = 0;
+    do {
+        struct hkey *k = hstore_scan(s, cursor);
+        for (int i = 0; i < 7 && k != NULL; i++, k = hstore_scan_next(k)) {
+            char text[32] = "";
+            int n;
+            memcpy(text, k->key, WQ_MIN(k->len, sizeof text - 1));
+            if (sscanf(text, "hero:k%d", &n) == 1)
+                seen[n]++;
+        }
+        cursor = k != NULL ? hstore_cursor(k) : 0;
+        /* churn: new keys, and the ones of the extra range deleted */
+        snprintf(name, sizeof name, "hero:x%d", extra++);
+        key(name, HKEY_LIST);
+        if (extra % 2 == 0) {
+            snprintf(name, sizeof name, "hero:x%d", extra - 2);
+            hstore_delete(s, hstore_find(s, name, strlen(name), 1000));
+        }
+        steps++;
+    } while (cursor != 0);
+    for (int i = 0; i < N; i++)
+        ck_assert_int_eq(seen[i], 1);
+    ck_assert_int_ge(steps, N / 7);
+}
+END_TEST
+
+static Suite *
+hstore_suite(void)
+{
+    const struct unit_case cases[] = {
+        {"hash", test_hash},
+        {"list_model", test_list_model},
+        {"expiry", test_expiry},
+        {"scan", test_scan},
+    };
+    return unit_suite_fixture("hstore", cases, WQ_ARRAY_LEN(cases), setup, teardown);
+}
+
+int
+main(void)
+{
+    return unit_run(hstore_suite(), NULL);
+}
