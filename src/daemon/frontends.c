@@ -8,6 +8,7 @@
 
 #include "daemon/options.h"
 #include "faktory/fwp_frontend.h"
+#include "hero/hero_frontend.h"
 #include "http/metrics_frontend.h"
 #include "net/frontend.h"
 #include "workq/cmd_frontend.h"
@@ -35,6 +36,17 @@ faktory_open(const struct frontend_env *env, const struct options *o, void **fe)
     return *fe == NULL ? EX_CONFIG : 0;
 }
 
+/* Only with addresses (-hero-listen). */
+static int
+hero_open(const struct frontend_env *env, const struct options *o, void **fe)
+{
+    *fe = NULL;
+    if (o->hero_listen.n == 0)
+        return 0;
+    *fe = hero_frontend_open(env, o->hero_password_file);
+    return *fe == NULL ? EX_CONFIG : 0;
+}
+
 /* Only with addresses (-metrics-listen). */
 static int
 metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
@@ -49,6 +61,7 @@ metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
 const struct frontend_row frontend_rows[] = {
     {NULL, &cmd_frontend_ops, offsetof(struct options, listen), workq_open},
     {"faktory", &fwp_frontend_ops, offsetof(struct options, faktory_listen), faktory_open},
+    {"hero", &hero_frontend_ops, offsetof(struct options, hero_listen), hero_open},
     {"metrics", &metrics_frontend_ops, offsetof(struct options, metrics_listen), metrics_open},
 };
 const size_t frontend_nrows = WQ_ARRAY_LEN(frontend_rows);

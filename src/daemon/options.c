@@ -90,6 +90,16 @@ static const struct opt_def opt_defs[] = {
      "the length of a second of Faktory's retry backoff\n(for tests: 10 makes retries 100 "
      "times sooner)",
      NULL},
+    {"hero-listen", 0, OPT_LISTEN, AT(hero_listen), 0, 0, NULL,
+     "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
+     "also serve the Hero Dispatcher's Redis protocol there,\non keys under hero: (default: off; "
+     "6379 is Redis's port)",
+     NULL},
+    {"hero-password-file", 0, OPT_PATH, AT(hero_password_file), 0, 0, NULL,
+     "(expected a file name)", "FILE",
+     "Hero clients must AUTH with this password (its first\nline) before other commands "
+     "(default: off)",
+     NULL},
     {"dead-ttl", 0, OPT_DURATION, AT(dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
      "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
      "how long a Workq job out of retries (add -dead=1)\nstays in the dead set (180 days)", NULL},
@@ -697,7 +707,8 @@ options_pass(struct options *opts, int argc, char **argv, bool apply, const char
 static int
 options_check(const struct options *o)
 {
-    const struct listen_set *sets[] = {&o->listen, &o->faktory_listen, &o->metrics_listen};
+    const struct listen_set *sets[] = {&o->listen, &o->faktory_listen, &o->hero_listen,
+                                       &o->metrics_listen};
     bool tls = false;
     for (size_t i = 0; i < WQ_ARRAY_LEN(sets); i++)
         for (size_t j = 0; j < sets[i]->n; j++)

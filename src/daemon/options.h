@@ -24,6 +24,8 @@ struct options {
     uint64_t faktory_dead_ttl_ms;      /* how long a dead job stays */
     uint64_t faktory_dead_max;         /* at most this many dead jobs */
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
+    struct listen_set hero_listen;     /* the Hero Dispatcher's RESP (n 0: off) */
+    const char *hero_password_file;    /* Hero clients must AUTH; NULL: off */
     uint64_t dead_ttl_ms;              /* Workq's dead set: how long a job stays */
     uint64_t dead_max;                 /* and how many stay */
     uint64_t backoff_unit_ms;          /* a second of Workq's retry backoff */

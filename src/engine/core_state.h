@@ -205,10 +205,11 @@ struct core {
     uint64_t next_seq;
     uint64_t lease_stamp;
     uint64_t rng;
-    uint64_t now_ms;    /* the time of the last core_advance */
-    uint64_t bytes;     /* held by jobs, as core_job_bytes counts (queues: their tables') */
-    uint64_t io_bytes;  /* held for clients: input being parsed, unsent replies (the server's) */
-    uint64_t max_bytes; /* refuse new jobs beyond this; 0: no limit */
+    uint64_t now_ms;     /* the time of the last core_advance */
+    uint64_t bytes;      /* held by jobs, as core_job_bytes counts (queues: their tables') */
+    uint64_t io_bytes;   /* held for clients: input being parsed, unsent replies (the server's) */
+    uint64_t data_bytes; /* held by a front-end's plain data (Hero's keys) */
+    uint64_t max_bytes;  /* refuse new jobs beyond this; 0: no limit */
     uint64_t backoff_unit_ms; /* a second of the backoff (tests shorten it) */
 };
 
@@ -254,15 +255,15 @@ core_job_bytes(size_t payload_len)
     return sizeof(struct job) + CORE_JOB_INDEX_BYTES + payload_len;
 }
 
-/* What jobs, queues and the clients' buffers hold, as -max-memory counts
- * it. */
+/* What jobs, queues, a front-end's plain data and the clients' buffers
+ * hold, as -max-memory counts it. */
 static inline uint64_t
 core_memory(const struct core *c)
 {
     uint64_t queues = 0;
     for (size_t i = 0; i < JOB_SPACES; i++)
         queues += c->space[i].queues.bytes;
-    return c->bytes + queues + c->io_bytes;
+    return c->bytes + queues + c->io_bytes + c->data_bytes;
 }
 
 /* j's key space. */

@@ -108,6 +108,12 @@ hstore_count(const struct hstore *s)
     return registry_count(s->keys);
 }
 
+size_t
+hstore_expiring(const struct hstore *s)
+{
+    return wheel_count(&s->wheel);
+}
+
 uint64_t
 hstore_bytes(const struct hstore *s)
 {

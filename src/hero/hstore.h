@@ -64,8 +64,10 @@ struct hstore *hstore_new(uint64_t now_ms, uint64_t *bytes, hstore_expired_fn ex
 /* Free every key. */
 void hstore_free(struct hstore *s);
 
-/* Keys that exist (expired ones not yet removed count until then). */
+/* Keys that exist (expired ones not yet removed count until then), and
+ * those of them with an expiry time. */
 size_t hstore_count(const struct hstore *s);
+size_t hstore_expiring(const struct hstore *s);
 /* The key k[0..n), or NULL; one whose time has come by now_ms is expired
  * first (reported, deleted) and not found. */
 struct hkey *hstore_find(struct hstore *s, const char *k, size_t n, uint64_t now_ms);

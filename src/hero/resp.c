@@ -87,6 +87,7 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
             *err = "Protocol error: too big mbulk count string";
             return RESP_ERROR;
         }
+        *used = len + 1;
         return RESP_MORE;
     }
     int64_t count;
@@ -101,8 +102,10 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
     }
     p->argc = 0;
     for (int64_t i = 0; i < count; i++) {
-        if (at == len)
+        if (at == len) {
+            *used = len + 1;
             return RESP_MORE;
+        }
         if (in[at] != '$') {
             snprintf(p->err, sizeof p->err, "Protocol error: expected '$', got '%c'", in[at]);
             *err = p->err;
@@ -113,6 +116,7 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
                 *err = "Protocol error: too big bulk count string";
                 return RESP_ERROR;
             }
+            *used = len + 1;
             return RESP_MORE;
         }
         int64_t blen;
@@ -121,8 +125,10 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
             return RESP_ERROR;
         }
         at += n + 2;
-        if (len - at < (size_t)blen + 2)
+        if (len - at < (size_t)blen + 2) {
+            *used = at + (size_t)blen + 2;
             return RESP_MORE;
+        }
         resp_args_room(p, p->argc + 1);
         p->argv[p->argc++] = (struct wq_str){in + at, (size_t)blen};
         at += (size_t)blen + 2; /* the CRLF after the bytes is not checked, as by Redis */
@@ -233,6 +239,7 @@ resp_inline(struct resp_parser *p, const char *in, size_t len, size_t *used, con
             *err = "Protocol error: too big inline request";
             return RESP_ERROR;
         }
+        *used = len + 1;
         return RESP_MORE;
     }
     size_t n = (size_t)(lf - in);
@@ -251,8 +258,10 @@ resp_parse(struct resp_parser *p, const char *in, size_t len, size_t *used, cons
 {
     *used = 0;
     p->argc = 0;
-    if (len == 0)
+    if (len == 0) {
+        *used = 1;
         return RESP_MORE;
+    }
     if (in[0] == '*')
         return resp_multibulk(p, in, len, used, err);
     return resp_inline(p, in, len, used, err);

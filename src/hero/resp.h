@@ -35,7 +35,9 @@ void resp_parser_free(struct resp_parser *p);
 
 /* Read one request from in[0..len).  RESP_OK: *used bytes make it, and
  * p->argv[0..p->argc) are its arguments (valid until the next call and
- * while in is; a bulk points into in).  RESP_MORE: nothing used.
+ * while in is; a bulk points into in).  RESP_MORE: nothing used, and
+ * *used is the length the input must reach before it is worth reading
+ * again (more than len: to the end of a line, or of a bulk).
  * RESP_EMPTY: skip *used bytes.  RESP_ERROR: *err is the text of Redis's
  * protocol error. */
 enum resp_status resp_parse(struct resp_parser *p, const char *in, size_t len, size_t *used,

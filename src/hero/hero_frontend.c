@@ -1,0 +1,100 @@
+/* hero_frontend.c - the Hero Dispatcher's row of the server's front-end
+ * table (hero_frontend.h). */
+#include "lib/wq.h"
+#include "hero/hero_frontend.h"
+
+#include <openssl/crypto.h>
+#include <string.h>
+
+#include "engine/core.h"
+#include "hero/hero.h"
+#include "hero/hstore.h"
+#include "lib/alloc.h"
+#include "lib/stats_text.h"
+#include "net/conn.h"
+#include "net/frontend.h"
+#include "net/password_file.h"
+#include "net/tls.h"
+
+/* The longest inline request or count line, Redis's. */
+#define HERO_MAX_LINE (64u * 1024)
+
+struct hero_frontend {
+    struct hero_ctx ctx;
+    struct conn_service plain, tls;
+};
+
+static void
+hero_frontend_close(void *arg)
+{
+    struct hero_frontend *fe = arg;
+    hero_ctx_close(&fe->ctx);
+    hstore_free(fe->ctx.store);
+    OPENSSL_cleanse(fe->ctx.password, sizeof fe->ctx.password);
+    wq_free(fe);
+}
+
+void *
+hero_frontend_open(const struct frontend_env *env, const char *password_file)
+{
+    struct hero_frontend *fe = wq_calloc(1, sizeof *fe);
+    fe->ctx = (struct hero_ctx){
+        .core = env->core,
+        .auth_guard = env->auth_guard,
+        .max_bulk = env->max_payload,
+        .now_ms = env->now_ms,
+        .readonly = env->readonly,
+        .clients = env->clients,
+        .started_ms = env->started_ms,
+        .base = env->base,
+        .hooks = env->hooks,
+    };
+    fe->ctx.store = hstore_new(env->started_ms, &env->core->data_bytes, NULL, NULL);
+    hero_ctx_init(&fe->ctx);
+    if (password_file != NULL) {
+        char line[4096];
+        if (password_file_read(password_file, "Hero", line, sizeof line) != 0) {
+            hero_frontend_close(fe);
+            return NULL;
+        }
+        hero_password_digest(line, strlen(line), fe->ctx.password);
+        fe->ctx.has_password = true;
+        OPENSSL_cleanse(line, sizeof line);
+    }
+    /* a request is read whole: its count lines, and a bulk up to
+     * -max-payload */
+    fe->plain = (struct conn_service){
+        .proto = &hero_protocol,
+        .ctx = &fe->ctx,
+        .pull_min = HERO_MAX_LINE + 2,
+        .max_request = HERO_MAX_LINE + env->max_payload + 64,
+    };
+    tls_service(&fe->tls, &fe->plain, env->tls);
+    return fe;
+}
+
+static const struct conn_service *
+hero_frontend_service(void *arg, bool tls)
+{
+    struct hero_frontend *fe = arg;
+    return tls ? &fe->tls : &fe->plain;
+}
+
+/* The Hero keys' series. */
+static void
+hero_frontend_stats(void *arg, struct stats_out *o)
+{
+    struct hero_frontend *fe = arg;
+    stats_counter(o, "workq_hero_commands", NULL, "Hero (RESP) commands handled.",
+                  fe->ctx.commands);
+    stats_gauge(o, "workq_hero_keys", NULL, "Hero keys (hashes and lists).",
+                hstore_count(fe->ctx.store));
+    stats_gauge(o, "workq_hero_blocked_clients", NULL, "Hero clients waiting in BLPOP or BRPOP.",
+                fe->ctx.nblocked);
+}
+
+const struct frontend_ops hero_frontend_ops = {
+    .service = hero_frontend_service,
+    .stats = hero_frontend_stats,
+    .close = hero_frontend_close,
+};

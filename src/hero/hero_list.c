@@ -1,0 +1,453 @@
+/* hero_list.c - the list commands, as Redis 7 answers them: LPUSH, RPUSH,
+ * LPOP, RPOP (with a count), LLEN, LRANGE, LINDEX, LREM, LTRIM, and the
+ * blocking pops BLPOP and BRPOP.  A client blocked on keys waits in each
+ * key's line; a push serves the lines' first clients, first come first
+ * served, once the pushing command is done (so its reply counts what it
+ * pushed). */
+#include "lib/wq.h"
+#include "hero/hero.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hero/hstore.h"
+#include "lib/alloc.h"
+#include "lib/registry.h"
+#include "net/conn.h"
+#include "net/reply.h"
+#include "net/resp_reply.h"
+
+#define HERO_OOM "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+
+/* The clients blocked on one key, first come first. */
+struct hero_line {
+    struct list waiters; /* struct hero_wait.link */
+    uint32_t len;
+    char key[];
+};
+
+/* A blocked client's place in one key's line. */
+struct hero_wait {
+    struct list link;
+    struct hero_line *line;
+    struct hero_block *block;
+};
+
+/* A blocked BLPOP or BRPOP. */
+struct hero_block {
+    struct hero_ctx *h;
+    struct hero_conn *st;
+    struct reply *out;
+    struct event *timer; /* NULL: it waits for ever */
+    bool left;
+    size_t n;
+    struct hero_wait w[];
+};
+
+static void
+hero_line_key(const void *elem, const void **key, size_t *len)
+{
+    const struct hero_line *l = elem;
+    *key = l->key;
+    *len = l->len;
+}
+
+/* The list at argv[i], or NULL when there is none or it is not a list
+ * (answered). */
+static struct hkey *
+hero_list(struct hero_call *c, size_t i, bool *wrong)
+{
+    return hero_key(c, &c->argv[i], HKEY_LIST, wrong);
+}
+
+/* Take b out of every line it waits in and free it. */
+static void
+hero_block_free(struct hero_ctx *h, struct hero_block *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct hero_line *l = b->w[i].line;
+        list_unlink(&b->w[i].link);
+        if (list_empty(&l->waiters)) {
+            registry_remove(h->blocked, l->key, l->len);
+            wq_free(l);
+        }
+    }
+    if (b->timer != NULL)
+        event_free(b->timer);
+    b->st->block = NULL;
+    wq_free(b);
+}
+
+void
+hero_block_cancel(struct hero_ctx *h, struct hero_block *b)
+{
+    hero_block_free(h, b);
+    h->nblocked--;
+}
+
+size_t
+hero_blocked_count(const struct hero_ctx *h)
+{
+    return h->nblocked;
+}
+
+void
+hero_blocked_free(struct hero_ctx *h)
+{
+    registry_free(h->blocked); /* its clients are gone: their lines with them */
+    h->blocked = NULL;
+}
+
+/* Answer a pop: the key and the value, which is then freed. */
+static void
+hero_reply_popped(struct reply *out, const struct hkey *k, struct hval v)
+{
+    resp_reply_array(out, 2);
+    resp_reply_bulk(out, k->key, k->len);
+    hero_reply_val(out, v.p, v.len);
+    hstore_val_free(v);
+}
+
+/* k was pushed to: its blocked clients take what it holds, first come
+ * first served; an emptied key goes. */
+static void
+hero_serve(struct hero_call *c, struct hkey *k)
+{
+    struct hero_ctx *h = c->h;
+    struct hero_line *l;
+    while (hlst_len(k) > 0 && h->blocked != NULL &&
+           (l = registry_find(h->blocked, k->key, k->len)) != NULL) {
+        struct hero_block *b = list_item(l->waiters.next, struct hero_wait, link)->block;
+        struct reply *out = b->out;
+        hero_reply_popped(out, k, hlst_pop(h->store, k, b->left));
+        hero_block_free(h, b);
+        h->nblocked--;
+        reply_wake(out);
+    }
+    hero_key_drop_empty(c, k);
+}
+
+/* LPUSH and RPUSH key value...: the list's length. */
+static void
+hero_push(struct hero_call *c, bool left)
+{
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    if (k == NULL)
+        k = hstore_create(c->h->store, c->argv[1].p, c->argv[1].n, HKEY_LIST);
+    for (size_t i = 2; i < c->argc; i++) {
+        if (hlst_push(c->h->store, k, left, c->argv[i].p, c->argv[i].n) != 0) {
+            reply_str(c->out, HERO_OOM);
+            hero_serve(c, k);
+            return;
+        }
+    }
+    resp_reply_integer(c->out, hlst_len(k));
+    hero_serve(c, k);
+}
+
+void
+hero_cmd_lpush(struct hero_call *c)
+{
+    hero_push(c, true);
+}
+
+void
+hero_cmd_rpush(struct hero_call *c)
+{
+    hero_push(c, false);
+}
+
+/* LPOP and RPOP key [count]. */
+static void
+hero_pop(struct hero_call *c, bool left)
+{
+    int64_t count = 1;
+    if (c->argc > 3) {
+        hero_err_arity(c->out, left ? "lpop" : "rpop");
+        return;
+    }
+    if (c->argc == 3) {
+        if (!hero_parse_i64(&c->argv[2], &count) || count < 0) {
+            hero_err(c->out, "value is out of range, must be positive");
+            return;
+        }
+    }
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    if (k == NULL) {
+        if (c->argc == 3)
+            resp_reply_null_array(c->out);
+        else
+            resp_reply_null(c->out);
+        return;
+    }
+    if (c->argc == 2) {
+        struct hval v = hlst_pop(c->h->store, k, left);
+        hero_reply_val(c->out, v.p, v.len);
+        hstore_val_free(v);
+    } else {
+        uint64_t n = WQ_MIN((uint64_t)count, hlst_len(k));
+        resp_reply_array(c->out, n);
+        for (uint64_t i = 0; i < n; i++) {
+            struct hval v = hlst_pop(c->h->store, k, left);
+            hero_reply_val(c->out, v.p, v.len);
+            hstore_val_free(v);
+        }
+    }
+    hero_key_drop_empty(c, k);
+}
+
+void
+hero_cmd_lpop(struct hero_call *c)
+{
+    hero_pop(c, true);
+}
+
+void
+hero_cmd_rpop(struct hero_call *c)
+{
+    hero_pop(c, false);
+}
+
+/* A blocking pop's timeout, in seconds (a decimal), into *ms (0: for
+ * ever); false when it is not one (answered). */
+static bool
+hero_timeout(struct hero_call *c, const struct wq_str *a, uint64_t *ms)
+{
+    char text[64];
+    if (a->n == 0 || a->n >= sizeof text || a->p[0] == ' ' || a->p[0] == '\t') {
+        hero_err(c->out, "timeout is not a float or out of range");
+        return false;
+    }
+    memcpy(text, a->p, a->n);
+    text[a->n] = '\0';
+    char *end;
+    errno = 0;
+    long double s = strtold(text, &end);
+    if (*end != '\0' || errno == ERANGE || isnan(s)) {
+        hero_err(c->out, "timeout is not a float or out of range");
+        return false;
+    }
+    if (s < 0) {
+        hero_err(c->out, "timeout is negative");
+        return false;
+    }
+    long double t = ceill(s * 1000);
+    if (t > (long double)(INT64_MAX - c->now_ms)) {
+        hero_err(c->out, "timeout is out of range");
+        return false;
+    }
+    *ms = (uint64_t)t;
+    return true;
+}
+
+/* A blocked pop's time ran out: no array. */
+static void
+hero_block_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct hero_block *b = arg;
+    struct hero_ctx *h = b->h;
+    h->hooks->begin(h->hooks->arg);
+    struct reply *out = b->out;
+    resp_reply_null_array(out);
+    hero_block_free(h, b);
+    h->nblocked--;
+    reply_wake(out);
+    h->hooks->end(h->hooks->arg);
+}
+
+/* Wait in the line of every key of argv[1..argc-1) for ms (0: ever). */
+static void
+hero_block(struct hero_call *c, bool left, uint64_t ms)
+{
+    struct hero_ctx *h = c->h;
+    size_t n = c->argc - 2;
+    struct hero_block *b = wq_calloc(1, sizeof *b + n * sizeof b->w[0]);
+    *b = (struct hero_block){.h = h, .st = c->st, .out = c->out, .left = left};
+    if (h->blocked == NULL)
+        h->blocked = registry_new(hero_line_key);
+    for (size_t i = 0; i < n; i++) {
+        const struct wq_str *k = &c->argv[1 + i];
+        struct hero_line *l = registry_find(h->blocked, k->p, k->n);
+        if (l == NULL) {
+            l = wq_malloc(sizeof *l + k->n);
+            list_init(&l->waiters);
+            l->len = (uint32_t)k->n;
+            memcpy(l->key, k->p, k->n);
+            registry_insert(h->blocked, l);
+        } else {
+            /* a key named twice waits once */
+            bool again = false;
+            for (size_t j = 0; j < b->n && !again; j++)
+                again = b->w[j].line == l;
+            if (again)
+                continue;
+        }
+        b->w[b->n] = (struct hero_wait){.line = l, .block = b};
+        list_push_back(&l->waiters, &b->w[b->n].link);
+        b->n++;
+    }
+    if (ms > 0 && h->base != NULL) {
+        b->timer = event_new(h->base, -1, 0, hero_block_timeout, b);
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+        event_add(b->timer, &tv);
+    }
+    c->st->block = b;
+    h->nblocked++;
+    reply_park(c->out, b);
+}
+
+/* BLPOP and BRPOP key... timeout: the first non-empty list's head or
+ * tail, or wait for one. */
+static void
+hero_bpop(struct hero_call *c, bool left)
+{
+    uint64_t ms;
+    if (!hero_timeout(c, &c->argv[c->argc - 1], &ms))
+        return;
+    for (size_t i = 1; i + 1 < c->argc; i++) {
+        bool wrong;
+        struct hkey *k = hero_list(c, i, &wrong);
+        if (wrong)
+            return;
+        if (k != NULL && hlst_len(k) > 0) {
+            hero_reply_popped(c->out, k, hlst_pop(c->h->store, k, left));
+            hero_key_drop_empty(c, k);
+            return;
+        }
+    }
+    hero_block(c, left, ms);
+}
+
+void
+hero_cmd_blpop(struct hero_call *c)
+{
+    hero_bpop(c, true);
+}
+
+void
+hero_cmd_brpop(struct hero_call *c)
+{
+    hero_bpop(c, false);
+}
+
+void
+hero_cmd_llen(struct hero_call *c)
+{
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (!wrong)
+        resp_reply_integer(c->out, k != NULL ? hlst_len(k) : 0);
+}
+
+/* Redis's index: negative from the end. */
+static int64_t
+hero_index(int64_t i, uint32_t len)
+{
+    return i < 0 ? (int64_t)len + i : i;
+}
+
+void
+hero_cmd_lrange(struct hero_call *c)
+{
+    int64_t start, stop;
+    if (!hero_parse_i64(&c->argv[2], &start) || !hero_parse_i64(&c->argv[3], &stop)) {
+        hero_err_not_integer(c->out);
+        return;
+    }
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    uint32_t len = k != NULL ? hlst_len(k) : 0;
+    start = WQ_MAX(hero_index(start, len), 0);
+    stop = hero_index(stop, len);
+    if (stop >= (int64_t)len)
+        stop = (int64_t)len - 1;
+    if (k == NULL || start > stop || start >= (int64_t)len) {
+        resp_reply_array(c->out, 0);
+        return;
+    }
+    resp_reply_array(c->out, (size_t)(stop - start + 1));
+    for (int64_t i = start; i <= stop; i++) {
+        const struct hval *v = hlst_at(k, (uint32_t)i);
+        hero_reply_val(c->out, v->p, v->len);
+    }
+}
+
+void
+hero_cmd_lindex(struct hero_call *c)
+{
+    int64_t i;
+    if (!hero_parse_i64(&c->argv[2], &i)) {
+        hero_err_not_integer(c->out);
+        return;
+    }
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    uint32_t len = k != NULL ? hlst_len(k) : 0;
+    i = hero_index(i, len);
+    if (k == NULL || i < 0 || i >= (int64_t)len) {
+        resp_reply_null(c->out);
+        return;
+    }
+    const struct hval *v = hlst_at(k, (uint32_t)i);
+    hero_reply_val(c->out, v->p, v->len);
+}
+
+void
+hero_cmd_lrem(struct hero_call *c)
+{
+    int64_t count;
+    if (!hero_parse_i64(&c->argv[2], &count)) {
+        hero_err_not_integer(c->out);
+        return;
+    }
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    uint32_t n = k != NULL ? hlst_rem(c->h->store, k, count, c->argv[3].p, c->argv[3].n) : 0;
+    if (k != NULL)
+        hero_key_drop_empty(c, k);
+    resp_reply_integer(c->out, n);
+}
+
+void
+hero_cmd_ltrim(struct hero_call *c)
+{
+    int64_t start, stop;
+    if (!hero_parse_i64(&c->argv[2], &start) || !hero_parse_i64(&c->argv[3], &stop)) {
+        hero_err_not_integer(c->out);
+        return;
+    }
+    bool wrong;
+    struct hkey *k = hero_list(c, 1, &wrong);
+    if (wrong)
+        return;
+    if (k != NULL) {
+        uint32_t len = hlst_len(k);
+        start = WQ_MAX(hero_index(start, len), 0);
+        stop = hero_index(stop, len);
+        if (stop >= (int64_t)len)
+            stop = (int64_t)len - 1;
+        if (start > stop || start >= (int64_t)len)
+            hstore_delete(c->h->store, k);
+        else
+            hlst_trim(c->h->store, k, (uint32_t)start, (uint32_t)stop);
+    }
+    resp_reply_ok(c->out);
+}
