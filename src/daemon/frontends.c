@@ -36,14 +36,11 @@ faktory_open(const struct frontend_env *env, const struct options *o, void **fe)
     return *fe == NULL ? EX_CONFIG : 0;
 }
 
-/* Only with addresses (-hero-listen). */
+/* Open even without addresses: its keys replay from the command log. */
 static int
 hero_open(const struct frontend_env *env, const struct options *o, void **fe)
 {
-    *fe = NULL;
-    if (o->hero_listen.n == 0)
-        return 0;
-    *fe = hero_frontend_open(env, o->hero_password_file);
+    *fe = hero_frontend_open(env, o->hero_listen.n > 0, o->hero_password_file);
     return *fe == NULL ? EX_CONFIG : 0;
 }
 

@@ -29,16 +29,6 @@
 /* The idle sweep runs at most this often, however short the timeout. */
 #define SERVER_IDLE_SWEEP_MIN_MS 10
 
-void
-server_accept(struct server *srv)
-{
-    listeners_enable(srv->listeners, true);
-    for (size_t i = 0; i < frontend_nrows; i++)
-        if (srv->fe[i] != NULL && frontend_rows[i].ops->accept != NULL)
-            frontend_rows[i].ops->accept(srv->fe[i]);
-    srv->accepting = true;
-}
-
 /* Read the clock for a new batch of work and run the deadlines due by it. */
 static void
 server_begin_batch(struct server *srv)
@@ -63,6 +53,21 @@ server_update_timer(struct server *srv)
     uint64_t delay = next > now ? next - now : 0;
     struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
     evtimer_add(srv->timer, &tv);
+}
+
+void
+server_accept(struct server *srv)
+{
+    server_begin_batch(srv);
+    for (size_t i = 0; i < frontend_nrows; i++)
+        if (srv->fe[i] != NULL && frontend_rows[i].ops->replayed != NULL)
+            frontend_rows[i].ops->replayed(srv->fe[i]);
+    server_update_timer(srv);
+    listeners_enable(srv->listeners, true);
+    for (size_t i = 0; i < frontend_nrows; i++)
+        if (srv->fe[i] != NULL && frontend_rows[i].ops->accept != NULL)
+            frontend_rows[i].ops->accept(srv->fe[i]);
+    srv->accepting = true;
 }
 
 static void

@@ -193,7 +193,32 @@ void
 hero_key_drop_empty(struct hero_call *c, struct hkey *k)
 {
     if ((k->type == HKEY_HASH ? hhash_len(k) : hlst_len(k)) == 0)
-        hstore_delete(c->h->store, k);
+        hero_key_delete(c->h, k);
+}
+
+/* What k's going does to the jobs, and its records. */
+static void
+hero_key_gone(struct hero_ctx *h, struct hkey *k)
+{
+    if (k->type == HKEY_HASH)
+        hero_jobs_hash_gone(h, k);
+    else
+        for (uint32_t i = 0; i < hlst_len(k); i++)
+            hero_jobs_withdrawn(h, k, hlst_at(k, i));
+    hero_log_key_gone(h, k);
+}
+
+void
+hero_key_delete(struct hero_ctx *h, struct hkey *k)
+{
+    hero_key_gone(h, k);
+    hstore_delete(h->store, k);
+}
+
+void
+hero_key_expired(struct hkey *k, void *arg)
+{
+    hero_key_gone(arg, k);
 }
 
 /* Checks before a command */
@@ -282,6 +307,7 @@ hero_open(void *ctx, void *state, struct reply *out)
     struct hero_conn *st = state;
     resp_parser_init(&st->parser, h->max_bulk);
     st->id = ++h->next_client_id;
+    list_init(&st->held);
 }
 
 static size_t
@@ -316,8 +342,8 @@ hero_cancel(void *ctx, void *waiting)
 static void
 hero_close(void *ctx, void *state)
 {
-    (void)ctx;
     struct hero_conn *st = state;
+    hero_jobs_conn_closed(ctx, st);
     resp_parser_free(&st->parser);
     wq_free(st->name);
 }

@@ -49,6 +49,11 @@ struct hero_ctx {
     struct event_base *base;  /* NULL: no timers (unit tests) */
     const struct conn_hooks *hooks;
     struct event *expiry; /* runs the keys' expiries when due */
+    /* the jobs on the work queues (hero_jobs.c) */
+    uint8_t space;            /* the engine's key space of them */
+    struct registry *running; /* id -> struct hero_run: handed to a connection */
+    struct registry *deps;    /* prerequisite id -> the jobs waiting for it */
+    struct registry *taken;   /* replay: id -> handed out, not ended */
 };
 
 /* A connection's state. */
@@ -58,6 +63,7 @@ struct hero_conn {
     bool authed;
     char *name;               /* CLIENT SETNAME; NULL: none */
     struct hero_block *block; /* its BLPOP or BRPOP, while it waits */
+    struct list held;         /* struct hero_run: the jobs it popped, not ended */
 };
 
 /* One command being run. */
@@ -119,8 +125,29 @@ bool hero_parse_i64(const struct wq_str *a, int64_t *v);
 /* The key k names, of type (0: any), or NULL when there is none; a key of
  * another type answers WRONGTYPE and sets *wrong. */
 struct hkey *hero_key(struct hero_call *c, const struct wq_str *k, int type, bool *wrong);
-/* Delete k if its last field or element went. */
+/* Delete k if its last field or element went (logging its expiry's end). */
 void hero_key_drop_empty(struct hero_call *c, struct hkey *k);
+/* Delete k, logged, with what that does to the jobs. */
+void hero_key_delete(struct hero_ctx *h, struct hkey *k);
+/* hstore_expired_fn (arg: the context): k's time has come. */
+void hero_key_expired(struct hkey *k, void *arg);
+
+/* The records of the store's changes (hero_log.c), each appended before
+ * the change it logs is answered, and their replay. */
+struct cmdlog_rec;
+struct hval;
+void hero_log_hset(struct hero_ctx *h, const struct hkey *k, const struct wq_str *f, const char *v,
+                   size_t n);
+void hero_log_hdel(struct hero_ctx *h, const struct hkey *k, const char *f, size_t n);
+void hero_log_push(struct hero_ctx *h, const struct hkey *k, const struct hval *v, bool left);
+void hero_log_pop(struct hero_ctx *h, const struct hkey *k, uint64_t seq);
+/* hstore_gone_fn (arg: the context): a value left a list. */
+void hero_log_gone(void *arg, const struct hkey *k, const struct hval *v);
+/* k's expiry is now at_ms (0: none). */
+void hero_log_expire(struct hero_ctx *h, const struct hkey *k, uint64_t at_ms);
+/* k is about to be deleted: every field or element, and its expiry. */
+void hero_log_key_gone(struct hero_ctx *h, const struct hkey *k);
+void hero_log_replay(struct hero_ctx *h, const struct cmdlog_rec *r);
 
 /* The handlers, by file. */
 void hero_cmd_ping(struct hero_call *c);
@@ -169,6 +196,58 @@ void hero_cmd_lrange(struct hero_call *c);
 void hero_cmd_lindex(struct hero_call *c);
 void hero_cmd_lrem(struct hero_call *c);
 void hero_cmd_ltrim(struct hero_call *c);
+
+/* The jobs on the work queues (hero_jobs.c). */
+enum hero_ready {
+    HERO_READY,  /* may be handed out (or plain data) */
+    HERO_WAITS,  /* a prerequisite is not finished */
+    HERO_FAILED, /* a prerequisite failed */
+};
+struct hero_failed {
+    size_t len;
+    char id[512]; /* the prerequisite */
+};
+enum hero_submit {
+    HERO_PLAIN,     /* not a job: a plain element */
+    HERO_DUPLICATE, /* queued or handed out already: no second copy */
+    HERO_SUBMITTED, /* a job, queued */
+};
+/* Is k a work queue (hero:work_queue:*)? */
+bool hero_is_work_queue(const struct hkey *k);
+/* Open the engine's space of the jobs; replay fills the store through it. */
+void hero_jobs_open(struct hero_ctx *h);
+/* The command log is read back: queue the jobs the lists hold, and count
+ * those that were handed out as lost. */
+void hero_jobs_replayed(struct hero_ctx *h);
+void hero_jobs_close(struct hero_ctx *h);
+/* id[0..n) is about to be pushed to k. */
+enum hero_submit hero_jobs_submit(struct hero_ctx *h, const struct hkey *k, const char *id,
+                                  size_t n);
+/* May element v of a work queue be handed out?  HERO_FAILED fills failed. */
+enum hero_ready hero_jobs_ready(struct hero_ctx *h, const struct hval *v,
+                                struct hero_failed *failed);
+/* Job id, taken out of its list, fails for its prerequisite. */
+void hero_jobs_fail_prereq(struct hero_ctx *h, const char *id, size_t n,
+                           const struct hero_failed *failed);
+/* v was popped from work queue k by st: the job is handed to it. */
+void hero_jobs_taken(struct hero_ctx *h, struct hero_conn *st, const struct hkey *k,
+                     const struct hval *v);
+/* st closed: the jobs it held are lost. */
+void hero_jobs_conn_closed(struct hero_ctx *h, struct hero_conn *st);
+/* Field f of hash k was set to v by a client. */
+void hero_jobs_field_set(struct hero_ctx *h, const struct hkey *k, const struct wq_str *f,
+                         struct wq_str v);
+/* id[0..n) was pushed to k: a stop queue's stops a job still queued. */
+void hero_jobs_stop(struct hero_ctx *h, const struct hkey *k, const char *id, size_t n);
+/* v leaves list k otherwise than by a pop (LREM, LTRIM, DEL, expiry). */
+void hero_jobs_withdrawn(struct hero_ctx *h, const struct hkey *k, const struct hval *v);
+/* Hash k is about to go (DEL, expiry, its last field). */
+void hero_jobs_hash_gone(struct hero_ctx *h, const struct hkey *k);
+
+/* The lists (hero_list.c): push id back at the head of the list named
+ * queue (logged), and serve the clients blocked on a list. */
+void hero_requeue(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n);
+void hero_serve_key(struct hero_ctx *h, struct wq_str key);
 
 /* The blocked pops (hero_list.c): withdraw a waiting connection's, and
  * free what the context keeps for them. */

@@ -22,6 +22,7 @@
 struct hero_frontend {
     struct hero_ctx ctx;
     struct conn_service plain, tls;
+    bool listening;
 };
 
 static void
@@ -29,15 +30,17 @@ hero_frontend_close(void *arg)
 {
     struct hero_frontend *fe = arg;
     hero_ctx_close(&fe->ctx);
+    hero_jobs_close(&fe->ctx);
     hstore_free(fe->ctx.store);
     OPENSSL_cleanse(fe->ctx.password, sizeof fe->ctx.password);
     wq_free(fe);
 }
 
 void *
-hero_frontend_open(const struct frontend_env *env, const char *password_file)
+hero_frontend_open(const struct frontend_env *env, bool listening, const char *password_file)
 {
     struct hero_frontend *fe = wq_calloc(1, sizeof *fe);
+    fe->listening = listening;
     fe->ctx = (struct hero_ctx){
         .core = env->core,
         .auth_guard = env->auth_guard,
@@ -49,8 +52,9 @@ hero_frontend_open(const struct frontend_env *env, const char *password_file)
         .base = env->base,
         .hooks = env->hooks,
     };
-    fe->ctx.store = hstore_new(env->started_ms, &env->core->data_bytes, NULL, NULL);
+    fe->ctx.store = hstore_new(env->started_ms, &env->core->data_bytes, hero_key_expired, &fe->ctx);
     hero_ctx_init(&fe->ctx);
+    hero_jobs_open(&fe->ctx);
     if (password_file != NULL) {
         char line[4096];
         if (password_file_read(password_file, "Hero", line, sizeof line) != 0) {
@@ -85,6 +89,8 @@ static void
 hero_frontend_stats(void *arg, struct stats_out *o)
 {
     struct hero_frontend *fe = arg;
+    if (!fe->listening)
+        return;
     stats_counter(o, "workq_hero_commands", NULL, "Hero (RESP) commands handled.",
                   fe->ctx.commands);
     stats_gauge(o, "workq_hero_keys", NULL, "Hero keys (hashes and lists).",
@@ -93,8 +99,17 @@ hero_frontend_stats(void *arg, struct stats_out *o)
                 fe->ctx.nblocked);
 }
 
+static void
+hero_frontend_replayed(void *arg)
+{
+    struct hero_frontend *fe = arg;
+    hero_jobs_replayed(&fe->ctx);
+    hero_expiry_arm(&fe->ctx);
+}
+
 const struct frontend_ops hero_frontend_ops = {
     .service = hero_frontend_service,
+    .replayed = hero_frontend_replayed,
     .stats = hero_frontend_stats,
     .close = hero_frontend_close,
 };

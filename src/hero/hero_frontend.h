@@ -11,8 +11,9 @@ struct frontend_env;
 
 extern const struct frontend_ops hero_frontend_ops;
 
-/* Open the Hero front-end on env, with the password of password_file
- * (NULL: none); NULL after logging (a password file it cannot read). */
-void *hero_frontend_open(const struct frontend_env *env, const char *password_file);
+/* Open the Hero front-end on env (listening: it has addresses, and its
+ * series are shown), with the password of password_file (NULL: none);
+ * NULL after logging (a password file it cannot read). */
+void *hero_frontend_open(const struct frontend_env *env, bool listening, const char *password_file);
 
 #endif /* WQ_HERO_FRONTEND_H */

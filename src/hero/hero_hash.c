@@ -25,6 +25,17 @@ hero_hash(struct hero_call *c, bool make, bool *wrong)
     return k;
 }
 
+/* The pairs of argv[2..argc) were set: a job's status may have changed. */
+static void
+hero_hash_set_done(struct hero_call *c, struct hkey *k)
+{
+    for (size_t i = c->argc - 2; i >= 2; i -= 2) /* the last value set counts */
+        if (c->argv[i].n == 6 && memcmp(c->argv[i].p, "status", 6) == 0) {
+            hero_jobs_field_set(c->h, k, &c->argv[i], c->argv[i + 1]);
+            return;
+        }
+}
+
 /* Set the pairs of argv[2..argc): how many fields are new, or -1 when
  * memory ran out (answered; what was set stays, as in Redis). */
 static int64_t
@@ -32,6 +43,7 @@ hero_hash_set_pairs(struct hero_call *c, struct hkey *k)
 {
     int64_t added = 0;
     for (size_t i = 2; i + 1 < c->argc; i += 2) {
+        hero_log_hset(c->h, k, &c->argv[i], c->argv[i + 1].p, c->argv[i + 1].n);
         int r = hhash_set(c->h->store, k, c->argv[i].p, c->argv[i].n, c->argv[i + 1].p,
                           c->argv[i + 1].n);
         if (r < 0) {
@@ -41,6 +53,7 @@ hero_hash_set_pairs(struct hero_call *c, struct hkey *k)
         }
         added += r;
     }
+    hero_hash_set_done(c, k);
     return added;
 }
 
@@ -165,8 +178,12 @@ hero_cmd_hdel(struct hero_call *c)
     if (wrong)
         return;
     int64_t n = 0;
-    for (size_t i = 2; k != NULL && i < c->argc; i++)
+    for (size_t i = 2; k != NULL && i < c->argc; i++) {
+        if (hhash_get(k, c->argv[i].p, c->argv[i].n) == NULL)
+            continue;
+        hero_log_hdel(c->h, k, c->argv[i].p, c->argv[i].n);
         n += hhash_del(c->h->store, k, c->argv[i].p, c->argv[i].n);
+    }
     if (k != NULL)
         hero_key_drop_empty(c, k);
     resp_reply_integer(c->out, n);
@@ -217,6 +234,7 @@ hero_cmd_hincrby(struct hero_call *c)
         k = hstore_create(c->h->store, c->argv[1].p, c->argv[1].n, HKEY_HASH);
     char text[24];
     int n = snprintf(text, sizeof text, "%" PRId64, now);
+    hero_log_hset(c->h, k, &c->argv[2], text, (size_t)n);
     if (hhash_set(c->h->store, k, c->argv[2].p, c->argv[2].n, text, (size_t)n) < 0) {
         reply_str(c->out, HERO_OOM);
         hero_key_drop_empty(c, k);

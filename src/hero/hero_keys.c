@@ -19,7 +19,7 @@
 
 /* Has k's time come (it is gone to every command)? */
 static bool
-hero_key_expired(const struct hkey *k, uint64_t now_ms)
+hero_key_past(const struct hkey *k, uint64_t now_ms)
 {
     return k->expire_ms != 0 && k->expire_ms <= now_ms;
 }
@@ -37,10 +37,10 @@ hero_cmd_keys(struct hero_call *c)
     struct glob *g = glob_new(c->argv[1].p, c->argv[1].n, 0);
     size_t n = 0;
     for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL; k = hstore_scan_next(k))
-        n += !hero_key_expired(k, c->now_ms) && glob_match(g, k->key, k->len);
+        n += !hero_key_past(k, c->now_ms) && glob_match(g, k->key, k->len);
     resp_reply_array(c->out, n);
     for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL; k = hstore_scan_next(k))
-        if (!hero_key_expired(k, c->now_ms) && glob_match(g, k->key, k->len))
+        if (!hero_key_past(k, c->now_ms) && glob_match(g, k->key, k->len))
             resp_reply_bulk(c->out, k->key, k->len);
     glob_free(g);
 }
@@ -99,7 +99,7 @@ hero_cmd_scan(struct hero_call *c)
     size_t n = 0, cap = WQ_ARRAY_LEN(found);
     struct hkey **keys = found;
     for (int64_t seen = 0; k != NULL && seen < count; seen++, k = hstore_scan_next(k)) {
-        if (hero_key_expired(k, c->now_ms) || (g != NULL && !glob_match(g, k->key, k->len)))
+        if (hero_key_past(k, c->now_ms) || (g != NULL && !glob_match(g, k->key, k->len)))
             continue;
         if (type != NULL && (strlen(hero_type_name(k)) != type->n ||
                              strncasecmp(hero_type_name(k), type->p, type->n) != 0))
@@ -144,7 +144,7 @@ hero_cmd_del(struct hero_call *c)
     for (size_t i = 1; i < c->argc; i++) {
         struct hkey *k = hstore_find(c->h->store, c->argv[i].p, c->argv[i].n, c->now_ms);
         if (k != NULL) {
-            hstore_delete(c->h->store, k);
+            hero_key_delete(c->h, k);
             n++;
         }
     }
@@ -214,9 +214,10 @@ hero_expire(struct hero_call *c, uint64_t unit, const char *name)
         resp_reply_integer(c->out, 0);
         return;
     }
-    if (at <= (int64_t)c->now_ms)
-        hstore_delete(c->h->store, k);
-    else {
+    if (at <= (int64_t)c->now_ms) {
+        hero_key_delete(c->h, k);
+    } else {
+        hero_log_expire(c->h, k, (uint64_t)at);
         hstore_set_expiry(c->h->store, k, (uint64_t)at);
         hero_expiry_arm(c->h);
     }
@@ -268,6 +269,7 @@ hero_cmd_persist(struct hero_call *c)
         resp_reply_integer(c->out, 0);
         return;
     }
+    hero_log_expire(c->h, k, 0);
     hstore_set_expiry(c->h->store, k, 0);
     resp_reply_integer(c->out, 1);
 }

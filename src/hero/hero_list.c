@@ -102,6 +102,15 @@ hero_blocked_free(struct hero_ctx *h)
     h->blocked = NULL;
 }
 
+/* Take the value at the head or the tail of k, logged. */
+static struct hval
+hero_list_pop(struct hero_ctx *h, struct hkey *k, bool left)
+{
+    struct hval v = hlst_pop(h->store, k, left);
+    hero_log_pop(h, k, v.seq);
+    return v;
+}
+
 /* Answer a pop: the key and the value, which is then freed. */
 static void
 hero_reply_popped(struct reply *out, const struct hkey *k, struct hval v)
@@ -112,23 +121,91 @@ hero_reply_popped(struct reply *out, const struct hkey *k, struct hval v)
     hstore_val_free(v);
 }
 
-/* k was pushed to: its blocked clients take what it holds, first come
+/* Take the value at the head or the tail of k for st, logged: on a work
+ * queue, the nearest a job may be handed out of (one whose prerequisite
+ * failed leaves the list on the way).  False when there is none. */
+static bool
+hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey *k, bool left,
+               struct hval *out)
+{
+    if (!hero_is_work_queue(k)) {
+        if (hlst_len(k) == 0)
+            return false;
+        *out = hero_list_pop(h, k, left);
+        return true;
+    }
+    for (;;) {
+        uint32_t n = hlst_len(k), i;
+        struct hero_failed failed;
+        enum hero_ready r = HERO_WAITS;
+        for (uint32_t j = 0; j < n && r == HERO_WAITS; j++) {
+            i = left ? j : n - 1 - j;
+            r = hero_jobs_ready(h, hlst_at(k, i), &failed);
+        }
+        if (r == HERO_WAITS)
+            return false;
+        struct hval v = hlst_take(h->store, k, i);
+        hero_log_pop(h, k, v.seq);
+        if (r == HERO_READY) {
+            hero_jobs_taken(h, st, k, &v);
+            *out = v;
+            return true;
+        }
+        /* failed: out of the list, and marked so; the list may have
+         * changed meanwhile: look again */
+        hero_jobs_fail_prereq(h, v.p, v.len, &failed);
+        hstore_val_free(v);
+    }
+}
+
+/* k may have something for its blocked clients: they take it, first come
  * first served; an emptied key goes. */
 static void
-hero_serve(struct hero_call *c, struct hkey *k)
+hero_serve(struct hero_ctx *h, struct hkey *k)
 {
-    struct hero_ctx *h = c->h;
     struct hero_line *l;
-    while (hlst_len(k) > 0 && h->blocked != NULL &&
-           (l = registry_find(h->blocked, k->key, k->len)) != NULL) {
+    struct hval v;
+    while (h->blocked != NULL && (l = registry_find(h->blocked, k->key, k->len)) != NULL) {
         struct hero_block *b = list_item(l->waiters.next, struct hero_wait, link)->block;
+        if (!hero_list_take(h, b->st, k, b->left, &v))
+            break;
         struct reply *out = b->out;
-        hero_reply_popped(out, k, hlst_pop(h->store, k, b->left));
+        hero_reply_popped(out, k, v);
         hero_block_free(h, b);
         h->nblocked--;
         reply_wake(out);
     }
-    hero_key_drop_empty(c, k);
+    if (hlst_len(k) == 0)
+        hero_key_delete(h, k);
+}
+
+void
+hero_serve_key(struct hero_ctx *h, struct wq_str key)
+{
+    struct hkey *k = hstore_find(h->store, key.p, key.n, *h->now_ms);
+    if (k != NULL && k->type == HKEY_LIST)
+        hero_serve(h, k);
+}
+
+void
+hero_requeue(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n)
+{
+    struct hkey *k = hstore_find(h->store, queue.p, queue.n, *h->now_ms);
+    if (k != NULL && k->type != HKEY_LIST)
+        return; /* the name is another type's now: the job stays off it */
+    if (k == NULL)
+        k = hstore_create(h->store, queue.p, queue.n, HKEY_LIST);
+    if (hlst_push(h->store, k, true, id, n, 0) == 0)
+        hero_log_push(h, k, hlst_at(k, 0), true);
+    hero_serve(h, k);
+}
+
+/* hstore_gone_fn: a value left a list by LREM or LTRIM. */
+static void
+hero_list_gone(void *arg, const struct hkey *k, const struct hval *v)
+{
+    hero_log_gone(arg, k, v);
+    hero_jobs_withdrawn(arg, k, v);
 }
 
 /* LPUSH and RPUSH key value...: the list's length. */
@@ -139,17 +216,24 @@ hero_push(struct hero_call *c, bool left)
     struct hkey *k = hero_list(c, 1, &wrong);
     if (wrong)
         return;
+    struct hero_ctx *h = c->h;
     if (k == NULL)
-        k = hstore_create(c->h->store, c->argv[1].p, c->argv[1].n, HKEY_LIST);
+        k = hstore_create(h->store, c->argv[1].p, c->argv[1].n, HKEY_LIST);
     for (size_t i = 2; i < c->argc; i++) {
-        if (hlst_push(c->h->store, k, left, c->argv[i].p, c->argv[i].n) != 0) {
+        const struct wq_str *v = &c->argv[i];
+        if (hero_jobs_submit(h, k, v->p, v->n) == HERO_DUPLICATE)
+            continue;
+        if (hlst_push(h->store, k, left, v->p, v->n, 0) != 0) {
             reply_str(c->out, HERO_OOM);
-            hero_serve(c, k);
+            hero_serve(h, k);
             return;
         }
+        hero_log_push(h, k, hlst_at(k, left ? 0 : hlst_len(k) - 1), left);
     }
     resp_reply_integer(c->out, hlst_len(k));
-    hero_serve(c, k);
+    for (size_t i = 2; i < c->argc; i++)
+        hero_jobs_stop(h, k, c->argv[i].p, c->argv[i].n);
+    hero_serve(h, k);
 }
 
 void
@@ -190,20 +274,30 @@ hero_pop(struct hero_call *c, bool left)
             resp_reply_null(c->out);
         return;
     }
+    struct hval v;
     if (c->argc == 2) {
-        struct hval v = hlst_pop(c->h->store, k, left);
-        hero_reply_val(c->out, v.p, v.len);
-        hstore_val_free(v);
-    } else {
-        uint64_t n = WQ_MIN((uint64_t)count, hlst_len(k));
-        resp_reply_array(c->out, n);
-        for (uint64_t i = 0; i < n; i++) {
-            struct hval v = hlst_pop(c->h->store, k, left);
+        if (hero_list_take(c->h, c->st, k, left, &v)) {
             hero_reply_val(c->out, v.p, v.len);
             hstore_val_free(v);
+        } else {
+            resp_reply_null(c->out);
         }
+    } else {
+        /* a work queue's jobs that wait are passed over: take first, then
+         * answer */
+        uint64_t n = 0, want = WQ_MIN((uint64_t)count, hlst_len(k));
+        struct hval *got = wq_malloc((want ? want : 1) * sizeof *got);
+        while (n < want && hero_list_take(c->h, c->st, k, left, &got[n]))
+            n++;
+        resp_reply_array(c->out, n);
+        for (uint64_t i = 0; i < n; i++) {
+            hero_reply_val(c->out, got[i].p, got[i].len);
+            hstore_val_free(got[i]);
+        }
+        wq_free(got);
     }
-    hero_key_drop_empty(c, k);
+    if (hlst_len(k) == 0)
+        hero_key_delete(c->h, k);
 }
 
 void
@@ -321,8 +415,9 @@ hero_bpop(struct hero_call *c, bool left)
         struct hkey *k = hero_list(c, i, &wrong);
         if (wrong)
             return;
-        if (k != NULL && hlst_len(k) > 0) {
-            hero_reply_popped(c->out, k, hlst_pop(c->h->store, k, left));
+        struct hval v;
+        if (k != NULL && hero_list_take(c->h, c->st, k, left, &v)) {
+            hero_reply_popped(c->out, k, v);
             hero_key_drop_empty(c, k);
             return;
         }
@@ -420,7 +515,9 @@ hero_cmd_lrem(struct hero_call *c)
     struct hkey *k = hero_list(c, 1, &wrong);
     if (wrong)
         return;
-    uint32_t n = k != NULL ? hlst_rem(c->h->store, k, count, c->argv[3].p, c->argv[3].n) : 0;
+    uint32_t n = k != NULL ? hlst_rem(c->h->store, k, count, c->argv[3].p, c->argv[3].n,
+                                      hero_list_gone, c->h)
+                           : 0;
     if (k != NULL)
         hero_key_drop_empty(c, k);
     resp_reply_integer(c->out, n);
@@ -445,9 +542,9 @@ hero_cmd_ltrim(struct hero_call *c)
         if (stop >= (int64_t)len)
             stop = (int64_t)len - 1;
         if (start > stop || start >= (int64_t)len)
-            hstore_delete(c->h->store, k);
+            hero_key_delete(c->h, k);
         else
-            hlst_trim(c->h->store, k, (uint32_t)start, (uint32_t)stop);
+            hlst_trim(c->h->store, k, (uint32_t)start, (uint32_t)stop, hero_list_gone, c->h);
     }
     resp_reply_ok(c->out);
 }

@@ -25,6 +25,7 @@ struct hstore {
     struct ostree order;
     struct wheel wheel;
     uint64_t *bytes;
+    uint64_t next_seq; /* the next list element's number */
     hstore_expired_fn expired;
     void *arg;
 };
@@ -83,6 +84,7 @@ hstore_new(uint64_t now_ms, uint64_t *bytes, hstore_expired_fn expired, void *ar
     ostree_init(&s->order, hkey_cmp);
     wheel_init(&s->wheel, now_ms, hkey_deadline, hkey_fire, s);
     s->bytes = bytes;
+    s->next_seq = 1;
     s->expired = expired;
     s->arg = arg;
     return s;
@@ -173,6 +175,7 @@ hval_set(struct hval *v, const char *p, size_t n)
         return -1;
     v->p = copy;
     v->len = (uint32_t)n;
+    v->seq = 0;
     return 0;
 }
 
@@ -347,11 +350,13 @@ hlst_grow(struct hkey *k)
 }
 
 int
-hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t n)
+hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t n, uint64_t seq)
 {
     struct hval nv;
     if (hval_set(&nv, v, n) != 0)
         return -1;
+    nv.seq = seq != 0 ? seq : s->next_seq;
+    s->next_seq = WQ_MAX(s->next_seq, nv.seq + 1);
     hlst_grow(k);
     uint32_t mask = k->u.list.cap - 1;
     if (left) {
@@ -381,10 +386,42 @@ hlst_pop(struct hstore *s, struct hkey *k, bool left)
     return v;
 }
 
+struct hval
+hlst_take(struct hstore *s, struct hkey *k, uint32_t i)
+{
+    struct hval v = *hlst_at(k, i);
+    uint32_t n = k->u.list.n;
+    /* close the gap from the nearer end */
+    if (i < n / 2) {
+        for (uint32_t j = i; j > 0; j--)
+            *(struct hval *)hlst_at(k, j) = *hlst_at(k, j - 1);
+        k->u.list.head = (k->u.list.head + 1) & (k->u.list.cap - 1);
+    } else {
+        for (uint32_t j = i; j + 1 < n; j++)
+            *(struct hval *)hlst_at(k, j) = *hlst_at(k, j + 1);
+    }
+    k->u.list.n--;
+    *s->bytes -= HSLOT_BYTES + v.len;
+    return v;
+}
+
+uint32_t
+hlst_find_seq(const struct hkey *k, uint64_t seq)
+{
+    uint32_t n = k->u.list.n;
+    /* pops take from the ends: look there first */
+    if (n > 0 && hlst_at(k, 0)->seq == seq)
+        return 0;
+    for (uint32_t i = n; i > 0; i--)
+        if (hlst_at(k, i - 1)->seq == seq)
+            return i - 1;
+    return n;
+}
+
 /* Remove the values at the indexes where keep[i] is false, keeping the
  * order of the rest. */
 static void
-hlst_compact(struct hstore *s, struct hkey *k, const bool *keep)
+hlst_compact(struct hstore *s, struct hkey *k, const bool *keep, hstore_gone_fn gone, void *arg)
 {
     uint32_t out = 0, n = k->u.list.n;
     for (uint32_t i = 0; i < n; i++) {
@@ -392,6 +429,8 @@ hlst_compact(struct hstore *s, struct hkey *k, const bool *keep)
         if (keep[i]) {
             *(struct hval *)hlst_at(k, out++) = *v;
         } else {
+            if (gone != NULL)
+                gone(arg, k, v);
             *s->bytes -= HSLOT_BYTES + v->len;
             hval_free(v);
         }
@@ -400,7 +439,8 @@ hlst_compact(struct hstore *s, struct hkey *k, const bool *keep)
 }
 
 uint32_t
-hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t n)
+hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t n,
+         hstore_gone_fn gone, void *arg)
 {
     uint32_t len = k->u.list.n, removed = 0;
     uint64_t limit = count == 0 ? UINT64_MAX : count > 0 ? (uint64_t)count : (uint64_t)-count;
@@ -412,18 +452,19 @@ hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t 
         removed += !keep[i];
     }
     if (removed > 0)
-        hlst_compact(s, k, keep);
+        hlst_compact(s, k, keep, gone, arg);
     wq_free(keep);
     return removed;
 }
 
 void
-hlst_trim(struct hstore *s, struct hkey *k, uint32_t start, uint32_t stop)
+hlst_trim(struct hstore *s, struct hkey *k, uint32_t start, uint32_t stop, hstore_gone_fn gone,
+          void *arg)
 {
     uint32_t len = k->u.list.n;
     bool *keep = wq_malloc(len ? len : 1);
     for (uint32_t i = 0; i < len; i++)
         keep[i] = i >= start && i <= stop;
-    hlst_compact(s, k, keep);
+    hlst_compact(s, k, keep, gone, arg);
     wq_free(keep);
 }

@@ -19,11 +19,18 @@ enum hkey_type {
     HKEY_LIST = 2,
 };
 
-/* A value: len bytes at p (a payload; NULL when len is 0). */
+/* A value: len bytes at p (a payload; NULL when len is 0); in a list, the
+ * element's number, unique in the store (the command log names it so). */
 struct hval {
     char *p;
     uint32_t len;
+    uint64_t seq;
 };
+
+struct hkey;
+
+/* A value leaves a list (LREM, LTRIM): the owner may log it. */
+typedef void (*hstore_gone_fn)(void *arg, const struct hkey *k, const struct hval *v);
 
 struct hfield {
     struct hval value;
@@ -113,13 +120,17 @@ hhash_at(const struct hkey *k, uint32_t i)
     return k->u.hash.fields[i];
 }
 
-/* Lists.  Push v[0..n) at the head (left) or the tail: 0, or -1 when
- * memory is exhausted. */
-int hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t n);
+/* Lists.  Push v[0..n) at the head (left) or the tail as element seq (0: a
+ * new number): 0, or -1 when memory is exhausted. */
+int hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t n, uint64_t seq);
 /* Take the value at the head or the tail (the list must not be empty); the
  * caller owns it (hstore_val_free).  An emptied key stays for the caller
  * to delete. */
 struct hval hlst_pop(struct hstore *s, struct hkey *k, bool left);
+/* Take the value at index i (0 .. len-1); the caller owns it. */
+struct hval hlst_take(struct hstore *s, struct hkey *k, uint32_t i);
+/* The index of element seq, or the list's length. */
+uint32_t hlst_find_seq(const struct hkey *k, uint64_t seq);
 /* Free a value taken from the store. */
 void hstore_val_free(struct hval v);
 static inline uint32_t
@@ -135,10 +146,13 @@ hlst_at(const struct hkey *k, uint32_t i)
 }
 /* Remove the values equal to v: count > 0 the first count from the head,
  * < 0 from the tail, 0 all.  How many went. */
-uint32_t hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t n);
+uint32_t hlst_rem(struct hstore *s, struct hkey *k, int64_t count, const char *v, size_t n,
+                  hstore_gone_fn gone, void *arg);
 /* Keep only indexes start..stop (inclusive, already in range, start <=
- * stop); everything when start > stop is the caller's delete. */
-void hlst_trim(struct hstore *s, struct hkey *k, uint32_t start, uint32_t stop);
+ * stop); everything when start > stop is the caller's delete.  gone
+ * hears of each value removed, before it goes. */
+void hlst_trim(struct hstore *s, struct hkey *k, uint32_t start, uint32_t stop, hstore_gone_fn gone,
+               void *arg);
 
 /* Bytes the store holds, as counted for -max-memory. */
 uint64_t hstore_bytes(const struct hstore *s);

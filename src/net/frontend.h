@@ -53,6 +53,9 @@ struct frontend_ops {
      * failure): a front-end with a transport of its own.  0, or -1 after
      * logging. */
     int (*add_listener)(void *fe, struct evconnlistener *l, bool tls);
+    /* The command log has been read back (or there is none), and what is
+     * logged from now on is written: settle what replay left. */
+    void (*replayed)(void *fe);
     /* Start accepting on the listeners it took. */
     void (*accept)(void *fe);
     /* SIGHUP: read again what may have changed (a password file). */

@@ -4,7 +4,9 @@
  * notes, per job, the position (segment, offset) of the last record that
  * ended it, until the notes reach the budget; then it rewrites every
  * segment up to there without the records of those jobs at or before that
- * position (a job id may be used again after its end).  Segments are
+ * position (a job id may be used again after its end).  A record that
+ * supersedes the earlier ones of its key (a Hero field set again) is
+ * noted the same way, but stays.  Segments are
  * streamed through cmdlog_reader, so memory is the budget plus a record
  * buffer and a write buffer, whatever the log's size. */
 #include "lib/wq.h"
@@ -25,10 +27,12 @@
 #include "lib/log.h"
 #include "lib/registry.h"
 
-/* Per job (cmdlog_rec_key), where the last record that ended it is. */
+/* Per job (cmdlog_rec_key), where the last record that ended it is, or
+ * that made the records before it unneeded (and is kept itself). */
 struct clean_gone {
     size_t seg; /* index into the pass's segment list */
     uint64_t at;
+    bool keeps; /* the record at (seg, at) stays: it superseded the others */
     size_t len;
     uint8_t key[];
 };
@@ -108,8 +112,11 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
         while ((res = cmdlog_reader_next(&rd, &r, &bytes, &len, &pos)) == CMDLOG_READ_REC) {
             if (i == seg && pos < at)
                 continue;
+            bool ends = cmdlog_rec_ends_job(&r), supersedes = !ends && cmdlog_rec_supersedes(&r);
+            if (!ends && !supersedes)
+                continue;
             size_t klen = cmdlog_rec_key(&r, c->key, CLEAN_KEY_MAX);
-            if (klen == 0 || !cmdlog_rec_ends_job(&r))
+            if (klen == 0)
                 continue;
             struct clean_gone *g = registry_find(c->gone, c->key, klen);
             if (g == NULL) {
@@ -121,6 +128,7 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
             }
             g->seg = i;
             g->at = pos;
+            g->keeps = supersedes;
             if (c->gone_bytes >= c->budget) {
                 cmdlog_reader_close(&rd);
                 *stop_seg = i;
@@ -150,13 +158,15 @@ clean_note_ends(struct clean *c, size_t seg, uint64_t at, size_t *stop_seg, uint
     return 0;
 }
 
-/* Is the record r at (seg, at) one of a noted job, at or before its end? */
+/* Is the record r at (seg, at) one of a noted job, at or before its end
+ * (before the record that superseded it)? */
 static bool
 clean_drops(struct clean *c, const struct cmdlog_rec *r, size_t seg, uint64_t at)
 {
     size_t klen = cmdlog_rec_key(r, c->key, CLEAN_KEY_MAX);
     const struct clean_gone *g = klen > 0 ? registry_find(c->gone, c->key, klen) : NULL;
-    return g != NULL && (seg < g->seg || (seg == g->seg && at <= g->at));
+    return g != NULL &&
+           (seg < g->seg || (seg == g->seg && (at < g->at || (at == g->at && !g->keeps))));
 }
 
 /* Read segment seg; write the records it keeps to out unless NULL.  Counts

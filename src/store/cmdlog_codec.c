@@ -256,12 +256,44 @@ cmdlog_faktory_size(const struct cmdlog_rec *r)
     return n;
 }
 
+/* Bytes of the payload (code and body) of a Hero record. */
+static size_t
+cmdlog_hero_size(const struct cmdlog_rec *r)
+{
+    size_t n = 1 + uvarint_len(r->jid.n) + r->jid.n;
+    switch (r->code) {
+    case CMDLOG_H_HSET:
+        n += uvarint_len(r->payload.n) + r->payload.n;
+        /* fall through */
+    case CMDLOG_H_HDEL:
+        n += uvarint_len(r->name.n) + r->name.n;
+        break;
+    case CMDLOG_H_PUSH:
+        n += 1 + uvarint_len(r->payload.n) + r->payload.n;
+        /* fall through */
+    case CMDLOG_H_POP:
+        n += uvarint_len(r->seq);
+        break;
+    case CMDLOG_H_EXPIRE:
+        n += CMDLOG_TIME_LEN;
+        break;
+    case CMDLOG_H_TAKE:
+        n += uvarint_len(r->name.n) + r->name.n + uvarint_len(r->seq);
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
 /* Bytes of the payload (code and body) of r. */
 static size_t
 cmdlog_payload_size(const struct cmdlog_rec *r)
 {
     if (cmdlog_code_is_faktory(r->code))
         return cmdlog_faktory_size(r);
+    if (cmdlog_code_is_hero(r->code))
+        return cmdlog_hero_size(r);
     size_t n = 1 + JOBID_LEN;
     switch (r->code) {
     case CMDLOG_ADD:
@@ -332,6 +364,41 @@ cmdlog_faktory_encode(const struct cmdlog_rec *r, uint8_t *o)
     return o;
 }
 
+/* The body of a Hero record into o; returns its end. */
+static uint8_t *
+cmdlog_hero_encode(const struct cmdlog_rec *r, uint8_t *o)
+{
+    o = put_bytes(o, &r->jid);
+    switch (r->code) {
+    case CMDLOG_H_HSET:
+        o = put_bytes(o, &r->name);
+        o = put_bytes(o, &r->payload);
+        break;
+    case CMDLOG_H_HDEL:
+        o = put_bytes(o, &r->name);
+        break;
+    case CMDLOG_H_PUSH:
+        o += cmdlog_uvarint_put(o, r->seq);
+        *o++ = r->left ? 1 : 0;
+        o = put_bytes(o, &r->payload);
+        break;
+    case CMDLOG_H_POP:
+        o += cmdlog_uvarint_put(o, r->seq);
+        break;
+    case CMDLOG_H_EXPIRE:
+        cmdlog_time_put(o, r->timed, r->time_ms);
+        o += CMDLOG_TIME_LEN;
+        break;
+    case CMDLOG_H_TAKE:
+        o = put_bytes(o, &r->name);
+        o += cmdlog_uvarint_put(o, r->seq);
+        break;
+    default:
+        break;
+    }
+    return o;
+}
+
 void
 cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
 {
@@ -340,8 +407,8 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
     o += CMDLOG_TIME_LEN;
     o += cmdlog_uvarint_put(o, cmdlog_payload_size(r));
     *o++ = r->code;
-    if (cmdlog_code_is_faktory(r->code)) {
-        o = cmdlog_faktory_encode(r, o);
+    if (cmdlog_code_is_faktory(r->code) || cmdlog_code_is_hero(r->code)) {
+        o = cmdlog_code_is_hero(r->code) ? cmdlog_hero_encode(r, o) : cmdlog_faktory_encode(r, o);
         put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
         return;
     }
@@ -457,6 +524,45 @@ cmdlog_faktory_decode(struct reader *rd, struct cmdlog_rec *r)
     return !rd->bad && rd->p == rd->end;
 }
 
+/* Decode the body of a Hero record (after the code) into r. */
+static bool
+cmdlog_hero_decode(struct reader *rd, struct cmdlog_rec *r)
+{
+    uint32_t ns;
+    r->jid = rd_bytes(rd);
+    rd->bad |= r->jid.n == 0;
+    switch (r->code) {
+    case CMDLOG_H_HSET:
+        r->name = rd_bytes(rd);
+        r->payload = rd_bytes(rd);
+        break;
+    case CMDLOG_H_HDEL:
+        r->name = rd_bytes(rd);
+        break;
+    case CMDLOG_H_PUSH: {
+        r->seq = rd_uvarint(rd);
+        const uint8_t *left = rd_take(rd, 1);
+        rd->bad |= left != NULL && left[0] > 1;
+        r->left = left != NULL && left[0] == 1;
+        r->payload = rd_bytes(rd);
+        break;
+    }
+    case CMDLOG_H_POP:
+        r->seq = rd_uvarint(rd);
+        break;
+    case CMDLOG_H_EXPIRE:
+        rd_time(rd, &r->timed, &r->time_ms, &ns);
+        break;
+    case CMDLOG_H_TAKE:
+        r->name = rd_bytes(rd);
+        r->seq = rd_uvarint(rd);
+        break;
+    default:
+        break;
+    }
+    return !rd->bad && rd->p == rd->end;
+}
+
 /* Decode the payload (code onwards) into r. */
 static bool
 cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
@@ -464,11 +570,15 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
     struct reader rd = {p, p + len, false};
     const uint8_t *code = rd_take(&rd, 1);
     if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX ||
-        (code[0] > CMDLOG_WORKQ_MAX && code[0] < CMDLOG_CANCEL && !cmdlog_code_is_faktory(code[0])))
+        (code[0] > CMDLOG_WORKQ_MAX && code[0] < CMDLOG_CANCEL &&
+         !cmdlog_code_is_faktory(code[0])) ||
+        (code[0] > CMDLOG_EXT_MAX && !cmdlog_code_is_hero(code[0])))
         return false;
     r->code = code[0];
     if (cmdlog_code_is_faktory(r->code))
         return cmdlog_faktory_decode(&rd, r);
+    if (cmdlog_code_is_hero(r->code))
+        return cmdlog_hero_decode(&rd, r);
     const uint8_t *id = rd_take(&rd, JOBID_LEN);
     if (rd.bad)
         return false;
@@ -564,6 +674,30 @@ cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *u
 size_t
 cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap)
 {
+    if (cmdlog_code_is_hero(r->code)) {
+        /* 'h', what (field, element, expiry), the key's length, the key,
+         * then the field or the element */
+        bool field = r->code == CMDLOG_H_HSET || r->code == CMDLOG_H_HDEL;
+        bool element = r->code == CMDLOG_H_PUSH || r->code == CMDLOG_H_POP;
+        size_t n = 2 + 10 + r->jid.n + (field ? r->name.n : element ? 8 : 0);
+        if (n > cap)
+            return 0;
+        key[0] = 'h';
+        bool job = r->code == CMDLOG_H_TAKE || r->code == CMDLOG_H_END;
+        key[1] = field ? 'f' : element ? 'e' : job ? 'j' : 'x';
+        size_t at = 2 + cmdlog_uvarint_put(key + 2, r->jid.n);
+        memcpy(key + at, r->jid.p, r->jid.n);
+        at += r->jid.n;
+        if (field) {
+            if (r->name.n > 0)
+                memcpy(key + at, r->name.p, r->name.n);
+            at += r->name.n;
+        } else if (element) {
+            put_be(key + at, r->seq, 8);
+            at += 8;
+        }
+        return at;
+    }
     if (!cmdlog_code_is_faktory(r->code)) {
         key[0] = 'w';
         memcpy(key + 1, r->id, JOBID_LEN);
@@ -580,7 +714,15 @@ bool
 cmdlog_rec_ends_job(const struct cmdlog_rec *r)
 {
     return r->code == CMDLOG_DELETE || r->code == CMDLOG_EXPIRE || r->code == CMDLOG_F_ACK ||
-           r->code == CMDLOG_F_DISCARD;
+           r->code == CMDLOG_F_DISCARD || r->code == CMDLOG_H_HDEL || r->code == CMDLOG_H_POP ||
+           (r->code == CMDLOG_H_EXPIRE && !r->timed) || r->code == CMDLOG_H_END;
+}
+
+bool
+cmdlog_rec_supersedes(const struct cmdlog_rec *r)
+{
+    return r->code == CMDLOG_H_HSET || (r->code == CMDLOG_H_EXPIRE && r->timed) ||
+           r->code == CMDLOG_H_TAKE;
 }
 
 void

@@ -48,7 +48,18 @@ enum cmdlog_code {
     CMDLOG_POLICY = 35,       /* id, backoff, dead: follows the job's add */
     CMDLOG_FAIL_BACKOFF = 36, /* id, when: a fail that sent the job to wait until then */
     CMDLOG_REVIVE = 37,       /* id: out of the dead set, back to its queue */
-    CMDLOG_CODE_MAX = 37,
+    CMDLOG_EXT_MAX = 37,
+    /* The Hero front-end's keys, 48 to 55; their body starts with the
+     * Redis key (in jid) instead of a 16-byte id. */
+    CMDLOG_H_HSET = 48,   /* key, field (name), value (payload) */
+    CMDLOG_H_HDEL = 49,   /* key, field (name) */
+    CMDLOG_H_PUSH = 50,   /* key, element (seq), head or tail (left), value (payload) */
+    CMDLOG_H_POP = 51,    /* key, element (seq): it left the list, however */
+    CMDLOG_H_EXPIRE = 52, /* key, when (time_ms; not timed: no expiry, or the key went) */
+    CMDLOG_H_TAKE = 53,   /* job id (in jid), work queue (name), times handed out (seq) */
+    CMDLOG_H_END = 54,    /* job id: no longer handed out, whatever its end */
+    CMDLOG_H_MAX = 55,
+    CMDLOG_CODE_MAX = 54,
 };
 
 /* Is code one of the Faktory front-end's? */
@@ -58,12 +69,20 @@ cmdlog_code_is_faktory(uint8_t code)
     return code >= CMDLOG_F_PUSH && code <= CMDLOG_F_MAX;
 }
 
+/* Is code one of the Hero front-end's? */
+static inline bool
+cmdlog_code_is_hero(uint8_t code)
+{
+    return code >= CMDLOG_H_HSET && code <= CMDLOG_H_MAX;
+}
+
 /* Does a record of code name a job by its 16-byte id (the engine's own
- * records), rather than by a front-end's key (Faktory's jid, a queue)? */
+ * records), rather than by a front-end's key (Faktory's jid, a queue, a
+ * Hero key)? */
 static inline bool
 cmdlog_code_has_id(uint8_t code)
 {
-    return !cmdlog_code_is_faktory(code);
+    return !cmdlog_code_is_faktory(code) && !cmdlog_code_is_hero(code);
 }
 
 /* One record, decoded.  Pointers refer into the buffer it was decoded from
@@ -96,8 +115,12 @@ struct cmdlog_rec {
     bool dead;
     /* The Faktory codes: the job's jid (in place of id); name is the queue,
      * priority, ttr (reserve_for, seconds), payload (the job's text) and
-     * time_ms (when, until, at: timed) as the code says. */
+     * time_ms (when, until, at: timed) as the code says.  The Hero codes:
+     * jid is the key, name a hash's field, payload a value, seq a list's
+     * element (its number in the log), left whether it went to the head. */
     struct wq_str jid;
+    uint64_t seq;
+    bool left;
 };
 
 /* CRC-32C (Castagnoli) continued from crc (0 to start). */
@@ -148,8 +171,13 @@ enum cmdlog_decode_result cmdlog_rec_frame(const uint8_t *in, size_t len, size_t
  * jid, into key (at least 1 + the longest jid bytes); its length, 0 when r
  * belongs to no job (a queue's pause). */
 size_t cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap);
-/* Does r end its job's life (delete, expire, ack, discard)? */
+/* Does r end its job's life (delete, expire, ack, discard; a Hero field,
+ * element or expiry gone)?  The records of its key up to it, itself
+ * included, are no longer needed. */
 bool cmdlog_rec_ends_job(const struct cmdlog_rec *r);
+/* Does r make every earlier record of its key unneeded, but not itself (a
+ * Hero field set again, a new expiry)? */
+bool cmdlog_rec_supersedes(const struct cmdlog_rec *r);
 
 /* Room for any segment file's name: up to 20 digits, ".log" and a NUL. */
 #define CMDLOG_SEGMENT_NAME_SIZE 25
