@@ -839,6 +839,104 @@ START_TEST(test_rec_retry_policy)
 }
 END_TEST
 
+/* Hero's records (48 to 54): src writes the bytes written here by hand,
+ * reads them back, and refuses them malformed; each names what cleaning
+ * keys it by, and whether it ends or supersedes what came before. */
+START_TEST(test_rec_hero)
+{
+    struct ref_buf b = {0};
+    struct cmdlog_rec r, w;
+    size_t used;
+    uint8_t mine[128], k1[128], k2[128];
+    /* 48: key, field, value */
+    static const uint8_t hset[] = {48, 6, 'h', 'e', 'r', 'o', ':', 'a', 1, 'f', 2, 'v', '1'};
+    ref_rec_raw(&b, NOW, hset, sizeof hset);
+    w = (struct cmdlog_rec){.code = CMDLOG_H_HSET,
+                            .at_ms = NOW,
+                            .jid = {"hero:a", 6},
+                            .name = {"f", 1},
+                            .payload = {"v1", 2}};
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.jid.n == 6 && r.name.n == 1 && r.payload.n == 2 &&
+              memcmp(r.payload.p, "v1", 2) == 0);
+    ck_assert(cmdlog_rec_supersedes(&r) && !cmdlog_rec_ends_job(&r));
+    size_t n1 = cmdlog_rec_key(&r, k1, sizeof k1);
+    /* 49: key, field; the same cleaning key as the set */
+    static const uint8_t hdel[] = {49, 6, 'h', 'e', 'r', 'o', ':', 'a', 1, 'f'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, hdel, sizeof hdel);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(cmdlog_rec_ends_job(&r));
+    ck_assert_uint_eq(cmdlog_rec_key(&r, k2, sizeof k2), n1);
+    ck_assert_mem_eq(k1, k2, n1);
+    /* 50: key, element, head byte, value; 51: key, element */
+    static const uint8_t push[] = {50, 6, 'h', 'e', 'r', 'o', ':', 'l', 0x81, 1, 1, 1, 'x'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, push, sizeof push);
+    w = (struct cmdlog_rec){.code = CMDLOG_H_PUSH,
+                            .at_ms = NOW,
+                            .jid = {"hero:l", 6},
+                            .seq = 129,
+                            .left = true,
+                            .payload = {"x", 1}};
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.seq == 129 && r.left && !cmdlog_rec_ends_job(&r) && !cmdlog_rec_supersedes(&r));
+    n1 = cmdlog_rec_key(&r, k1, sizeof k1);
+    static const uint8_t pop[] = {51, 6, 'h', 'e', 'r', 'o', ':', 'l', 0x81, 1};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, pop, sizeof pop);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.seq == 129 && cmdlog_rec_ends_job(&r));
+    ck_assert_uint_eq(cmdlog_rec_key(&r, k2, sizeof k2), n1);
+    ck_assert_mem_eq(k1, k2, n1);
+    uint8_t bad[sizeof push];
+    memcpy(bad, push, sizeof push);
+    bad[10] = 2; /* the head byte is 0 or 1 */
+    b.len = 0;
+    ref_rec_raw(&b, NOW, bad, sizeof bad);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    /* 52: key, a time (an expiry, superseding) or none (its end) */
+    uint8_t exp[8 + REF_TIME_LEN] = {52, 6, 'h', 'e', 'r', 'o', ':', 'l'};
+    ref_time_put(exp + 8, true, NOW + 5000);
+    b.len = 0;
+    ref_rec_raw(&b, NOW, exp, sizeof exp);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.timed && r.time_ms == NOW + 5000 && cmdlog_rec_supersedes(&r));
+    ref_time_put(exp + 8, false, 0);
+    b.len = 0;
+    ref_rec_raw(&b, NOW, exp, sizeof exp);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(!r.timed && cmdlog_rec_ends_job(&r));
+    /* 53: job id, its queue, times handed out; 54: job id */
+    static const uint8_t take[] = {53, 1, 'j', 3, 'h', ':', 'w', 2};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, take, sizeof take);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.seq == 2 && r.name.n == 3 && cmdlog_rec_supersedes(&r));
+    static const uint8_t end[] = {54, 1, 'j'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, end, sizeof end);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(cmdlog_rec_ends_job(&r));
+    /* an empty key; 55 is no code yet */
+    static const uint8_t nokey[] = {54, 0};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, nokey, sizeof nokey);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    static const uint8_t next[] = {55, 1, 'j'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, next, sizeof next);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    ref_buf_free(&b);
+}
+END_TEST
+
 START_TEST(test_rec_size_boundaries)
 {
     specs_init();
@@ -1042,6 +1140,7 @@ cmdlog_codec_suite(void)
         {"rec_zero_tail", test_rec_zero_tail},
         {"rec_malformed", test_rec_malformed},
         {"rec_retry_policy", test_rec_retry_policy},
+        {"rec_hero", test_rec_hero},
         {"rec_size_boundaries", test_rec_size_boundaries},
         {"segment_names", test_segment_names},
     };

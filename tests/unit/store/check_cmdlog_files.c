@@ -728,6 +728,107 @@ START_TEST(test_clean_padded_segment_chunked)
 }
 END_TEST
 
+/* A Hero record into b, encoded by src (the reference knows no Hero
+ * codes). */
+static void
+hero_rec(struct ref_buf *b, struct cmdlog_rec r)
+{
+    uint8_t out[512];
+    r.at_ms = NOW;
+    REQUIRE(cmdlog_rec_size(&r) <= sizeof out);
+    cmdlog_rec_encode(&r, out);
+    ref_buf_put(b, out, cmdlog_rec_size(&r));
+}
+
+/* Segment n's records as "code:key[:field or element]", read by src. */
+static void
+hero_summary(const struct tdir *d, uint64_t n, char *out, size_t size)
+{
+    struct cmdlog_reader rd;
+    ck_assert_int_eq(cmdlog_reader_open(&rd, d->fd, n), 0);
+    struct cmdlog_rec r;
+    const uint8_t *bytes;
+    size_t len;
+    uint64_t at;
+    out[0] = '\0';
+    while (cmdlog_reader_next(&rd, &r, &bytes, &len, &at) == CMDLOG_READ_REC) {
+        char one[64];
+        int k = snprintf(one, sizeof one, "%s%d:%.*s", out[0] ? " " : "", r.code, (int)r.jid.n,
+                         r.jid.p);
+        if (r.code == CMDLOG_H_HSET || r.code == CMDLOG_H_HDEL)
+            snprintf(one + k, sizeof one - (size_t)k, ":%.*s", (int)r.name.n, r.name.p);
+        else if (r.code == CMDLOG_H_PUSH || r.code == CMDLOG_H_POP)
+            snprintf(one + k, sizeof one - (size_t)k, ":%llu", (unsigned long long)r.seq);
+        strncat(out, one, size - strlen(out) - 1);
+    }
+    cmdlog_reader_close(&rd);
+}
+
+/* Hero's records: a field set again keeps only its last set, a field
+ * removed and an element popped go with their records, an expiry given
+ * again keeps its last, and one ended goes; a key's bytes and a field's
+ * bytes never run together (key "hero:ab" field "c" is not key "hero:a"
+ * field "bc"). */
+static void
+check_clean_hero(size_t budget)
+{
+    struct ref_buf s1 = {0}, s2 = {0}, s3 = {0};
+#define HK(k) .jid = {k, sizeof k - 1}
+#define HF(f) .name = {f, sizeof f - 1}
+#define HV(v) .payload = {v, sizeof v - 1}
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:a"), HF("f"), HV("1")});
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:a"), HF("g"), HV("1")});
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:ab"), HF("c"), HV("1")});
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:a"), HF("bc"), HV("1")});
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_PUSH, HK("hero:l"), .seq = 1, HV("x")});
+    hero_rec(&s1, (struct cmdlog_rec){.code = CMDLOG_H_PUSH, HK("hero:l"), .seq = 2, HV("y")});
+    hero_rec(&s1, (struct cmdlog_rec){
+                      .code = CMDLOG_H_EXPIRE, HK("hero:l"), .timed = true, .time_ms = NOW + HOUR});
+    hero_rec(&s1, (struct cmdlog_rec){
+                      .code = CMDLOG_H_TAKE, HK("j1"), HF("hero:work_queue:w"), .seq = 1});
+    hero_rec(&s2, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:a"), HF("f"), HV("2")});
+    hero_rec(&s2, (struct cmdlog_rec){.code = CMDLOG_H_HDEL, HK("hero:a"), HF("g")});
+    hero_rec(&s2, (struct cmdlog_rec){.code = CMDLOG_H_HDEL, HK("hero:ab"), HF("c")});
+    hero_rec(&s2, (struct cmdlog_rec){.code = CMDLOG_H_POP, HK("hero:l"), .seq = 1});
+    hero_rec(&s2,
+             (struct cmdlog_rec){
+                 .code = CMDLOG_H_EXPIRE, HK("hero:l"), .timed = true, .time_ms = NOW + 2 * HOUR});
+    hero_rec(&s2, (struct cmdlog_rec){.code = CMDLOG_H_END, HK("j1")});
+    hero_rec(&s3, (struct cmdlog_rec){.code = CMDLOG_H_HSET, HK("hero:a"), HF("f"), HV("3")});
+#undef HK
+#undef HF
+#undef HV
+    struct tdir d;
+    tdir_open(&d, "cmdlog");
+    REQUIRE(ref_seg_write(d.path, 1, s1.data, s1.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 2, s2.data, s2.len) == 0);
+    REQUIRE(ref_seg_write(d.path, 3, s3.data, s3.len) == 0);
+    ck_assert_int_eq(cmdlog_clean(d.fd, 3, budget), 0); /* segment 3 is the open one */
+    char sum[512];
+    hero_summary(&d, 1, sum, sizeof sum);
+    ck_assert_str_eq(sum, "48:hero:a:bc 50:hero:l:2");
+    hero_summary(&d, 2, sum, sizeof sum);
+    ck_assert_str_eq(sum, "48:hero:a:f 52:hero:l");
+    hero_summary(&d, 3, sum, sizeof sum);
+    ck_assert_str_eq(sum, "48:hero:a:f");
+    tdir_close(&d);
+    ref_buf_free(&s1);
+    ref_buf_free(&s2);
+    ref_buf_free(&s3);
+}
+
+START_TEST(test_clean_hero)
+{
+    check_clean_hero(SIZE_MAX);
+}
+END_TEST
+
+START_TEST(test_clean_hero_chunked)
+{
+    check_clean_hero(1);
+}
+END_TEST
+
 START_TEST(test_replay_damage_middle)
 {
     struct ref_buf b = {0};
@@ -1779,6 +1880,8 @@ cmdlog_files_suite(void)
         {"clean_skips_damaged", test_clean_skips_damaged},
         {"clean_random_chunks", test_clean_random_chunks},
         {"clean_big_record", test_clean_big_record},
+        {"clean_hero", test_clean_hero},
+        {"clean_hero_chunked", test_clean_hero_chunked},
         {"reader_end_and_damage", test_reader_end_and_damage},
         {"clean_stops_at_damage", test_clean_stops_at_damage},
         {"reader_garbled_length", test_reader_garbled_length},
