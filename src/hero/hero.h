@@ -54,6 +54,9 @@ struct hero_ctx {
     struct registry *running; /* id -> struct hero_run: handed to a connection */
     struct registry *deps;    /* prerequisite id -> the jobs waiting for it */
     struct registry *taken;   /* replay: id -> handed out, not ended */
+    struct hero_job_stats {
+        uint64_t submitted, handed, finished, failed, retried;
+    } jobs; /* since start (replay's are not counted) */
 };
 
 /* A connection's state. */

@@ -97,6 +97,26 @@ hero_frontend_stats(void *arg, struct stats_out *o)
                 hstore_count(fe->ctx.store));
     stats_gauge(o, "workq_hero_blocked_clients", NULL, "Hero clients waiting in BLPOP or BRPOP.",
                 fe->ctx.nblocked);
+    const struct hero_job_stats *j = &fe->ctx.jobs;
+    stats_counter(o, "workq_hero_jobs_submitted", NULL,
+                  "Hero jobs pushed onto a work queue (not a second copy).", j->submitted);
+    stats_counter(o, "workq_hero_jobs_handed_out", NULL, "Hero jobs popped from a work queue.",
+                  j->handed);
+    stats_counter(o, "workq_hero_jobs_finished", NULL, "Hero jobs a worker set finished.",
+                  j->finished);
+    stats_counter(o, "workq_hero_jobs_failed", NULL,
+                  "Hero jobs ended otherwise: set error, timed out or lost for good, stopped, "
+                  "withdrawn.",
+                  j->failed);
+    stats_counter(o, "workq_hero_jobs_retried", NULL,
+                  "Hero jobs back on their list after a timeout or a lost worker.", j->retried);
+    struct core_space_counts k;
+    core_space_counts(fe->ctx.core, fe->ctx.space, &k);
+    stats_family(o, "workq_hero_jobs", "gauge", NULL, "Hero jobs by state.");
+    stats_printf(o->b, "workq_hero_jobs{state=\"queued\"} %llu\n",
+                 (unsigned long long)(k.enqueued + k.retry));
+    stats_printf(o->b, "workq_hero_jobs{state=\"handed_out\"} %llu\n",
+                 (unsigned long long)k.working);
 }
 
 static void

@@ -210,6 +210,10 @@ hero_job_end(struct hero_ctx *h, struct job *j, bool success)
 {
     struct job_key key = job_key_of(j);
     struct hero_run *run = registry_remove(h->running, key.p, key.len);
+    if (success)
+        h->jobs.finished++;
+    else
+        h->jobs.failed++;
     if (run != NULL) {
         hero_log_end(h, run->id, run->len);
         if (run->st != NULL)
@@ -383,8 +387,10 @@ hero_jobs_submit(struct hero_ctx *h, const struct hkey *k, const char *id, size_
         return HERO_PLAIN;
     if (hero_job(h, id, n) != NULL)
         return HERO_DUPLICATE; /* queued or handed out: no second copy */
-    return hero_job_add(h, (struct wq_str){k->key, k->len}, id, n, 0) != NULL ? HERO_SUBMITTED
-                                                                              : HERO_PLAIN;
+    if (hero_job_add(h, (struct wq_str){k->key, k->len}, id, n, 0) == NULL)
+        return HERO_PLAIN;
+    h->jobs.submitted++;
+    return HERO_SUBMITTED;
 }
 
 void
@@ -399,6 +405,7 @@ hero_jobs_taken(struct hero_ctx *h, struct hero_conn *st, const struct hkey *k,
     core_job_set_payload(h->core, j, (const char *)&info, sizeof info);
     hero_log_take(h, v->p, v->len, (struct wq_str){k->key, k->len}, info.handed);
     core_job_take(h->core, j, *h->now_ms);
+    h->jobs.handed++;
     struct hero_run *run = wq_malloc(sizeof *run + v->len);
     run->st = st;
     run->taken_ms = *h->now_ms;
@@ -435,6 +442,7 @@ hero_job_lost(struct hero_ctx *h, struct job *j, const char *why)
         wq_free(run);
     }
     core_job_retry_at(h->core, j, (int64_t)*h->now_ms);
+    h->jobs.retried++;
     hero_requeue(h, (struct wq_str){q->name, q->name_len}, id, n);
 }
 
