@@ -25,6 +25,7 @@ struct hstore {
     struct ostree order;
     struct wheel wheel;
     uint64_t *bytes;
+    uint64_t freeing; /* what *bytes counts while the store is freed */
     uint64_t next_seq; /* the next list element's number */
     hstore_expired_fn expired;
     void *arg;
@@ -95,6 +96,8 @@ hstore_free(struct hstore *s)
 {
     if (s == NULL)
         return;
+    /* the caller's count may be gone already (the engine's, freed first) */
+    s->bytes = &s->freeing;
     /* deleting while walking the registry would move its slots: take the
      * keys in scan order instead */
     for (struct ostree_node *n = ostree_min_any(&s->order); n != NULL;

@@ -68,7 +68,7 @@ typedef void (*hstore_expired_fn)(struct hkey *k, void *arg);
 /* A new empty store at time now_ms; *bytes is kept as what it holds (the
  * engine's count of plain data, for -max-memory). */
 struct hstore *hstore_new(uint64_t now_ms, uint64_t *bytes, hstore_expired_fn expired, void *arg);
-/* Free every key. */
+/* Free every key (without counting it off *bytes, which may be gone). */
 void hstore_free(struct hstore *s);
 
 /* Keys that exist (expired ones not yet removed count until then), and

@@ -37,8 +37,11 @@ setup(void)
 static void
 teardown(void)
 {
-    hstore_free(s);
+    /* every key deleted, the count is back to 0 */
+    for (struct hkey *k = hstore_scan(s, 0); k != NULL; k = hstore_scan(s, 0))
+        hstore_delete(s, k);
     ck_assert_uint_eq(bytes, 0);
+    hstore_free(s);
 }
 
 static struct hkey *
