@@ -313,11 +313,18 @@ hero_open(void *ctx, void *state, struct reply *out)
 static size_t
 hero_handle(void *ctx, void *state, struct reply *out, const char *in, size_t len, size_t *need)
 {
+    struct hero_ctx *h = ctx;
     struct hero_conn *st = state;
     size_t used;
     const char *err;
     switch (resp_parse(&st->parser, in, len, &used, &err)) {
     case RESP_MORE:
+        if (h->max_request > 0 && used > h->max_request) {
+            /* more than the connection reads ahead: as Redis past its
+             * query buffer's limit, close without a reply */
+            reply_close(out);
+            return len;
+        }
         *need = used;
         return 0;
     case RESP_EMPTY:
@@ -329,7 +336,7 @@ hero_handle(void *ctx, void *state, struct reply *out, const char *in, size_t le
     case RESP_OK:
         break;
     }
-    hero_dispatch(ctx, st, out);
+    hero_dispatch(h, st, out);
     return used;
 }
 

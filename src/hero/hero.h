@@ -38,6 +38,7 @@ struct hero_ctx {
     bool has_password;
     struct auth_guard *auth_guard; /* failing addresses (every listener's) */
     size_t max_bulk;               /* the longest value (-max-payload) */
+    size_t max_request;            /* the longest request read (0: no bound) */
     const uint64_t *now_ms;        /* the server's time for this batch, Unix ms */
     const bool *readonly;          /* the command log cannot be written */
     const uint64_t *clients;       /* open connections */

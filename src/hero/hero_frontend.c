@@ -16,8 +16,8 @@
 #include "net/password_file.h"
 #include "net/tls.h"
 
-/* The longest inline request or count line, Redis's. */
-#define HERO_MAX_LINE (64u * 1024)
+/* The longest inline request or count line, Redis's (resp.h). */
+#define HERO_MAX_LINE RESP_MAX_INLINE
 
 struct hero_frontend {
     struct hero_ctx ctx;
@@ -66,12 +66,16 @@ hero_frontend_open(const struct frontend_env *env, bool listening, const char *p
         OPENSSL_cleanse(line, sizeof line);
     }
     /* a request is read whole: its count lines, and a bulk up to
-     * -max-payload */
+     * -max-payload (a longer one is refused; past that much, a request
+     * of many arguments closes the connection).  The module sees all
+     * that is buffered, up to that: a request's end is found in one pass
+     * over what has come, not a line at a time. */
+    fe->ctx.max_request = HERO_MAX_LINE + env->max_payload + 64;
     fe->plain = (struct conn_service){
         .proto = &hero_protocol,
         .ctx = &fe->ctx,
-        .pull_min = HERO_MAX_LINE + 2,
-        .max_request = HERO_MAX_LINE + env->max_payload + 64,
+        .pull_min = fe->ctx.max_request,
+        .max_request = fe->ctx.max_request,
     };
     tls_service(&fe->tls, &fe->plain, env->tls);
     return fe;

@@ -25,7 +25,7 @@ struct hstore {
     struct ostree order;
     struct wheel wheel;
     uint64_t *bytes;
-    uint64_t freeing; /* what *bytes counts while the store is freed */
+    uint64_t freeing;  /* what *bytes counts while the store is freed */
     uint64_t next_seq; /* the next list element's number */
     hstore_expired_fn expired;
     void *arg;
