@@ -153,27 +153,7 @@ hero_reply_val(struct reply *out, const char *p, size_t len)
 bool
 hero_parse_i64(const struct wq_str *a, int64_t *v)
 {
-    const char *p = a->p;
-    size_t n = a->n;
-    if (n == 0 || n > 20)
-        return false;
-    bool neg = p[0] == '-';
-    size_t i = neg;
-    if (i == n || p[i] < '0' || p[i] > '9' || (p[i] == '0' && n > i + 1) || (neg && p[i] == '0'))
-        return false;
-    uint64_t u = 0;
-    for (; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return false;
-        unsigned d = (unsigned)(p[i] - '0');
-        if (u > (UINT64_MAX - d) / 10)
-            return false;
-        u = u * 10 + d;
-    }
-    if (neg ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX)
-        return false;
-    *v = neg ? (int64_t)(0 - u) : (int64_t)u;
-    return true;
+    return resp_number(a->p, a->n, v);
 }
 
 struct hkey *

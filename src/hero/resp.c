@@ -35,9 +35,7 @@ resp_args_room(struct resp_parser *p, size_t n)
     p->cap = cap;
 }
 
-/* A decimal number as Redis's string2ll reads one: an optional '-', no
- * leading zeros (but "0"), no '+', no space, within int64. */
-static bool
+bool
 resp_number(const char *s, size_t n, int64_t *out)
 {
     if (n == 0 || n > 20)

@@ -30,6 +30,11 @@ struct resp_parser {
     char err[64];    /* an error text that names a byte */
 };
 
+/* A decimal number as Redis's string2ll reads one (its counts, lengths and
+ * integer arguments): an optional '-', no leading zeros (but "0"), no
+ * '+', no space, within int64.  True, with *out. */
+bool resp_number(const char *s, size_t n, int64_t *out);
+
 void resp_parser_init(struct resp_parser *p, size_t max_bulk);
 void resp_parser_free(struct resp_parser *p);
 
