@@ -20,50 +20,50 @@
 
 #define K(first, last, step) first, last, step
 static const struct hero_cmd hero_cmds[] = {
-    {"auth", -2, HERO_NOAUTH, K(0, 0, 0), hero_cmd_auth},
-    {"blpop", -3, HERO_WRITE, K(1, -2, 1), hero_cmd_blpop},
-    {"brpop", -3, HERO_WRITE, K(1, -2, 1), hero_cmd_brpop},
-    {"client", -2, 0, K(0, 0, 0), hero_cmd_client},
-    {"command", -1, 0, K(0, 0, 0), hero_cmd_command},
-    {"dbsize", 1, 0, K(0, 0, 0), hero_cmd_dbsize},
-    {"del", -2, HERO_WRITE, K(1, -1, 1), hero_cmd_del},
-    {"echo", 2, 0, K(0, 0, 0), hero_cmd_echo},
-    {"exists", -2, 0, K(1, -1, 1), hero_cmd_exists},
-    {"expire", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_expire},
-    {"hdel", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_hdel},
-    {"hello", -1, HERO_NOAUTH, K(0, 0, 0), hero_cmd_hello},
-    {"hexists", 3, 0, K(1, 1, 1), hero_cmd_hexists},
-    {"hget", 3, 0, K(1, 1, 1), hero_cmd_hget},
-    {"hgetall", 2, 0, K(1, 1, 1), hero_cmd_hgetall},
-    {"hincrby", 4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hincrby},
-    {"hkeys", 2, 0, K(1, 1, 1), hero_cmd_hkeys},
-    {"hlen", 2, 0, K(1, 1, 1), hero_cmd_hlen},
-    {"hmget", -3, 0, K(1, 1, 1), hero_cmd_hmget},
-    {"hmset", -4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hmset},
-    {"hset", -4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hset},
-    {"hsetnx", 4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hsetnx},
-    {"hvals", 2, 0, K(1, 1, 1), hero_cmd_hvals},
-    {"info", -1, 0, K(0, 0, 0), hero_cmd_info},
-    {"keys", 2, 0, K(0, 0, 0), hero_cmd_keys},
-    {"lindex", 3, 0, K(1, 1, 1), hero_cmd_lindex},
-    {"llen", 2, 0, K(1, 1, 1), hero_cmd_llen},
-    {"lpop", -2, HERO_WRITE, K(1, 1, 1), hero_cmd_lpop},
-    {"lpush", -3, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_lpush},
-    {"lrange", 4, 0, K(1, 1, 1), hero_cmd_lrange},
-    {"lrem", 4, HERO_WRITE, K(1, 1, 1), hero_cmd_lrem},
-    {"ltrim", 4, HERO_WRITE, K(1, 1, 1), hero_cmd_ltrim},
-    {"persist", 2, HERO_WRITE, K(1, 1, 1), hero_cmd_persist},
-    {"pexpire", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_pexpire},
-    {"ping", -1, 0, K(0, 0, 0), hero_cmd_ping},
-    {"pttl", 2, 0, K(1, 1, 1), hero_cmd_pttl},
-    {"quit", -1, HERO_NOAUTH, K(0, 0, 0), hero_cmd_quit},
-    {"rpop", -2, HERO_WRITE, K(1, 1, 1), hero_cmd_rpop},
-    {"rpush", -3, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_rpush},
-    {"scan", -2, 0, K(0, 0, 0), hero_cmd_scan},
-    {"select", 2, 0, K(0, 0, 0), hero_cmd_select},
-    {"ttl", 2, 0, K(1, 1, 1), hero_cmd_ttl},
-    {"type", 2, 0, K(1, 1, 1), hero_cmd_type},
-    {"unlink", -2, HERO_WRITE, K(1, -1, 1), hero_cmd_del},
+    {"auth", -2, HERO_NOAUTH, K(0, 0, 0), hero_cmd_auth, NULL},
+    {"blpop", -3, HERO_WRITE, K(1, -2, 1), hero_cmd_blpop, hero_check_timeout},
+    {"brpop", -3, HERO_WRITE, K(1, -2, 1), hero_cmd_brpop, hero_check_timeout},
+    {"client", -2, 0, K(0, 0, 0), hero_cmd_client, NULL},
+    {"command", -1, 0, K(0, 0, 0), hero_cmd_command, NULL},
+    {"dbsize", 1, 0, K(0, 0, 0), hero_cmd_dbsize, NULL},
+    {"del", -2, HERO_WRITE, K(1, -1, 1), hero_cmd_del, NULL},
+    {"echo", 2, 0, K(0, 0, 0), hero_cmd_echo, NULL},
+    {"exists", -2, 0, K(1, -1, 1), hero_cmd_exists, NULL},
+    {"expire", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_expire, NULL},
+    {"hdel", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_hdel, NULL},
+    {"hello", -1, HERO_NOAUTH, K(0, 0, 0), hero_cmd_hello, NULL},
+    {"hexists", 3, 0, K(1, 1, 1), hero_cmd_hexists, NULL},
+    {"hget", 3, 0, K(1, 1, 1), hero_cmd_hget, NULL},
+    {"hgetall", 2, 0, K(1, 1, 1), hero_cmd_hgetall, NULL},
+    {"hincrby", 4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hincrby, NULL},
+    {"hkeys", 2, 0, K(1, 1, 1), hero_cmd_hkeys, NULL},
+    {"hlen", 2, 0, K(1, 1, 1), hero_cmd_hlen, NULL},
+    {"hmget", -3, 0, K(1, 1, 1), hero_cmd_hmget, NULL},
+    {"hmset", -4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hmset, NULL},
+    {"hset", -4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hset, NULL},
+    {"hsetnx", 4, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_hsetnx, NULL},
+    {"hvals", 2, 0, K(1, 1, 1), hero_cmd_hvals, NULL},
+    {"info", -1, 0, K(0, 0, 0), hero_cmd_info, NULL},
+    {"keys", 2, 0, K(0, 0, 0), hero_cmd_keys, NULL},
+    {"lindex", 3, 0, K(1, 1, 1), hero_cmd_lindex, NULL},
+    {"llen", 2, 0, K(1, 1, 1), hero_cmd_llen, NULL},
+    {"lpop", -2, HERO_WRITE, K(1, 1, 1), hero_cmd_lpop, NULL},
+    {"lpush", -3, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_lpush, NULL},
+    {"lrange", 4, 0, K(1, 1, 1), hero_cmd_lrange, NULL},
+    {"lrem", 4, HERO_WRITE, K(1, 1, 1), hero_cmd_lrem, NULL},
+    {"ltrim", 4, HERO_WRITE, K(1, 1, 1), hero_cmd_ltrim, NULL},
+    {"persist", 2, HERO_WRITE, K(1, 1, 1), hero_cmd_persist, NULL},
+    {"pexpire", -3, HERO_WRITE, K(1, 1, 1), hero_cmd_pexpire, NULL},
+    {"ping", -1, 0, K(0, 0, 0), hero_cmd_ping, NULL},
+    {"pttl", 2, 0, K(1, 1, 1), hero_cmd_pttl, NULL},
+    {"quit", -1, HERO_NOAUTH, K(0, 0, 0), hero_cmd_quit, NULL},
+    {"rpop", -2, HERO_WRITE, K(1, 1, 1), hero_cmd_rpop, NULL},
+    {"rpush", -3, HERO_WRITE | HERO_GROWS, K(1, 1, 1), hero_cmd_rpush, NULL},
+    {"scan", -2, 0, K(0, 0, 0), hero_cmd_scan, NULL},
+    {"select", 2, 0, K(0, 0, 0), hero_cmd_select, NULL},
+    {"ttl", 2, 0, K(1, 1, 1), hero_cmd_ttl, NULL},
+    {"type", 2, 0, K(1, 1, 1), hero_cmd_type, NULL},
+    {"unlink", -2, HERO_WRITE, K(1, -1, 1), hero_cmd_del, NULL},
 };
 #undef K
 
@@ -100,14 +100,6 @@ hero_cmd_table(size_t *n)
 void
 hero_err(struct reply *out, const char *text)
 {
-    /* "-CODE text" when text starts with a code of capitals, else ERR */
-    size_t code = strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
-    if (code > 0 && text[code] == ' ') {
-        reply_bytes(out, "-", 1);
-        reply_str(out, text);
-        reply_bytes(out, "\r\n", 2);
-        return;
-    }
     resp_reply_error(out, "ERR", text);
 }
 
@@ -263,7 +255,7 @@ hero_dispatch(struct hero_ctx *h, struct hero_conn *st, struct reply *out)
         reply_str(out, "-NOAUTH Authentication required.\r\n");
         return;
     }
-    if (!hero_keys_ok(cmd, &c))
+    if ((cmd->check != NULL && !cmd->check(&c)) || !hero_keys_ok(cmd, &c))
         return;
     if ((cmd->flags & HERO_GROWS) && core_over_limit(h->core, 0)) {
         reply_str(out, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
@@ -297,6 +289,7 @@ hero_handle(void *ctx, void *state, struct reply *out, const char *in, size_t le
     struct hero_conn *st = state;
     size_t used;
     const char *err;
+    st->parser.unauth = h->has_password && !st->authed;
     switch (resp_parse(&st->parser, in, len, &used, &err)) {
     case RESP_MORE:
         if (h->max_request > 0 && used > h->max_request) {

@@ -82,7 +82,9 @@ struct hero_call {
 
 /* A command of the table: arity as Redis counts it (the name included; -n:
  * at least n), its flags, where its keys are (first, last: -1 the last
- * argument, -2 all but the last; step), and its handler. */
+ * argument, -2 all but the last; step), its handler, and what it checks
+ * of its arguments before its keys are (NULL: nothing), where Redis
+ * answers that error first. */
 enum {
     HERO_WRITE = 1,  /* changes data: refused while read-only */
     HERO_GROWS = 2,  /* may use more memory: refused past -max-memory */
@@ -94,6 +96,7 @@ struct hero_cmd {
     uint8_t flags;
     int8_t first_key, last_key, key_step;
     void (*run)(struct hero_call *c);
+    bool (*check)(struct hero_call *c);
 };
 
 /* The module; its ctx is a struct hero_ctx. */
@@ -194,6 +197,8 @@ void hero_cmd_rpush(struct hero_call *c);
 void hero_cmd_lpop(struct hero_call *c);
 void hero_cmd_rpop(struct hero_call *c);
 void hero_cmd_blpop(struct hero_call *c);
+/* A blocking pop's timeout (its last argument) is one, else answered. */
+bool hero_check_timeout(struct hero_call *c);
 void hero_cmd_brpop(struct hero_call *c);
 void hero_cmd_llen(struct hero_call *c);
 void hero_cmd_lrange(struct hero_call *c);

@@ -28,6 +28,13 @@ hero_is(const struct wq_str *a, const char *w)
     return a->n == strlen(w) && strncasecmp(a->p, w, a->n) == 0;
 }
 
+/* Is user Redis's default user (its name is case-sensitive)? */
+static bool
+hero_default_user(const struct wq_str *user)
+{
+    return user->n == 7 && memcmp(user->p, "default", 7) == 0;
+}
+
 void
 hero_cmd_ping(struct hero_call *c)
 {
@@ -61,7 +68,7 @@ static bool
 hero_check_password(struct hero_call *c, const struct wq_str *user, const struct wq_str *pass)
 {
     struct hero_ctx *h = c->h;
-    if (user != NULL && !hero_is(user, "default")) {
+    if (user != NULL && !hero_default_user(user)) {
         reply_str(c->out, HERO_WRONGPASS);
         return false;
     }
@@ -162,10 +169,10 @@ hero_cmd_hello(struct hero_call *c)
         }
     }
     if (c->h->has_password && !c->st->authed && user == NULL) {
-        hero_err(c->out, "NOAUTH HELLO must be called with the client already authenticated, "
-                         "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
-                         "authenticate the client and select the RESP protocol version at the "
-                         "same time");
+        resp_reply_error(c->out, "NOAUTH",
+                         "HELLO must be called with the client already authenticated, otherwise "
+                         "the HELLO AUTH <user> <pass> option can be used to authenticate the "
+                         "client and select the RESP protocol version at the same time");
         return;
     }
     if (user != NULL && !hero_check_password(c, user, pass))

@@ -344,6 +344,13 @@ hero_timeout(struct hero_call *c, const struct wq_str *a, uint64_t *ms)
     return true;
 }
 
+bool
+hero_check_timeout(struct hero_call *c)
+{
+    uint64_t ms;
+    return hero_timeout(c, &c->argv[c->argc - 1], &ms);
+}
+
 /* A blocked pop's time ran out: no array. */
 static void
 hero_block_timeout(evutil_socket_t fd, short what, void *arg)

@@ -93,6 +93,10 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
         *err = "Protocol error: invalid multibulk length";
         return RESP_ERROR;
     }
+    if (p->unauth && count > RESP_UNAUTH_ARGS) {
+        *err = "Protocol error: unauthenticated multibulk length";
+        return RESP_ERROR;
+    }
     size_t at = n + 2;
     if (count <= 0) {
         *used = at;
@@ -120,6 +124,10 @@ resp_multibulk(struct resp_parser *p, const char *in, size_t len, size_t *used, 
         int64_t blen;
         if (!resp_number(in + at + 1, n - 1, &blen) || blen < 0 || (uint64_t)blen > p->max_bulk) {
             *err = "Protocol error: invalid bulk length";
+            return RESP_ERROR;
+        }
+        if (p->unauth && blen > RESP_UNAUTH_BULK) {
+            *err = "Protocol error: unauthenticated bulk length";
             return RESP_ERROR;
         }
         at += n + 2;

@@ -10,7 +10,10 @@
 #include "lib/wq.h"
 
 #define RESP_MAX_INLINE (64u * 1024) /* an inline line, a count line */
-#define RESP_MAX_ARGS   (1024u * 1024)
+#define RESP_MAX_ARGS   INT32_MAX    /* Redis's bound on a count */
+/* Before AUTH, Redis reads no more than these. */
+#define RESP_UNAUTH_ARGS 10
+#define RESP_UNAUTH_BULK 16384
 
 enum resp_status {
     RESP_OK,    /* one request: argv[0..argc) */
@@ -27,6 +30,7 @@ struct resp_parser {
     char *words; /* an inline request's words, unquoted */
     size_t words_cap;
     size_t max_bulk; /* the longest bulk accepted */
+    bool unauth;     /* the client has yet to authenticate: Redis's tighter bounds */
     char err[64];    /* an error text that names a byte */
 };
 

@@ -126,7 +126,13 @@ END_TEST
 START_TEST(test_errors)
 {
     expect("*x\r\n", RESP_ERROR, 0, "Protocol error: invalid multibulk length");
-    expect("*1048577\r\n", RESP_ERROR, 0, "Protocol error: invalid multibulk length");
+    expect("*2147483648\r\n", RESP_ERROR, 0, "Protocol error: invalid multibulk length");
+    /* before AUTH: Redis's tighter bounds */
+    p.unauth = true;
+    expect("*11\r\n", RESP_ERROR, 0, "Protocol error: unauthenticated multibulk length");
+    expect("*1\r\n$16385\r\n", RESP_ERROR, 0, "Protocol error: unauthenticated bulk length");
+    expect("*10\r\n$16384\r\n", RESP_MORE, 13 + 16384 + 2, NULL);
+    p.unauth = false;
     expect("*01\r\n", RESP_ERROR, 0, "Protocol error: invalid multibulk length");
     expect("*1\r\nfooz\r\n", RESP_ERROR, 0, "Protocol error: expected '$', got 'f'");
     expect("*2\r\n$3\r\nSET\r\n:1\r\n", RESP_ERROR, 0, "Protocol error: expected '$', got ':'");
