@@ -142,18 +142,17 @@ hero_job_info(const struct job *j)
     return info;
 }
 
-/* Records of the jobs (53, 54). */
+/* Records of the jobs: handed out (53) or back on its list (55), with the
+ * times it was handed out; ended (54). */
 static void
-hero_log_take(struct hero_ctx *h, const char *id, size_t n, struct wq_str queue, uint32_t handed)
+hero_log_take(struct hero_ctx *h, uint8_t code, const char *id, size_t n, struct wq_str queue,
+              uint32_t handed)
 {
     struct core *c = h->core;
     if (c->record == NULL)
         return;
-    struct cmdlog_rec r = {.code = CMDLOG_H_TAKE,
-                           .at_ms = (int64_t)c->now_ms,
-                           .jid = {id, n},
-                           .name = queue,
-                           .seq = handed};
+    struct cmdlog_rec r = {
+        .code = code, .at_ms = (int64_t)c->now_ms, .jid = {id, n}, .name = queue, .seq = handed};
     c->record(c->record_arg, &r);
 }
 
@@ -214,8 +213,9 @@ hero_job_end(struct hero_ctx *h, struct job *j, bool success)
         h->jobs.finished++;
     else
         h->jobs.failed++;
+    if (hero_job_info(j).handed > 0) /* it has records of 53 or 55 */
+        hero_log_end(h, (const char *)key.p, key.len);
     if (run != NULL) {
-        hero_log_end(h, run->id, run->len);
         if (run->st != NULL)
             list_unlink(&run->link);
         wq_free(run);
@@ -403,7 +403,7 @@ hero_jobs_taken(struct hero_ctx *h, struct hero_conn *st, const struct hkey *k,
     struct hero_info info = hero_job_info(j);
     info.handed++;
     core_job_set_payload(h->core, j, (const char *)&info, sizeof info);
-    hero_log_take(h, v->p, v->len, (struct wq_str){k->key, k->len}, info.handed);
+    hero_log_take(h, CMDLOG_H_TAKE, v->p, v->len, (struct wq_str){k->key, k->len}, info.handed);
     core_job_take(h->core, j, *h->now_ms);
     h->jobs.handed++;
     struct hero_run *run = wq_malloc(sizeof *run + v->len);
@@ -436,11 +436,11 @@ hero_job_lost(struct hero_ctx *h, struct job *j, const char *why)
     }
     struct hero_run *run = registry_remove(h->running, id, n);
     if (run != NULL) {
-        hero_log_end(h, id, n);
         if (run->st != NULL)
             list_unlink(&run->link);
         wq_free(run);
     }
+    hero_log_take(h, CMDLOG_H_BACK, id, n, (struct wq_str){q->name, q->name_len}, info.handed);
     core_job_retry_at(h->core, j, (int64_t)*h->now_ms);
     h->jobs.retried++;
     hero_requeue(h, (struct wq_str){q->name, q->name_len}, id, n);
@@ -557,9 +557,11 @@ hero_jobs_hash_gone(struct hero_ctx *h, const struct hkey *k)
         hero_job_end(h, j, false);
 }
 
-/* Replay: the jobs handed out and not ended, by id. */
+/* Replay: the jobs handed out (held) or back on their list, not ended, by
+ * id. */
 struct hero_taken {
     uint32_t handed;
+    bool held;
     uint32_t qlen, len;
     char bytes[]; /* id, then the queue */
 };
@@ -579,7 +581,7 @@ hero_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_
     (void)c;
     (void)now_ms;
     struct hero_ctx *h = arg;
-    if (r->code != CMDLOG_H_TAKE && r->code != CMDLOG_H_END) {
+    if (r->code < CMDLOG_H_TAKE) {
         hero_log_replay(h, r);
         return;
     }
@@ -588,6 +590,7 @@ hero_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_
         return;
     struct hero_taken *t = wq_malloc(sizeof *t + r->jid.n + r->name.n);
     t->handed = (uint32_t)WQ_MIN(r->seq, UINT32_MAX);
+    t->held = r->code == CMDLOG_H_TAKE;
     t->len = (uint32_t)r->jid.n;
     t->qlen = (uint32_t)r->name.n;
     memcpy(t->bytes, r->jid.p, r->jid.n);
@@ -618,8 +621,12 @@ hero_jobs_requeue_lists(struct hero_ctx *h)
             continue;
         for (uint32_t i = 0; i < hlst_len(k); i++) {
             const struct hval *v = hlst_at(k, i);
-            if (hero_job_hash(h, v->p, v->len) != NULL && hero_job(h, v->p, v->len) == NULL)
-                hero_job_add(h, (struct wq_str){k->key, k->len}, v->p, v->len, 0);
+            if (hero_job_hash(h, v->p, v->len) == NULL || hero_job(h, v->p, v->len) != NULL)
+                continue;
+            /* a job back on its list keeps the times it was handed out */
+            const struct hero_taken *t = registry_find(h->taken, v->p, v->len);
+            uint32_t handed = t != NULL && !t->held ? t->handed : 0;
+            hero_job_add(h, (struct wq_str){k->key, k->len}, v->p, v->len, handed);
         }
     }
 }
@@ -631,6 +638,8 @@ hero_taken_lost(void *elem, void *arg)
     struct hero_taken *t = elem;
     struct hero_ctx *h = arg;
     const char *id = t->bytes;
+    if (!t->held)
+        return; /* back on its list: queued with its count */
     /* queued again already, or its hash gone: nothing to tell */
     struct job *j =
         hero_job(h, id, t->len) != NULL || hero_job_hash(h, id, t->len) == NULL

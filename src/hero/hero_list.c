@@ -121,21 +121,26 @@ hero_reply_popped(struct reply *out, const struct hkey *k, struct hval v)
     hstore_val_free(v);
 }
 
-/* Take the value at the head or the tail of k for st, logged: on a work
+/* Take the value at the head or the tail of *kp for st, logged: on a work
  * queue, the nearest a job may be handed out of (one whose prerequisite
- * failed leaves the list on the way).  False when there is none. */
+ * failed leaves the list on the way, and what that fails in turn may
+ * empty the list: *kp is then NULL).  False when there is none. */
 static bool
-hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey *k, bool left,
+hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey **kp, bool left,
                struct hval *out)
 {
+    struct hkey *k = *kp;
     if (!hero_is_work_queue(k)) {
         if (hlst_len(k) == 0)
             return false;
         *out = hero_list_pop(h, k, left);
         return true;
     }
+    char name[256]; /* a work queue's name is no longer */
+    size_t len = k->len;
+    memcpy(name, k->key, len);
     for (;;) {
-        uint32_t n = hlst_len(k), i;
+        uint32_t n = hlst_len(k), i = 0;
         struct hero_failed failed;
         enum hero_ready r = HERO_WAITS;
         for (uint32_t j = 0; j < n && r == HERO_WAITS; j++) {
@@ -151,10 +156,15 @@ hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey *k, bool le
             *out = v;
             return true;
         }
-        /* failed: out of the list, and marked so; the list may have
-         * changed meanwhile: look again */
+        /* failed: out of the list, and marked so; what that fails in turn
+         * may change the list, or delete it: look again */
         hero_jobs_fail_prereq(h, v.p, v.len, &failed);
         hstore_val_free(v);
+        k = *kp = hstore_find(h->store, name, len, *h->now_ms);
+        if (k == NULL || k->type != HKEY_LIST) {
+            *kp = NULL;
+            return false;
+        }
     }
 }
 
@@ -167,7 +177,7 @@ hero_serve(struct hero_ctx *h, struct hkey *k)
     struct hval v;
     while (h->blocked != NULL && (l = registry_find(h->blocked, k->key, k->len)) != NULL) {
         struct hero_block *b = list_item(l->waiters.next, struct hero_wait, link)->block;
-        if (!hero_list_take(h, b->st, k, b->left, &v))
+        if (!hero_list_take(h, b->st, &k, b->left, &v))
             break;
         struct reply *out = b->out;
         hero_reply_popped(out, k, v);
@@ -175,7 +185,7 @@ hero_serve(struct hero_ctx *h, struct hkey *k)
         h->nblocked--;
         reply_wake(out);
     }
-    if (hlst_len(k) == 0)
+    if (k != NULL && hlst_len(k) == 0)
         hero_key_delete(h, k);
 }
 
@@ -276,7 +286,7 @@ hero_pop(struct hero_call *c, bool left)
     }
     struct hval v;
     if (c->argc == 2) {
-        if (hero_list_take(c->h, c->st, k, left, &v)) {
+        if (hero_list_take(c->h, c->st, &k, left, &v)) {
             hero_reply_val(c->out, v.p, v.len);
             hstore_val_free(v);
         } else {
@@ -287,7 +297,7 @@ hero_pop(struct hero_call *c, bool left)
          * answer */
         uint64_t n = 0, want = WQ_MIN((uint64_t)count, hlst_len(k));
         struct hval *got = wq_malloc((want ? want : 1) * sizeof *got);
-        while (n < want && hero_list_take(c->h, c->st, k, left, &got[n]))
+        while (n < want && k != NULL && hero_list_take(c->h, c->st, &k, left, &got[n]))
             n++;
         resp_reply_array(c->out, n);
         for (uint64_t i = 0; i < n; i++) {
@@ -296,7 +306,7 @@ hero_pop(struct hero_call *c, bool left)
         }
         wq_free(got);
     }
-    if (hlst_len(k) == 0)
+    if (k != NULL && hlst_len(k) == 0)
         hero_key_delete(c->h, k);
 }
 
@@ -423,7 +433,7 @@ hero_bpop(struct hero_call *c, bool left)
         if (wrong)
             return;
         struct hval v;
-        if (k != NULL && hero_list_take(c->h, c->st, k, left, &v)) {
+        if (k != NULL && hero_list_take(c->h, c->st, &k, left, &v)) {
             hero_reply_popped(c->out, k, v);
             hero_key_drop_empty(c, k);
             return;

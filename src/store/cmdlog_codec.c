@@ -278,6 +278,7 @@ cmdlog_hero_size(const struct cmdlog_rec *r)
         n += CMDLOG_TIME_LEN;
         break;
     case CMDLOG_H_TAKE:
+    case CMDLOG_H_BACK:
         n += uvarint_len(r->name.n) + r->name.n + uvarint_len(r->seq);
         break;
     default:
@@ -390,6 +391,7 @@ cmdlog_hero_encode(const struct cmdlog_rec *r, uint8_t *o)
         o += CMDLOG_TIME_LEN;
         break;
     case CMDLOG_H_TAKE:
+    case CMDLOG_H_BACK:
         o = put_bytes(o, &r->name);
         o += cmdlog_uvarint_put(o, r->seq);
         break;
@@ -554,6 +556,7 @@ cmdlog_hero_decode(struct reader *rd, struct cmdlog_rec *r)
         rd_time(rd, &r->timed, &r->time_ms, &ns);
         break;
     case CMDLOG_H_TAKE:
+    case CMDLOG_H_BACK:
         r->name = rd_bytes(rd);
         r->seq = rd_uvarint(rd);
         break;
@@ -683,7 +686,7 @@ cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap)
         if (n > cap)
             return 0;
         key[0] = 'h';
-        bool job = r->code == CMDLOG_H_TAKE || r->code == CMDLOG_H_END;
+        bool job = r->code >= CMDLOG_H_TAKE;
         key[1] = field ? 'f' : element ? 'e' : job ? 'j' : 'x';
         size_t at = 2 + cmdlog_uvarint_put(key + 2, r->jid.n);
         memcpy(key + at, r->jid.p, r->jid.n);
@@ -722,7 +725,7 @@ bool
 cmdlog_rec_supersedes(const struct cmdlog_rec *r)
 {
     return r->code == CMDLOG_H_HSET || (r->code == CMDLOG_H_EXPIRE && r->timed) ||
-           r->code == CMDLOG_H_TAKE;
+           r->code == CMDLOG_H_TAKE || r->code == CMDLOG_H_BACK;
 }
 
 void

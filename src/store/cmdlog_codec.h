@@ -57,9 +57,10 @@ enum cmdlog_code {
     CMDLOG_H_POP = 51,    /* key, element (seq): it left the list, however */
     CMDLOG_H_EXPIRE = 52, /* key, when (time_ms; not timed: no expiry, or the key went) */
     CMDLOG_H_TAKE = 53,   /* job id (in jid), work queue (name), times handed out (seq) */
-    CMDLOG_H_END = 54,    /* job id: no longer handed out, whatever its end */
+    CMDLOG_H_END = 54,    /* job id: ended (after a 53 or 55) */
+    CMDLOG_H_BACK = 55,   /* job id, work queue, times handed out: back on its list */
     CMDLOG_H_MAX = 55,
-    CMDLOG_CODE_MAX = 54,
+    CMDLOG_CODE_MAX = 55,
 };
 
 /* Is code one of the Faktory front-end's? */

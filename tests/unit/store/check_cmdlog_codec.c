@@ -913,7 +913,7 @@ START_TEST(test_rec_hero)
     ref_rec_raw(&b, NOW, exp, sizeof exp);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
     ck_assert(!r.timed && cmdlog_rec_ends_job(&r));
-    /* 53: job id, its queue, times handed out; 54: job id */
+    /* 53 and 55: job id, its queue, times handed out; 54: job id */
     static const uint8_t take[] = {53, 1, 'j', 3, 'h', ':', 'w', 2};
     b.len = 0;
     ref_rec_raw(&b, NOW, take, sizeof take);
@@ -924,12 +924,18 @@ START_TEST(test_rec_hero)
     ref_rec_raw(&b, NOW, end, sizeof end);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
     ck_assert(cmdlog_rec_ends_job(&r));
-    /* an empty key; 55 is no code yet */
+    static const uint8_t back[] = {55, 1, 'j', 3, 'h', ':', 'w', 2};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, back, sizeof back);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.code == CMDLOG_H_BACK && r.seq == 2 && cmdlog_rec_supersedes(&r));
+    ck_assert_uint_eq(cmdlog_rec_key(&r, k1, sizeof k1), n1 = cmdlog_rec_key(&r, k2, sizeof k2));
+    /* an empty key; 56 is no code */
     static const uint8_t nokey[] = {54, 0};
     b.len = 0;
     ref_rec_raw(&b, NOW, nokey, sizeof nokey);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
-    static const uint8_t next[] = {55, 1, 'j'};
+    static const uint8_t next[] = {56, 1, 'j'};
     b.len = 0;
     ref_rec_raw(&b, NOW, next, sizeof next);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
