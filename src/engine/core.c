@@ -763,6 +763,13 @@ core_job_requeue(struct core *c, struct job *j, uint64_t now_ms)
 }
 
 void
+core_job_set_ttr(struct job *j, uint32_t ttr_ms)
+{
+    WQ_ASSERT(ttr_ms > 0 && ttr_ms <= WQ_MAX_TTR_MS);
+    j->ttr = ttr_ms;
+}
+
+void
 core_job_set_payload(struct core *c, struct job *j, const char *data, size_t len)
 {
     c->bytes += len;

@@ -200,6 +200,8 @@ void core_job_requeue(struct core *c, struct job *j, uint64_t now_ms);
 void core_job_take(struct core *c, struct job *j, uint64_t now_ms);
 /* j's payload becomes a copy of data[0..len) (len > 0). */
 void core_job_set_payload(struct core *c, struct job *j, const char *data, size_t len);
+/* j's TTR for its next lease: ttr_ms, 1 to WQ_MAX_TTR_MS. */
+void core_job_set_ttr(struct job *j, uint32_t ttr_ms);
 
 /* Apply a record read back from the command log at start-up, as of now_ms:
  * jobs keep their original expiry (those already past it go at the next

@@ -353,22 +353,33 @@ hero_jobs_fail_prereq(struct hero_ctx *h, const char *id, size_t n,
     hero_job_fail(h, id, n, why);
 }
 
+/* The timeout of job hash k in ms (0: none). */
+static uint64_t
+hero_timeout_ms(const struct hkey *k)
+{
+    double timeout = hero_number(k, "timeout");
+    return timeout > 0 ? (uint64_t)ceil(WQ_MIN(timeout * 1000, 1e15)) : 0;
+}
+
+/* The engine's reservation for a timeout: the timeout, or the longest
+ * reservation for a longer one or none (hero_ttr_expired renews it). */
+static uint32_t
+hero_ttr(uint64_t timeout_ms)
+{
+    return (uint32_t)(timeout_ms > 0 ? WQ_MIN(timeout_ms, WQ_MAX_TTR_MS) : WQ_MAX_TTR_MS);
+}
+
 /* Make job id queued on the work queue named queue, handed out `handed`
  * times so far. */
 static struct job *
 hero_job_add(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n, uint32_t handed)
 {
     struct hkey *hash = hero_job_hash(h, id, n);
-    double timeout = hero_number(hash, "timeout");
-    struct hero_info info = {
-        .timeout_ms = timeout > 0 ? (uint64_t)ceil(WQ_MIN(timeout * 1000, 1e15)) : 0,
-        .handed = handed,
-    };
+    struct hero_info info = {.timeout_ms = hero_timeout_ms(hash), .handed = handed};
     struct job_spec js = {
         .key = {(const uint8_t *)id, n, h->space},
         .name = queue,
-        .ttr = (uint32_t)(info.timeout_ms > 0 ? WQ_MIN(info.timeout_ms, WQ_MAX_TTR_MS)
-                                              : WQ_MAX_TTR_MS),
+        .ttr = hero_ttr(info.timeout_ms),
         .ttl = UINT64_MAX,
         .payload = (const char *)&info,
         .payload_len = sizeof info,
@@ -400,9 +411,12 @@ hero_jobs_taken(struct hero_ctx *h, struct hero_conn *st, const struct hkey *k,
     struct job *j = hero_job(h, v->p, v->len);
     if (j == NULL)
         return;
+    /* its timeout runs from now, as its hash says now */
     struct hero_info info = hero_job_info(j);
     info.handed++;
+    info.timeout_ms = hero_timeout_ms(hero_job_hash(h, v->p, v->len));
     core_job_set_payload(h->core, j, (const char *)&info, sizeof info);
+    core_job_set_ttr(j, hero_ttr(info.timeout_ms));
     hero_log_take(h, CMDLOG_H_TAKE, v->p, v->len, (struct wq_str){k->key, k->len}, info.handed);
     core_job_take(h->core, j, *h->now_ms);
     h->jobs.handed++;
@@ -484,8 +498,11 @@ hero_jobs_status(struct hero_ctx *h, const char *id, size_t n, struct wq_str s)
     bool finished = hero_str_is(s, "finished"), failed = hero_str_is(s, "error");
     if (!finished && !failed)
         return;
-    struct hero_run *run = registry_find(h->running, id, n);
-    struct job *j = run != NULL ? hero_job(h, id, n) : NULL;
+    /* handed out, it is done; still queued (a late word from a worker
+     * whose job went back to its list), it leaves its list */
+    struct job *j = hero_job(h, id, n);
+    if (j != NULL && registry_find(h->running, id, n) == NULL)
+        hero_unqueue(h, j, id, n);
     if (j != NULL)
         hero_job_end(h, j, finished);
     /* its dependents: a failure fails them; a success may free them */

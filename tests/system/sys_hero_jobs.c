@@ -817,6 +817,31 @@ START_TEST(test_timeout_retries)
 }
 END_TEST
 
+/* The timeout is the hash's when the job is popped (set after the push
+ * here), and a worker's late word on a job that went back to its list
+ * (finished after its timeout) ends it there: it leaves the list and is
+ * not handed out again. */
+START_TEST(test_timeout_at_pop_and_late_finish)
+{
+    start(NULL);
+    int c = hero(), w1 = hero();
+    char to[16];
+    timeout_field(to);
+    job(c, "T", "retries", "1", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "T", "x", NULL);
+    rt(c, ":1\r\n", "HSET", J("T"), "timeout", to, NULL);
+    rt(w1, popped(WQ1, "T"), "BLPOP", WQ1, "0", NULL);
+    wait_list(c, WQ1, arr("T", "x", NULL)); /* back, by the timeout set late */
+    rt(w1, ":1\r\n", "HSET", J("T"), "status", "finished", NULL);
+    rt(c, arr("x", NULL), "LRANGE", WQ1, "0", "-1", NULL);
+    rt(c, "$1\r\nx\r\n", "LPOP", WQ1, NULL);
+    rt(c, NIL, "LPOP", WQ1, NULL);
+    close(w1);
+    close(c);
+    stop();
+}
+END_TEST
+
 /* A connection that closes with jobs it popped loses them: one with
  * retries 1 goes back to the head of its list, one with retries 0 fails
  * (error "worker lost"); the second hand-out of the first, lost too,
@@ -1342,7 +1367,9 @@ hero_jobs_suite(void)
         {"prerequisites",
          {test_prereq_skip_and_wake, test_prereq_fields_and_tail, test_prereq_error,
           test_prereq_failed_before_pop, NULL}},
-        {"handed_out", {test_timeout_retries, test_lost_worker, test_ended_before_timeout, NULL}},
+        {"handed_out",
+         {test_timeout_retries, test_timeout_at_pop_and_late_finish, test_lost_worker,
+          test_ended_before_timeout, NULL}},
         {"withdraw",
          {test_stop_queue, test_repush_after_end, test_lrem_withdraws, test_del_work_queue, NULL}},
         {"persist",
