@@ -368,6 +368,15 @@ hero_cmd_info(struct hero_call *c)
             core_memory(h->core), h->core->max_bytes);
     if (hero_info_wants(c, "stats"))
         ADD("# Stats\r\ntotal_commands_processed:%" PRIu64 "\r\n\r\n", h->commands);
+    if (hero_info_wants(c, "jobs")) {
+        struct core_space_counts k;
+        core_space_counts(h->core, h->space, &k);
+        const struct hero_job_stats *j = &h->jobs;
+        ADD("# Jobs\r\njobs_queued:%" PRIu64 "\r\njobs_handed_out:%" PRIu64
+            "\r\njobs_submitted:%" PRIu64 "\r\njobs_finished:%" PRIu64 "\r\njobs_failed:%" PRIu64
+            "\r\njobs_retried:%" PRIu64 "\r\n\r\n",
+            k.enqueued + k.retry, k.working, j->submitted, j->finished, j->failed, j->retried);
+    }
     if (hero_info_wants(c, "replication"))
         ADD("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
     if (hero_info_wants(c, "keyspace")) {
