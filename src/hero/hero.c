@@ -261,6 +261,9 @@ hero_dispatch(struct hero_ctx *h, struct hero_conn *st, struct reply *out)
         reply_str(out, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
         return;
     }
+    /* the keys whose time has come go first (logged, with what that does to
+     * the jobs), so that no key expires under a command's feet */
+    hstore_advance(h->store, c.now_ms);
     if ((cmd->flags & HERO_WRITE) && *h->readonly) {
         reply_str(out, "-READONLY You can't write against a read only server: its command log "
                        "cannot be written.\r\n");
@@ -322,10 +325,28 @@ hero_cancel(void *ctx, void *waiting)
 static void
 hero_close(void *ctx, void *state)
 {
+    struct hero_ctx *h = ctx;
     struct hero_conn *st = state;
-    hero_jobs_conn_closed(ctx, st);
+    if (!list_empty(&st->held)) {
+        /* its jobs are lost: in a batch of the server's (the clock, and
+         * the timers of what that hands out), wherever the close comes */
+        if (h->hooks != NULL)
+            h->hooks->begin(h->hooks->arg);
+        hero_jobs_conn_closed(h, st);
+        if (h->hooks != NULL)
+            h->hooks->end(h->hooks->arg);
+    }
     resp_parser_free(&st->parser);
     wq_free(st->name);
+}
+
+/* -idle-timeout spares a worker that holds a job: it is working. */
+static bool
+hero_may_idle_close(void *ctx, void *state)
+{
+    (void)ctx;
+    const struct hero_conn *st = state;
+    return list_empty(&st->held);
 }
 
 const struct conn_proto hero_protocol = {
@@ -335,6 +356,7 @@ const struct conn_proto hero_protocol = {
     .handle = hero_handle,
     .cancel = hero_cancel,
     .close = hero_close,
+    .may_idle_close = hero_may_idle_close,
 };
 
 /* The keys' expiries */

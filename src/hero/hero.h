@@ -18,6 +18,7 @@ struct conn_proto;
 struct core;
 struct event;
 struct event_base;
+struct hero_fail;
 struct hkey;
 struct hstore;
 struct registry;
@@ -54,7 +55,11 @@ struct hero_ctx {
     uint8_t space;            /* the engine's key space of them */
     struct registry *running; /* id -> struct hero_run: handed to a connection */
     struct registry *deps;    /* prerequisite id -> the jobs waiting for it */
-    struct registry *taken;   /* replay: id -> handed out, not ended */
+    struct hero_fail *failq;  /* jobs to fail for a prerequisite (hero_deps.c) */
+    size_t nfail, capfail;
+    bool failing;              /* failq is being worked off */
+    struct registry *taken;    /* replay: id -> what the log says of the job */
+    struct registry *expiring; /* replay: key -> an expiry read before its key */
     struct hero_job_stats {
         uint64_t submitted, handed, finished, failed, retried;
     } jobs; /* since start (replay's are not counted) */
@@ -146,7 +151,9 @@ struct hval;
 void hero_log_hset(struct hero_ctx *h, const struct hkey *k, const struct wq_str *f, const char *v,
                    size_t n);
 void hero_log_hdel(struct hero_ctx *h, const struct hkey *k, const char *f, size_t n);
-void hero_log_push(struct hero_ctx *h, const struct hkey *k, const struct hval *v, bool left);
+/* v was pushed to k (at the head: left), as a job's element or not. */
+void hero_log_push(struct hero_ctx *h, const struct hkey *k, const struct hval *v, bool left,
+                   bool job);
 void hero_log_pop(struct hero_ctx *h, const struct hkey *k, uint64_t seq);
 /* hstore_gone_fn (arg: the context): a value left a list. */
 void hero_log_gone(void *arg, const struct hkey *k, const struct hval *v);
@@ -155,6 +162,8 @@ void hero_log_expire(struct hero_ctx *h, const struct hkey *k, uint64_t at_ms);
 /* k is about to be deleted: every field or element, and its expiry. */
 void hero_log_key_gone(struct hero_ctx *h, const struct hkey *k);
 void hero_log_replay(struct hero_ctx *h, const struct cmdlog_rec *r);
+/* The log is read: the expiries read before their keys apply. */
+void hero_log_replay_done(struct hero_ctx *h);
 
 /* The handlers, by file. */
 void hero_cmd_ping(struct hero_call *c);
@@ -238,6 +247,8 @@ enum hero_ready hero_jobs_ready(struct hero_ctx *h, const struct hval *v,
 /* Job id, taken out of its list, fails for its prerequisite. */
 void hero_jobs_fail_prereq(struct hero_ctx *h, const char *id, size_t n,
                            const struct hero_failed *failed);
+/* The push that submitted id failed: the job is no more. */
+void hero_jobs_unsubmit(struct hero_ctx *h, const char *id, size_t n);
 /* v was popped from work queue k by st: the job is handed to it. */
 void hero_jobs_taken(struct hero_ctx *h, struct hero_conn *st, const struct hkey *k,
                      const struct hval *v);
@@ -253,9 +264,16 @@ void hero_jobs_withdrawn(struct hero_ctx *h, const struct hkey *k, const struct 
 /* Hash k is about to go (DEL, expiry, its last field). */
 void hero_jobs_hash_gone(struct hero_ctx *h, const struct hkey *k);
 
+/* Replay (hero_jobs_replay.c): core_space_ops.replay, and its state. */
+void hero_jobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
+void hero_jobs_replay_open(struct hero_ctx *h);
+void hero_jobs_replay_close(struct hero_ctx *h);
+
 /* The lists (hero_list.c): push id back at the head of the list named
- * queue (logged), and serve the clients blocked on a list. */
-void hero_requeue(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n);
+ * queue (logged as a job's element): its number, 0 when the list cannot
+ * take it (the name is another type's, or memory ran out); and serve the
+ * clients blocked on a list. */
+uint64_t hero_requeue_push(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n);
 void hero_serve_key(struct hero_ctx *h, struct wq_str key);
 
 /* The blocked pops (hero_list.c): withdraw a waiting connection's, and

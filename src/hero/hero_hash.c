@@ -43,7 +43,6 @@ hero_hash_set_pairs(struct hero_call *c, struct hkey *k)
 {
     int64_t added = 0;
     for (size_t i = 2; i + 1 < c->argc; i += 2) {
-        hero_log_hset(c->h, k, &c->argv[i], c->argv[i + 1].p, c->argv[i + 1].n);
         int r = hhash_set(c->h->store, k, c->argv[i].p, c->argv[i].n, c->argv[i + 1].p,
                           c->argv[i + 1].n);
         if (r < 0) {
@@ -51,6 +50,7 @@ hero_hash_set_pairs(struct hero_call *c, struct hkey *k)
             hero_key_drop_empty(c, k);
             return -1;
         }
+        hero_log_hset(c->h, k, &c->argv[i], c->argv[i + 1].p, c->argv[i + 1].n);
         added += r;
     }
     hero_hash_set_done(c, k);
@@ -234,11 +234,11 @@ hero_cmd_hincrby(struct hero_call *c)
         k = hstore_create(c->h->store, c->argv[1].p, c->argv[1].n, HKEY_HASH);
     char text[24];
     int n = snprintf(text, sizeof text, "%" PRId64, now);
-    hero_log_hset(c->h, k, &c->argv[2], text, (size_t)n);
     if (hhash_set(c->h->store, k, c->argv[2].p, c->argv[2].n, text, (size_t)n) < 0) {
         reply_str(c->out, HERO_OOM);
         hero_key_drop_empty(c, k);
         return;
     }
+    hero_log_hset(c->h, k, &c->argv[2], text, (size_t)n);
     resp_reply_integer(c->out, now);
 }

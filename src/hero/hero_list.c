@@ -147,8 +147,13 @@ hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey **kp, bool 
             i = left ? j : n - 1 - j;
             r = hero_jobs_ready(h, hlst_at(k, i), &failed);
         }
-        if (r == HERO_WAITS)
+        if (r == HERO_WAITS) {
+            if (n == 0) { /* emptied by the failures above */
+                hero_key_delete(h, k);
+                *kp = NULL;
+            }
             return false;
+        }
         struct hval v = hlst_take(h->store, k, i);
         hero_log_pop(h, k, v.seq);
         if (r == HERO_READY) {
@@ -160,7 +165,7 @@ hero_list_take(struct hero_ctx *h, struct hero_conn *st, struct hkey **kp, bool 
          * may change the list, or delete it: look again */
         hero_jobs_fail_prereq(h, v.p, v.len, &failed);
         hstore_val_free(v);
-        k = *kp = hstore_find(h->store, name, len, *h->now_ms);
+        k = *kp = hstore_peek(h->store, name, len);
         if (k == NULL || k->type != HKEY_LIST) {
             *kp = NULL;
             return false;
@@ -192,22 +197,27 @@ hero_serve(struct hero_ctx *h, struct hkey *k)
 void
 hero_serve_key(struct hero_ctx *h, struct wq_str key)
 {
-    struct hkey *k = hstore_find(h->store, key.p, key.n, *h->now_ms);
+    struct hkey *k = hstore_peek(h->store, key.p, key.n);
     if (k != NULL && k->type == HKEY_LIST)
         hero_serve(h, k);
 }
 
-void
-hero_requeue(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n)
+uint64_t
+hero_requeue_push(struct hero_ctx *h, struct wq_str queue, const char *id, size_t n)
 {
-    struct hkey *k = hstore_find(h->store, queue.p, queue.n, *h->now_ms);
+    struct hkey *k = hstore_peek(h->store, queue.p, queue.n);
     if (k != NULL && k->type != HKEY_LIST)
-        return; /* the name is another type's now: the job stays off it */
-    if (k == NULL)
+        return 0; /* the name is another type's now */
+    bool made = k == NULL;
+    if (made)
         k = hstore_create(h->store, queue.p, queue.n, HKEY_LIST);
-    if (hlst_push(h->store, k, true, id, n, 0) == 0)
-        hero_log_push(h, k, hlst_at(k, 0), true);
-    hero_serve(h, k);
+    if (hlst_push(h->store, k, true, id, n, 0) != 0) {
+        if (made)
+            hstore_delete(h->store, k);
+        return 0;
+    }
+    hero_log_push(h, k, hlst_at(k, 0), true, true);
+    return hlst_at(k, 0)->seq;
 }
 
 /* hstore_gone_fn: a value left a list by LREM or LTRIM. */
@@ -231,14 +241,17 @@ hero_push(struct hero_call *c, bool left)
         k = hstore_create(h->store, c->argv[1].p, c->argv[1].n, HKEY_LIST);
     for (size_t i = 2; i < c->argc; i++) {
         const struct wq_str *v = &c->argv[i];
-        if (hero_jobs_submit(h, k, v->p, v->n) == HERO_DUPLICATE)
+        enum hero_submit sub = hero_jobs_submit(h, k, v->p, v->n);
+        if (sub == HERO_DUPLICATE)
             continue;
         if (hlst_push(h->store, k, left, v->p, v->n, 0) != 0) {
+            if (sub == HERO_SUBMITTED)
+                hero_jobs_unsubmit(h, v->p, v->n); /* its element never came */
             reply_str(c->out, HERO_OOM);
             hero_serve(h, k);
             return;
         }
-        hero_log_push(h, k, hlst_at(k, left ? 0 : hlst_len(k) - 1), left);
+        hero_log_push(h, k, hlst_at(k, left ? 0 : hlst_len(k) - 1), left, sub == HERO_SUBMITTED);
     }
     resp_reply_integer(c->out, hlst_len(k));
     for (size_t i = 2; i < c->argc; i++)
@@ -347,7 +360,8 @@ hero_timeout(struct hero_call *c, const struct wq_str *a, uint64_t *ms)
     }
     long double t = ceill(s * 1000);
     if (t > (long double)(INT64_MAX - c->now_ms)) {
-        hero_err(c->out, "timeout is out of range");
+        /* Redis 7.0's deadline wraps negative there: its text */
+        hero_err(c->out, "timeout is negative");
         return false;
     }
     *ms = (uint64_t)t;
@@ -369,7 +383,12 @@ hero_block_timeout(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct hero_block *b = arg;
     struct hero_ctx *h = b->h;
+    struct hero_conn *st = b->st;
     h->hooks->begin(h->hooks->arg);
+    if (st->block != b) { /* what began the batch served it */
+        h->hooks->end(h->hooks->arg);
+        return;
+    }
     struct reply *out = b->out;
     resp_reply_null_array(out);
     hero_block_free(h, b);

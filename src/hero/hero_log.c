@@ -11,6 +11,8 @@
 
 #include "engine/core.h"
 #include "hero/hstore.h"
+#include "lib/alloc.h"
+#include "lib/registry.h"
 #include "store/cmdlog_codec.h"
 
 /* Append r if the server keeps a log (the core's record hook). */
@@ -41,12 +43,13 @@ hero_log_hdel(struct hero_ctx *h, const struct hkey *k, const char *f, size_t n)
 }
 
 void
-hero_log_push(struct hero_ctx *h, const struct hkey *k, const struct hval *v, bool left)
+hero_log_push(struct hero_ctx *h, const struct hkey *k, const struct hval *v, bool left, bool job)
 {
     struct cmdlog_rec r = {.code = CMDLOG_H_PUSH,
                            .jid = {k->key, k->len},
                            .seq = v->seq,
                            .left = left,
+                           .job = job,
                            .payload = {v->p, v->len}};
     hero_record(h, &r);
 }
@@ -90,13 +93,65 @@ hero_log_key_gone(struct hero_ctx *h, const struct hkey *k)
         hero_log_expire(h, k, 0);
 }
 
+/* An expiry read before its key, by the key's bytes. */
+struct hero_later {
+    uint64_t at_ms; /* 0: none (an end) */
+    uint32_t len;
+    char key[];
+};
+
+static void
+hero_later_key(const void *elem, const void **key, size_t *len)
+{
+    const struct hero_later *l = elem;
+    *key = l->key;
+    *len = l->len;
+}
+
+/* Keep r's expiry (or its end) until the log is read. */
+static void
+hero_replay_expiry_later(struct hero_ctx *h, const struct cmdlog_rec *r)
+{
+    if (h->expiring == NULL)
+        h->expiring = registry_new(hero_later_key);
+    struct hero_later *l = registry_find(h->expiring, r->jid.p, r->jid.n);
+    if (l == NULL) {
+        l = wq_malloc(sizeof *l + r->jid.n);
+        l->len = (uint32_t)r->jid.n;
+        memcpy(l->key, r->jid.p, r->jid.n);
+        registry_insert(h->expiring, l);
+    }
+    l->at_ms = r->timed ? (uint64_t)WQ_MAX(r->time_ms, 1) : 0;
+}
+
+static void
+hero_later_apply(void *elem, void *arg)
+{
+    struct hero_later *l = elem;
+    struct hero_ctx *h = arg;
+    struct hkey *k = hstore_peek(h->store, l->key, l->len);
+    if (k != NULL && l->at_ms != 0)
+        hstore_set_expiry(h->store, k, l->at_ms);
+    wq_free(l);
+}
+
+void
+hero_log_replay_done(struct hero_ctx *h)
+{
+    if (h->expiring == NULL)
+        return;
+    registry_foreach(h->expiring, hero_later_apply, h);
+    registry_free(h->expiring);
+    h->expiring = NULL;
+}
+
 /* The key a record names, made of type when missing and make is set;
  * NULL when it is missing or of another type (a foreign log). */
 static struct hkey *
 hero_replay_key(struct hero_ctx *h, const struct cmdlog_rec *r, enum hkey_type type, bool make)
 {
     struct hstore *s = h->store;
-    struct hkey *k = hstore_find(s, r->jid.p, r->jid.n, 0);
+    struct hkey *k = hstore_peek(s, r->jid.p, r->jid.n);
     if (k == NULL && make)
         k = hstore_create(s, r->jid.p, r->jid.n, type);
     return k != NULL && (type == 0 || k->type == type) ? k : NULL;
@@ -140,9 +195,12 @@ hero_log_replay(struct hero_ctx *h, const struct cmdlog_rec *r)
         break;
     case CMDLOG_H_EXPIRE:
         /* a time already past ends the key at the first expiry run, which
-         * logs that */
+         * logs that; cleaning may leave a key's expiry before the records
+         * that make the key: it waits for the end of the log */
         if ((k = hero_replay_key(h, r, 0, false)) != NULL)
             hstore_set_expiry(s, k, r->timed ? (uint64_t)WQ_MAX(r->time_ms, 1) : 0);
+        else
+            hero_replay_expiry_later(h, r);
         break;
     default:
         break;

@@ -140,6 +140,12 @@ hstore_find(struct hstore *s, const char *k, size_t n, uint64_t now_ms)
 }
 
 struct hkey *
+hstore_peek(const struct hstore *s, const char *k, size_t n)
+{
+    return registry_find(s->keys, k, n);
+}
+
+struct hkey *
 hstore_create(struct hstore *s, const char *k, size_t n, enum hkey_type type)
 {
     struct hkey *key = wq_calloc(1, sizeof *key + n);
@@ -387,6 +393,12 @@ hlst_pop(struct hstore *s, struct hkey *k, bool left)
     k->u.list.n--;
     *s->bytes -= HSLOT_BYTES + v.len;
     return v;
+}
+
+uint64_t
+hstore_next_seq(const struct hstore *s)
+{
+    return s->next_seq;
 }
 
 struct hval

@@ -78,6 +78,9 @@ size_t hstore_expiring(const struct hstore *s);
 /* The key k[0..n), or NULL; one whose time has come by now_ms is expired
  * first (reported, deleted) and not found. */
 struct hkey *hstore_find(struct hstore *s, const char *k, size_t n, uint64_t now_ms);
+/* The key k[0..n) as it is, or NULL: no expiry runs (for the owner's own
+ * bookkeeping, which must not see keys go under it). */
+struct hkey *hstore_peek(const struct hstore *s, const char *k, size_t n);
 /* A new empty key of type (k[0..n) must not exist). */
 struct hkey *hstore_create(struct hstore *s, const char *k, size_t n, enum hkey_type type);
 /* Delete k and its values. */
@@ -127,6 +130,8 @@ int hlst_push(struct hstore *s, struct hkey *k, bool left, const char *v, size_t
  * caller owns it (hstore_val_free).  An emptied key stays for the caller
  * to delete. */
 struct hval hlst_pop(struct hstore *s, struct hkey *k, bool left);
+/* The number the next element pushed (with seq 0) gets. */
+uint64_t hstore_next_seq(const struct hstore *s);
 /* Take the value at index i (0 .. len-1); the caller owns it. */
 struct hval hlst_take(struct hstore *s, struct hkey *k, uint32_t i);
 /* The index of element seq, or the list's length. */

@@ -380,7 +380,7 @@ cmdlog_hero_encode(const struct cmdlog_rec *r, uint8_t *o)
         break;
     case CMDLOG_H_PUSH:
         o += cmdlog_uvarint_put(o, r->seq);
-        *o++ = r->left ? 1 : 0;
+        *o++ = (uint8_t)((r->left ? 1 : 0) | (r->job ? 2 : 0));
         o = put_bytes(o, &r->payload);
         break;
     case CMDLOG_H_POP:
@@ -543,9 +543,10 @@ cmdlog_hero_decode(struct reader *rd, struct cmdlog_rec *r)
         break;
     case CMDLOG_H_PUSH: {
         r->seq = rd_uvarint(rd);
-        const uint8_t *left = rd_take(rd, 1);
-        rd->bad |= left != NULL && left[0] > 1;
-        r->left = left != NULL && left[0] == 1;
+        const uint8_t *flags = rd_take(rd, 1);
+        rd->bad |= flags != NULL && flags[0] > 3;
+        r->left = flags != NULL && (flags[0] & 1);
+        r->job = flags != NULL && (flags[0] & 2);
         r->payload = rd_bytes(rd);
         break;
     }

@@ -53,7 +53,7 @@ enum cmdlog_code {
      * Redis key (in jid) instead of a 16-byte id. */
     CMDLOG_H_HSET = 48,   /* key, field (name), value (payload) */
     CMDLOG_H_HDEL = 49,   /* key, field (name) */
-    CMDLOG_H_PUSH = 50,   /* key, element (seq), head or tail (left), value (payload) */
+    CMDLOG_H_PUSH = 50,   /* key, element (seq), flags (left, job), value (payload) */
     CMDLOG_H_POP = 51,    /* key, element (seq): it left the list, however */
     CMDLOG_H_EXPIRE = 52, /* key, when (time_ms; not timed: no expiry, or the key went) */
     CMDLOG_H_TAKE = 53,   /* job id (in jid), work queue (name), times handed out (seq) */
@@ -118,10 +118,12 @@ struct cmdlog_rec {
      * priority, ttr (reserve_for, seconds), payload (the job's text) and
      * time_ms (when, until, at: timed) as the code says.  The Hero codes:
      * jid is the key, name a hash's field, payload a value, seq a list's
-     * element (its number in the log), left whether it went to the head. */
+     * element (its number in the log), left whether it went to the head,
+     * job whether it is a job's. */
     struct wq_str jid;
     uint64_t seq;
-    bool left;
+    bool left; /* pushed at the head */
+    bool job;  /* the element a job is bound to */
 };
 
 /* CRC-32C (Castagnoli) continued from crc (0 to start). */

@@ -872,7 +872,7 @@ START_TEST(test_rec_hero)
     ck_assert(cmdlog_rec_ends_job(&r));
     ck_assert_uint_eq(cmdlog_rec_key(&r, k2, sizeof k2), n1);
     ck_assert_mem_eq(k1, k2, n1);
-    /* 50: key, element, head byte, value; 51: key, element */
+    /* 50: key, element, flags, value; 51: key, element */
     static const uint8_t push[] = {50, 6, 'h', 'e', 'r', 'o', ':', 'l', 0x81, 1, 1, 1, 'x'};
     b.len = 0;
     ref_rec_raw(&b, NOW, push, sizeof push);
@@ -897,7 +897,12 @@ START_TEST(test_rec_hero)
     ck_assert_mem_eq(k1, k2, n1);
     uint8_t bad[sizeof push];
     memcpy(bad, push, sizeof push);
-    bad[10] = 2; /* the head byte is 0 or 1 */
+    bad[10] = 3; /* the flags: 1 the head, 2 a job's element */
+    b.len = 0;
+    ref_rec_raw(&b, NOW, bad, sizeof bad);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.left && r.job);
+    bad[10] = 4; /* no other flag */
     b.len = 0;
     ref_rec_raw(&b, NOW, bad, sizeof bad);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
