@@ -16,7 +16,7 @@
  *   2  wb_jobs.c    the jobs, their names and ids, and their counts
  *   3  wb_conn.c    connections: requests in flight, reading, flushing
  *      wb_report.c  the progress line and the report
- *   4  wb_wq.c, wb_bs.c, wb_fk.c   the protocols, each one table
+ *   4  wb_wq.c, wb_bs.c, wb_fk.c, wb_hero.c   the protocols, each one table
  *      wb_run.c     the run: roles, phases, what to send next
  *      wb_clean.c   the clean-up after the run
  *   5  wb_protos.c  the table of every protocol, by --protocol
@@ -105,7 +105,13 @@ extern const char *const wb_workload_names[]; /* wb_util.c */
 
 /* --protocol: an index into wb_protos (wb_proto.h), whose entries have the
  * names. */
-enum wb_proto_id { WB_PROTO_WORKQ, WB_PROTO_BEANSTALKD, WB_PROTO_FAKTORY, WB_PROTO_COUNT };
+enum wb_proto_id {
+    WB_PROTO_WORKQ,
+    WB_PROTO_BEANSTALKD,
+    WB_PROTO_FAKTORY,
+    WB_PROTO_HERO,
+    WB_PROTO_COUNT
+};
 
 /* What a request in flight was; it decides how its reply is parsed. */
 enum wb_op {
@@ -122,10 +128,17 @@ enum wb_op {
     OP_PUSH,
     OP_FETCH,
     OP_ACK,
-    OP_HI,    /* Faktory's greeting, which comes unasked: set-up, not measured */
-    OP_HELLO, /* Faktory's HELLO: set-up, not measured */
-    OP_AUTH,  /* workq's auth: set-up, not measured */
-    OP_CLEAN, /* the clean-up's delete, ACK or QUEUE REMOVE: not measured */
+    OP_HSET,     /* Hero: HSET hero:job:{id} with the job's fields */
+    OP_LPUSH,    /* Hero: LPUSH hero:work_queue:{name} {id}, once the HSET is answered */
+    OP_BLPOP,    /* Hero: the worker's wait for a job */
+    OP_HGETALL,  /* Hero: the worker reads the job it popped */
+    OP_STARTED,  /* Hero: HSET ... status started */
+    OP_FINISHED, /* Hero: HSET ... status finished output done */
+    OP_REPLY,    /* Hero: LPUSH hero:reply:{id} done, which completes the job */
+    OP_HI,       /* Faktory's greeting, which comes unasked: set-up, not measured */
+    OP_HELLO,    /* Faktory's HELLO: set-up, not measured */
+    OP_AUTH,     /* workq's auth: set-up, not measured */
+    OP_CLEAN,    /* the clean-up's delete, ACK or QUEUE REMOVE: not measured */
     OP_COUNT
 };
 extern const char *const wb_op_names[]; /* wb_util.c */
@@ -232,8 +245,9 @@ struct wb_opts {
     uint32_t backlog; /* unmeasured jobs added to every name first */
     bool priorities, csv, json, quiet;
     bool keep; /* --keep: no clean-up after the run */
-    /* Faktory: --password-file's first line, else FAKTORY_PASSWORD, else
-     * NULL (a server that asks for a password is then refused). */
+    /* --password-file's first line, else WORKQ_PASSWORD (workq) or
+     * FAKTORY_PASSWORD (Faktory), else NULL (a server that asks for a
+     * password is then refused); Hero takes the file only. */
     char *password;
     /* --tls, and the PEM files of --cacert (NULL: the system's CAs),
      * --cert and --key (NULL: no client certificate). */
@@ -320,9 +334,12 @@ struct wb_frame {
     const char *line; /* first line, without CRLF */
     size_t line_len;
     const char *line2; /* workq: the header line of a data block, else NULL */
-    /* The data block: workq's and beanstalkd's, or Faktory's RESP bulk
-     * string (whose line is its `$<len>` header); a null bulk string
-     * (`$-1`) is a line without data. */
+    /* The data block: workq's and beanstalkd's, or a RESP bulk string
+     * (Faktory's, Hero's: its line is its `$<len>` header); a null bulk
+     * string (`$-1`) is a line without data.  A RESP array (Hero's: the
+     * line `*<count>`) has its elements, still in RESP, as its data, and
+     * the null array (`*-1`) is a line without data.  A RESP reply's
+     * bytes are contiguous, from line to line + total. */
     size_t line2_len;
     const char *data; /* data block, without CRLF, or NULL if none */
     size_t data_len;

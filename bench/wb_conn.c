@@ -23,18 +23,20 @@
 #include <event2/util.h>
 
 /* Classes of requests, for the counters: producing requests bring a job
- * into being, lease requests draw on the lease budget, and only measured
- * requests take a pipeline slot and count in latency and requests/s. */
+ * into being (Hero's HSET and the LPUSH after it both), lease requests draw
+ * on the lease budget, and only measured requests take a pipeline slot and
+ * count in latency and requests/s (all of a Hero job's seven). */
 static bool
 op_is_produce(enum wb_op op)
 {
-    return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT || op == OP_PUSH;
+    return op == OP_ADD || op == OP_SCHEDULE || op == OP_RUN || op == OP_PUT || op == OP_PUSH ||
+           op == OP_HSET || op == OP_LPUSH;
 }
 
 static bool
 op_is_lease(enum wb_op op)
 {
-    return op == OP_LEASE || op == OP_RESERVE || op == OP_FETCH;
+    return op == OP_LEASE || op == OP_RESERVE || op == OP_FETCH || op == OP_BLPOP;
 }
 
 static bool

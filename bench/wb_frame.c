@@ -1,7 +1,8 @@
 /* wb_frame.c - workq-bench's reply framing: find one complete reply (a
  * line, or a line and a data block: workq's, beanstalkd's, or a RESP bulk
- * string of Faktory's) at the head of a connection's input, split reply
- * lines into tokens, and quote a bad reply in an error.  Calls only
+ * string of Faktory's; or any RESP2 reply, arrays included, of Hero's) at
+ * the head of a connection's input, split reply lines and RESP arrays into
+ * tokens, and quote a bad reply in an error.  Calls only
  * wb_error and wb_op_names (wb_util.c), which the unit test of the framing
  * (tests/unit/bench/) provides itself. */
 #include "wb.h"
@@ -124,6 +125,151 @@ header_size(const char *s, size_t len, size_t *out)
     return 0;
 }
 
+/* The RESP header line h (len bytes, its type byte first) of a bulk string
+ * or an array: its size, or -1 for the null one (`$-1`, `*-1`); -2 if
+ * malformed or above BENCH_MAX_BLOCK. */
+static int64_t
+resp_header_size(const char *h, size_t len)
+{
+    uint64_t v;
+    if (len == 3 && h[1] == '-' && h[2] == '1')
+        return -1;
+    if (wb_tok_u64((struct wb_tok){h + 1, len - 1}, &v) < 0 || v > BENCH_MAX_BLOCK)
+        return -2;
+    return (int64_t)v;
+}
+
+/* Is the RESP integer line h (`:` first) well formed: an optional minus
+ * and 1 to 19 digits? */
+static bool
+resp_integer_ok(const char *h, size_t len)
+{
+    uint64_t v;
+    size_t sign = len > 1 && h[1] == '-';
+    return wb_tok_u64((struct wb_tok){h + 1 + sign, len - 1 - sign}, &v) == 0;
+}
+
+/* Any RESP2 reply at the head of in: a simple string, an error, an integer,
+ * a bulk string or an array (of any of these, nested), as Hero's server and
+ * Redis send them.  Its headers are walked in place (a bulk string's bytes
+ * are skipped by their length, so a CRLF inside one is data), and only the
+ * whole reply is pulled up, once it is all there.  Returns as
+ * wb_frame_find: the first line is f->line; a bulk string's bytes, or an
+ * array's elements (still in RESP), are f->data. */
+static int
+resp_find(struct evbuffer *in, struct wb_frame *f, const char **why)
+{
+    size_t avail = evbuffer_get_length(in), pos = 0, l1 = 0;
+    uint64_t left = 1; /* values still to read: each header adds its elements */
+    int64_t first_size = -1;
+    char first = 0;
+    while (left > 0) {
+        struct evbuffer_ptr start, p;
+        size_t eol;
+        if (pos >= avail)
+            return 0;
+        if (evbuffer_ptr_set(in, &start, pos, EVBUFFER_PTR_SET) < 0)
+            return 0;
+        p = evbuffer_search_eol(in, &start, &eol, EVBUFFER_EOL_CRLF_STRICT);
+        *why = "reply line too long";
+        if (p.pos < 0)
+            return avail - pos > BENCH_MAX_LINE ? -1 : 0;
+        size_t len = (size_t)p.pos - pos;
+        char h[32];
+        *why = "not a RESP reply";
+        if (len == 0)
+            return -1;
+        evbuffer_copyout_from(in, &start, h, len < sizeof h ? len : sizeof h);
+        int64_t size = 0;
+        left--;
+        size_t next = pos + len + 2;
+        switch (h[0]) {
+        case '+':
+        case '-':
+            break;
+        case ':':
+            *why = "malformed RESP integer";
+            if (len >= sizeof h || !resp_integer_ok(h, len))
+                return -1;
+            break;
+        case '$':
+        case '*':
+            *why =
+                h[0] == '$' ? "malformed RESP bulk string header" : "malformed RESP array header";
+            if (len >= sizeof h || (size = resp_header_size(h, len)) < -1)
+                return -1;
+            if (h[0] == '*' && size > 0)
+                left += (uint64_t)size;
+            if (h[0] == '$' && size >= 0) {
+                /* Wait for the whole block, and its CRLF. */
+                next += (size_t)size + 2;
+                if (avail < next)
+                    return 0;
+                char crlf[2];
+                struct evbuffer_ptr end;
+                evbuffer_ptr_set(in, &end, next - 2, EVBUFFER_PTR_SET);
+                evbuffer_copyout_from(in, &end, crlf, 2);
+                *why = "data block not followed by CRLF";
+                if (crlf[0] != '\r' || crlf[1] != '\n')
+                    return -1;
+            }
+            break;
+        default:
+            return -1;
+        }
+        if (pos == 0) {
+            first = h[0];
+            first_size = size;
+            l1 = len;
+        }
+        pos = next;
+    }
+    const char *s = (const char *)evbuffer_pullup(in, (ev_ssize_t)pos);
+    memset(f, 0, sizeof *f);
+    f->line = s;
+    f->line_len = l1;
+    f->total = pos;
+    if ((first == '$' || first == '*') && first_size >= 0) {
+        f->data = s + l1 + 2;
+        f->data_len = first == '$' ? (size_t)first_size : pos - l1 - 2;
+    }
+    return 1;
+}
+
+/* The elements of a RESP array whose elements are all bulk strings. */
+int
+wb_resp_array(const struct wb_frame *f, struct wb_tok *el, int max)
+{
+    if (f->data == NULL || f->line_len < 2 || f->line[0] != '*')
+        return -1;
+    int64_t count = resp_header_size(f->line, f->line_len);
+    if (count < 0 || count > max)
+        return -1;
+    /* wb_frame_find checked the framing: every header ends in CRLF, every
+     * block has the length it says, all within data. */
+    const char *q = f->data, *end = f->data + f->data_len;
+    for (int64_t i = 0; i < count; i++) {
+        const char *cr = memchr(q, '\r', (size_t)(end - q));
+        if (cr == NULL || q[0] != '$')
+            return -1;
+        int64_t size = resp_header_size(q, (size_t)(cr - q));
+        if (size < -1)
+            return -1;
+        el[i] = (struct wb_tok){size < 0 ? NULL : cr + 2, size < 0 ? 0 : (size_t)size};
+        q = cr + 2 + (size < 0 ? 0 : (size_t)size + 2);
+    }
+    return (int)count;
+}
+
+/* A RESP integer reply that is not negative. */
+int
+wb_resp_uint(const struct wb_frame *f, uint64_t *out)
+{
+    if (f->data != NULL || f->line_len < 2 || f->line[0] != ':')
+        return -1;
+    return wb_tok_u64((struct wb_tok){f->line + 1, f->line_len - 1}, out);
+}
+
 /* Find the reply to a request of type op at the head of in.  Returns 1 with
  * *f filled in (pointers valid until in changes), 0 if more bytes are
  * needed, -1 if the stream cannot be a reply (*why says why): then framing
@@ -132,6 +278,8 @@ int
 wb_frame_find(struct evbuffer *in, enum wb_proto_id proto, enum wb_op op, struct wb_frame *f,
               const char **why)
 {
+    if (proto == WB_PROTO_HERO)
+        return resp_find(in, f, why);
     size_t avail = evbuffer_get_length(in), eol, size = 0, l2 = 0;
     struct evbuffer_ptr p = evbuffer_search_eol(in, NULL, &eol, EVBUFFER_EOL_CRLF_STRICT);
     *why = "reply line too long";

@@ -23,7 +23,7 @@ opts_usage(FILE *out)
             "\n"
             "  -h HOST             server host (default 127.0.0.1)\n"
             "  -p PORT             server port (default 9922; 11300 for beanstalkd, 7419\n"
-            "                      for faktory)\n"
+            "                      for faktory, 6379 for hero)\n"
             "  --addr HOST:PORT    both at once ([::1]:PORT for IPv6; HOST alone, :PORT)\n"
             "                      (default with the workq protocol: $WORKQ_ADDR, if set\n"
             "                      and none of -h, -p, --addr is given)\n"
@@ -45,11 +45,14 @@ opts_usage(FILE *out)
             "  --timeout SECONDS   give up after this long (default 300; 0: never), counted\n"
             "                      from the start: connecting, the backlog and the prefill\n"
             "                      count too\n"
-            "  --protocol P        workq (default), beanstalkd, or faktory (the Faktory\n"
-            "                      Work Protocol: PUSH, FETCH + ACK)\n"
+            "  --protocol P        workq (default), beanstalkd, faktory (the Faktory\n"
+            "                      Work Protocol: PUSH, FETCH + ACK), or hero (the Hero\n"
+            "                      Dispatcher's Redis protocol: HSET + LPUSH, BLPOP +\n"
+            "                      HGETALL + HSET + HSET + LPUSH; workq-server's\n"
+            "                      -hero-listen or a Redis server)\n"
             "  --password-file F   the server's password is F's first line (default: the\n"
             "                      WORKQ_PASSWORD environment variable, or with --protocol\n"
-            "                      faktory FAKTORY_PASSWORD, if set)\n"
+            "                      faktory FAKTORY_PASSWORD, if set; hero: the file only)\n"
             "  --tls               connect over TLS, checking the server's certificate\n"
             "  --cacert FILE       trust the CAs in FILE (PEM; default: the system's)\n"
             "  --cert FILE         show this client certificate (PEM), with --key\n"
@@ -68,6 +71,7 @@ opts_usage(FILE *out)
             "  run             half the connections send run and wait for the result, half\n"
             "                  lease + complete (workq only)\n"
             "  schedule        like cycle, with schedule at times from 1 s ago to 100 ms ahead\n"
+            "                  (not hero)\n"
             "\n"
             "Exit status: 0 if every reply was as expected and every job done, 1 otherwise\n"
             "(also when the server cannot be used), 64 on a usage error, 66 if the password\n"
@@ -394,6 +398,11 @@ opt_finish(struct wb_opts *o, const char *password_file, bool addr_given)
         opt_die("beanstalkd has no equivalent of run");
     if (o->proto == WB_PROTO_FAKTORY && o->workload == WL_RUN)
         opt_die("Faktory has no equivalent of run");
+    if (o->proto == WB_PROTO_HERO && (o->workload == WL_RUN || o->workload == WL_SCHEDULE))
+        opt_die("hero measures add, lease-complete and cycle only (no %s)",
+                wb_workload_names[o->workload]);
+    if (o->proto == WB_PROTO_HERO && o->priorities)
+        opt_die("Hero's jobs have no priorities (--priorities)");
     if ((o->cacert != NULL || o->cert != NULL || o->key != NULL) && !o->tls)
         opt_die("--cacert, --cert and --key need --tls");
     if ((o->cert == NULL) != (o->key == NULL))
@@ -411,4 +420,6 @@ opt_finish(struct wb_opts *o, const char *password_file, bool addr_given)
         o->password = opt_password(password_file, "FAKTORY_PASSWORD");
     else if (o->proto == WB_PROTO_WORKQ)
         o->password = opt_password(password_file, "WORKQ_PASSWORD");
+    else if (o->proto == WB_PROTO_HERO && password_file != NULL)
+        o->password = opt_password(password_file, NULL);
 }

@@ -1,9 +1,10 @@
 /* wb_proto.h - workq-bench's protocol table and reply framing.  Each
  * protocol client (wb_wq.c for Workq, wb_bs.c for beanstalkd, wb_fk.c for
- * Faktory) exports one struct wb_proto and nothing else; wb_protos.c maps
+ * Faktory, wb_hero.c for the Hero Dispatcher's Redis protocol) exports one
+ * struct wb_proto and nothing else; wb_protos.c maps
  * --protocol to them.  The connections (wb_conn.c), the run (wb_run.c) and
  * the clean-up (wb_clean.c) reach a protocol only through bench.proto.
- * The framing and tokens of replies (wb_frame.c) are shared by all three. */
+ * The framing and tokens of replies (wb_frame.c) are shared by all of them. */
 #ifndef WB_PROTO_H
 #define WB_PROTO_H
 
@@ -25,6 +26,12 @@ struct wb_proto {
      * consumers send: for the report's latency rows. */
     enum wb_op produce_op[WL_COUNT];
     enum wb_op lease_op, complete_op;
+    /* Requests a job needs besides those (Hero's), in the order they are
+     * sent, for the report's rows: produce_more[0 .. nproduce_more) after
+     * the producing one, work_more[0 .. nwork_more) between the lease and
+     * the complete.  None for the other protocols. */
+    enum wb_op produce_more[2], work_more[3];
+    unsigned nproduce_more, nwork_more;
 
     /* Before connecting, after wb_jobs_init: what the protocol keeps in
      * the run (the lease line, beanstalkd's id map). */
@@ -57,6 +64,7 @@ struct wb_proto {
 extern const struct wb_proto wb_proto_workq;      /* wb_wq.c */
 extern const struct wb_proto wb_proto_beanstalkd; /* wb_bs.c */
 extern const struct wb_proto wb_proto_faktory;    /* wb_fk.c */
+extern const struct wb_proto wb_proto_hero;       /* wb_hero.c */
 
 /* Every protocol, by enum wb_proto_id (wb_protos.c). */
 extern const struct wb_proto *const wb_protos[WB_PROTO_COUNT];
@@ -81,8 +89,18 @@ void wb_error_reply(struct wb_conn *c, const struct wb_req *r, const struct wb_f
                     const char *what);
 
 /* Find the reply to a request of type op at the head of in: 1 with *f filled
- * in, 0 if more bytes are needed, -1 if framing is lost (*why says why). */
+ * in, 0 if more bytes are needed, -1 if framing is lost (*why says why).
+ * With WB_PROTO_HERO, any RESP2 reply (arrays nested or not). */
 int wb_frame_find(struct evbuffer *in, enum wb_proto_id proto, enum wb_op op, struct wb_frame *f,
                   const char **why);
+
+/* The elements of a RESP array reply f (found by wb_frame_find) when all
+ * are bulk strings: their count, with each element in el[] (a null bulk
+ * string has .s NULL); -1 if f is not an array, is the null array, has
+ * another kind of element, or more than max. */
+int wb_resp_array(const struct wb_frame *f, struct wb_tok *el, int max);
+
+/* A RESP integer reply `:<n>`, n >= 0: 0 with *out, else -1. */
+int wb_resp_uint(const struct wb_frame *f, uint64_t *out);
 
 #endif /* WB_PROTO_H */

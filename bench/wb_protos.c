@@ -8,4 +8,5 @@ const struct wb_proto *const wb_protos[WB_PROTO_COUNT] = {
     [WB_PROTO_WORKQ] = &wb_proto_workq,
     [WB_PROTO_BEANSTALKD] = &wb_proto_beanstalkd,
     [WB_PROTO_FAKTORY] = &wb_proto_faktory,
+    [WB_PROTO_HERO] = &wb_proto_hero,
 };

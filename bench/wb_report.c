@@ -33,16 +33,27 @@ wb_report_progress(struct bench *b)
     fprintf(stderr, "\r%-79s", line);
 }
 
-/* The request types a workload measures, in report order. */
+/* The most request types a report shows: producing, lease, complete and
+ * the protocol's others (wb_proto.h). */
+#define REPORT_OPS 8
+
+/* The request types a workload measures, in report order (the order they
+ * are sent for a job): at most REPORT_OPS. */
 static int
 bench_report_ops(const struct bench *b, enum wb_op *ops)
 {
+    const struct wb_proto *p = b->proto;
     int n = 0;
-    if (b->opt.workload != WL_LEASE_COMPLETE)
-        ops[n++] = b->proto->produce_op[b->opt.workload];
+    if (b->opt.workload != WL_LEASE_COMPLETE) {
+        ops[n++] = p->produce_op[b->opt.workload];
+        for (unsigned i = 0; i < p->nproduce_more; i++)
+            ops[n++] = p->produce_more[i];
+    }
     if (b->opt.workload != WL_ADD) {
-        ops[n++] = b->proto->lease_op;
-        ops[n++] = b->proto->complete_op;
+        ops[n++] = p->lease_op;
+        for (unsigned i = 0; i < p->nwork_more; i++)
+            ops[n++] = p->work_more[i];
+        ops[n++] = p->complete_op;
     }
     return n;
 }
@@ -76,7 +87,7 @@ report_human(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
     uint64_t done = wb_jobs_done(b);
-    enum wb_op ops[3];
+    enum wb_op ops[REPORT_OPS];
     int nops = bench_report_ops(b, ops);
     printf("== %s, %s at %s ==\n", wb_workload_names[b->opt.workload], b->proto->name, b->addr);
     printf("connections %" PRIu32 " (%u producing), pipeline %" PRIu32 ", payload %" PRIu32
@@ -125,7 +136,7 @@ static void
 report_csv(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    enum wb_op ops[4] = {OP_COUNT};
+    enum wb_op ops[REPORT_OPS + 1] = {OP_COUNT};
     int nops = bench_report_ops(b, ops + 1) + 1;
     printf("workload,protocol,address,connections,pipeline,payload,names,priorities,backlog,"
            "backlog_added,jobs,done,errors,incomplete,timed_out,seconds,jobs_per_sec,"
@@ -169,7 +180,7 @@ static void
 report_json(const struct bench *b, uint64_t incomplete)
 {
     double secs = bench_seconds(b);
-    enum wb_op ops[3];
+    enum wb_op ops[REPORT_OPS];
     int nops = bench_report_ops(b, ops);
     /* The address is host:port from the command line, with nothing to escape
      * in practice; names are ours. */

@@ -15,9 +15,10 @@ const char *const wb_workload_names[] = {"add", "lease-complete", "cycle", "run"
 _Static_assert(BENCH_ARRAY_LEN(wb_workload_names) == WL_COUNT, "wb_workload_names out of sync");
 
 /* Request types by name, for errors and reports. */
-const char *const wb_op_names[] = {"add",     "schedule", "run",   "lease", "complete", "put",
-                                   "reserve", "delete",   "use",   "watch", "push",     "fetch",
-                                   "ack",     "hi",       "hello", "auth",  "clean-up"};
+const char *const wb_op_names[] = {
+    "add",     "schedule", "run",      "lease", "complete", "put",   "reserve", "delete",
+    "use",     "watch",    "push",     "fetch", "ack",      "hset",  "lpush",   "blpop",
+    "hgetall", "started",  "finished", "reply", "hi",       "hello", "auth",    "clean-up"};
 _Static_assert(BENCH_ARRAY_LEN(wb_op_names) == OP_COUNT, "wb_op_names out of sync");
 
 /* calloc that exits on failure: every size here is ours, none a server's. */

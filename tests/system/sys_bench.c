@@ -1020,6 +1020,209 @@ START_TEST(test_bench_other_listeners)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* --protocol hero: workq-server's Hero listener, and redis-server           */
+
+/* A server with a Hero listener (and a password file, if not NULL): its
+ * Hero port. */
+static int
+hero_start(struct systest_proc *p, const char *password_file)
+{
+    const char *args[] = {"-listen",
+                          "127.0.0.1:0",
+                          "-hero-listen",
+                          "127.0.0.1:0",
+                          password_file ? "-hero-password-file" : NULL,
+                          password_file,
+                          NULL};
+    systest_proc_start(p, args);
+    ck_assert(systest_proc_wait(p, false, "hero listening on"));
+    ck_assert(systest_proc_wait(p, false, "\n"));
+    const char *line = strstr(p->out.p, "hero listening on 127.0.0.1:");
+    ck_assert_ptr_nonnull(line);
+    return atoi(strchr(line, ':') + 1);
+}
+
+/* The keys a RESP server on port holds (DBSIZE), AUTH'd with password if
+ * not NULL. */
+static long
+hero_dbsize(int port, const char *password)
+{
+    int fd = systest_connect_port(port);
+    if (password != NULL)
+        systest_roundtrip(fd, f("AUTH %s\r\n", password), "+OK\r\n");
+    systest_sends(fd, "DBSIZE\r\n");
+    const char *l = systest_read_line(fd);
+    ck_assert_msg(l[0] == ':', "DBSIZE: %s", l);
+    long n = atol(l + 1);
+    close(fd);
+    return n;
+}
+
+/* Every workload Hero has, over several connections and names, pipelined,
+ * with a backlog: every job done, and the clean-up leaves only what --keep
+ * kept (each job's hash, and the work queue). */
+static void
+hero_workloads(int port)
+{
+    char out[8192];
+    long keys = hero_dbsize(port, NULL);
+    ck_assert_int_eq(bench_run_port(port, "--protocol hero -t add -n 300 -c 3 -P 4 --keep", NULL,
+                                    out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "hset_count"), 300);
+    ck_assert_int_eq(csv_field(out, "lpush_count"), 300);
+    ck_assert_int_eq(hero_dbsize(port, NULL), keys + 301);
+
+    ck_assert_int_eq(bench_run_port(port, "--protocol hero -t cycle -n 400 -c 4 --names 3", NULL,
+                                    out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 400);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "incomplete"), 0);
+    ck_assert_int_eq(csv_field(out, "blpop_count"), 400);
+    ck_assert_int_eq(csv_field(out, "hgetall_count"), 400);
+    ck_assert_int_eq(csv_field(out, "started_count"), 400);
+    ck_assert_int_eq(csv_field(out, "finished_count"), 400);
+    ck_assert_int_eq(csv_field(out, "reply_count"), 400);
+    ck_assert_int_eq(csv_field(out, "cleaned"), 400);
+
+    ck_assert_int_eq(bench_run_port(port, "--protocol hero -t lease-complete -n 200 -c 2 -P 3",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 200);
+
+    /* Pipelined, more workers than producers, a larger script. */
+    ck_assert_int_eq(bench_run_port(port, "--protocol hero -t cycle -n 300 -c 3 -P 8 -d 1000", NULL,
+                                    out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+
+    /* A backlog stays under the measured jobs (LPUSH and BLPOP: the last
+     * pushed is popped first); the clean-up deletes it too. */
+    ck_assert_int_eq(bench_run_port(port,
+                                    "--protocol hero -t cycle -n 300 -c 3 -P 8 --names 3 "
+                                    "--backlog 20",
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "backlog_added"), 60);
+    ck_assert_int_eq(csv_field(out, "done"), 300);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(csv_field(out, "cleaned"), 360);
+
+    /* Only the --keep run's keys are left. */
+    ck_assert_int_eq(hero_dbsize(port, NULL), keys + 301);
+}
+
+START_TEST(test_bench_hero_server)
+{
+    struct systest_proc p;
+    int port = hero_start(&p, NULL);
+    hero_workloads(port);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+}
+END_TEST
+
+/* The same bytes against Redis itself, where it is installed. */
+START_TEST(test_bench_hero_redis)
+{
+    if (system("command -v redis-server >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "sys_bench: redis-server is not installed: hero_redis skipped\n");
+        return;
+    }
+    int port;
+    close(systest_listen(&port)); /* a free port, most likely still free */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, STDOUT_FILENO);
+        execlp("redis-server", "redis-server", "--port", f("%d", port), "--bind", "127.0.0.1",
+               "--save", "", "--appendonly", "no", "--dir", "/tmp", (char *)NULL);
+        _exit(127);
+    }
+    systest_track_pid(pid);
+    int fd = -1;
+    for (int i = 0; i < 100 && fd < 0; i++) {
+        systest_sleep_ms(50);
+        fd = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    ck_assert_msg(fd >= 0, "redis-server did not start on port %d", port);
+    close(fd);
+    hero_workloads(port);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    systest_untrack_pid(pid);
+}
+END_TEST
+
+/* A password: AUTH first; without one the server's -NOAUTH ends the run
+ * (77), as a wrong one does; run, schedule and --priorities are refused
+ * (64). */
+START_TEST(test_bench_hero_password)
+{
+    struct systest_proc p;
+    char out[8192], err[4096], pw[] = "/tmp/sys_bench_pw.XXXXXX",
+                               err_path[] = "/tmp/sys_bench.XXXXXX",
+                               bad[] = "/tmp/sys_bench_pw.XXXXXX";
+    int pfd = mkstemp(pw), bfd = mkstemp(bad);
+    ck_assert_int_ge(pfd, 0);
+    ck_assert_int_ge(bfd, 0);
+    ck_assert_int_eq(write(pfd, "s3cret\n", 7), 7);
+    ck_assert_int_eq(write(bfd, "s3cre\n", 6), 6);
+    close(pfd);
+    close(bfd);
+    int port = hero_start(&p, pw);
+
+    ck_assert_int_eq(bench_run_port(port, f("--protocol hero -n 100 -c 4 --password-file %s", pw),
+                                    NULL, out, sizeof out),
+                     0);
+    ck_assert_int_eq(csv_field(out, "done"), 100);
+    ck_assert_int_eq(csv_field(out, "errors"), 0);
+    ck_assert_int_eq(hero_dbsize(port, "s3cret"), 0);
+
+    int efd = mkstemp(err_path);
+    ck_assert_int_ge(efd, 0);
+    ck_assert_int_eq(bench_run_port(port, "--protocol hero -n 10 -c 2", err_path, out, sizeof out),
+                     77);
+    ck_assert_str_eq(out, ""); /* no report */
+    ssize_t n = read(efd, err, sizeof err - 1);
+    err[n > 0 ? n : 0] = '\0';
+    ck_assert_msg(strstr(err, " wants a password (NOAUTH Authentication required.)\n") != NULL,
+                  "stderr: %s", err);
+    ck_assert_int_eq(bench_run_port(port, f("--protocol hero -n 10 -c 2 --password-file %s", bad),
+                                    err_path, out, sizeof out),
+                     77);
+    lseek(efd, 0, SEEK_SET);
+    n = read(efd, err, sizeof err - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(efd);
+    unlink(err_path);
+    ck_assert_msg(strstr(err, ": auth: AUTH refused: \"-WRONGPASS ") != NULL, "stderr: %s", err);
+    systest_proc_stop(&p);
+    systest_proc_free(&p);
+    unlink(pw);
+    unlink(bad);
+
+    ck_assert_int_eq(bench_run_stderr("--protocol hero -t run", err, sizeof err), 64);
+    ck_assert_str_eq(err,
+                     "workq-bench: hero measures add, lease-complete and cycle only (no run)\n");
+    ck_assert_int_eq(bench_run_stderr("--protocol hero -t schedule", err, sizeof err), 64);
+    ck_assert_int_eq(bench_run_stderr("--protocol hero --priorities", err, sizeof err), 64);
+    ck_assert_str_eq(err, "workq-bench: Hero's jobs have no priorities (--priorities)\n");
+}
+END_TEST
+
 START_TEST(test_bench_refused)
 {
     char out[8192];
@@ -1043,6 +1246,7 @@ bench_suite(void)
         {"faktory",
          {test_bench_faktory_fake, test_bench_faktory_wrong_payload, test_bench_faktory_refused,
           test_bench_faktory_server, test_bench_faktory_password, test_bench_workq_password, NULL}},
+        {"hero", {test_bench_hero_server, test_bench_hero_redis, test_bench_hero_password, NULL}},
     };
     return systest_suite("bench", groups, sizeof groups / sizeof groups[0]);
 }
