@@ -11,8 +11,9 @@
 #include "lib/payload.h"
 #include "lib/registry.h"
 
-/* A hash of more fields than this finds them through an index. */
-#define HHASH_LINEAR 8
+/* A hash of more fields than this finds them through an index (a Hero
+ * job has a dozen or two: linear, with no index to allocate). */
+#define HHASH_LINEAR 32
 
 /* What -max-memory counts: a key (its struct, bytes, registry slot), a
  * field (struct, name, array slot, index share), a list slot. */
