@@ -42,7 +42,15 @@
  * count of hand-outs lost at a restart); and under valgrind every test
  * that stops a server holding Hero keys: at exit server_clear frees the
  * core before hero_frontend_close, whose hstore_free still updates the
- * core's data_bytes (hstore.c, hstore_delete). */
+ * core's data_bytes (hstore.c, hstore_delete).
+ *
+ * The group "review" holds one test for each finding of the review fixed
+ * in e65e2a0 (each test says what failed before): a blocked pop's timer
+ * and a job's timeout in one millisecond, a job hash expiring under the
+ * job code (live and at a restart), a long chain of prerequisites
+ * failing, a job bound to its element, a requeue onto a hash, expiries
+ * through the log's cleaning, a list emptied by a blocking pop, a plain
+ * element across restarts, and -idle-timeout with a worker holding jobs. */
 #include "config.h"
 
 #include <check.h>
@@ -70,6 +78,7 @@
 /* The helpers whose arguments end with NULL. */
 static void cmd(int fd, const char *a, ...) __attribute__((sentinel));
 static void rt(int fd, const char *reply, const char *a, ...) __attribute__((sentinel));
+static void add_cmd(struct sb *b, const char *a, ...) __attribute__((sentinel));
 static const char *arr(const char *first, ...) __attribute__((sentinel));
 static void job(int fd, const char *id, ...) __attribute__((sentinel));
 static void expect_hash(int fd, const char *key, int64_t since_ms, ...) __attribute__((sentinel));
@@ -506,6 +515,66 @@ static int
 timeout_ms(void)
 {
     return 300 * systest_slow();
+}
+
+/* A timeout of 0.25 s, scaled, as a job's field or a BLPOP's argument:
+ * a binary fraction, so that the server's milliseconds of both are exactly
+ * quarter_ms(). */
+static void
+quarter_field(char out[16])
+{
+    snprintf(out, 16, "%g", 0.25 * systest_slow());
+}
+
+static int
+quarter_ms(void)
+{
+    return 250 * systest_slow();
+}
+
+/* Append one command (its words, NULL terminated) to b: several sent in
+ * one write are read by the server in one batch, at one time. */
+static void
+add_cmd(struct sb *b, const char *a, ...)
+{
+    va_list ap;
+    va_start(ap, a);
+    build(b, a, ap);
+    va_end(ap);
+}
+
+/* Wait until n clients are connected (INFO clients): the server has seen
+ * the others' close. */
+static void
+wait_connected(int fd, int n)
+{
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
+    for (;;) {
+        cmd(fd, "INFO", "clients", NULL);
+        const char *info = read_bulk(fd);
+        ck_assert_ptr_nonnull(info);
+        const char *b = strstr(info, "connected_clients:");
+        ck_assert_ptr_nonnull(b);
+        int got = atoi(b + strlen("connected_clients:"));
+        if (got == n)
+            return;
+        ck_assert_msg(systest_now_ms() < deadline, "%d clients connected, never %d", got, n);
+        systest_sleep_ms(10);
+    }
+}
+
+/* Wait until key exists no more (its expiry ran). */
+static void
+wait_gone(int fd, const char *key)
+{
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
+    for (;;) {
+        cmd(fd, "EXISTS", key, NULL);
+        if (read_int(fd) == 0)
+            return;
+        ck_assert_msg(systest_now_ms() < deadline, "%s never expired", key);
+        systest_sleep_ms(20);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1359,6 +1428,428 @@ START_TEST(test_persist_full_state)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* The review's findings (fixed in e65e2a0): one test each */
+
+/* A blocked pop whose time runs out in the millisecond of the timeout of
+ * the job its client holds: the batch that the pop's timer begins runs
+ * the job's timeout first, which puts the job back at the head of the
+ * list and serves that very client; the timer must then do nothing.  A
+ * worker pops its job (timeout 1/16 s) and blocks on its list for 1/16 s
+ * in one write, so both deadlines fall in one millisecond; ten rounds,
+ * one after the other (no other timer of the server's in between).  Which
+ * timer runs first is the event loop's choice: each round meets the race
+ * about every other time natively (under valgrind hardly ever), so it is
+ * likely, not certain.  The worker gets exactly one answer: the job again
+ * (it ends it), or the null array with the job back in its list.  Fixed:
+ * hero_block_timeout went on with the block the batch's begin had served
+ * and freed (a use after free, then a double free: the server died). */
+START_TEST(test_block_timeout_meets_job_timeout)
+{
+    start(NULL);
+    int c = hero();
+    char to[16];
+    snprintf(to, sizeof to, "%g", 0.0625 * systest_slow());
+    for (int i = 0; i < 10; i++) {
+        char q[32], id[8]; /* f()'s ring turns in the helpers' loops */
+        snprintf(q, sizeof q, "hero:work_queue:r%d", i);
+        snprintf(id, sizeof id, "R%d", i);
+        job(c, id, "timeout", to, "retries", "1", NULL);
+        rt(c, ":1\r\n", "RPUSH", q, id, NULL);
+        int w = hero();
+        struct sb b = {0};
+        add_cmd(&b, "LPOP", q, NULL);
+        add_cmd(&b, "BLPOP", q, to, NULL);
+        systest_send(w, b.p, b.n);
+        free(b.p);
+        systest_expect(w, bulk(id));
+        struct sb got = {0};
+        read_raw(w, &got);
+        if (strcmp(got.p, NILARR) == 0) {
+            wait_list(c, q, arr(id, NULL)); /* its timer first: the job comes back */
+        } else {
+            ck_assert_msg(strcmp(got.p, popped(q, id)) == 0, "trial %d: BLPOP answered %s", i,
+                          got.p);
+            /* ended: no timer of the server's left for the next round */
+            rt(w, ":1\r\n", "HSET", f("hero:job:%s", id), "status", "finished", NULL);
+            rt(c, ":0\r\n", "EXISTS", q, NULL);
+        }
+        free(got.p);
+        systest_expect_silence(w, 10); /* one answer, no second */
+        close(w);
+    }
+    rt(c, "+PONG\r\n", "PING", NULL);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* The hash of a job handed out expires in the millisecond its timeout
+ * passes (the pop and the PEXPIRE in one write): the timeout is run first
+ * (the job goes back to its list), then the key's expiry ends the job, and
+ * its id left in the list is plain data.  Fixed: the timeout's look at the
+ * hash expired it on the spot, which ended and freed the job the timeout
+ * was still working on (a use after free: the server died). */
+START_TEST(test_hash_expires_at_timeout)
+{
+    start(NULL);
+    int c = hero(), w = hero();
+    char to[16];
+    quarter_field(to);
+    job(c, "X", "timeout", to, "retries", "1", NULL);
+    rt(c, ":1\r\n", "RPUSH", WQ1, "X", NULL);
+    struct sb b = {0};
+    add_cmd(&b, "LPOP", WQ1, NULL);
+    add_cmd(&b, "PEXPIRE", J("X"), f("%d", quarter_ms()), NULL);
+    systest_send(w, b.p, b.n);
+    free(b.p);
+    systest_expect(w, f("%s:1\r\n", bulk("X")));
+    wait_gone(c, J("X"));
+    rt(c, arr("X", NULL), "LRANGE", WQ1, "0", "-1", NULL);
+    /* plain now: popped and dropped, nothing comes back */
+    rt(w, bulk("X"), "LPOP", WQ1, NULL);
+    close(w);
+    wait_connected(c, 1);
+    rt(c, ":0\r\n", "EXISTS", WQ1, NULL);
+    rt(c, ":0\r\n", "DBSIZE", NULL);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* The same at a restart: a job handed out when the server was killed is
+ * lost at once after it, and fails (retries 0); its dependent was queued
+ * on a list whose expiry passed while the server was down: the list is
+ * gone, and the dependent either failed in turn (e65e2a0 works off the
+ * lost jobs before the expiries due at the restart) or, were the expiry
+ * run first, was withdrawn with its hash untouched; either way it ended,
+ * and a push queues it again.  Fixed: failing the dependent looked its
+ * list up, which expired it on the spot and freed the dependent's job
+ * under the code failing it (a use after free; without sanitizers a panic
+ * "job in state 0 has no place" at the restart). */
+START_TEST(test_persist_queue_expired_while_down)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    start_logged(dir);
+    int c = hero(), w = hero();
+    job(c, "P", "name", "p", NULL);
+    job(c, "D", "prerequisites", "[\"P\"]", NULL);
+    rt(c, ":1\r\n", "RPUSH", WQ1, "P", NULL);
+    rt(w, bulk("P"), "LPOP", WQ1, NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ2, "D", "x", NULL);
+    rt(c, ":1\r\n", "PEXPIRE", WQ2, f("%d", 300 * systest_slow()), NULL);
+    crash();
+    close(w);
+    close(c);
+    systest_sleep_ms(400 * systest_slow()); /* past WQ2's expiry */
+
+    int64_t t0 = systest_now_ms();
+    start_logged(dir);
+    c = hero();
+    expect_hash(c, J("P"), t0, "name", "p", "status", "error", "error", "worker lost", "updated_at",
+                NOW, NULL);
+    char *st = hget(c, J("D"), "status");
+    if (st != NULL)
+        expect_hash(c, J("D"), t0, "prerequisites", "[\"P\"]", "status", "error", "error",
+                    "prerequisite P failed", "updated_at", NOW, NULL);
+    else
+        expect_hash(c, J("D"), t0, "prerequisites", "[\"P\"]", NULL);
+    free(st);
+    rt(c, ":0\r\n", "EXISTS", WQ2, NULL);
+    const char *keys = keys_sorted(c, "hero:*");
+    ck_assert_msg(strcmp(keys, "hero:job:D hero:job:P") == 0, "KEYS hero:*: \"%s\"", keys);
+    /* it ended: a push queues it again */
+    rt(c, ":1\r\n", "RPUSH", WQ2, "D", NULL);
+    rt(c, ":1\r\n", "RPUSH", WQ2, "D", NULL);
+    close(c);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* A chain of 12000 jobs, each waiting for the one before it (spread over
+ * 50 work queues, made in one write), fails whole when its first job's
+ * status becomes error: each job gets the error of the one before it and
+ * leaves its list.  Fixed: each failure failed the next from within
+ * itself, a recursion as deep as the chain, which overflowed an 8 MB stack
+ * (at about 9500 jobs; 6500 to 8000 with sanitizers). */
+START_TEST(test_prereq_failure_chain)
+{
+    enum { N = 12000, Q = 50 };
+    start(NULL);
+    int c = hero();
+    struct sb req = {0}, want = {0};
+    for (int i = 0; i < N; i++) {
+        if (i == 0)
+            add_cmd(&req, "HSET", "hero:job:c0", "name", "c0", NULL);
+        else
+            add_cmd(&req, "HSET", f("hero:job:c%d", i), "prerequisites", f("[\"c%d\"]", i - 1),
+                    NULL);
+        add_cmd(&req, "RPUSH", f("hero:work_queue:q%d", i % Q), f("c%d", i), NULL);
+        sb_add(&want, ":1\r\n");
+        sb_add(&want, num(i / Q + 1));
+    }
+    systest_send(c, req.p, req.n);
+    systest_expect(c, want.p);
+    free(req.p);
+    free(want.p);
+    rt(c, NIL, "LPOP", "hero:work_queue:q1", NULL); /* c1 waits for c0 */
+    int64_t t0 = systest_now_ms();
+    rt(c, ":1\r\n", "HSET", "hero:job:c0", "status", "error", NULL);
+    expect_hash(c, "hero:job:c1", t0, "prerequisites", "[\"c0\"]", "status", "error", "error",
+                "prerequisite c0 failed", "updated_at", NOW, NULL);
+    char last[32];
+    snprintf(last, sizeof last, "hero:job:c%d", N - 1);
+    expect_hash(c, last, t0, "prerequisites", f("[\"c%d\"]", N - 2), "status", "error", "error",
+                f("prerequisite c%d failed", N - 2), "updated_at", NOW, NULL);
+    rt(c, "*0\r\n", "KEYS", "hero:work_queue:*", NULL);
+    rt(c, num(N), "DBSIZE", NULL);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* A job is bound to the element it was pushed as: an element with the
+ * same bytes pushed before its hash existed is plain data.  Popped, the
+ * plain one is handed to no one (its popper's close does nothing), the
+ * job's element hands the job out once; LREM of the plain one leaves the
+ * job queued.  Fixed: a job was found by its bytes, so the plain element
+ * handed it out too, a second time with its own element (its first
+ * popper's close failed it under its second), and the LREM withdrew it. */
+START_TEST(test_job_bound_to_element)
+{
+    start(NULL);
+    int c = hero(), a = hero(), b = hero();
+    rt(c, ":1\r\n", "RPUSH", WQ1, "K", NULL); /* no hash yet: plain */
+    job(c, "K", "retries", "0", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "K", NULL); /* the job, bound to this element */
+    rt(c, ":2\r\n", "RPUSH", WQ1, "K", NULL); /* queued: no copy */
+    rt(a, bulk("K"), "LPOP", WQ1, NULL);      /* the plain one */
+    rt(b, bulk("K"), "LPOP", WQ1, NULL);      /* the job, handed to b */
+    rt(c, ":0\r\n", "RPUSH", WQ1, "K", NULL); /* handed out: no copy */
+    close(a);
+    wait_connected(c, 2);
+    expect_hash(c, J("K"), 0, "retries", "0", NULL); /* a held nothing */
+    int64_t t0 = systest_now_ms();
+    close(b);
+    wait_field(c, J("K"), "status", "error");
+    expect_hash(c, J("K"), t0, "retries", "0", "status", "error", "error", "worker lost",
+                "updated_at", NOW, NULL);
+    /* LREM of the plain element (the first): the job stays queued */
+    rt(c, ":1\r\n", "RPUSH", WQ2, "L", NULL);
+    job(c, "L", "name", "l", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ2, "L", NULL);
+    rt(c, ":1\r\n", "LREM", WQ2, "1", "L", NULL);
+    rt(c, ":1\r\n", "RPUSH", WQ2, "L", NULL);
+    rt(c, ":1\r\n", "LPUSH", WQ2, "L", NULL);
+    rt(c, arr("L", NULL), "LRANGE", WQ2, "0", "-1", NULL);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* A job whose list's name is a hash's by the time it would go back (its
+ * timeout passed, its worker went) cannot go back: it fails, error
+ * timeout or worker lost, retries or not; the hash is left alone, and a
+ * push to another work queue queues the job again.  Fixed: the job
+ * stayed queued on no list, stranded (never handed out nor failed; a push
+ * elsewhere added nothing). */
+START_TEST(test_requeue_onto_hash_fails)
+{
+    start(NULL);
+    int c = hero(), w = hero();
+    char to[16];
+    quarter_field(to);
+    job(c, "L", "retries", "3", NULL);
+    job(c, "T", "timeout", to, "retries", "3", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "L", "T", NULL);
+    /* the pops and the hash in one write: no stall of ours can let T's
+     * timeout pass in between */
+    int64_t t0 = systest_now_ms();
+    struct sb b = {0};
+    add_cmd(&b, "LPOP", WQ1, NULL);
+    add_cmd(&b, "LPOP", WQ1, NULL);
+    add_cmd(&b, "HSET", WQ1, "f", "v", NULL);
+    systest_send(w, b.p, b.n);
+    free(b.p);
+    systest_expect(w, f("%s%s:1\r\n", bulk("L"), bulk("T")));
+    wait_field(c, J("T"), "status", "error");
+    expect_hash(c, J("T"), t0, "timeout", to, "retries", "3", "status", "error", "error", "timeout",
+                "updated_at", NOW, NULL);
+    close(w);
+    wait_field(c, J("L"), "status", "error");
+    expect_hash(c, J("L"), t0, "retries", "3", "status", "error", "error", "worker lost",
+                "updated_at", NOW, NULL);
+    expect_hash(c, WQ1, 0, "f", "v", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ2, "L", "T", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ2, "L", "T", NULL);
+    rt(c, arr("L", "T", NULL), "LRANGE", WQ2, "0", "-1", NULL);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* Cleaning the command log keeps the keys' expiries: a hash and a list
+ * whose records before their expiry are superseded (a field set again, an
+ * element popped), the log cleaned (1 KiB segments, cleaning every
+ * 200 ms), a SIGKILL and a restart: both still expire.  Fixed: cleaning
+ * left the expiry's record before the records that make the key again,
+ * and the replay dropped it (the keys came back for ever). */
+START_TEST(test_persist_expiry_after_cleaning)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    start("-cmdlog-path", dir, "-cmdlog-sync", "always", "-cmdlog-seg-size", "1024",
+          "-cmdlog-clean-int", "200", NULL);
+    int c = hero();
+    rt(c, ":1\r\n", "HSET", J("x"), "f", "v1", NULL);
+    rt(c, ":1\r\n", "EXPIRE", J("x"), "3600", NULL);
+    rt(c, ":0\r\n", "HSET", J("x"), "f", "v2", NULL);
+    rt(c, ":1\r\n", "RPUSH", "hero:l", "a", NULL);
+    rt(c, ":1\r\n", "EXPIRE", "hero:l", "3600", NULL);
+    rt(c, ":2\r\n", "RPUSH", "hero:l", "b", NULL);
+    rt(c, bulk("a"), "LPOP", "hero:l", NULL);
+    /* enough to close a few segments */
+    char big[101];
+    memset(big, 'x', 100);
+    big[100] = '\0';
+    for (int i = 0; i < 20; i++)
+        rt(c, i == 0 ? ":1\r\n" : ":0\r\n", "HSET", "hero:filler", "g", big, NULL);
+    ck_assert_msg(systest_proc_wait(&srv, true, "cmdlog cleaned"), "the log was never cleaned: %s",
+                  srv.err.p);
+    crash();
+    close(c);
+
+    start_logged(dir);
+    c = hero();
+    expect_hash(c, J("x"), 0, "f", "v2", NULL);
+    rt(c, arr("b", NULL), "LRANGE", "hero:l", "0", "-1", NULL);
+    static const char *const keys[] = {J("x"), "hero:l"};
+    for (size_t i = 0; i < 2; i++) {
+        cmd(c, "PTTL", keys[i], NULL);
+        long long ttl = read_int(c);
+        ck_assert_msg(ttl > 0 && ttl <= 3600000, "PTTL %s after cleaning and a restart: %lld",
+                      keys[i], ttl);
+    }
+    rt(c, ":-1\r\n", "PTTL", "hero:filler", NULL);
+    close(c);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* A blocking pop that finds its list's only job failed by its
+ * prerequisite (in error before the push) takes it out, fails it, and
+ * waits with the list deleted, as Redis has no empty list: BLPOP and
+ * BRPOP alike.  Fixed: the emptied list was left as an empty key (EXISTS
+ * 1, TYPE list, in KEYS). */
+START_TEST(test_blocking_pop_failed_prereq_empties)
+{
+    start(NULL);
+    int c = hero();
+    job(c, "P", "status", "error", NULL);
+    job(c, "J", "prerequisites", "[\"P\"]", NULL);
+    job(c, "K", "dependencies", "[\"P\"]", NULL);
+    int64_t t0 = systest_now_ms();
+    rt(c, ":1\r\n", "RPUSH", WQ1, "J", NULL);
+    rt(c, NILARR, "BLPOP", WQ1, "0.05", NULL);
+    rt(c, ":0\r\n", "EXISTS", WQ1, NULL);
+    rt(c, "+none\r\n", "TYPE", WQ1, NULL);
+    expect_hash(c, J("J"), t0, "prerequisites", "[\"P\"]", "status", "error", "error",
+                "prerequisite P failed", "updated_at", NOW, NULL);
+    rt(c, ":1\r\n", "LPUSH", WQ1, "K", NULL);
+    rt(c, NILARR, "BRPOP", WQ1, "0.05", NULL);
+    rt(c, ":0\r\n", "EXISTS", WQ1, NULL);
+    expect_hash(c, J("K"), t0, "dependencies", "[\"P\"]", "status", "error", "error",
+                "prerequisite P failed", "updated_at", NOW, NULL);
+    const char *keys = keys_sorted(c, "hero:*");
+    ck_assert_msg(strcmp(keys, "hero:job:J hero:job:K hero:job:P") == 0, "KEYS hero:*: \"%s\"",
+                  keys);
+    close(c);
+    stop();
+}
+END_TEST
+
+/* An id pushed before its hash existed stays plain data across restarts;
+ * a push after the hash is the job.  Fixed: the replay made any element
+ * naming a hash a job, so after the restart the plain element was the
+ * job (the push after it added no copy, and popping it handed the job
+ * out). */
+START_TEST(test_persist_plain_before_hash)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    start_logged(dir);
+    int c = hero();
+    rt(c, ":1\r\n", "RPUSH", WQ1, "P", NULL); /* no hash yet: plain */
+    job(c, "P", "retries", "0", NULL);
+    crash();
+    close(c);
+
+    start_logged(dir);
+    c = hero();
+    rt(c, arr("P", NULL), "LRANGE", WQ1, "0", "-1", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "P", NULL); /* still plain: this one is the job */
+    rt(c, ":2\r\n", "RPUSH", WQ1, "P", NULL);
+    crash();
+    close(c);
+
+    start_logged(dir);
+    c = hero();
+    int a = hero(), b = hero();
+    rt(c, arr("P", "P", NULL), "LRANGE", WQ1, "0", "-1", NULL);
+    rt(c, ":2\r\n", "LPUSH", WQ1, "P", NULL); /* queued once */
+    rt(a, bulk("P"), "LPOP", WQ1, NULL);      /* the plain one */
+    close(a);
+    wait_connected(c, 2);
+    expect_hash(c, J("P"), 0, "retries", "0", NULL);
+    rt(b, bulk("P"), "LPOP", WQ1, NULL); /* the job */
+    int64_t t0 = systest_now_ms();
+    close(b);
+    wait_field(c, J("P"), "status", "error");
+    expect_hash(c, J("P"), t0, "retries", "0", "status", "error", "error", "worker lost",
+                "updated_at", NOW, NULL);
+    close(c);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* -idle-timeout closes a silent connection, but not a worker that holds
+ * jobs (one with a long timeout, one with none): it may run them longer
+ * than that without a word; once it ended them it is closed like any
+ * other.  Fixed: the worker was closed and its jobs lost (error "worker
+ * lost"). */
+START_TEST(test_idle_timeout_spares_worker)
+{
+    int idle = 200 * systest_slow();
+    start("-idle-timeout", f("%dms", idle), NULL);
+    int c = hero(), w = hero();
+    job(c, "J", "timeout", "3600", NULL);
+    job(c, "N", "name", "n", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "J", "N", NULL);
+    rt(w, popped(WQ1, "J"), "BLPOP", WQ1, "0", NULL);
+    rt(w, bulk("N"), "LPOP", WQ1, NULL);
+    int i = hero();
+    rt(i, "+PONG\r\n", "PING", NULL);
+    systest_expect_closed(i); /* silent since after w: w's time came first */
+    close(i);
+    systest_expect_silence(w, 50); /* not closed */
+    close(c);
+    c = hero();
+    expect_hash(c, J("J"), 0, "timeout", "3600", NULL);
+    expect_hash(c, J("N"), 0, "name", "n", NULL);
+    rt(c, ":0\r\n", "EXISTS", WQ1, NULL);
+    rt(w, ":1\r\n", "HSET", J("J"), "status", "finished", NULL);
+    rt(w, ":1\r\n", "HSET", J("N"), "status", "finished", NULL);
+    systest_expect_closed(w);
+    close(w);
+    close(c);
+    stop();
+}
+END_TEST
+
 static Suite *
 hero_jobs_suite(void)
 {
@@ -1375,6 +1866,12 @@ hero_jobs_suite(void)
         {"persist",
          {test_persist_state, test_persist_handed_out, test_persist_handed_count,
           test_persist_full_state, NULL}},
+        {"review",
+         {test_block_timeout_meets_job_timeout, test_hash_expires_at_timeout,
+          test_persist_queue_expired_while_down, test_prereq_failure_chain,
+          test_job_bound_to_element, test_requeue_onto_hash_fails,
+          test_persist_expiry_after_cleaning, test_blocking_pop_failed_prereq_empties,
+          test_persist_plain_before_hash, test_idle_timeout_spares_worker, NULL}},
     };
     return systest_suite("hero_jobs", groups, sizeof groups / sizeof groups[0]);
 }
