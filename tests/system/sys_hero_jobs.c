@@ -1434,53 +1434,49 @@ END_TEST
 /* A blocked pop whose time runs out in the millisecond of the timeout of
  * the job its client holds: the batch that the pop's timer begins runs
  * the job's timeout first, which puts the job back at the head of the
- * list and serves that very client; the timer must then do nothing.  Each
- * of four workers pops its job (timeout 0.25 s) and blocks on its list
- * for 0.25 s in one write, so both deadlines fall in one millisecond;
- * which timer the event loop runs first is its own choice (the race is
- * likely, not certain).  Each worker gets exactly one answer: the job
- * again, or the null array with the job back in its list.  Fixed:
+ * list and serves that very client; the timer must then do nothing.  A
+ * worker pops its job (timeout 1/16 s) and blocks on its list for 1/16 s
+ * in one write, so both deadlines fall in one millisecond; ten rounds,
+ * one after the other (no other timer of the server's in between).  Which
+ * timer runs first is the event loop's choice: each round meets the race
+ * about every other time natively (under valgrind hardly ever), so it is
+ * likely, not certain.  The worker gets exactly one answer: the job again
+ * (it ends it), or the null array with the job back in its list.  Fixed:
  * hero_block_timeout went on with the block the batch's begin had served
  * and freed (a use after free, then a double free: the server died). */
 START_TEST(test_block_timeout_meets_job_timeout)
 {
-    enum { N = 4 };
     start(NULL);
-    int c = hero(), w[N];
+    int c = hero();
     char to[16];
-    quarter_field(to);
-    for (int i = 0; i < N; i++) {
-        job(c, f("R%d", i), "timeout", to, "retries", "1", NULL);
-        rt(c, ":1\r\n", "RPUSH", f("hero:work_queue:r%d", i), f("R%d", i), NULL);
-    }
-    for (int i = 0; i < N; i++) {
-        const char *q = f("hero:work_queue:r%d", i);
-        struct sb b = {0};
-        add_cmd(&b, "LPOP", q, NULL);
-        add_cmd(&b, "BLPOP", q, to, NULL);
-        w[i] = hero();
-        systest_send(w[i], b.p, b.n);
-        free(b.p);
-        systest_expect(w[i], bulk(f("R%d", i)));
-    }
-    for (int i = 0; i < N; i++) {
+    snprintf(to, sizeof to, "%g", 0.0625 * systest_slow());
+    for (int i = 0; i < 10; i++) {
         char q[32], id[8]; /* f()'s ring turns in the helpers' loops */
         snprintf(q, sizeof q, "hero:work_queue:r%d", i);
         snprintf(id, sizeof id, "R%d", i);
+        job(c, id, "timeout", to, "retries", "1", NULL);
+        rt(c, ":1\r\n", "RPUSH", q, id, NULL);
+        int w = hero();
+        struct sb b = {0};
+        add_cmd(&b, "LPOP", q, NULL);
+        add_cmd(&b, "BLPOP", q, to, NULL);
+        systest_send(w, b.p, b.n);
+        free(b.p);
+        systest_expect(w, bulk(id));
         struct sb got = {0};
-        read_raw(w[i], &got);
+        read_raw(w, &got);
         if (strcmp(got.p, NILARR) == 0) {
             wait_list(c, q, arr(id, NULL)); /* its timer first: the job comes back */
         } else {
-            ck_assert_msg(strcmp(got.p, popped(q, id)) == 0, "worker %d: BLPOP answered %s", i,
+            ck_assert_msg(strcmp(got.p, popped(q, id)) == 0, "trial %d: BLPOP answered %s", i,
                           got.p);
-            rt(c, ":0\r\n", "EXISTS", q, NULL); /* handed out again */
+            /* ended: no timer of the server's left for the next round */
+            rt(w, ":1\r\n", "HSET", f("hero:job:%s", id), "status", "finished", NULL);
+            rt(c, ":0\r\n", "EXISTS", q, NULL);
         }
         free(got.p);
-    }
-    for (int i = 0; i < N; i++) {
-        systest_expect_silence(w[i], 10); /* one answer, no second */
-        close(w[i]);
+        systest_expect_silence(w, 10); /* one answer, no second */
+        close(w);
     }
     rt(c, "+PONG\r\n", "PING", NULL);
     close(c);
@@ -1522,12 +1518,15 @@ START_TEST(test_hash_expires_at_timeout)
 END_TEST
 
 /* The same at a restart: a job handed out when the server was killed is
- * lost at once after it, and fails (retries 0); its dependent, queued on a
- * list whose expiry passed while the server was down, fails in turn, and
- * the list is gone.  Fixed: failing the dependent looked its list up,
- * which expired it on the spot and freed the dependent's job under the
- * code failing it (a use after free; without sanitizers a panic "job in
- * state 0 has no place" at the restart). */
+ * lost at once after it, and fails (retries 0); its dependent was queued
+ * on a list whose expiry passed while the server was down: the list is
+ * gone, and the dependent either failed in turn (e65e2a0 works off the
+ * lost jobs before the expiries due at the restart) or, were the expiry
+ * run first, was withdrawn with its hash untouched; either way it ended,
+ * and a push queues it again.  Fixed: failing the dependent looked its
+ * list up, which expired it on the spot and freed the dependent's job
+ * under the code failing it (a use after free; without sanitizers a panic
+ * "job in state 0 has no place" at the restart). */
 START_TEST(test_persist_queue_expired_while_down)
 {
     char dir[32];
@@ -1550,8 +1549,13 @@ START_TEST(test_persist_queue_expired_while_down)
     c = hero();
     expect_hash(c, J("P"), t0, "name", "p", "status", "error", "error", "worker lost", "updated_at",
                 NOW, NULL);
-    expect_hash(c, J("D"), t0, "prerequisites", "[\"P\"]", "status", "error", "error",
-                "prerequisite P failed", "updated_at", NOW, NULL);
+    char *st = hget(c, J("D"), "status");
+    if (st != NULL)
+        expect_hash(c, J("D"), t0, "prerequisites", "[\"P\"]", "status", "error", "error",
+                    "prerequisite P failed", "updated_at", NOW, NULL);
+    else
+        expect_hash(c, J("D"), t0, "prerequisites", "[\"P\"]", NULL);
+    free(st);
     rt(c, ":0\r\n", "EXISTS", WQ2, NULL);
     const char *keys = keys_sorted(c, "hero:*");
     ck_assert_msg(strcmp(keys, "hero:job:D hero:job:P") == 0, "KEYS hero:*: \"%s\"", keys);
