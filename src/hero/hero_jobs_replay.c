@@ -149,6 +149,10 @@ void
 hero_jobs_replayed(struct hero_ctx *h)
 {
     hero_log_replay_done(h);
+    /* the keys whose time passed while the server was down go first, as
+     * they would have gone live: a job's hash so, say, before its job is
+     * found lost */
+    hstore_advance(h->store, *h->now_ms);
     hero_jobs_requeue_lists(h);
     /* what losing a job does never touches these entries: the log is read */
     registry_foreach(h->taken, hero_taken_lost, h);
