@@ -69,6 +69,7 @@ struct event_base;
 #define BENCH_MAX_PASSWORD   1024        /* a password, bytes */
 #define BENCH_CLEAN_CONNS    4           /* connections of the clean-up */
 #define BENCH_CLEAN_DEPTH    256         /* clean-up requests in flight per connection */
+#define BENCH_CLEAN_TIMES    3           /* the clean-up's --timeout: this many times the run's */
 #define BENCH_CLEAN_LINE     8192        /* longest QUEUE REMOVE line of the clean-up */
 
 /* Exit statuses (sysexits.h's where there is one). */

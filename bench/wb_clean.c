@@ -101,9 +101,11 @@ wb_clean(struct bench *b)
     b->phase = PH_CLEAN;
     b->driver = &clean_driver;
     b->nconns = b->opt.conns < BENCH_CLEAN_CONNS ? b->opt.conns : BENCH_CLEAN_CONNS;
-    /* A fresh --timeout, and Ctrl-C (again) cuts the clean-up short. */
+    /* A fresh --timeout, BENCH_CLEAN_TIMES as long (removing what a run
+     * added may take longer than adding it did, on a busy machine), and
+     * Ctrl-C (again) cuts the clean-up short. */
     if (b->opt.timeout_s > 0) {
-        struct timeval tv = {(time_t)b->opt.timeout_s, 0};
+        struct timeval tv = {(time_t)b->opt.timeout_s * BENCH_CLEAN_TIMES, 0};
         event_add(b->timeout_ev, &tv);
     }
     event_add(b->sigint_ev, NULL);
