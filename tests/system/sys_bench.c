@@ -1036,11 +1036,7 @@ hero_start(struct systest_proc *p, const char *password_file)
                           password_file,
                           NULL};
     systest_proc_start(p, args);
-    ck_assert(systest_proc_wait(p, false, "hero listening on"));
-    ck_assert(systest_proc_wait(p, false, "\n"));
-    const char *line = strstr(p->out.p, "hero listening on 127.0.0.1:");
-    ck_assert_ptr_nonnull(line);
-    return atoi(strchr(line, ':') + 1);
+    return systest_proc_port(p, "hero");
 }
 
 /* The keys a RESP server on port holds (DBSIZE), AUTH'd with password if

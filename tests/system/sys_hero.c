@@ -84,12 +84,7 @@ start(const char *password)
     }
     systest_proc_start(&srv, args);
     systest_track_pid(srv.s.pid);
-    const char *prefix = "workq-server hero listening on 127.0.0.1:";
-    ck_assert_msg(systest_proc_wait(&srv, false, prefix), "no hero listener: %s", srv.out.p);
-    while (strchr(strstr(srv.out.p, prefix), '\n') == NULL)
-        ck_assert(systest_proc_pump(&srv, systest_wait_ms()));
-    hport = atoi(strstr(srv.out.p, prefix) + strlen(prefix));
-    ck_assert_int_gt(hport, 0);
+    hport = systest_proc_port(&srv, "hero");
     if (password != NULL)
         unlink(path);
 }

@@ -106,19 +106,7 @@ start(const char *arg, ...)
     args[n] = NULL;
     systest_proc_start(&srv, args);
     systest_track_pid(srv.s.pid);
-    const char *key = "workq-server hero listening on 127.0.0.1:";
-    int64_t deadline = systest_now_ms() + systest_wait_ms();
-    for (;;) {
-        const char *l = strstr(srv.out.p, key);
-        if (l != NULL && strchr(l, '\n') != NULL) {
-            hport = atoi(l + strlen(key));
-            break;
-        }
-        ck_assert_msg(systest_now_ms() < deadline, "no Hero listener (stdout: %s, stderr: %s)",
-                      srv.out.p, srv.err.p);
-        systest_proc_pump(&srv, 50);
-    }
-    ck_assert_int_gt(hport, 0);
+    hport = systest_proc_port(&srv, "hero");
 }
 
 /* A server logging to dir, every write synced before it is answered. */

@@ -99,6 +99,9 @@ void systest_proc_start_every_listener(struct systest_proc *p, const char *dir,
                                        struct systest_ports *ports);
 /* The port of the n-th (from 0) "listening on 127.0.0.1:PORT" line of out. */
 int systest_listening_port(const char *out, int n);
+/* Wait until p prints "workq-server NAME listening on 127.0.0.1:PORT" (a
+ * front-end's plain address); PORT. */
+int systest_proc_port(struct systest_proc *p, const char *name);
 /* The number of lines of s. */
 int systest_count_lines(const char *s);
 

@@ -211,6 +211,18 @@ systest_listening_port(const char *out, int n)
 }
 
 int
+systest_proc_port(struct systest_proc *p, const char *name)
+{
+    const char *prefix = f("workq-server %s listening on 127.0.0.1:", name);
+    ck_assert_msg(systest_proc_wait(p, false, prefix), "no %s listener: %s", name, p->out.p);
+    while (strchr(strstr(p->out.p, prefix), '\n') == NULL)
+        ck_assert(systest_proc_pump(p, systest_wait_ms()));
+    int port = atoi(strstr(p->out.p, prefix) + strlen(prefix));
+    ck_assert_int_gt(port, 0);
+    return port;
+}
+
+int
 systest_count_lines(const char *s)
 {
     int n = 0;
