@@ -258,7 +258,7 @@ hero_dispatch(struct hero_ctx *h, struct hero_conn *st, struct reply *out)
     if ((cmd->check != NULL && !cmd->check(&c)) || !hero_keys_ok(cmd, &c))
         return;
     if ((cmd->flags & HERO_GROWS) && core_over_limit(h->core, 0)) {
-        reply_str(out, "-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+        reply_str(out, HERO_OOM);
         return;
     }
     /* the keys whose time has come go first (logged, with what that does to

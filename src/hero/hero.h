@@ -28,6 +28,9 @@ struct reply;
  * Redis 7.0's. */
 #define HERO_REDIS_VERSION "7.0.0"
 
+/* Redis's answer to a command that would grow the keys past -max-memory. */
+#define HERO_OOM "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+
 #define HERO_PREFIX     "hero:"
 #define HERO_PREFIX_LEN 5
 

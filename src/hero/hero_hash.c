@@ -12,8 +12,6 @@
 #include "net/reply.h"
 #include "net/resp_reply.h"
 
-#define HERO_OOM "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-
 /* The hash at argv[1], made when missing and make is set; NULL when there
  * is none or it is not a hash (answered). */
 static struct hkey *

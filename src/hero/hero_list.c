@@ -21,8 +21,6 @@
 #include "net/reply.h"
 #include "net/resp_reply.h"
 
-#define HERO_OOM "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-
 /* The clients blocked on one key, first come first. */
 struct hero_line {
     struct list waiters; /* struct hero_wait.link */
@@ -473,13 +471,21 @@ hero_cmd_brpop(struct hero_call *c)
     hero_bpop(c, false);
 }
 
-void
-hero_cmd_llen(struct hero_call *c)
+/* The list at argv[1] and the n integers that follow it: false when
+ * answered (one is not an integer, the key is not a list); *k is NULL when
+ * there is no such key. */
+static bool
+hero_list_args(struct hero_call *c, size_t n, int64_t *ints, struct hkey **k)
 {
+    for (size_t i = 0; i < n; i++) {
+        if (!hero_parse_i64(&c->argv[2 + i], &ints[i])) {
+            hero_err_not_integer(c->out);
+            return false;
+        }
+    }
     bool wrong;
-    struct hkey *k = hero_list(c, 1, &wrong);
-    if (!wrong)
-        resp_reply_integer(c->out, k != NULL ? hlst_len(k) : 0);
+    *k = hero_list(c, 1, &wrong);
+    return !wrong;
 }
 
 /* Redis's index: negative from the end. */
@@ -489,29 +495,37 @@ hero_index(int64_t i, uint32_t len)
     return i < 0 ? (int64_t)len + i : i;
 }
 
+/* Redis's range [r[0], r[1]] of a list of len elements, brought within the
+ * list: false when nothing of the list is in it. */
+static bool
+hero_range(int64_t r[2], uint32_t len)
+{
+    r[0] = WQ_MAX(hero_index(r[0], len), 0);
+    r[1] = WQ_MIN(hero_index(r[1], len), (int64_t)len - 1);
+    return r[0] <= r[1];
+}
+
+void
+hero_cmd_llen(struct hero_call *c)
+{
+    struct hkey *k;
+    if (hero_list_args(c, 0, NULL, &k))
+        resp_reply_integer(c->out, k != NULL ? hlst_len(k) : 0);
+}
+
 void
 hero_cmd_lrange(struct hero_call *c)
 {
-    int64_t start, stop;
-    if (!hero_parse_i64(&c->argv[2], &start) || !hero_parse_i64(&c->argv[3], &stop)) {
-        hero_err_not_integer(c->out);
+    int64_t r[2];
+    struct hkey *k;
+    if (!hero_list_args(c, 2, r, &k))
         return;
-    }
-    bool wrong;
-    struct hkey *k = hero_list(c, 1, &wrong);
-    if (wrong)
-        return;
-    uint32_t len = k != NULL ? hlst_len(k) : 0;
-    start = WQ_MAX(hero_index(start, len), 0);
-    stop = hero_index(stop, len);
-    if (stop >= (int64_t)len)
-        stop = (int64_t)len - 1;
-    if (k == NULL || start > stop || start >= (int64_t)len) {
+    if (k == NULL || !hero_range(r, hlst_len(k))) {
         resp_reply_array(c->out, 0);
         return;
     }
-    resp_reply_array(c->out, (size_t)(stop - start + 1));
-    for (int64_t i = start; i <= stop; i++) {
+    resp_reply_array(c->out, (size_t)(r[1] - r[0] + 1));
+    for (int64_t i = r[0]; i <= r[1]; i++) {
         const struct hval *v = hlst_at(k, (uint32_t)i);
         hero_reply_val(c->out, v->p, v->len);
     }
@@ -520,18 +534,22 @@ hero_cmd_lrange(struct hero_call *c)
 void
 hero_cmd_lindex(struct hero_call *c)
 {
+    /* as Redis: the key first, then the index (nil for no key, whatever
+     * the index) */
     int64_t i;
+    struct hkey *k;
+    if (!hero_list_args(c, 0, NULL, &k))
+        return;
+    if (k == NULL) {
+        resp_reply_null(c->out);
+        return;
+    }
     if (!hero_parse_i64(&c->argv[2], &i)) {
         hero_err_not_integer(c->out);
         return;
     }
-    bool wrong;
-    struct hkey *k = hero_list(c, 1, &wrong);
-    if (wrong)
-        return;
-    uint32_t len = k != NULL ? hlst_len(k) : 0;
-    i = hero_index(i, len);
-    if (k == NULL || i < 0 || i >= (int64_t)len) {
+    i = hero_index(i, hlst_len(k));
+    if (i < 0 || i >= (int64_t)hlst_len(k)) {
         resp_reply_null(c->out);
         return;
     }
@@ -543,44 +561,29 @@ void
 hero_cmd_lrem(struct hero_call *c)
 {
     int64_t count;
-    if (!hero_parse_i64(&c->argv[2], &count)) {
-        hero_err_not_integer(c->out);
+    struct hkey *k;
+    if (!hero_list_args(c, 1, &count, &k))
         return;
-    }
-    bool wrong;
-    struct hkey *k = hero_list(c, 1, &wrong);
-    if (wrong)
-        return;
-    uint32_t n = k != NULL ? hlst_rem(c->h->store, k, count, c->argv[3].p, c->argv[3].n,
-                                      hero_list_gone, c->h)
-                           : 0;
-    if (k != NULL)
+    uint32_t n = 0;
+    if (k != NULL) {
+        n = hlst_rem(c->h->store, k, count, c->argv[3].p, c->argv[3].n, hero_list_gone, c->h);
         hero_key_drop_empty(c, k);
+    }
     resp_reply_integer(c->out, n);
 }
 
 void
 hero_cmd_ltrim(struct hero_call *c)
 {
-    int64_t start, stop;
-    if (!hero_parse_i64(&c->argv[2], &start) || !hero_parse_i64(&c->argv[3], &stop)) {
-        hero_err_not_integer(c->out);
-        return;
-    }
-    bool wrong;
-    struct hkey *k = hero_list(c, 1, &wrong);
-    if (wrong)
+    int64_t r[2];
+    struct hkey *k;
+    if (!hero_list_args(c, 2, r, &k))
         return;
     if (k != NULL) {
-        uint32_t len = hlst_len(k);
-        start = WQ_MAX(hero_index(start, len), 0);
-        stop = hero_index(stop, len);
-        if (stop >= (int64_t)len)
-            stop = (int64_t)len - 1;
-        if (start > stop || start >= (int64_t)len)
-            hero_key_delete(c->h, k);
+        if (hero_range(r, hlst_len(k)))
+            hlst_trim(c->h->store, k, (uint32_t)r[0], (uint32_t)r[1], hero_list_gone, c->h);
         else
-            hlst_trim(c->h->store, k, (uint32_t)start, (uint32_t)stop, hero_list_gone, c->h);
+            hero_key_delete(c->h, k);
     }
     resp_reply_ok(c->out);
 }

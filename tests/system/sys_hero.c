@@ -1109,6 +1109,15 @@ START_TEST(test_range_index)
     RT(fd, NULLBULK, "LINDEX", "hero:l", "5");
     RT(fd, NULLBULK, "LINDEX", "hero:l", "-6");
     RT(fd, NOTINT, "LINDEX", "hero:l", "x");
+    /* as Redis: LINDEX reads the key before the index; the others the
+     * integers first */
+    RT(fd, NULLBULK, "LINDEX", "hero:none", "x");
+    RT(fd, ":1\r\n", "HSET", "hero:h", "f", "v");
+    RT(fd, WRONGTYPE, "LINDEX", "hero:h", "x");
+    RT(fd, NOTINT, "LRANGE", "hero:h", "x", "1");
+    RT(fd, NOTINT, "LTRIM", "hero:h", "0", "x");
+    RT(fd, NOTINT, "LREM", "hero:h", "x", "v");
+    RT(fd, NOTINT, "LRANGE", "hero:none", "x", "1");
     close(fd);
     stop();
 }
