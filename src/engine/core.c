@@ -792,6 +792,8 @@ core_job_set_payload(struct core *c, struct job *j, const char *data, size_t len
 struct queue *
 core_space_queue(const struct core *c, uint8_t space, const char *name, size_t len)
 {
+    if (space >= JOB_SPACES || !c->space[space].open)
+        return NULL;
     return registry_find(c->space[space].queues.by_name, name, len);
 }
 

@@ -177,7 +177,8 @@ struct job *core_find_key(const struct core *c, const struct job_key *k);
 uint8_t core_space_open(struct core *c, const char *label, const struct core_space_ops *ops,
                         void *arg, unsigned flags, uint8_t code_lo, uint8_t code_hi);
 
-/* The queue of space named name[0..len), or NULL if it does not exist. */
+/* The queue of space named name[0..len), or NULL if it does not exist
+ * (or the space is not open). */
 struct queue *core_space_queue(const struct core *c, uint8_t space, const char *name, size_t len);
 /* Pause (or resume) the queue of space named name, created if need be: a
  * paused queue keeps its jobs, and leases, parked ones too, pass it by;

@@ -91,17 +91,35 @@ inspect_queue_block(struct reply *out, const struct queue *q)
     inspect_line(out, "scheduled-len %u", heap_len(&q->scheduled));
 }
 
+/* inspect server's keys for Faktory's jobs. */
+static void
+inspect_faktory(struct reply *out, const struct core_space_counts *fk)
+{
+    inspect_line(out, "faktory-jobs %llu", (unsigned long long)fk->jobs);
+    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)fk->scheduled);
+    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)fk->enqueued);
+    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)fk->working);
+    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)fk->retry);
+    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)fk->dead);
+    inspect_line(out, "faktory-queues %llu", (unsigned long long)fk->queues);
+}
+
+/* The Hero Dispatcher's work queues are queues of the engine's space
+ * "hero", named by their keys: a Workq name never holds the prefix's ':'. */
+#define INSPECT_HERO_PREFIX "hero:"
+
 static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &core_ids(ctx->core)->stats;
-    /* Faktory's jobs (its space of the core), after Workq's keys, only
-     * where Faktory is served or has jobs */
-    struct core_space_counts fk;
+    /* Faktory's jobs and Hero's (their spaces of the core), after Workq's
+     * keys, each only where its protocol is served or has jobs */
+    struct core_space_counts fk, hk;
     core_space_counts(ctx->core, core_space_find(ctx->core, "faktory"), &fk);
-    bool faktory = ctx->faktory || fk.jobs > 0;
+    core_space_counts(ctx->core, core_space_find(ctx->core, "hero"), &hk);
+    bool faktory = ctx->faktory || fk.jobs > 0, hero = ctx->hero || hk.jobs > 0;
     inspect_line(out, "+OK 1");
-    inspect_line(out, "server %d", faktory ? 21 : 14);
+    inspect_line(out, "server %d", 14 + (faktory ? 7 : 0) + (hero ? 4 : 0));
     inspect_line(out, "active-clients %llu", (unsigned long long)*ctx->clients);
     inspect_line(out, "evicted-jobs %llu", (unsigned long long)st->evicted);
     inspect_time_line(out, "started", (int64_t)ctx->started_ms);
@@ -116,15 +134,14 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "parked-clients %llu", (unsigned long long)st->parked);
     inspect_line(out, "memory-used %zu", alloc_memory_used());
     inspect_line(out, "allocator %s", alloc_name());
-    if (!faktory)
-        return;
-    inspect_line(out, "faktory-jobs %llu", (unsigned long long)fk.jobs);
-    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)fk.scheduled);
-    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)fk.enqueued);
-    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)fk.working);
-    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)fk.retry);
-    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)fk.dead);
-    inspect_line(out, "faktory-queues %llu", (unsigned long long)fk.queues);
+    if (faktory)
+        inspect_faktory(out, &fk);
+    if (hero) {
+        inspect_line(out, "hero-jobs %llu", (unsigned long long)hk.jobs);
+        inspect_line(out, "hero-queued-jobs %llu", (unsigned long long)(hk.enqueued + hk.retry));
+        inspect_line(out, "hero-handed-out-jobs %llu", (unsigned long long)hk.working);
+        inspect_line(out, "hero-queues %llu", (unsigned long long)hk.queues);
+    }
 }
 
 /* The most one entry of a listing adds to the reply: a queue's block; a
@@ -299,8 +316,13 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
         err = "Invalid command args";
     if (err == NULL && want == 2)
         err = inspect_range(r, 1, &offset, &limit);
-    if (err == NULL && (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs") ||
-                        inspect_is(obj, "queue"))) {
+    bool hero = false; /* inspect queue of a Hero work queue */
+    if (err == NULL && inspect_is(obj, "queue"))
+        hero = r->args[1].n > strlen(INSPECT_HERO_PREFIX) &&
+               memcmp(r->args[1].p, INSPECT_HERO_PREFIX, strlen(INSPECT_HERO_PREFIX)) == 0;
+    if (err == NULL && !hero &&
+        (inspect_is(obj, "jobs") || inspect_is(obj, "scheduled-jobs") ||
+         inspect_is(obj, "queue"))) {
         if (!cmd_arg_name(&r->args[1]))
             err = "Invalid Name";
         else if (want == 3)
@@ -323,7 +345,9 @@ cmd_inspect(struct cmd_ctx *ctx, struct reply *out, const struct request *r)
     } else if (inspect_is(obj, "dead-jobs")) {
         inspect_dead_jobs(ctx, out, offset, limit);
     } else if (inspect_is(obj, "queue")) {
-        struct queue *q = core_queue(ctx->core, r->args[1].p, r->args[1].n);
+        struct queue *q = hero ? core_space_queue(ctx->core, core_space_find(ctx->core, "hero"),
+                                                  r->args[1].p, r->args[1].n)
+                               : core_queue(ctx->core, r->args[1].p, r->args[1].n);
         if (q == NULL) {
             cmd_reply_not_found(out);
             return;

@@ -601,6 +601,50 @@ START_TEST(test_plain_ids)
 }
 END_TEST
 
+/* Workq's inspect sees Hero's jobs: inspect server counts them after
+ * Workq's keys (its own keys count Workq's jobs only), and inspect queue
+ * reads a work queue by its key, a name no Workq queue can have. */
+START_TEST(test_inspect_views)
+{
+    start(NULL);
+    int c = hero(), w = hero();
+    int wq = systest_connect_port(srv.s.port);
+    job(c, "A", "status", "created", NULL);
+    job(c, "B", "status", "created", NULL);
+    job(c, "C", "status", "created", NULL);
+    rt(c, ":2\r\n", "RPUSH", WQ1, "A", "B", NULL);
+    rt(c, ":1\r\n", "RPUSH", WQ2, "C", NULL);
+    rt(w, bulk("A"), "LPOP", WQ1, NULL);
+    systest_sends(wq, "inspect server\r\n");
+    ck_assert_str_eq(systest_read_line(wq), "+OK 1");
+    ck_assert_str_eq(systest_read_line(wq), "server 18");
+    for (int i = 0; i < 14; i++)
+        systest_read_line(wq);
+    ck_assert_str_eq(systest_read_line(wq), "hero-jobs 3");
+    ck_assert_str_eq(systest_read_line(wq), "hero-queued-jobs 2");
+    ck_assert_str_eq(systest_read_line(wq), "hero-handed-out-jobs 1");
+    ck_assert_str_eq(systest_read_line(wq), "hero-queues 2");
+    ck_assert_uint_eq(systest_server_stat(wq, "jobs"), 0);
+    ck_assert_uint_eq(systest_server_stat(wq, "ready-jobs"), 0);
+    systest_roundtrip(wq, "inspect queue " WQ1 "\r\n",
+                      "+OK 1\r\n" WQ1 " 2\r\nready-len 1\r\nscheduled-len 0\r\n");
+    systest_roundtrip(wq, "inspect queue " WQ2 "\r\n",
+                      "+OK 1\r\n" WQ2 " 2\r\nready-len 1\r\nscheduled-len 0\r\n");
+    systest_roundtrip(wq, "inspect queue hero:other\r\n", "-NOT-FOUND\r\n");
+    systest_roundtrip(wq, "inspect queue hero:\r\n", "-CLIENT-ERROR Invalid Name\r\n");
+    systest_roundtrip(wq, "inspect queue w1\r\n", "-NOT-FOUND\r\n");
+    systest_roundtrip(wq, "inspect jobs " WQ1 " 0 1\r\n", "-CLIENT-ERROR Invalid Name\r\n");
+    /* the job ends: counted no more */
+    rt(w, ":0\r\n", "HSET", J("A"), "status", "finished", NULL);
+    ck_assert_uint_eq(systest_server_stat(wq, "hero-jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(wq, "hero-handed-out-jobs"), 0);
+    close(wq);
+    close(w);
+    close(c);
+    stop();
+}
+END_TEST
+
 /* A job is queued once: pushing it again while it is queued, on the same
  * or another work queue, or while it is handed out adds nothing, and the
  * push answers the list's unchanged length. */
@@ -1842,7 +1886,7 @@ static Suite *
 hero_jobs_suite(void)
 {
     const struct systest_group groups[] = {
-        {"queue", {test_plain_ids, test_no_second_copy, test_lifo_order, NULL}},
+        {"queue", {test_plain_ids, test_no_second_copy, test_lifo_order, test_inspect_views, NULL}},
         {"prerequisites",
          {test_prereq_skip_and_wake, test_prereq_fields_and_tail, test_prereq_error,
           test_prereq_failed_before_pop, NULL}},
