@@ -90,7 +90,7 @@ hero_jobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t
 static void
 hero_jobs_requeue_lists(struct hero_ctx *h)
 {
-    for (struct hkey *k = hstore_scan(h->store, 0); k != NULL; k = hstore_scan_next(k)) {
+    for (struct hkey *k = hstore_scan(h->store, 0); k != NULL; k = hstore_scan_next(h->store, k)) {
         if (!hero_is_work_queue(k))
             continue;
         for (uint32_t i = 0; i < hlst_len(k); i++) {

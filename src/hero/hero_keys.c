@@ -36,10 +36,12 @@ hero_cmd_keys(struct hero_call *c)
 {
     struct glob *g = glob_new(c->argv[1].p, c->argv[1].n, 0);
     size_t n = 0;
-    for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL; k = hstore_scan_next(k))
+    for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL;
+         k = hstore_scan_next(c->h->store, k))
         n += !hero_key_past(k, c->now_ms) && glob_match(g, k->key, k->len);
     resp_reply_array(c->out, n);
-    for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL; k = hstore_scan_next(k))
+    for (struct hkey *k = hstore_scan(c->h->store, 0); k != NULL;
+         k = hstore_scan_next(c->h->store, k))
         if (!hero_key_past(k, c->now_ms) && glob_match(g, k->key, k->len))
             resp_reply_bulk(c->out, k->key, k->len);
     glob_free(g);
@@ -98,7 +100,8 @@ hero_cmd_scan(struct hero_call *c)
     struct hkey *found[64];
     size_t n = 0, cap = WQ_ARRAY_LEN(found);
     struct hkey **keys = found;
-    for (int64_t seen = 0; k != NULL && seen < count; seen++, k = hstore_scan_next(k)) {
+    for (int64_t seen = 0; k != NULL && seen < count;
+         seen++, k = hstore_scan_next(c->h->store, k)) {
         if (hero_key_past(k, c->now_ms) || (g != NULL && !glob_match(g, k->key, k->len)))
             continue;
         if (type != NULL && (strlen(hero_type_name(k)) != type->n ||

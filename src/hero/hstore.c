@@ -1,5 +1,5 @@
 /* hstore.c - Hero's keys as Redis keeps them (hstore.h): a registry of
- * keys by their bytes, a treap of them in scan order, a wheel of their
+ * keys by their bytes, a table of them in scan order, a wheel of their
  * expiries; hashes as arrays of fields in the order first set, indexed by
  * name once they grow; lists as rings of values. */
 #include "lib/wq.h"
@@ -15,15 +15,23 @@
  * job has a dozen or two: linear, with no index to allocate). */
 #define HHASH_LINEAR 32
 
-/* What -max-memory counts: a key (its struct, bytes, registry slot), a
- * field (struct, name, array slot, index share), a list slot. */
-#define HKEY_BYTES(n)   (sizeof(struct hkey) + (n) + 16)
+/* What -max-memory counts: a key (its struct, bytes, registry slot, scan
+ * slots), a field (struct, name, array slot, index share), a list slot. */
+#define HKEY_BYTES(n)   (sizeof(struct hkey) + (n) + 32)
 #define HFIELD_BYTES(n) (sizeof(struct hfield) + (n) + 16)
 #define HSLOT_BYTES     sizeof(struct hval)
 
+/* The scan table: 2^bits buckets by the top bits of a key's scan value,
+ * each a chain in scan order, so that the buckets in turn are the keys in
+ * scan order.  It doubles past one key per bucket and halves below one in
+ * eight, never below 2^HSCAN_MIN_BITS buckets. */
+#define HSCAN_MIN_BITS 4
+
 struct hstore {
     struct registry *keys;
-    struct ostree order;
+    struct hkey **scan;   /* the scan table's buckets */
+    unsigned scan_bits;   /* 2^scan_bits of them */
+    uint8_t scan_key[16]; /* the scan hash's key */
     struct wheel wheel;
     uint64_t *bytes;
     uint64_t freeing;  /* what *bytes counts while the store is freed */
@@ -31,6 +39,8 @@ struct hstore {
     hstore_expired_fn expired;
     void *arg;
 };
+
+static void hkey_destroy(struct hstore *s, struct hkey *k);
 
 static void
 hkey_key(const void *elem, const void **key, size_t *len)
@@ -48,16 +58,49 @@ hfield_key(const void *elem, const void **key, size_t *len)
     *len = f->len;
 }
 
-/* Scan order: the hash of the bytes, then the bytes. */
-static int
-hkey_cmp(const struct ostree_node *a, const struct ostree_node *b)
+/* Does x come before y in scan order (the hash, then the bytes)? */
+static bool
+hkey_before(const struct hkey *x, const struct hkey *y)
 {
-    const struct hkey *x = WQ_CONTAINER_OF(a, const struct hkey, order);
-    const struct hkey *y = WQ_CONTAINER_OF(b, const struct hkey, order);
     if (x->scan != y->scan)
-        return x->scan < y->scan ? -1 : 1;
+        return x->scan < y->scan;
     int c = memcmp(x->key, y->key, WQ_MIN(x->len, y->len));
-    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
+    return c != 0 ? c < 0 : x->len < y->len;
+}
+
+/* The scan bucket of scan value v in a table of 2^bits buckets. */
+static size_t
+hscan_bucket(uint64_t v, unsigned bits)
+{
+    return (size_t)(v >> (64 - bits));
+}
+
+/* Link k into its bucket of table t (2^bits buckets), in order. */
+static void
+hscan_link(struct hkey **t, unsigned bits, struct hkey *k)
+{
+    struct hkey **pp = &t[hscan_bucket(k->scan, bits)];
+    while (*pp != NULL && hkey_before(*pp, k))
+        pp = &(*pp)->scan_next;
+    k->scan_next = *pp;
+    *pp = k;
+}
+
+/* The scan table at 2^bits buckets, every key moved over. */
+static void
+hscan_resize(struct hstore *s, unsigned bits)
+{
+    struct hkey **t = wq_calloc((size_t)1 << bits, sizeof *t);
+    size_t old = (size_t)1 << s->scan_bits;
+    for (size_t b = 0; b < old; b++) {
+        for (struct hkey *k = s->scan[b], *next; k != NULL; k = next) {
+            next = k->scan_next;
+            hscan_link(t, bits, k);
+        }
+    }
+    wq_free(s->scan);
+    s->scan = t;
+    s->scan_bits = bits;
 }
 
 static uint64_t
@@ -83,7 +126,9 @@ hstore_new(uint64_t now_ms, uint64_t *bytes, hstore_expired_fn expired, void *ar
 {
     struct hstore *s = wq_calloc(1, sizeof *s);
     s->keys = registry_new(hkey_key);
-    ostree_init(&s->order, hkey_cmp);
+    s->scan_bits = HSCAN_MIN_BITS;
+    s->scan = wq_calloc((size_t)1 << s->scan_bits, sizeof *s->scan);
+    registry_key_new(s->scan_key, s);
     wheel_init(&s->wheel, now_ms, hkey_deadline, hkey_fire, s);
     s->bytes = bytes;
     s->next_seq = 1;
@@ -99,12 +144,14 @@ hstore_free(struct hstore *s)
         return;
     /* the caller's count may be gone already (the engine's, freed first) */
     s->bytes = &s->freeing;
-    /* deleting while walking the registry would move its slots: take the
-     * keys in scan order instead */
-    for (struct ostree_node *n = ostree_min_any(&s->order); n != NULL;
-         n = ostree_min_any(&s->order))
-        hstore_delete(s, WQ_CONTAINER_OF(n, struct hkey, order));
+    for (size_t b = 0, n = (size_t)1 << s->scan_bits; b < n; b++) {
+        for (struct hkey *k = s->scan[b], *next; k != NULL; k = next) {
+            next = k->scan_next;
+            hkey_destroy(s, k);
+        }
+    }
     registry_free(s->keys);
+    wq_free(s->scan);
     wq_free(s);
 }
 
@@ -153,11 +200,12 @@ hstore_create(struct hstore *s, const char *k, size_t n, enum hkey_type type)
     memcpy(key->key, k, n);
     key->len = (uint32_t)n;
     key->type = (uint8_t)type;
-    static const uint8_t zero[16];
-    key->scan = registry_siphash(zero, k, n) | 1;
+    key->scan = registry_siphash(s->scan_key, k, n) | 1;
     wheel_entry_init(&key->expiry);
     registry_insert(s->keys, key);
-    ostree_insert(&s->order, &key->order);
+    if (registry_count(s->keys) > ((size_t)1 << s->scan_bits))
+        hscan_resize(s, s->scan_bits + 1);
+    hscan_link(s->scan, s->scan_bits, key);
     *s->bytes += HKEY_BYTES(n);
     return key;
 }
@@ -192,9 +240,21 @@ hval_set(struct hval *v, const char *p, size_t n)
 void
 hstore_delete(struct hstore *s, struct hkey *k)
 {
-    wheel_cancel(&s->wheel, &k->expiry);
     registry_remove(s->keys, k->key, k->len);
-    ostree_remove(&s->order, &k->order);
+    struct hkey **pp = &s->scan[hscan_bucket(k->scan, s->scan_bits)];
+    while (*pp != k)
+        pp = &(*pp)->scan_next;
+    *pp = k->scan_next;
+    if (s->scan_bits > HSCAN_MIN_BITS && registry_count(s->keys) < ((size_t)1 << s->scan_bits) / 8)
+        hscan_resize(s, s->scan_bits - 1);
+    hkey_destroy(s, k);
+}
+
+/* Free k (found no more) and its values; *s->bytes counts them no more. */
+static void
+hkey_destroy(struct hstore *s, struct hkey *k)
+{
+    wheel_cancel(&s->wheel, &k->expiry);
     uint64_t freed = HKEY_BYTES(k->len);
     if (k->type == HKEY_HASH) {
         for (uint32_t i = 0; i < k->u.hash.n; i++) {
@@ -239,19 +299,31 @@ hstore_next_event(const struct hstore *s)
     return wheel_next_event(&s->wheel);
 }
 
-struct hkey *
-hstore_scan(const struct hstore *s, uint64_t cursor)
+/* The first key of the buckets from b on, NULL if they are empty. */
+static struct hkey *
+hscan_first(const struct hstore *s, size_t b)
 {
-    struct hkey probe = {.scan = cursor};
-    struct ostree_node *n = ostree_lower_bound(&s->order, &probe.order);
-    return n != NULL ? WQ_CONTAINER_OF(n, struct hkey, order) : NULL;
+    for (size_t n = (size_t)1 << s->scan_bits; b < n; b++)
+        if (s->scan[b] != NULL)
+            return s->scan[b];
+    return NULL;
 }
 
 struct hkey *
-hstore_scan_next(const struct hkey *k)
+hstore_scan(const struct hstore *s, uint64_t cursor)
 {
-    struct ostree_node *n = ostree_next_any(&k->order);
-    return n != NULL ? WQ_CONTAINER_OF(n, struct hkey, order) : NULL;
+    size_t b = hscan_bucket(cursor, s->scan_bits);
+    for (struct hkey *k = s->scan[b]; k != NULL; k = k->scan_next)
+        if (k->scan >= cursor)
+            return k;
+    return hscan_first(s, b + 1);
+}
+
+struct hkey *
+hstore_scan_next(const struct hstore *s, const struct hkey *k)
+{
+    return k->scan_next != NULL ? k->scan_next
+                                : hscan_first(s, hscan_bucket(k->scan, s->scan_bits) + 1);
 }
 
 /* Hashes */

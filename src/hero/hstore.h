@@ -11,7 +11,6 @@
 #define WQ_HSTORE_H
 
 #include "lib/wq.h"
-#include "lib/ostree.h"
 #include "lib/wheel.h"
 
 enum hkey_type {
@@ -39,7 +38,7 @@ struct hfield {
 };
 
 struct hkey {
-    struct ostree_node order;  /* the keys in scan order: hash, then bytes */
+    struct hkey *scan_next;    /* the next key of its scan bucket */
     struct wheel_entry expiry; /* armed while expire_ms is set */
     uint64_t scan;             /* the key's place in scan order (never 0) */
     uint64_t expire_ms;        /* Unix ms; 0: none */
@@ -92,12 +91,14 @@ void hstore_advance(struct hstore *s, uint64_t now_ms);
 /* When hstore_advance has work next (WHEEL_NEVER: none). */
 uint64_t hstore_next_event(const struct hstore *s);
 
-/* The first key at or after cursor in scan order (NULL: none left); the
- * cursor of a key, and of the one after it.  Cursors are stable: a walk
- * that resumes from hstore_cursor_after finds every key that existed all
- * along, once, whatever was added or deleted meanwhile. */
+/* Scan order is that of a keyed hash of the keys' bytes (its key random
+ * per store), then of the bytes.  hstore_scan: the first key at or after
+ * cursor in it (NULL: none left); hstore_scan_next: the key after k;
+ * hstore_cursor: k's cursor.  Cursors are stable: a walk that resumes from
+ * a key's cursor finds every key that existed all along, once, whatever
+ * was added or deleted meanwhile. */
 struct hkey *hstore_scan(const struct hstore *s, uint64_t cursor);
-struct hkey *hstore_scan_next(const struct hkey *k);
+struct hkey *hstore_scan_next(const struct hstore *s, const struct hkey *k);
 static inline uint64_t
 hstore_cursor(const struct hkey *k)
 {

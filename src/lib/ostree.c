@@ -183,21 +183,6 @@ ostree_min_any(const struct ostree *t)
 }
 
 struct ostree_node *
-ostree_lower_bound(const struct ostree *t, const struct ostree_node *probe)
-{
-    struct ostree_node *n = t->root, *best = NULL;
-    while (n != NULL) {
-        if (n == probe || t->cmp(n, probe) >= 0) {
-            best = n;
-            n = n->left;
-        } else {
-            n = n->right;
-        }
-    }
-    return best;
-}
-
-struct ostree_node *
 ostree_next_any(const struct ostree_node *n)
 {
     if (n->right != NULL) {

@@ -53,9 +53,6 @@ struct ostree_node *ostree_next(const struct ostree_node *n);
 /* Every node in order, counted or not: the first, or NULL if t is empty;
  * the one after n, or NULL. */
 struct ostree_node *ostree_min_any(const struct ostree *t);
-/* The first node, counted or not, not before probe (cmp(node, probe) >= 0;
- * probe need not be in t), or NULL: where a walk resumes from a key. */
-struct ostree_node *ostree_lower_bound(const struct ostree *t, const struct ostree_node *probe);
 struct ostree_node *ostree_next_any(const struct ostree_node *n);
 
 #endif /* WQ_OSTREE_H */

@@ -155,12 +155,18 @@ registry_new(registry_key_fn key_of)
     struct registry *r = wq_calloc(1, sizeof *r);
     table_init(&r->cur, REGISTRY_MIN_CAP);
     r->key_of = key_of;
-    if (getrandom(r->key, sizeof r->key, GRND_NONBLOCK) != (ssize_t)sizeof r->key) {
-        /* No entropy yet (early boot): still unpredictable enough to a remote client. */
-        uint64_t seed[2] = {(uint64_t)time(NULL) ^ (uint64_t)getpid(), (uint64_t)(uintptr_t)r};
-        memcpy(r->key, seed, sizeof r->key);
-    }
+    registry_key_new(r->key, r);
     return r;
+}
+
+void
+registry_key_new(uint8_t k[16], const void *salt)
+{
+    if (getrandom(k, 16, GRND_NONBLOCK) != 16) {
+        /* No entropy yet (early boot): still unpredictable enough to a remote client. */
+        uint64_t seed[2] = {(uint64_t)time(NULL) ^ (uint64_t)getpid(), (uint64_t)(uintptr_t)salt};
+        memcpy(k, seed, 16);
+    }
 }
 
 void

@@ -36,7 +36,10 @@ void *registry_remove(struct registry *r, const void *key, size_t len);
  * table. */
 void registry_foreach(const struct registry *r, void (*fn)(void *elem, void *arg), void *arg);
 
-/* SipHash-1-3 of data under the 16-byte key k (exposed for tests). */
+/* SipHash-1-3 of data under the 16-byte key k. */
 uint64_t registry_siphash(const uint8_t k[16], const void *data, size_t len);
+/* A random key for registry_siphash (salt, an address, mixes into the
+ * fallback when the kernel has no entropy yet). */
+void registry_key_new(uint8_t k[16], const void *salt);
 
 #endif /* WQ_REGISTRY_H */

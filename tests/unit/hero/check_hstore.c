@@ -248,7 +248,7 @@ START_TEST(test_scan)
     int steps = 0, extra = 0;
     do {
         struct hkey *k = hstore_scan(s, cursor);
-        for (int i = 0; i < 7 && k != NULL; i++, k = hstore_scan_next(k)) {
+        for (int i = 0; i < 7 && k != NULL; i++, k = hstore_scan_next(s, k)) {
             char text[32] = "";
             int n;
             memcpy(text, k->key, WQ_MIN(k->len, sizeof text - 1));
@@ -271,14 +271,86 @@ START_TEST(test_scan)
 }
 END_TEST
 
+/* The scan table halves as keys go and doubles as they come, between two
+ * steps of a scan: the keys there all along are still found once each,
+ * and the walk from cursor 0 visits the keys in the order of their
+ * cursors. */
+START_TEST(test_scan_resize)
+{
+    enum { N = 3000, KEEP = 20 };
+    char name[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "hero:k%d", i);
+        key(name, HKEY_HASH);
+    }
+    int seen[N] = {0};
+    uint64_t cursor = 0;
+    int steps = 0;
+    do {
+        struct hkey *k = hstore_scan(s, cursor);
+        for (int i = 0; i < 50 && k != NULL; i++, k = hstore_scan_next(s, k)) {
+            int n;
+            char text[32] = "";
+            memcpy(text, k->key, WQ_MIN(k->len, sizeof text - 1));
+            if (sscanf(text, "hero:k%d", &n) == 1)
+                seen[n]++;
+        }
+        cursor = k != NULL ? hstore_cursor(k) : 0;
+        steps++;
+        if (steps == 10) { /* shrink: only every KEEP-th key stays */
+            for (int i = 0; i < N; i++) {
+                snprintf(name, sizeof name, "hero:k%d", i);
+                struct hkey *d = hstore_find(s, name, strlen(name), 1000);
+                if (i % KEEP != 0)
+                    hstore_delete(s, d);
+            }
+        } else if (steps == 12) { /* grow again */
+            for (int i = 0; i < 4 * N; i++) {
+                snprintf(name, sizeof name, "hero:y%d", i);
+                key(name, HKEY_LIST);
+            }
+        }
+    } while (cursor != 0);
+    for (int i = 0; i < N; i += KEEP)
+        ck_assert_int_eq(seen[i], 1);
+    uint64_t last = 0;
+    size_t walked = 0;
+    for (struct hkey *k = hstore_scan(s, 0); k != NULL; k = hstore_scan_next(s, k)) {
+        ck_assert_uint_ge(hstore_cursor(k), last);
+        last = hstore_cursor(k);
+        walked++;
+    }
+    ck_assert_uint_eq(walked, hstore_count(s));
+    ck_assert_uint_eq(walked, N / KEEP + 4 * N);
+}
+END_TEST
+
+/* A store freed with its keys in it frees every one (leak checkers see
+ * the rest). */
+START_TEST(test_free_full)
+{
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "hero:k%d", i);
+        struct hkey *k = key(name, i % 2 ? HKEY_HASH : HKEY_LIST);
+        if (i % 2)
+            ck_assert_int_eq(hhash_set(s, k, "f", 1, "v", 1), 1);
+        else
+            hstore_set_expiry(s, k, 5000 + (uint64_t)i);
+    }
+    hstore_free(s);
+    ck_assert_uint_gt(bytes, 0); /* the store counted into its own */
+    bytes = 0;
+    s = hstore_new(1000, &bytes, on_expired, NULL);
+}
+END_TEST
+
 static Suite *
 hstore_suite(void)
 {
     const struct unit_case cases[] = {
-        {"hash", test_hash},
-        {"list_model", test_list_model},
-        {"expiry", test_expiry},
-        {"scan", test_scan},
+        {"hash", test_hash}, {"list_model", test_list_model},   {"expiry", test_expiry},
+        {"scan", test_scan}, {"scan_resize", test_scan_resize}, {"free_full", test_free_full},
     };
     return unit_suite_fixture("hstore", cases, WQ_ARRAY_LEN(cases), setup, teardown);
 }

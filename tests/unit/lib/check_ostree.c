@@ -82,17 +82,6 @@ ostree_verify(const struct ostree *t, const struct el *els, size_t n)
         walk = ostree_next_any(walk);
     }
     REQUIRE(walk == NULL);
-    /* resuming from any key: the first node in the tree at or after it */
-    for (size_t i = 0; i <= n; i++) {
-        struct el probe = {.key = (uint32_t)i * 10 + 5}; /* between two keys */
-        const struct ostree_node *want = NULL;
-        for (size_t j = i; j < n && want == NULL; j++)
-            if (els[j].in_tree)
-                want = &els[j].node;
-        REQUIRE(ostree_lower_bound(t, &probe.node) == want);
-        if (i < n && els[i].in_tree)
-            REQUIRE(ostree_lower_bound(t, &els[i].node) == &els[i].node);
-    }
 }
 
 /* n elements with keys 10, 20, ... (so key order is array order). */
