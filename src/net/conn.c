@@ -5,9 +5,11 @@
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -42,6 +44,8 @@
  * loop 50 times). */
 #define CONN_TURN_MAX   16
 #define CONN_TURN_BYTES (64u << 10)
+/* Plain TCP is read this much at a time at most (as libevent reads). */
+#define CONN_READ_CHUNK 4096
 /* Connection records are cut from blocks of this many. */
 #define CONN_POOL_BLOCK 64
 
@@ -73,10 +77,12 @@ struct conn {
     struct conn_set *set;
     const struct conn_service *svc;
     struct bufferevent *bev;
+    struct event *read_ev; /* direct: the socket read by conn_sock_read_cb */
     struct event *wake_ev;
     struct reply reply;
     enum conn_state state;
-    bool direct;            /* plain TCP: written to straight from the loop */
+    bool direct;            /* plain TCP: read and written straight from the loop */
+    bool reading;           /* its input is read (up to read_max) */
     bool handshaken;        /* a transport's handshake is done */
     bool after_reference;   /* the output ends with a payload by reference */
     bool throttle_logged;   /* its first throttle has been logged */
@@ -87,6 +93,7 @@ struct conn {
     uint64_t hold_lsn;      /* ... until it releases this record */
     uint64_t mark;          /* records appended when the last request began */
     size_t need;            /* input bytes needed before handling again */
+    size_t read_max;        /* input read ahead at most (0: no bound) */
     uint64_t active_ms;     /* the last reply made, or the end of the last wait */
     uint64_t counted;       /* input, unsent and held replies, at the last conn_recount */
     uint64_t queued;        /* reply bytes made, ever */
@@ -202,6 +209,51 @@ conn_out(struct conn *c)
     if (!list_linked(&c->held_node))
         list_push_back(&s->held, &c->held_node);
     return c->held;
+}
+
+/* ---- reading ---- */
+
+/* Plain TCP is read by conn_sock_read_cb: libevent's own read asks the
+ * socket with ioctl(FIONREAD) how much it holds before every read, one
+ * system call more per request.  A transport's bufferevent reads by
+ * itself.  Either way, input is read while c->reading and the input holds
+ * less than c->read_max. */
+
+/* Watch the socket for input or not, as c->reading and c->read_max say. */
+static void
+conn_read_arm(struct conn *c)
+{
+    if (!c->direct)
+        return;
+    size_t len = evbuffer_get_length(bufferevent_get_input(c->bev));
+    if (c->reading && (c->read_max == 0 || len < c->read_max))
+        event_add(c->read_ev, NULL);
+    else
+        event_del(c->read_ev);
+}
+
+/* Read c's input, or stop reading it. */
+static void
+conn_read_enable(struct conn *c, bool on)
+{
+    c->reading = on;
+    if (c->direct)
+        conn_read_arm(c);
+    else if (on)
+        bufferevent_enable(c->bev, EV_READ);
+    else
+        bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Read ahead at most max bytes of input (0: no bound). */
+static void
+conn_read_limit(struct conn *c, size_t max)
+{
+    c->read_max = max;
+    if (c->direct)
+        conn_read_arm(c);
+    else
+        bufferevent_setwatermark(c->bev, EV_READ, 0, max);
 }
 
 /* Write what the output holds.  Plain TCP is written to straight away,
@@ -392,6 +444,8 @@ conn_free(struct conn *c)
     if (c->later != NULL)
         evbuffer_free(c->later);
     s->buffered -= c->counted;
+    if (c->read_ev != NULL)
+        event_free(c->read_ev);
     bufferevent_free(c->bev);
     event_free(c->wake_ev);
     pool_put(&s->pool, c);
@@ -426,10 +480,10 @@ conn_close_soon(struct conn *c, bool linger)
     c->state = linger ? CONN_LINGER : CONN_FLUSH;
     if (linger) {
         /* Keep reading (and dropping) so unread input cannot cause a reset. */
-        bufferevent_setwatermark(c->bev, EV_READ, 0, 0);
-        bufferevent_enable(c->bev, EV_READ);
+        conn_read_limit(c, 0);
+        conn_read_enable(c, true);
     } else {
-        bufferevent_disable(c->bev, EV_READ);
+        conn_read_enable(c, false);
     }
     bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
     conn_flush(c);
@@ -511,7 +565,7 @@ conn_process(struct conn *c)
     for (unsigned turns = 0; c->state == CONN_READY; turns++) {
         if (conn_unread(c) > CONN_OUT_HIGH) { /* held replies do not count */
             c->state = CONN_THROTTLED;
-            bufferevent_disable(c->bev, EV_READ);
+            conn_read_enable(c, false);
             if (!c->throttle_logged)
                 wq_log(LOG_LVL_INFO,
                        "not reading a connection's requests until it reads its replies peer=%s "
@@ -545,6 +599,7 @@ conn_process(struct conn *c)
     }
     conn_flush(c);
     conn_recount(c);
+    conn_read_arm(c); /* input drained below read_max: read again */
     s->hooks.end(s->hooks.arg);
 }
 
@@ -575,7 +630,7 @@ conn_write_cb(struct bufferevent *bev, void *arg)
     }
     if (c->state == CONN_THROTTLED && conn_unread(c) <= CONN_OUT_LOW) {
         c->state = CONN_READY;
-        bufferevent_enable(bev, EV_READ);
+        conn_read_enable(c, true);
         conn_process(c);
     }
 }
@@ -605,6 +660,59 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
         conn_free(c); /* an error, or the end of a linger */
     }
     s->hooks.end(s->hooks.arg);
+}
+
+/* Plain TCP's input: read what fits below read_max, then handle it as
+ * a bufferevent's read callback would; the end of input or an error as
+ * its event callback would. */
+static void
+conn_sock_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    struct conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t len = evbuffer_get_length(in), want = CONN_READ_CHUNK;
+    if (c->read_max != 0) {
+        if (len >= c->read_max) {
+            conn_read_arm(c);
+            return;
+        }
+        want = WQ_MIN(want, c->read_max - len);
+    }
+    /* the bufferevent keeps the end of its input frozen so that only it
+     * adds to it: thaw it for this read as its own read does */
+    struct evbuffer_iovec v[2];
+    struct iovec iov[2];
+    evbuffer_unfreeze(in, 0);
+    int n = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+    if (n <= 0)
+        wq_panic(__FILE__, __LINE__, "evbuffer_reserve_space failed");
+    size_t room = 0;
+    for (int i = 0; i < n; i++) {
+        iov[i].iov_base = v[i].iov_base;
+        iov[i].iov_len = WQ_MIN(v[i].iov_len, want - room);
+        room += iov[i].iov_len;
+    }
+    ssize_t got = readv(fd, iov, n);
+    if (got <= 0) {
+        evbuffer_commit_space(in, v, 0);
+        evbuffer_freeze(in, 0);
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return;
+        c->reading = false;
+        conn_read_arm(c);
+        conn_event_cb(c->bev, BEV_EVENT_READING | (got == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), c);
+        return;
+    }
+    size_t left = (size_t)got;
+    int used = 0;
+    for (int i = 0; i < n && left > 0; i++, used++) {
+        v[i].iov_len = WQ_MIN(iov[i].iov_len, left);
+        left -= v[i].iov_len;
+    }
+    evbuffer_commit_space(in, v, used);
+    evbuffer_freeze(in, 0);
+    conn_read_cb(c->bev, c);
 }
 
 static void
@@ -665,6 +773,9 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
     c->direct = svc->transport == NULL;
     c->bev = bev;
     c->wake_ev = event_new(s->base, -1, 0, conn_wake_cb, c);
+    if (c->direct &&
+        (c->read_ev = event_new(s->base, fd, EV_READ | EV_PERSIST, conn_sock_read_cb, c)) == NULL)
+        wq_panic(__FILE__, __LINE__, "cannot make a connection's read event");
     bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
     if (!c->direct) {
         /* read and write: the handshake may wait for either */
@@ -676,10 +787,10 @@ conn_new(struct conn_set *s, const struct conn_service *svc, int fd)
         evbuffer_add_cb(bufferevent_get_output(bottom), conn_drained_cb, c);
     }
     bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUT_LOW, 0);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, svc->max_request + CONN_READ_SLACK);
+    conn_read_limit(c, svc->max_request + CONN_READ_SLACK);
     if (c->direct)
         bufferevent_disable(c->bev, EV_WRITE); /* on by default; see conn_flush */
-    bufferevent_enable(c->bev, EV_READ);
+    conn_read_enable(c, true);
     list_push_front(&s->all, &c->node);
     s->count++;
     if (s->cmdlog != NULL)
