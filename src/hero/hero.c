@@ -132,9 +132,7 @@ hero_err_arity(struct reply *out, const char *name)
 void
 hero_reply_val(struct reply *out, const char *p, size_t len)
 {
-    char head[32];
-    int h = snprintf(head, sizeof head, "$%zu\r\n", len);
-    reply_bytes(out, head, (size_t)h);
+    resp_reply_head(out, '$', (int64_t)len);
     if (payload_shared(len))
         reply_payload(out, (char *)p, len);
     else

@@ -2,8 +2,6 @@
 #include "lib/wq.h"
 #include "net/resp_reply.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 void
@@ -39,19 +37,34 @@ resp_reply_error(struct reply *out, const char *code, const char *text)
 }
 
 void
+resp_reply_head(struct reply *out, char type, int64_t v)
+{
+    /* written from the end: the digits, then the sign and the type */
+    char line[24];
+    char *p = line + sizeof line;
+    *--p = '\n';
+    *--p = '\r';
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (v < 0)
+        *--p = '-';
+    *--p = type;
+    reply_bytes(out, p, (size_t)(line + sizeof line - p));
+}
+
+void
 resp_reply_integer(struct reply *out, int64_t v)
 {
-    char line[32];
-    int n = snprintf(line, sizeof line, ":%" PRId64 "\r\n", v);
-    reply_bytes(out, line, (size_t)n);
+    resp_reply_head(out, ':', v);
 }
 
 void
 resp_reply_bulk(struct reply *out, const void *p, size_t n)
 {
-    char head[32];
-    int h = snprintf(head, sizeof head, "$%zu\r\n", n);
-    reply_bytes(out, head, (size_t)h);
+    resp_reply_head(out, '$', (int64_t)n);
     reply_bytes(out, p, n);
     reply_bytes(out, "\r\n", 2);
 }
@@ -65,9 +78,7 @@ resp_reply_null(struct reply *out)
 void
 resp_reply_array(struct reply *out, size_t n)
 {
-    char head[32];
-    int h = snprintf(head, sizeof head, "*%zu\r\n", n);
-    reply_bytes(out, head, (size_t)h);
+    resp_reply_head(out, '*', (int64_t)n);
 }
 
 void

@@ -15,6 +15,9 @@ void resp_reply_simple(struct reply *out, const char *s);
  * text (a client's bytes quoted) becomes a space, as Redis writes it, so
  * that the line stays one. */
 void resp_reply_error(struct reply *out, const char *code, const char *text);
+/* A line of a type and a number: "<type><v>\r\n" (a bulk's or an array's
+ * head, an integer). */
+void resp_reply_head(struct reply *out, char type, int64_t v);
 /* ":<v>\r\n". */
 void resp_reply_integer(struct reply *out, int64_t v);
 /* "$<n>\r\n<bytes>\r\n". */

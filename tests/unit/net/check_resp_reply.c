@@ -21,6 +21,8 @@ START_TEST(test_replies)
     resp_reply_integer(&f.reply, 0);
     resp_reply_integer(&f.reply, -2);
     resp_reply_integer(&f.reply, INT64_MAX);
+    resp_reply_integer(&f.reply, INT64_MIN);
+    resp_reply_integer(&f.reply, 1234567890);
     resp_reply_bulk(&f.reply, "a\r\nb", 4);
     resp_reply_bulk(&f.reply, "", 0);
     resp_reply_null(&f.reply);
@@ -34,6 +36,8 @@ START_TEST(test_replies)
                             ":0\r\n"
                             ":-2\r\n"
                             ":9223372036854775807\r\n"
+                            ":-9223372036854775808\r\n"
+                            ":1234567890\r\n"
                             "$4\r\na\r\nb\r\n"
                             "$0\r\n\r\n"
                             "$-1\r\n"
