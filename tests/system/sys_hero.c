@@ -6,7 +6,9 @@
  * id).  The groups: the connection's commands (PING, ECHO, HELLO, SELECT,
  * CLIENT, QUIT, unknown commands, arity), AUTH with -hero-password-file,
  * hashes, lists, the keyspace (EXISTS, DEL, TYPE, KEYS, SCAN, DBSIZE,
- * expiry), BLPOP and BRPOP, pipelining and big values, and protocol errors.
+ * expiry), BLPOP and BRPOP, the limits (past -max-memory, and while the
+ * command log cannot be written), pipelining and big values, and protocol
+ * errors.
  *
  * Where workq differs from Redis on purpose, the test says so and checks
  * workq's bytes (those tests end in _workq): a key outside "hero:" is
@@ -18,8 +20,10 @@
  * Redis started with --databases 1), and a bulk over -max-payload (1 MiB by
  * default) as one over Redis's proto-max-bulk-len.  With those two settings
  * every test not ending in _workq passes against redis-server 7.0.15 itself
- * behind the hero port.  A wrong password may be answered late (workq slows
- * guessers down): only the bytes are checked, never how soon. */
+ * behind the hero port, test_oom aside: its replies are Redis's past
+ * maxmemory, its sizes -max-memory's (Redis counts from about 1 MB).  A
+ * wrong password may be answered late (workq slows guessers down): only
+ * the bytes are checked, never how soon. */
 #include "config.h"
 
 #include <check.h>
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "systest.h"
@@ -45,6 +50,7 @@
 #define NOAUTH      "-NOAUTH Authentication required.\r\n"
 #define WRONGPASS   "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 #define NOPROTO     "-NOPROTO unsupported protocol version\r\n"
+#define OOM         "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 #define HELLO_NOAUTH                                                                               \
     "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "     \
     "AUTH <user> <pass> option can be used to authenticate the client and select the RESP "        \
@@ -58,35 +64,49 @@
     "-ERR unknown command '" name "', with args beginning with: " args "\r\n"
 /* workq's own: a key outside "hero:". */
 #define OUTSIDE(key) "-ERR key '" key "' is outside 'hero:': this server keeps only Hero's keys\r\n"
+/* workq's own: the command log cannot be written (Redis's code; a Redis
+ * replica says "You can't write against a read only replica."). */
+#define READONLY                                                                                   \
+    "-READONLY You can't write against a read only server: its command log cannot be "             \
+    "written.\r\n"
 
 static struct systest_proc srv;
 static int hport; /* the Hero listener */
 
 /* Start a server with a Workq and a Hero listener, with a password file
- * holding password and a newline (NULL: no password). */
+ * holding password and a newline (NULL: no password), and the options of
+ * extra (NULL-terminated; NULL: none). */
 static void
-start(const char *password)
+start_with(const char *password, const char *const *extra)
 {
     char path[] = "/tmp/wq-hero-XXXXXX";
-    const char *args[] = {"-listen",
-                          "127.0.0.1:0",
-                          "-hero-listen",
-                          "127.0.0.1:0",
-                          password != NULL ? "-hero-password-file" : NULL,
-                          path,
-                          NULL};
+    const char *args[32] = {"-listen", "127.0.0.1:0", "-hero-listen", "127.0.0.1:0"};
+    size_t n = 4;
     if (password != NULL) {
+        args[n++] = "-hero-password-file";
+        args[n++] = path;
         int fd = mkstemp(path);
         ck_assert_int_ge(fd, 0);
         const char *text = f("%s\n", password);
         ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
         close(fd);
     }
+    for (size_t i = 0; extra != NULL && extra[i] != NULL; i++) {
+        ck_assert_uint_lt(n, 31);
+        args[n++] = extra[i];
+    }
+    args[n] = NULL;
     systest_proc_start(&srv, args);
     systest_track_pid(srv.s.pid);
     hport = systest_proc_port(&srv, "hero");
     if (password != NULL)
         unlink(path);
+}
+
+static void
+start(const char *password)
+{
+    start_with(password, NULL);
 }
 
 static void
@@ -334,6 +354,77 @@ static void
 let_block(void)
 {
     systest_sleep_ms(100 * systest_slow());
+}
+
+/* Is the server run under a wrapper (WQ_SERVER_WRAPPER: valgrind)? */
+static bool
+wrapped(void)
+{
+    const char *w = getenv("WQ_SERVER_WRAPPER");
+    return w != NULL && *w != '\0';
+}
+
+/* The number that INFO section's line "name:N" gives. */
+static unsigned long long
+info_number(int fd, const char *section, const char *name)
+{
+    systest_sends(fd, REQ("INFO", section));
+    const char *text = read_bulk(fd, NULL);
+    ck_assert_ptr_nonnull(text);
+    const char *at = strstr(text, f("\r\n%s:", name));
+    ck_assert_msg(at != NULL, "INFO %s has no %s: %s", section, name, text);
+    char *end;
+    unsigned long long v = strtoull(at + 3 + strlen(name), &end, 10);
+    ck_assert_msg(end > at + 3 + strlen(name) && *end == '\r', "INFO %s: %s", name, text);
+    return v;
+}
+
+/* The names of the commands that COMMAND gives flag, sorted, joined by
+ * spaces. */
+static const char *
+flagged(int fd, const char *flag)
+{
+    systest_sends(fd, REQ("COMMAND"));
+    const char *head = systest_read_line(fd);
+    ck_assert_msg(head[0] == '*', "not an array: %s", head);
+    int n = atoi(head + 1);
+    ck_assert_int_gt(n, 0);
+    ck_assert_int_le(n, 64);
+    char *names[64];
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        systest_expect(fd, "*10\r\n");
+        char *name = strdup(read_bulk(fd, NULL));
+        read_int(fd); /* arity */
+        const char *l = systest_read_line(fd);
+        ck_assert_msg(l[0] == '*', "not an array of flags: %s", l);
+        int k = atoi(l + 1);
+        bool has = false;
+        for (int j = 0; j < k; j++) {
+            l = systest_read_line(fd);
+            ck_assert_msg(l[0] == '+', "not a flag: %s", l);
+            has = has || strcmp(l + 1, flag) == 0;
+        }
+        for (int j = 0; j < 3; j++)
+            read_int(fd); /* the keys */
+        systest_expect(fd, EMPTY EMPTY EMPTY EMPTY);
+        if (has)
+            names[found++] = name;
+        else
+            free(name);
+    }
+    qsort(names, (size_t)found, sizeof names[0], cmp_str);
+    struct sb s = {0};
+    sb_add(&s, "");
+    for (int i = 0; i < found; i++) {
+        if (i > 0)
+            sb_add(&s, " ");
+        sb_add(&s, names[i]);
+        free(names[i]);
+    }
+    const char *r = keep(s.p, s.n);
+    free(s.p);
+    return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1677,6 +1768,348 @@ START_TEST(test_blocked_pipeline)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Memory and the command log */
+
+/* Send each request of cmds[0..n) (its arguments NULL-terminated) and
+ * expect reply to each. */
+static void
+each_answers(int fd, const char *const (*cmds)[6], size_t n, const char *reply)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t argc = 0;
+        while (argc < 6 && cmds[i][argc] != NULL)
+            argc++;
+        struct sb s = {0};
+        req_add(&s, argc, cmds[i], NULL);
+        systest_send(fd, s.p, s.n);
+        free(s.p);
+        const char *l = systest_read_line(fd);
+        ck_assert_msg(strcmp(f("%s\r\n", l), reply) == 0, "%s %s %s: %s", cmds[i][0], cmds[i][1],
+                      argc > 2 ? cmds[i][2] : "", l);
+    }
+}
+
+/* test_oom's keys as they were before the commands refused. */
+static void
+oom_unchanged(int fd, int keys)
+{
+    RT(fd, ARR("f", "v", "n", "5"), "HGETALL", "hero:h");
+    RT(fd, ARR("a", "b", "c", "d", "e", "f", "g", "h", "i"), "LRANGE", "hero:l", "0", "-1");
+    RT(fd, ARR("a", "1", "b", "2"), "HGETALL", "hero:x");
+    RT(fd, ":0\r\n", "EXISTS", "hero:new");
+    RT(fd, f(":%d\r\n", keys), "DBSIZE");
+}
+
+/* Past -max-memory, as Redis past maxmemory: the commands that add data
+ * (COMMAND's denyoom: HSET, HMSET, HSETNX, HINCRBY, LPUSH, RPUSH) get
+ * Redis's OOM error, checked after the arity and before anything else
+ * (an odd count of HSET's arguments, an increment or a value not an
+ * integer, the wrong type: as redis-server 7.0.15 answered with
+ * maxmemory set under what it held), even when they would add nothing
+ * (a field set to its value, HSETNX of a field there), and change
+ * nothing; reads, pops, deletes and expiries go on; once deletes make
+ * room, writes succeed again.  The sizes are workq's: Redis counts its
+ * memory otherwise, from about 1 MB. */
+START_TEST(test_oom)
+{
+    static const char *const extra[] = {"-max-memory", "30000", NULL};
+    start_with(NULL, extra);
+    int fd = conn();
+    ck_assert_str_eq(flagged(fd, "denyoom"), "hincrby hmset hset hsetnx lpush rpush");
+    RT(fd, ":2\r\n", "HSET", "hero:h", "f", "v", "n", "5");
+    RT(fd, ":9\r\n", "RPUSH", "hero:l", "a", "b", "c", "d", "e", "f", "g", "h", "i");
+    RT(fd, ":2\r\n", "HSET", "hero:x", "a", "1", "b", "2");
+    /* fill it with values of 1000 bytes until one is refused */
+    char *value = malloc(3501);
+    memset(value, 'x', 3500);
+    value[1000] = '\0';
+    int filled = 0;
+    for (;; filled++) {
+        ck_assert_int_lt(filled, 100);
+        systest_sends(fd, REQ("HSET", f("hero:fill:%04d", filled), "f", value));
+        const char *l = systest_read_line(fd);
+        if (strcmp(f("%s\r\n", l), OOM) == 0)
+            break;
+        ck_assert_msg(strcmp(l, ":1") == 0, "HSET hero:fill:%04d: %s", filled, l);
+    }
+    ck_assert_int_gt(filled, 10);
+    RT(fd, ":0\r\n", "EXISTS", f("hero:fill:%04d", filled));
+    /* without one of them it is where the last one found it, under the
+     * limit: 3500 bytes more then take it well past, so that the frees
+     * below leave it past (a request of more than 4 KiB may be read in
+     * parts, and counted whole while it waits for the rest) */
+    RT(fd, ":1\r\n", "DEL", "hero:fill:0000");
+    value[1000] = 'y';
+    value[3500] = '\0';
+    RT(fd, ":1\r\n", "HSET", "hero:ballast", "f", value);
+    free(value);
+    ck_assert_uint_eq(info_number(fd, "memory", "maxmemory"), 30000);
+    ck_assert_uint_gt(info_number(fd, "memory", "used_memory"), 30000);
+    int keys = filled + 3; /* hero:h, hero:l, hero:x and hero:ballast */
+    oom_unchanged(fd, keys);
+
+    static const char *const refused[][6] = {
+        {"HSET", "hero:h", "f", "v"}, /* the value it has */
+        {"HSET", "hero:h", "f", "w"},
+        {"HSET", "hero:h", "g", "w"},
+        {"hset", "hero:h", "g", "w"},
+        {"HSET", "hero:new", "f", "v"},
+        {"HSET", "hero:h", "f", "v", "g"}, /* an odd count */
+        {"HMSET", "hero:h", "f", "w"},
+        {"HMSET", "hero:h", "g", "w", "k", "v"},
+        {"HMSET", "hero:new", "f", "v", "g"},
+        {"HSETNX", "hero:h", "f", "w"}, /* there: it would answer 0 */
+        {"HSETNX", "hero:h", "g", "w"},
+        {"HSETNX", "hero:new", "g", "w"},
+        {"HINCRBY", "hero:h", "n", "1"},
+        {"HINCRBY", "hero:h", "n", "0"},
+        {"HINCRBY", "hero:h", "n", "x"}, /* not an integer */
+        {"HINCRBY", "hero:h", "f", "1"}, /* nor is the value */
+        {"HINCRBY", "hero:new", "n", "1"},
+        {"LPUSH", "hero:l", "x"},
+        {"RPUSH", "hero:l", "x", "y"},
+        {"lpush", "hero:new", "x"},
+        {"RPUSH", "hero:new", "x"},
+        {"LPUSH", "hero:h", "x"}, /* the wrong type */
+        {"HSET", "hero:l", "f", "v"},
+        {"HINCRBY", "hero:l", "n", "1"},
+    };
+    each_answers(fd, refused, sizeof refused / sizeof refused[0], OOM);
+    RT(fd, ARITY("hset"), "HSET", "hero:h", "f");
+    RT(fd, ARITY("hsetnx"), "HSETNX", "hero:h", "f");
+    RT(fd, ARITY("hincrby"), "HINCRBY", "hero:h", "n");
+    RT(fd, ARITY("lpush"), "LPUSH", "hero:l");
+    systest_sends(
+        fd, f("%s%s%s", REQ("LPUSH", "hero:l", "x"), REQ("PING"), REQ("HSET", "hero:h", "f", "w")));
+    systest_expect(fd, OOM PONG OOM);
+    oom_unchanged(fd, keys);
+
+    /* what adds nothing goes on */
+    RT(fd, "$1\r\nv\r\n", "HGET", "hero:h", "f");
+    RT(fd, ARR("v", NIL), "HMGET", "hero:h", "f", "g");
+    RT(fd, ":2\r\n", "HLEN", "hero:h");
+    RT(fd, ":9\r\n", "LLEN", "hero:l");
+    RT(fd, "$1\r\nb\r\n", "LINDEX", "hero:l", "1");
+    RT(fd, PONG, "PING");
+    RT(fd, "$2\r\nhi\r\n", "ECHO", "hi");
+    systest_sends(fd, REQ("INFO"));
+    const char *info = read_bulk(fd, NULL);
+    ck_assert_ptr_nonnull(info);
+    ck_assert_msg(strncmp(info, "# Server\r\n", 10) == 0, "INFO: %s", info);
+    RT(fd, ":1\r\n", "HDEL", "hero:x", "a");
+    RT(fd, ":0\r\n", "HDEL", "hero:x", "zz");
+    RT(fd, "$1\r\na\r\n", "LPOP", "hero:l");
+    RT(fd, "$1\r\ni\r\n", "RPOP", "hero:l");
+    RT(fd, ARR("b"), "LPOP", "hero:l", "1");
+    RT(fd, ARR("hero:l", "c"), "BLPOP", "hero:l", "0");
+    RT(fd, ARR("hero:l", "h"), "BRPOP", "hero:l", "0");
+    RT(fd, ":1\r\n", "LREM", "hero:l", "0", "e");
+    RT(fd, "+OK\r\n", "LTRIM", "hero:l", "0", "1");
+    RT(fd, ARR("d", "f"), "LRANGE", "hero:l", "0", "-1");
+    RT(fd, ":1\r\n", "EXPIRE", "hero:l", "100");
+    RT(fd, ":100\r\n", "TTL", "hero:l");
+    RT(fd, ":1\r\n", "PEXPIRE", "hero:l", "200000");
+    RT(fd, ":200\r\n", "TTL", "hero:l");
+    RT(fd, ":1\r\n", "PERSIST", "hero:l");
+    RT(fd, ":-1\r\n", "TTL", "hero:l");
+    RT(fd, ":0\r\n", "DEL", "hero:none");
+    RT(fd, ":0\r\n", "UNLINK", "hero:none");
+    RT(fd, ":1\r\n", "UNLINK", "hero:x");
+    /* still past it */
+    ck_assert_uint_gt(info_number(fd, "memory", "used_memory"), 30000);
+    RT(fd, OOM, "HSET", "hero:h", "f", "w");
+    RT(fd, OOM, "RPUSH", "hero:l", "x");
+    RT(fd, ARR("f", "v", "n", "5"), "HGETALL", "hero:h");
+    RT(fd, ARR("d", "f"), "LRANGE", "hero:l", "0", "-1");
+    RT(fd, f(":%d\r\n", keys - 1), "DBSIZE");
+
+    /* room again */
+    RT(fd, ":4\r\n", "DEL", "hero:ballast", "hero:fill:0001", "hero:fill:0002", "hero:fill:0003");
+    ck_assert_uint_lt(info_number(fd, "memory", "used_memory"), 30000);
+    RT(fd, ":0\r\n", "HSET", "hero:h", "f", "w");
+    RT(fd, ":1\r\n", "HSETNX", "hero:h", "g", "1");
+    RT(fd, "+OK\r\n", "HMSET", "hero:h", "k", "v");
+    RT(fd, ":6\r\n", "HINCRBY", "hero:h", "n", "1");
+    RT(fd, ":3\r\n", "LPUSH", "hero:l", "x");
+    RT(fd, ":4\r\n", "RPUSH", "hero:l", "y");
+    RT(fd, ":1\r\n", "HSET", "hero:new", "f", "v");
+    RT(fd, ARR("f", "w", "n", "6", "g", "1", "k", "v"), "HGETALL", "hero:h");
+    RT(fd, ARR("x", "d", "f", "y"), "LRANGE", "hero:l", "0", "-1");
+    RT(fd, f(":%d\r\n", keys - 4), "DBSIZE");
+    close(fd);
+    stop();
+}
+END_TEST
+
+/* test_readonly_workq's keys as they were before the commands refused
+ * (with hero:first when its HSET was done, its reply held). */
+static void
+ro_unchanged(int fd, bool first)
+{
+    RT(fd, ARR("f", "v", "n", "5"), "HGETALL", "hero:h");
+    RT(fd, ARR("a", "b", "c", "d"), "LRANGE", "hero:l", "0", "-1");
+    RT(fd, ARR("f", "v"), "HGETALL", "hero:e");
+    systest_sends(fd, REQ("TTL", "hero:e"));
+    long long ttl = read_int(fd);
+    ck_assert_msg(ttl > 900 && ttl <= 1000, "TTL %lld", ttl);
+    RT(fd, ":-1\r\n", "TTL", "hero:h");
+    RT(fd, ":-1\r\n", "TTL", "hero:l");
+    RT(fd, ":0\r\n", "EXISTS", "hero:new");
+    RT(fd, first ? ARR("f", "1") : EMPTY, "HGETALL", "hero:first");
+    RT(fd, first ? ":4\r\n" : ":3\r\n", "DBSIZE");
+}
+
+/* workq: while the command log cannot be written (a file-size limit of 1
+ * byte on the server), every command COMMAND flags write, the pops
+ * included, is refused with workq's READONLY error, checked after the
+ * arity, a blocking pop's timeout and the keys' prefix but before
+ * anything else (HSET's odd count of arguments, the wrong type, a
+ * missing key or field, a value not an integer, LPOP's extra argument),
+ * and changes nothing, in the log either (a restart shows the same
+ * keys); reads go on.  Once the limit is lifted, the server leaves
+ * read-only mode and writes succeed again.  The write whose record
+ * failed first may have its reply held until that record is written.
+ * The limit is set on the server's pid, so not under a wrapper. */
+START_TEST(test_readonly_workq)
+{
+    if (wrapped())
+        return;
+    char dir[32];
+    systest_tmpdir_new(dir);
+    const char *const extra[] = {"-cmdlog-path", dir, "-cmdlog-sync", "always", NULL};
+    start_with(NULL, extra);
+    int fd = conn();
+    ck_assert_str_eq(flagged(fd, "write"), "blpop brpop del expire hdel hincrby hmset hset hsetnx "
+                                           "lpop lpush lrem ltrim persist pexpire rpop rpush "
+                                           "unlink");
+    RT(fd, ":2\r\n", "HSET", "hero:h", "f", "v", "n", "5");
+    RT(fd, ":4\r\n", "RPUSH", "hero:l", "a", "b", "c", "d");
+    RT(fd, ":1\r\n", "HSET", "hero:e", "f", "v");
+    RT(fd, ":1\r\n", "EXPIRE", "hero:e", "1000");
+    struct rlimit old, lim;
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, NULL, &old), 0);
+    lim.rlim_cur = 1;
+    lim.rlim_max = old.rlim_max;
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, &lim, NULL), 0);
+    /* the write whose record fails first may have its reply held until the
+     * record is written: then go on on another connection */
+    int held = -1;
+    systest_sends(fd, REQ("HSET", "hero:first", "f", "1"));
+    const char *l = systest_read_line_within(fd, 1000 * systest_slow());
+    if (l == NULL) {
+        held = fd;
+        fd = conn();
+    } else {
+        ck_assert_str_eq(f("%s\r\n", l), READONLY);
+    }
+    ro_unchanged(fd, held >= 0);
+
+    static const char *const refused[][6] = {
+        {"HSET", "hero:h", "f", "w"},
+        {"HSET", "hero:h", "f", "v"}, /* the value it has */
+        {"hset", "hero:h", "g", "w"},
+        {"HSET", "hero:new", "f", "v"},
+        {"HSET", "hero:h", "f", "v", "g"}, /* an odd count */
+        {"HMSET", "hero:h", "f", "w"},
+        {"HMSET", "hero:new", "f", "w"},
+        {"HSETNX", "hero:h", "g", "w"},
+        {"HSETNX", "hero:h", "f", "w"}, /* there: it would answer 0 */
+        {"HDEL", "hero:h", "f"},
+        {"HDEL", "hero:h", "f", "n"},
+        {"HDEL", "hero:h", "zz"}, /* not there */
+        {"HINCRBY", "hero:h", "n", "1"},
+        {"HINCRBY", "hero:h", "n", "x"}, /* not an integer */
+        {"HINCRBY", "hero:new", "n", "1"},
+        {"LPUSH", "hero:l", "x"},
+        {"RPUSH", "hero:l", "x", "y"},
+        {"LPUSH", "hero:new", "x"},
+        {"RPUSH", "hero:h", "x"}, /* the wrong type */
+        {"LPOP", "hero:l"},
+        {"RPOP", "hero:l"},
+        {"LPOP", "hero:l", "2"},
+        {"RPOP", "hero:l", "1", "2"}, /* one argument too many */
+        {"LPOP", "hero:none"},
+        {"BLPOP", "hero:l", "0"},
+        {"BRPOP", "hero:l", "0"},
+        {"BLPOP", "hero:none", "0"}, /* it would wait */
+        {"BRPOP", "hero:none", "hero:l", "1"},
+        {"LREM", "hero:l", "0", "a"},
+        {"LTRIM", "hero:l", "0", "0"},
+        {"DEL", "hero:h"},
+        {"DEL", "hero:h", "hero:l", "hero:e"},
+        {"DEL", "hero:none"},
+        {"UNLINK", "hero:l"},
+        {"EXPIRE", "hero:h", "100"},
+        {"EXPIRE", "hero:h", "0"}, /* it would delete */
+        {"EXPIRE", "hero:h", "x"},
+        {"PEXPIRE", "hero:l", "100000"},
+        {"PEXPIRE", "hero:e", "1"},
+        {"PERSIST", "hero:e"},
+        {"PERSIST", "hero:h"},
+    };
+    each_answers(fd, refused, sizeof refused / sizeof refused[0], READONLY);
+    RT(fd, ARITY("hset"), "HSET", "hero:h", "f");
+    RT(fd, ARITY("del"), "DEL");
+    RT(fd, ARITY("persist"), "PERSIST", "hero:e", "hero:h");
+    RT(fd, TIMEOUT_NAN, "BLPOP", "hero:l", "x");
+    RT(fd, TIMEOUT_NEG, "BRPOP", "hero:l", "-1");
+    RT(fd, OUTSIDE("other"), "DEL", "other");
+    systest_sends(fd, f("%s%s%s", REQ("LPOP", "hero:l"), REQ("PING"), REQ("DEL", "hero:h")));
+    systest_expect(fd, READONLY PONG READONLY);
+    /* reads go on */
+    RT(fd, "$1\r\nv\r\n", "HGET", "hero:h", "f");
+    RT(fd, ARR("v", "5"), "HMGET", "hero:h", "f", "n");
+    RT(fd, ":4\r\n", "LLEN", "hero:l");
+    RT(fd, ARR("b", "c"), "LRANGE", "hero:l", "1", "2");
+    RT(fd, "+list\r\n", "TYPE", "hero:l");
+    RT(fd, ":2\r\n", "EXISTS", "hero:h", "hero:e");
+    RT(fd, PONG, "PING");
+    ck_assert_str_eq(sorted_of(fd, REQ("KEYS", "*")),
+                     held >= 0 ? "hero:e hero:first hero:h hero:l" : "hero:e hero:h hero:l");
+    ro_unchanged(fd, held >= 0);
+
+    /* room again: the server leaves read-only mode */
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, &old, NULL), 0);
+    for (int tries = 0;; tries++) {
+        systest_sends(fd, REQ("HSET", "hero:h", "f", "w"));
+        l = systest_read_line(fd);
+        if (strcmp(l, ":0") == 0)
+            break;
+        ck_assert_str_eq(f("%s\r\n", l), READONLY);
+        ck_assert_int_lt(tries, 100 * systest_slow());
+        systest_sleep_ms(50);
+    }
+    if (held >= 0) {
+        systest_expect(held, ":1\r\n");
+        close(held);
+    }
+    RT(fd, ":1\r\n", "HDEL", "hero:h", "n");
+    RT(fd, "$1\r\na\r\n", "LPOP", "hero:l");
+    RT(fd, ":1\r\n", "PERSIST", "hero:e");
+    RT(fd, ":1\r\n", "RPUSH", "hero:new", "z");
+    close(fd);
+    /* and the log has every change made, none refused */
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) {
+            stop();
+            start_with(NULL, extra);
+        }
+        fd = conn();
+        RT(fd, ARR("f", "w"), "HGETALL", "hero:h");
+        RT(fd, ARR("b", "c", "d"), "LRANGE", "hero:l", "0", "-1");
+        RT(fd, ARR("f", "v"), "HGETALL", "hero:e");
+        RT(fd, ":-1\r\n", "TTL", "hero:e");
+        RT(fd, ARR("z"), "LRANGE", "hero:new", "0", "-1");
+        RT(fd, held >= 0 ? ARR("f", "1") : EMPTY, "HGETALL", "hero:first");
+        RT(fd, held >= 0 ? ":5\r\n" : ":4\r\n", "DBSIZE");
+        close(fd);
+    }
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Pipelining and sizes */
 
 /* 1000 commands in one write get 1000 replies in order; so do 1000 inline
@@ -1919,6 +2352,7 @@ hero_suite(void)
         {"blocking",
          {test_blpop_fifo, test_blpop_timeout, test_blpop_keys_order, test_brpop,
           test_blocking_timeout_errors, test_blocked_disconnect, test_blocked_pipeline, NULL}},
+        {"limits", {test_oom, test_readonly_workq, NULL}},
         {"pipelining", {test_pipeline_1000, test_big_value, test_bulk_too_big, test_inline, NULL}},
         {"protocol", {test_protocol_errors, test_protocol_long_lines, test_protocol_lenient, NULL}},
     };
