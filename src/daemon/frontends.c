@@ -12,6 +12,9 @@
 #include "http/metrics_frontend.h"
 #include "net/frontend.h"
 #include "workq/cmd_frontend.h"
+#ifdef HAVE_ZMQ
+#include "norfab/nfp_frontend.h"
+#endif
 
 static int
 workq_open(const struct frontend_env *env, const struct options *o, void **fe)
@@ -45,6 +48,20 @@ hero_open(const struct frontend_env *env, const struct options *o, void **fe)
     return *fe == NULL ? EX_CONFIG : 0;
 }
 
+#ifdef HAVE_ZMQ
+/* Only with addresses (-norfab-listen). */
+static int
+norfab_open(const struct frontend_env *env, const struct options *o, void **fe)
+{
+    *fe = NULL;
+    if (o->norfab_listen.n == 0)
+        return 0;
+    const struct nfp_frontend_config cfg = {o->norfab_keepalive_ms, o->norfab_liveness};
+    *fe = nfp_frontend_open(env, &cfg);
+    return *fe == NULL ? EX_UNAVAILABLE : 0;
+}
+#endif
+
 /* Only with addresses (-metrics-listen). */
 static int
 metrics_open(const struct frontend_env *env, const struct options *o, void **fe)
@@ -60,6 +77,9 @@ const struct frontend_row frontend_rows[] = {
     {NULL, &cmd_frontend_ops, offsetof(struct options, listen), workq_open},
     {"faktory", &fwp_frontend_ops, offsetof(struct options, faktory_listen), faktory_open},
     {"hero", &hero_frontend_ops, offsetof(struct options, hero_listen), hero_open},
+#ifdef HAVE_ZMQ
+    {"norfab", &nfp_frontend_ops, offsetof(struct options, norfab_listen), norfab_open},
+#endif
     {"metrics", &metrics_frontend_ops, offsetof(struct options, metrics_listen), metrics_open},
 };
 const size_t frontend_nrows = WQ_ARRAY_LEN(frontend_rows);

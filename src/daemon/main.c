@@ -25,7 +25,7 @@ main_log_started(const struct server *srv, const struct options *o)
     size_t n = 0;
     for (size_t i = 0; i < srv->nbound; i++) {
         const struct server_bound *b = &srv->bound[i];
-        if (!b->conn) /* the metrics endpoint has lines of its own */
+        if (!b->protocol) /* the metrics endpoint has lines of its own */
             continue;
         n += (size_t)snprintf(listen + n, sizeof listen - n, "%s%s%s%s", n ? "," : "",
                               b->name ? b->name : "", b->name ? "=" : "", b->addr);

@@ -100,6 +100,16 @@ static const struct opt_def opt_defs[] = {
      "Hero clients must AUTH with this password (its first\nline) before other commands "
      "(default: off)",
      NULL},
+    {"norfab-listen", 0, OPT_LISTEN, AT(norfab_listen), 0, 0, NULL,
+     "(expected HOST:PORT[,HOST:PORT...])", "HOST:PORT[,...]",
+     "also be the broker of NORFAB's clients and workers\n(NFP over ZeroMQ) there (default: off; "
+     "5555 is\nNORFAB's port)",
+     NULL},
+    {"norfab-keepalive-ms", 0, OPT_NUMBER, AT(norfab_keepalive_ms), 10, 3600000, "2500",
+     "(expected milliseconds, RANGE)", "MS",
+     "NFP's heartbeat: a KEEPALIVE to each worker this often", NULL},
+    {"norfab-liveness", 0, OPT_NUMBER, AT(norfab_liveness), 2, 1000, "6", "(expected RANGE)", "N",
+     "a NORFAB worker is dead after N heartbeats without\nits KEEPALIVE", NULL},
     {"dead-ttl", 0, OPT_DURATION, AT(dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
      "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
      "how long a Workq job out of retries (add -dead=1)\nstays in the dead set (180 days)", NULL},
@@ -708,7 +718,21 @@ static int
 options_check(const struct options *o)
 {
     const struct listen_set *sets[] = {&o->listen, &o->faktory_listen, &o->hero_listen,
-                                       &o->metrics_listen};
+                                       &o->norfab_listen, &o->metrics_listen};
+#ifndef HAVE_ZMQ
+    if (o->norfab_listen.n > 0) {
+        fprintf(stderr, "workq-server: -norfab-listen needs libzmq, and this workq-server was "
+                        "built without it (install libzmq3-dev, then ./configure && make)\n");
+        return EX_CONFIG;
+    }
+#endif
+    for (size_t j = 0; j < o->norfab_listen.n; j++) {
+        if (o->norfab_listen.addr[j].tls) {
+            fprintf(stderr, "workq-server: -norfab-listen takes HOST:PORT, not tls://: NORFAB "
+                            "encrypts with CURVE\n");
+            return EX_CONFIG;
+        }
+    }
     bool tls = false;
     for (size_t i = 0; i < WQ_ARRAY_LEN(sets); i++)
         for (size_t j = 0; j < sets[i]->n; j++)

@@ -14,7 +14,7 @@
 
 /* Room for the options of the table in options.c, each of which may keep
  * an owned copy of its text (a later value frees the earlier one). */
-#define OPTIONS_MAX_DEFS 40
+#define OPTIONS_MAX_DEFS 48
 
 struct options {
     struct listen_set listen;          /* the Workq protocol */
@@ -26,6 +26,9 @@ struct options {
     uint64_t faktory_backoff_unit_ms;  /* a second of the retry backoff */
     struct listen_set hero_listen;     /* the Hero Dispatcher's RESP (n 0: off) */
     const char *hero_password_file;    /* Hero clients must AUTH; NULL: off */
+    struct listen_set norfab_listen;   /* NORFAB's NFP over ZeroMQ (n 0: off) */
+    uint64_t norfab_keepalive_ms;      /* NFP's heartbeat interval */
+    uint64_t norfab_liveness;          /* a worker is dead after this many missed */
     uint64_t dead_ttl_ms;              /* Workq's dead set: how long a job stays */
     uint64_t dead_max;                 /* and how many stay */
     uint64_t backoff_unit_ms;          /* a second of Workq's retry backoff */

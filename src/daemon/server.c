@@ -228,8 +228,11 @@ server_bind(struct server *srv, size_t i, const struct listen_addr *a)
 {
     const struct frontend_row *row = &frontend_rows[i];
     struct server_bound *b = &srv->bound[srv->nbound];
-    *b = (struct server_bound){row->name, row->ops->service != NULL, ""};
-    if (b->conn) {
+    *b = (struct server_bound){row->name, row->ops->add_listener == NULL, ""};
+    if (row->ops->bind != NULL) {
+        if (row->ops->bind(srv->fe[i], a, b->addr) != 0)
+            return -1;
+    } else if (row->ops->service != NULL) {
         if (listeners_add(srv->listeners, a, row->ops->service(srv->fe[i], a->tls), b->addr) != 0)
             return -1;
     } else {

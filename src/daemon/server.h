@@ -20,7 +20,7 @@ struct event_base;
 /* One address a front-end really bound. */
 struct server_bound {
     const char *name; /* its row's name (NULL: the Workq protocol) */
-    bool conn;        /* over the connection layer (not a transport of its own) */
+    bool protocol;    /* a protocol's (named in the start-up line), not an endpoint's */
     char addr[LISTEN_BOUND_MAX];
 };
 

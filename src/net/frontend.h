@@ -4,9 +4,10 @@
  * (daemon/frontends.c), which opens it with what the server lends every
  * front-end (struct frontend_env) and its own options.  The server then
  * binds its addresses, and talks to it only through struct frontend_ops:
- * it includes none of a front-end's headers.  A front-end either speaks
- * over the connection layer's TCP connections (ops->service) or brings a
- * transport of its own and takes bound listeners (ops->add_listener). */
+ * it includes none of a front-end's headers.  A front-end speaks over the
+ * connection layer's TCP connections (ops->service), or brings a transport
+ * of its own and takes bound listeners (ops->add_listener), or binds its
+ * addresses itself (ops->bind). */
 #ifndef WQ_FRONTEND_H
 #define WQ_FRONTEND_H
 
@@ -18,6 +19,7 @@ struct conn_service;
 struct core;
 struct event_base;
 struct evconnlistener;
+struct listen_addr;
 struct stats_buf;
 struct stats_out;
 struct tls;
@@ -53,6 +55,10 @@ struct frontend_ops {
      * failure): a front-end with a transport of its own.  0, or -1 after
      * logging. */
     int (*add_listener)(void *fe, struct evconnlistener *l, bool tls);
+    /* Bind a itself, on a transport that is not a TCP listener of the
+     * server's (ZeroMQ); the address it bound (port 0 becomes a port) into
+     * bound[0..LISTEN_BOUND_MAX).  0, or -1 after logging. */
+    int (*bind)(void *fe, const struct listen_addr *a, char *bound);
     /* The command log has been read back (or there is none), and what is
      * logged from now on is written: settle what replay left. */
     void (*replayed)(void *fe);

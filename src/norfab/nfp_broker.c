@@ -1,0 +1,520 @@
+/* nfp_broker.c - the NFP broker's routing and heartbeats (nfp_broker.h). */
+#include "lib/wq.h"
+#include "norfab/nfp_broker.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/alloc.h"
+#include "lib/log.h"
+#include "lib/registry.h"
+#include "norfab/nfp_internal.h"
+
+/* A target names at most this many workers. */
+#define NFP_TARGET_MAX 4096
+
+static void
+nfp_service_key(const void *elem, const void **key, size_t *len)
+{
+    const struct nfp_service *s = elem;
+    *key = s->name;
+    *len = s->len;
+}
+
+static void
+nfp_worker_key(const void *elem, const void **key, size_t *len)
+{
+    const struct nfp_worker *w = elem;
+    *key = w->name;
+    *len = w->len;
+}
+
+static void
+nfp_client_key(const void *elem, const void **key, size_t *len)
+{
+    const struct nfp_client *c = elem;
+    *key = c->name;
+    *len = c->len;
+}
+
+struct nfp_broker *
+nfp_broker_new(const struct nfp_broker_config *cfg, nfp_send_fn send, void *arg,
+               const uint64_t *now_ms)
+{
+    struct nfp_broker *b = wq_calloc(1, sizeof *b);
+    b->cfg = *cfg;
+    b->send = send;
+    b->send_arg = arg;
+    b->now_ms = now_ms;
+    b->started_ms = cfg->started_ms;
+    b->workers = registry_new(nfp_worker_key);
+    b->services = registry_new(nfp_service_key);
+    b->clients = registry_new(nfp_client_key);
+    list_init(&b->worker_list);
+    list_init(&b->client_list);
+    return b;
+}
+
+static void
+nfp_service_free(void *elem, void *arg)
+{
+    (void)arg;
+    struct nfp_service *s = elem;
+    wq_free(s->workers);
+    wq_free(s);
+}
+
+void
+nfp_broker_free(struct nfp_broker *b)
+{
+    if (b == NULL)
+        return;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &b->worker_list)
+    {
+        wq_free(list_item(n, struct nfp_worker, link));
+    }
+    list_each_safe(n, tmp, &b->client_list)
+    {
+        wq_free(list_item(n, struct nfp_client, link));
+    }
+    registry_foreach(b->services, nfp_service_free, NULL);
+    registry_free(b->services);
+    registry_free(b->workers);
+    registry_free(b->clients);
+    wq_free(b);
+}
+
+void
+nfp_broker_counts(const struct nfp_broker *b, struct nfp_broker_counts *out)
+{
+    *out = b->counts;
+    out->workers = registry_count(b->workers);
+    out->services = registry_count(b->services);
+    out->clients = registry_count(b->clients);
+}
+
+/* ---- sending ---- */
+
+static struct nfp_frame
+nfp_str(const char *s)
+{
+    return (struct nfp_frame){s, strlen(s)};
+}
+
+/* Send a broker command to worker w: "", NFPB01, cmd, then extra. */
+static void
+nfp_to_worker(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
+              const struct nfp_frame *extra, size_t nextra)
+{
+    char cbuf[4];
+    struct nfp_frame f[8] = {
+        {w->name, w->len}, {"", 0}, nfp_str(NFP_BROKER), nfp_cmd_frame(cmd, w->ascii, cbuf)};
+    size_t n = 4;
+    for (size_t i = 0; i < nextra && n < WQ_ARRAY_LEN(f); i++)
+        f[n++] = extra[i];
+    b->send(b->send_arg, f, n);
+}
+
+void
+nfp_to_client(struct nfp_broker *b, const struct nfp_client *c, uint8_t cmd,
+              struct nfp_frame service, struct nfp_frame uuid, const char *status,
+              struct nfp_frame body)
+{
+    char cbuf[4];
+    struct nfp_frame f[] = {
+        {c->name, c->len}, {"", 0}, nfp_str(NFP_BROKER), nfp_cmd_frame(cmd, c->ascii, cbuf),
+        service,           uuid,    nfp_str(status),     body};
+    b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+}
+
+/* Send client c the JSON body j (taken) with status, for request m. */
+static void
+nfp_json_to_client(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+                   const char *status, json_t *j)
+{
+    char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    json_decref(j);
+    if (text == NULL)
+        wq_panic(__FILE__, __LINE__, "json_dumps failed");
+    nfp_to_client(b, c, NFP_RESPONSE, m->args[0], m->args[2], status, nfp_str(text));
+    free(text);
+}
+
+/* A frame as a JSON string (its bytes, lossy where they are not UTF-8). */
+static json_t *
+nfp_json_frame(struct nfp_frame f)
+{
+    json_t *s = json_stringn_nocheck(f.p, f.n);
+    if (json_string_value(s) == NULL || !json_is_string(s)) {
+        json_decref(s);
+        s = json_string("");
+    }
+    return s;
+}
+
+/* ---- peers ---- */
+
+bool
+nfp_worker_dead(const struct nfp_broker *b, const struct nfp_worker *w, uint64_t now)
+{
+    return now > w->seen_ms + b->cfg.liveness * b->cfg.keepalive_ms;
+}
+
+/* Take w out of its service's turn. */
+static void
+nfp_service_leave(struct nfp_service *s, struct nfp_worker *w)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->workers[i] == w) {
+            memmove(&s->workers[i], &s->workers[i + 1], (s->n - i - 1) * sizeof *s->workers);
+            s->n--;
+            if (s->next > i)
+                s->next--;
+            break;
+        }
+    }
+}
+
+void
+nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
+{
+    if (tell) {
+        struct nfp_frame svc = w->service != NULL
+                                   ? (struct nfp_frame){w->service->name, w->service->len}
+                                   : (struct nfp_frame){"", 0};
+        nfp_to_worker(b, w, NFP_DISCONNECT, &svc, 1);
+        b->counts.disconnects++;
+    }
+    if (w->service != NULL)
+        nfp_service_leave(w->service, w);
+    registry_remove(b->workers, w->name, w->len);
+    list_unlink(&w->link);
+    wq_free(w);
+}
+
+/* The service named f, created if need be. */
+static struct nfp_service *
+nfp_service(struct nfp_broker *b, struct nfp_frame f)
+{
+    struct nfp_service *s = registry_find(b->services, f.p, f.n);
+    if (s == NULL) {
+        s = wq_calloc(1, sizeof *s + f.n + 1);
+        memcpy(s->name, f.p, f.n);
+        s->len = f.n;
+        registry_insert(b->services, s);
+    }
+    return s;
+}
+
+/* The client of m, recorded (or seen again): the most recently seen last. */
+static struct nfp_client *
+nfp_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
+{
+    struct nfp_client *c = registry_find(b->clients, m->peer.p, m->peer.n);
+    if (c == NULL) {
+        c = wq_calloc(1, sizeof *c + m->peer.n + 1);
+        memcpy(c->name, m->peer.p, m->peer.n);
+        c->len = m->peer.n;
+        c->first_ms = now;
+        registry_insert(b->clients, c);
+    } else {
+        list_unlink(&c->link);
+    }
+    list_push_back(&b->client_list, &c->link);
+    c->ascii = m->ascii;
+    c->seen_ms = now;
+    return c;
+}
+
+/* ---- targets ---- */
+
+/* Add worker w to the list (once). */
+static void
+nfp_target_add(struct nfp_worker **out, size_t *n, struct nfp_worker *w)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (out[i] == w)
+            return;
+    if (*n < NFP_TARGET_MAX)
+        out[(*n)++] = w;
+}
+
+/* The worker of service s named name[0..len), or NULL. */
+static struct nfp_worker *
+nfp_service_worker(const struct nfp_broker *b, const struct nfp_service *s, const char *name,
+                   size_t len)
+{
+    struct nfp_worker *w = registry_find(b->workers, name, len);
+    return w != NULL && w->service == s ? w : NULL;
+}
+
+/* The workers that target t names in service s, into out (*n of them);
+ * the names that are none of its workers are counted in *unknown.
+ * "any": the next one in turn; "all": each; otherwise a name, names
+ * separated by commas, or a JSON list of names. */
+static void
+nfp_resolve(const struct nfp_broker *b, struct nfp_service *s, struct nfp_frame t,
+            struct nfp_worker **out, size_t *n, size_t *unknown)
+{
+    *n = *unknown = 0;
+    if (t.n == 3 && memcmp(t.p, "any", 3) == 0) {
+        if (s->n > 0)
+            out[(*n)++] = s->workers[s->next++ % s->n];
+        return;
+    }
+    if (t.n == 3 && memcmp(t.p, "all", 3) == 0) {
+        for (size_t i = 0; i < s->n && *n < NFP_TARGET_MAX; i++)
+            out[(*n)++] = s->workers[i];
+        return;
+    }
+    if (t.n > 0 && t.p[0] == '[') {
+        json_t *list = json_loadb(t.p, t.n, 0, NULL);
+        size_t i;
+        json_t *v;
+        if (!json_is_array(list)) {
+            (*unknown)++;
+        } else {
+            json_array_foreach(list, i, v)
+            {
+                struct nfp_worker *w =
+                    json_is_string(v)
+                        ? nfp_service_worker(b, s, json_string_value(v), json_string_length(v))
+                        : NULL;
+                if (w != NULL)
+                    nfp_target_add(out, n, w);
+                else
+                    (*unknown)++;
+            }
+        }
+        json_decref(list);
+        return;
+    }
+    for (const char *p = t.p, *end = t.p + t.n; p <= end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma != NULL ? comma : end;
+        struct nfp_worker *w = nfp_service_worker(b, s, p, (size_t)(stop - p));
+        if (w != NULL)
+            nfp_target_add(out, n, w);
+        else
+            (*unknown)++;
+        p = stop + 1;
+    }
+}
+
+/* ---- client requests ---- */
+
+/* Relay client c's request m to workers[0..n), after a 202 naming them
+ * (POST and GET), as NORFAB's broker does. */
+static void
+nfp_dispatch(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+             struct nfp_service *s, struct nfp_worker **workers, size_t n)
+{
+    if (m->cmd == NFP_POST || m->cmd == NFP_GET) {
+        json_t *names = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(
+                names, nfp_json_frame((struct nfp_frame){workers[i]->name, workers[i]->len}));
+        json_t *j = json_object();
+        json_object_set_new(j, "workers", names);
+        json_object_set_new(j, "uuid", nfp_json_frame(m->args[2]));
+        json_object_set_new(j, "target", nfp_json_frame(m->args[1]));
+        json_object_set_new(j, "status", json_string("DISPATCHED"));
+        json_object_set_new(j, "service", nfp_json_frame(m->args[0]));
+        nfp_json_to_client(b, m, c, "202", j);
+    }
+    struct nfp_frame extra[] = {{c->name, c->len}, {"", 0}, m->args[2], m->args[3]};
+    for (size_t i = 0; i < n; i++)
+        nfp_to_worker(b, workers[i], m->cmd, extra, WQ_ARRAY_LEN(extra));
+    s->requests++;
+}
+
+/* Answer client c's request m with 400: no worker of the service is
+ * named by its target (or it has none). */
+static void
+nfp_no_workers(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+               size_t unknown)
+{
+    char why[160];
+    snprintf(why, sizeof why,
+             unknown > 0 ? "%zu of the workers the target names are not workers of the service"
+                         : "the service has no worker",
+             unknown);
+    json_t *j = json_object();
+    json_object_set_new(j, "workers", json_null());
+    json_object_set_new(j, "uuid", nfp_json_frame(m->args[2]));
+    json_object_set_new(j, "target", nfp_json_frame(m->args[1]));
+    json_object_set_new(j, "status", json_string("FAILED"));
+    json_object_set_new(j, "service", nfp_json_frame(m->args[0]));
+    json_t *errors = json_array();
+    json_array_append_new(errors, json_string(why));
+    json_object_set_new(j, "errors", errors);
+    nfp_json_to_client(b, m, c, "400", j);
+}
+
+static void
+nfp_from_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
+{
+    struct nfp_client *c = nfp_client(b, m, now);
+    switch (m->cmd) {
+    case NFP_OPEN: {
+        char cbuf[4];
+        struct nfp_frame f[] = {{c->name, c->len},
+                                {"", 0},
+                                nfp_str(NFP_BROKER),
+                                nfp_cmd_frame(NFP_OPEN, c->ascii, cbuf),
+                                {"", 0}};
+        b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+        return;
+    }
+    case NFP_DISCONNECT:
+        registry_remove(b->clients, c->name, c->len);
+        list_unlink(&c->link);
+        wq_free(c);
+        return;
+    default:
+        break;
+    }
+    c->requests++;
+    b->counts.requests++;
+    struct nfp_frame svc = m->args[0];
+    if (svc.n == strlen(NFP_MMI_SERVICE) && memcmp(svc.p, NFP_MMI_SERVICE, svc.n) == 0) {
+        nfp_mmi(b, m, c);
+        return;
+    }
+    struct nfp_service *s = nfp_service(b, svc);
+    struct nfp_worker **workers = wq_malloc(NFP_TARGET_MAX * sizeof *workers);
+    size_t n, unknown;
+    nfp_resolve(b, s, m->args[1], workers, &n, &unknown);
+    /* a POST goes to every worker its target names or nowhere; a GET,
+     * DELETE or PUT to those of them still there */
+    if (n == 0 || (unknown > 0 && m->cmd == NFP_POST))
+        nfp_no_workers(b, m, c, unknown);
+    else
+        nfp_dispatch(b, m, c, s, workers, n);
+    wq_free(workers);
+}
+
+/* ---- worker messages ---- */
+
+static void
+nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
+{
+    struct nfp_worker *w = registry_find(b->workers, m->peer.p, m->peer.n);
+    if (m->cmd == NFP_DISCONNECT) {
+        if (w != NULL)
+            nfp_worker_drop(b, w, false);
+        return;
+    }
+    if (m->cmd == NFP_OPEN) {
+        char cbuf[4];
+        struct nfp_frame f[] = {m->peer,
+                                {"", 0},
+                                nfp_str(NFP_BROKER),
+                                nfp_cmd_frame(NFP_OPEN, m->ascii, cbuf),
+                                {"", 0}};
+        b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+        return;
+    }
+    if (w == NULL) {
+        w = wq_calloc(1, sizeof *w + m->peer.n + 1);
+        memcpy(w->name, m->peer.p, m->peer.n);
+        w->len = m->peer.n;
+        registry_insert(b->workers, w);
+        list_push_back(&b->worker_list, &w->link);
+    }
+    w->ascii = m->ascii;
+    w->seen_ms = now;
+    if (m->cmd == NFP_READY && w->service == NULL) {
+        w->service = nfp_service(b, m->args[0]);
+        w->ready_ms = now;
+        struct nfp_service *s = w->service;
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 4;
+            s->workers = wq_realloc(s->workers, s->cap * sizeof *s->workers);
+        }
+        s->workers[s->n++] = w;
+        wq_log(LOG_LVL_INFO, "NORFAB worker ready worker=%.*s service=%.*s",
+               (int)WQ_MIN(w->len, 128), w->name, (int)WQ_MIN(s->len, 128), s->name);
+        return;
+    }
+    if (w->service == NULL || m->cmd == NFP_READY) {
+        /* valid but unexpected: a second READY, anything but READY first */
+        wq_log(LOG_LVL_INFO, "NORFAB worker sent %s %s: disconnecting it worker=%.*s",
+               nfp_cmd_name(m->cmd), w->service != NULL ? "again" : "before READY",
+               (int)WQ_MIN(w->len, 128), w->name);
+        nfp_worker_drop(b, w, true);
+        return;
+    }
+    if (m->cmd == NFP_KEEPALIVE) {
+        w->keepalives_rx++;
+        return;
+    }
+    /* RESPONSE, EVENT, STREAM: to the client, verbatim, under the
+     * worker's service */
+    struct nfp_client *c = registry_find(b->clients, m->args[0].p, m->args[0].n);
+    char cbuf[4];
+    struct nfp_frame f[64] = {m->args[0],
+                              {"", 0},
+                              nfp_str(NFP_BROKER),
+                              nfp_cmd_frame(m->cmd, c != NULL ? c->ascii : true, cbuf),
+                              {w->service->name, w->service->len}};
+    size_t n = 5;
+    for (size_t i = 2; i < m->nargs && n < WQ_ARRAY_LEN(f); i++)
+        f[n++] = m->args[i];
+    b->counts.responses++;
+    b->send(b->send_arg, f, n);
+}
+
+void
+nfp_broker_handle(struct nfp_broker *b, const struct nfp_frame *frames, size_t n)
+{
+    struct nfp_msg m;
+    enum nfp_check check = nfp_parse(frames, n, &m);
+    if (check != NFP_VALID) {
+        b->counts.dropped++;
+        wq_log(LOG_LVL_DEBUG, "NORFAB message dropped frames=%zu why=\"%s\"", n,
+               nfp_check_text(check));
+        return;
+    }
+    if (m.role == NFP_FROM_CLIENT)
+        nfp_from_client(b, &m, *b->now_ms);
+    else
+        nfp_from_worker(b, &m, *b->now_ms);
+}
+
+void
+nfp_broker_tick(struct nfp_broker *b)
+{
+    uint64_t now = *b->now_ms;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &b->worker_list)
+    {
+        struct nfp_worker *w = list_item(n, struct nfp_worker, link);
+        if (nfp_worker_dead(b, w, now)) {
+            wq_log(LOG_LVL_INFO, "NORFAB worker dead: no word for %llu ms worker=%.*s",
+                   (unsigned long long)(now - w->seen_ms), (int)WQ_MIN(w->len, 128), w->name);
+            b->counts.dead++;
+            nfp_worker_drop(b, w, false);
+            continue;
+        }
+        if (w->service == NULL)
+            continue;
+        struct nfp_frame svc = {w->service->name, w->service->len};
+        nfp_to_worker(b, w, NFP_KEEPALIVE, &svc, 1);
+        w->keepalives_tx++;
+    }
+    /* clients send no heartbeat: forget those unseen for a liveness span
+     * of hours (show_clients lists the others) */
+    uint64_t keep_ms = 3600 * 1000;
+    list_each_safe(n, tmp, &b->client_list)
+    {
+        struct nfp_client *c = list_item(n, struct nfp_client, link);
+        if (now < c->seen_ms + keep_ms)
+            break; /* the rest were seen later */
+        registry_remove(b->clients, c->name, c->len);
+        list_unlink(&c->link);
+        wq_free(c);
+    }
+}

@@ -1,0 +1,53 @@
+/* nfp_broker.h - the NFP broker: NORFAB's workers by name and service,
+ * their heartbeats, its clients, and the routing of every request and
+ * answer between them, with the broker's own service mmi.service.broker.
+ * It knows no socket: it reads messages as a ROUTER socket receives them
+ * and sends through the owner's function (nfp_frontend.c binds them to
+ * ZeroMQ).  doc/norfab.md says what it does and where it differs from
+ * NORFAB's own broker. */
+#ifndef WQ_NFP_BROKER_H
+#define WQ_NFP_BROKER_H
+
+#include "lib/wq.h"
+#include "norfab/nfp.h"
+
+struct nfp_broker;
+struct stats_out;
+
+/* Its settings. */
+struct nfp_broker_config {
+    uint64_t keepalive_ms; /* a KEEPALIVE to each worker this often */
+    uint64_t liveness;     /* a worker unheard of for this many intervals is dead */
+    const char *endpoints; /* what show_broker says it listens on */
+    uint64_t started_ms;   /* the server's start (Unix ms) */
+};
+
+/* Send frames[0..n) (the peer's identity first): false when the peer is
+ * gone or cannot take it (the message is dropped). */
+typedef bool (*nfp_send_fn)(void *arg, const struct nfp_frame *frames, size_t n);
+
+/* A broker sending through send(arg, ...); *now_ms is the server's clock
+ * (Unix ms). */
+struct nfp_broker *nfp_broker_new(const struct nfp_broker_config *cfg, nfp_send_fn send, void *arg,
+                                  const uint64_t *now_ms);
+void nfp_broker_free(struct nfp_broker *b);
+
+/* One message as the ROUTER socket received it. */
+void nfp_broker_handle(struct nfp_broker *b, const struct nfp_frame *frames, size_t n);
+
+/* Every keepalive_ms: a KEEPALIVE to each worker; workers unheard of for
+ * liveness intervals are dead (forgotten, told nothing). */
+void nfp_broker_tick(struct nfp_broker *b);
+
+/* Counts, for the metrics and show_broker. */
+struct nfp_broker_counts {
+    uint64_t workers, services, clients;
+    uint64_t requests;    /* client requests routed (or answered by the broker) */
+    uint64_t responses;   /* worker answers relayed */
+    uint64_t dropped;     /* invalid messages */
+    uint64_t disconnects; /* DISCONNECTs sent for unexpected commands */
+    uint64_t dead;        /* workers declared dead */
+};
+void nfp_broker_counts(const struct nfp_broker *b, struct nfp_broker_counts *out);
+
+#endif /* WQ_NFP_BROKER_H */

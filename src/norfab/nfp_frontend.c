@@ -1,0 +1,246 @@
+/* nfp_frontend.c - NORFAB's broker on a ZeroMQ ROUTER socket
+ * (nfp_frontend.h).  ZMQ_FD is edge-triggered: it only says that the
+ * socket's state may have changed, so ZMQ_EVENTS is read until it has no
+ * input, and again after anything sent outside the read (the heartbeat),
+ * which may have consumed the edge. */
+#include "lib/wq.h"
+#include "norfab/nfp_frontend.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "lib/alloc.h"
+#include "lib/log.h"
+#include "lib/stats_text.h"
+#include "net/conn.h"
+#include "net/frontend.h"
+#include "net/listener.h"
+#include "norfab/nfp_broker.h"
+
+/* Messages read in one turn before the other sockets' turn. */
+#define NFP_TURN 64
+/* Frames of one message kept (NORFAB's have 8 at most; the rest dropped). */
+#define NFP_MAX_FRAMES 64
+
+struct nfp_frontend {
+    const struct frontend_env *env;
+    struct nfp_frontend_config cfg;
+    void *zctx, *sock;
+    struct event *read_ev, *tick_ev;
+    struct nfp_broker *broker;
+    char endpoints[LISTEN_MAX * (LISTEN_BOUND_MAX + 1)];
+};
+
+static bool
+nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
+{
+    struct nfp_frontend *fe = arg;
+    for (size_t i = 0; i < n; i++) {
+        int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
+        if (zmq_send(fe->sock, f[i].p, f[i].n, flags) < 0) {
+            /* only the first frame can fail: the peer is gone
+             * (ROUTER_MANDATORY) or its queue is full */
+            wq_log(LOG_LVL_DEBUG, "NORFAB message not sent peer=%.*s error=\"%s\"",
+                   (int)WQ_MIN(f[0].n, 128), f[0].p, zmq_strerror(errno));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Read one message into msgs (up to NFP_MAX_FRAMES frames kept, the rest
+ * read and dropped): its frame count, 0 when there is none. */
+static size_t
+nfp_frontend_recv(struct nfp_frontend *fe, zmq_msg_t *msgs, bool *whole)
+{
+    size_t n = 0;
+    *whole = true;
+    for (;;) {
+        zmq_msg_t tmp, *m = n < NFP_MAX_FRAMES ? &msgs[n] : &tmp;
+        zmq_msg_init(m);
+        if (zmq_msg_recv(m, fe->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(m);
+            return n;
+        }
+        bool more = zmq_msg_more(m);
+        if (m == &tmp) {
+            zmq_msg_close(m);
+            *whole = false;
+        } else {
+            n++;
+        }
+        if (!more)
+            return n;
+    }
+}
+
+/* Does the socket hold input? */
+static bool
+nfp_frontend_readable(struct nfp_frontend *fe)
+{
+    uint32_t events = 0;
+    size_t size = sizeof events;
+    return zmq_getsockopt(fe->sock, ZMQ_EVENTS, &events, &size) == 0 && (events & ZMQ_POLLIN);
+}
+
+static void
+nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct nfp_frontend *fe = arg;
+    const struct conn_hooks *hooks = fe->env->hooks;
+    hooks->begin(hooks->arg);
+    zmq_msg_t msgs[NFP_MAX_FRAMES];
+    struct nfp_frame frames[NFP_MAX_FRAMES];
+    for (int turn = 0; turn < NFP_TURN && nfp_frontend_readable(fe); turn++) {
+        bool whole;
+        size_t n = nfp_frontend_recv(fe, msgs, &whole);
+        for (size_t i = 0; i < n; i++)
+            frames[i] = (struct nfp_frame){zmq_msg_data(&msgs[i]), zmq_msg_size(&msgs[i])};
+        if (n > 0 && whole)
+            nfp_broker_handle(fe->broker, frames, n);
+        else if (n > 0)
+            wq_log(LOG_LVL_DEBUG, "NORFAB message dropped: more than %d frames", NFP_MAX_FRAMES);
+        for (size_t i = 0; i < n; i++)
+            zmq_msg_close(&msgs[i]);
+    }
+    if (nfp_frontend_readable(fe))
+        event_active(fe->read_ev, EV_READ, 0); /* the rest in the next pass */
+    hooks->end(hooks->arg);
+}
+
+static void
+nfp_frontend_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct nfp_frontend *fe = arg;
+    const struct conn_hooks *hooks = fe->env->hooks;
+    hooks->begin(hooks->arg);
+    nfp_broker_tick(fe->broker);
+    event_active(fe->read_ev, EV_READ, 0); /* sending may have taken the edge */
+    hooks->end(hooks->arg);
+}
+
+static int
+nfp_frontend_bind(void *arg, const struct listen_addr *a, char *bound)
+{
+    struct nfp_frontend *fe = arg;
+    char endpoint[300], last[300];
+    bool v6 = strchr(a->host, ':') != NULL;
+    snprintf(endpoint, sizeof endpoint, "tcp://%s%s%s:%s", v6 ? "[" : "",
+             a->host[0] != '\0' ? a->host : "*", v6 ? "]" : "", a->port);
+    int v6_too = v6 || a->host[0] == '\0'; /* "*": every address, IPv6 too */
+    zmq_setsockopt(fe->sock, ZMQ_IPV6, &v6_too, sizeof v6_too);
+    if (zmq_bind(fe->sock, endpoint) != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot listen for NORFAB address=%s error=\"%s\"", endpoint,
+               zmq_strerror(errno));
+        return -1;
+    }
+    size_t size = sizeof last;
+    if (zmq_getsockopt(fe->sock, ZMQ_LAST_ENDPOINT, last, &size) != 0)
+        snprintf(last, sizeof last, "%s", endpoint);
+    const char *addr = strncmp(last, "tcp://", 6) == 0 ? last + 6 : last;
+    snprintf(bound, LISTEN_BOUND_MAX, "%.*s", LISTEN_BOUND_MAX - 1, addr);
+    size_t used = strlen(fe->endpoints);
+    snprintf(fe->endpoints + used, sizeof fe->endpoints - used, "%s%s", used > 0 ? "," : "", last);
+    return 0;
+}
+
+static void
+nfp_frontend_accept(void *arg)
+{
+    struct nfp_frontend *fe = arg;
+    event_add(fe->read_ev, NULL);
+    struct timeval tv = {(time_t)(fe->cfg.keepalive_ms / 1000),
+                         (suseconds_t)(fe->cfg.keepalive_ms % 1000) * 1000};
+    event_add(fe->tick_ev, &tv);
+    event_active(fe->read_ev, EV_READ, 0); /* what came before */
+}
+
+static void
+nfp_frontend_stats(void *arg, struct stats_out *o)
+{
+    struct nfp_frontend *fe = arg;
+    struct nfp_broker_counts k;
+    nfp_broker_counts(fe->broker, &k);
+    stats_gauge(o, "workq_norfab_workers", NULL, "NORFAB workers that sent READY.", k.workers);
+    stats_gauge(o, "workq_norfab_services", NULL, "NORFAB services named by a client or worker.",
+                k.services);
+    stats_gauge(o, "workq_norfab_clients", NULL, "NORFAB clients seen in the last hour.",
+                k.clients);
+    stats_counter(o, "workq_norfab_requests", NULL,
+                  "NORFAB client requests routed or answered by the broker.", k.requests);
+    stats_counter(o, "workq_norfab_responses", NULL, "NORFAB worker answers relayed to clients.",
+                  k.responses);
+    stats_counter(o, "workq_norfab_dropped", NULL, "NORFAB messages dropped as invalid.",
+                  k.dropped);
+    stats_counter(o, "workq_norfab_disconnects", NULL,
+                  "DISCONNECTs sent to NORFAB workers for an unexpected command.", k.disconnects);
+    stats_counter(o, "workq_norfab_dead_workers", NULL,
+                  "NORFAB workers declared dead for missed heartbeats.", k.dead);
+}
+
+static void
+nfp_frontend_close(void *arg)
+{
+    struct nfp_frontend *fe = arg;
+    if (fe->read_ev != NULL)
+        event_free(fe->read_ev);
+    if (fe->tick_ev != NULL)
+        event_free(fe->tick_ev);
+    nfp_broker_free(fe->broker);
+    if (fe->sock != NULL)
+        zmq_close(fe->sock);
+    if (fe->zctx != NULL)
+        zmq_ctx_term(fe->zctx);
+    wq_free(fe);
+}
+
+void *
+nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_config *cfg)
+{
+    struct nfp_frontend *fe = wq_calloc(1, sizeof *fe);
+    fe->env = env;
+    fe->cfg = *cfg;
+    fe->zctx = zmq_ctx_new();
+    fe->sock = fe->zctx != NULL ? zmq_socket(fe->zctx, ZMQ_ROUTER) : NULL;
+    if (fe->sock == NULL) {
+        wq_log(LOG_LVL_ERROR, "cannot make the NORFAB socket error=\"%s\"", zmq_strerror(errno));
+        nfp_frontend_close(fe);
+        return NULL;
+    }
+    /* a worker that connects again under its name takes its name back; a
+     * message to a peer that is gone fails rather than vanish; closing
+     * waits for nothing; a message past -max-payload closes its peer */
+    int one = 1, zero = 0;
+    int64_t max_msg = (int64_t)env->max_payload + 65536;
+    zmq_setsockopt(fe->sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(fe->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(fe->sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(fe->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    int fd;
+    size_t size = sizeof fd;
+    if (zmq_getsockopt(fe->sock, ZMQ_FD, &fd, &size) != 0) {
+        wq_log(LOG_LVL_ERROR, "cannot watch the NORFAB socket error=\"%s\"", zmq_strerror(errno));
+        nfp_frontend_close(fe);
+        return NULL;
+    }
+    fe->read_ev = event_new(env->base, fd, EV_READ | EV_PERSIST, nfp_frontend_read_cb, fe);
+    fe->tick_ev = event_new(env->base, -1, EV_PERSIST, nfp_frontend_tick_cb, fe);
+    const struct nfp_broker_config bcfg = {cfg->keepalive_ms, cfg->liveness, fe->endpoints,
+                                           env->started_ms};
+    fe->broker = nfp_broker_new(&bcfg, nfp_frontend_send, fe, env->now_ms);
+    return fe;
+}
+
+const struct frontend_ops nfp_frontend_ops = {
+    .bind = nfp_frontend_bind,
+    .accept = nfp_frontend_accept,
+    .stats = nfp_frontend_stats,
+    .close = nfp_frontend_close,
+};
