@@ -29,6 +29,8 @@ struct options {
     struct listen_set norfab_listen;   /* NORFAB's NFP over ZeroMQ (n 0: off) */
     uint64_t norfab_keepalive_ms;      /* NFP's heartbeat interval */
     uint64_t norfab_liveness;          /* a worker is dead after this many missed */
+    uint64_t norfab_queue_ttl_ms;      /* a POST waits this long for a worker */
+    uint64_t norfab_result_ttl_ms;     /* workers' final answers are kept this long */
     uint64_t dead_ttl_ms;              /* Workq's dead set: how long a job stays */
     uint64_t dead_max;                 /* and how many stay */
     uint64_t backoff_unit_ms;          /* a second of Workq's retry backoff */

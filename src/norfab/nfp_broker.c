@@ -39,7 +39,7 @@ nfp_client_key(const void *elem, const void **key, size_t *len)
 }
 
 struct nfp_broker *
-nfp_broker_new(const struct nfp_broker_config *cfg, nfp_send_fn send, void *arg,
+nfp_broker_new(const struct nfp_broker_config *cfg, struct core *core, nfp_send_fn send, void *arg,
                const uint64_t *now_ms)
 {
     struct nfp_broker *b = wq_calloc(1, sizeof *b);
@@ -53,6 +53,7 @@ nfp_broker_new(const struct nfp_broker_config *cfg, nfp_send_fn send, void *arg,
     b->clients = registry_new(nfp_client_key);
     list_init(&b->worker_list);
     list_init(&b->client_list);
+    nfp_jobs_open(b, core);
     return b;
 }
 
@@ -70,6 +71,7 @@ nfp_broker_free(struct nfp_broker *b)
 {
     if (b == NULL)
         return;
+    nfp_jobs_close(b);
     struct list *n, *tmp;
     list_each_safe(n, tmp, &b->worker_list)
     {
@@ -97,7 +99,7 @@ nfp_broker_counts(const struct nfp_broker *b, struct nfp_broker_counts *out)
 
 /* ---- sending ---- */
 
-static struct nfp_frame
+struct nfp_frame
 nfp_str(const char *s)
 {
     return (struct nfp_frame){s, strlen(s)};
@@ -118,32 +120,37 @@ nfp_to_worker(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
 }
 
 void
-nfp_to_client(struct nfp_broker *b, const struct nfp_client *c, uint8_t cmd,
-              struct nfp_frame service, struct nfp_frame uuid, const char *status,
-              struct nfp_frame body)
+nfp_to_client(struct nfp_broker *b, struct nfp_frame client, uint8_t cmd, struct nfp_frame service,
+              struct nfp_frame uuid, const char *status, struct nfp_frame body)
 {
+    /* in the form the client used last; as NORFAB writes commands for one
+     * not seen lately */
+    const struct nfp_client *c = registry_find(b->clients, client.p, client.n);
     char cbuf[4];
-    struct nfp_frame f[] = {
-        {c->name, c->len}, {"", 0}, nfp_str(NFP_BROKER), nfp_cmd_frame(cmd, c->ascii, cbuf),
-        service,           uuid,    nfp_str(status),     body};
+    struct nfp_frame f[] = {client,
+                            {"", 0},
+                            nfp_str(NFP_BROKER),
+                            nfp_cmd_frame(cmd, c != NULL ? c->ascii : true, cbuf),
+                            service,
+                            uuid,
+                            nfp_str(status),
+                            body};
     b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
 }
 
-/* Send client c the JSON body j (taken) with status, for request m. */
-static void
-nfp_json_to_client(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
-                   const char *status, json_t *j)
+void
+nfp_json_to_client(struct nfp_broker *b, struct nfp_frame client, struct nfp_frame service,
+                   struct nfp_frame uuid, const char *status, json_t *j)
 {
     char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
     json_decref(j);
     if (text == NULL)
         wq_panic(__FILE__, __LINE__, "json_dumps failed");
-    nfp_to_client(b, c, NFP_RESPONSE, m->args[0], m->args[2], status, nfp_str(text));
+    nfp_to_client(b, client, NFP_RESPONSE, service, uuid, status, nfp_str(text));
     free(text);
 }
 
-/* A frame as a JSON string (its bytes, lossy where they are not UTF-8). */
-static json_t *
+json_t *
 nfp_json_frame(struct nfp_frame f)
 {
     json_t *s = json_stringn_nocheck(f.p, f.n);
@@ -177,6 +184,38 @@ nfp_service_leave(struct nfp_service *s, struct nfp_worker *w)
     }
 }
 
+json_t *
+nfp_json_answer(json_t *workers, struct nfp_frame uuid, struct nfp_frame target, const char *status,
+                struct nfp_frame service, const char *why)
+{
+    json_t *j = json_object();
+    json_object_set_new(j, "workers", workers != NULL ? workers : json_null());
+    json_object_set_new(j, "uuid", nfp_json_frame(uuid));
+    json_object_set_new(j, "target", nfp_json_frame(target));
+    json_object_set_new(j, "status", json_string(status));
+    json_object_set_new(j, "service", nfp_json_frame(service));
+    if (why != NULL) {
+        json_t *errors = json_array();
+        json_array_append_new(errors, json_string(why));
+        json_object_set_new(j, "errors", errors);
+    }
+    return j;
+}
+
+void
+nfp_forward(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd, struct nfp_frame client,
+            struct nfp_frame uuid, struct nfp_frame body)
+{
+    struct nfp_frame extra[] = {client, {"", 0}, uuid, body};
+    nfp_to_worker(b, w, cmd, extra, WQ_ARRAY_LEN(extra));
+}
+
+struct nfp_worker *
+nfp_service_next(struct nfp_service *s)
+{
+    return s->n > 0 ? s->workers[s->next++ % s->n] : NULL;
+}
+
 void
 nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
 {
@@ -187,8 +226,10 @@ nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
         nfp_to_worker(b, w, NFP_DISCONNECT, &svc, 1);
         b->counts.disconnects++;
     }
-    if (w->service != NULL)
+    if (w->service != NULL) {
         nfp_service_leave(w->service, w);
+        nfp_jobs_worker_gone(b, w);
+    }
     registry_remove(b->workers, w->name, w->len);
     list_unlink(&w->link);
     wq_free(w);
@@ -203,6 +244,7 @@ nfp_service(struct nfp_broker *b, struct nfp_frame f)
         s = wq_calloc(1, sizeof *s + f.n + 1);
         memcpy(s->name, f.p, f.n);
         s->len = f.n;
+        list_init(&s->waiting);
         registry_insert(b->services, s);
     }
     return s;
@@ -260,8 +302,9 @@ nfp_resolve(const struct nfp_broker *b, struct nfp_service *s, struct nfp_frame 
 {
     *n = *unknown = 0;
     if (t.n == 3 && memcmp(t.p, "any", 3) == 0) {
-        if (s->n > 0)
-            out[(*n)++] = s->workers[s->next++ % s->n];
+        struct nfp_worker *w = nfp_service_next(s);
+        if (w != NULL)
+            out[(*n)++] = w;
         return;
     }
     if (t.n == 3 && memcmp(t.p, "all", 3) == 0) {
@@ -305,52 +348,46 @@ nfp_resolve(const struct nfp_broker *b, struct nfp_service *s, struct nfp_frame 
 
 /* ---- client requests ---- */
 
-/* Relay client c's request m to workers[0..n), after a 202 naming them
- * (POST and GET), as NORFAB's broker does. */
+/* Relay client c's request m (GET, DELETE, PUT) to workers[0..n), a GET
+ * after a 202 naming them, as NORFAB's broker does. */
 static void
 nfp_dispatch(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
              struct nfp_service *s, struct nfp_worker **workers, size_t n)
 {
-    if (m->cmd == NFP_POST || m->cmd == NFP_GET) {
+    if (m->cmd == NFP_GET) {
         json_t *names = json_array();
         for (size_t i = 0; i < n; i++)
             json_array_append_new(
                 names, nfp_json_frame((struct nfp_frame){workers[i]->name, workers[i]->len}));
-        json_t *j = json_object();
-        json_object_set_new(j, "workers", names);
-        json_object_set_new(j, "uuid", nfp_json_frame(m->args[2]));
-        json_object_set_new(j, "target", nfp_json_frame(m->args[1]));
-        json_object_set_new(j, "status", json_string("DISPATCHED"));
-        json_object_set_new(j, "service", nfp_json_frame(m->args[0]));
-        nfp_json_to_client(b, m, c, "202", j);
+        nfp_json_to_client(
+            b, m->peer, m->args[0], m->args[2], "202",
+            nfp_json_answer(names, m->args[2], m->args[1], "DISPATCHED", m->args[0], NULL));
     }
-    struct nfp_frame extra[] = {{c->name, c->len}, {"", 0}, m->args[2], m->args[3]};
     for (size_t i = 0; i < n; i++)
-        nfp_to_worker(b, workers[i], m->cmd, extra, WQ_ARRAY_LEN(extra));
+        nfp_forward(b, workers[i], m->cmd, (struct nfp_frame){c->name, c->len}, m->args[2],
+                    m->args[3]);
     s->requests++;
 }
 
-/* Answer client c's request m with 400: no worker of the service is
- * named by its target (or it has none). */
+/* Answer request m with 400: no worker of the service is named by its
+ * target (or it has none). */
 static void
-nfp_no_workers(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
-               size_t unknown)
+nfp_no_workers(struct nfp_broker *b, const struct nfp_msg *m, size_t unknown)
 {
     char why[160];
     snprintf(why, sizeof why,
              unknown > 0 ? "%zu of the workers the target names are not workers of the service"
                          : "the service has no worker",
              unknown);
-    json_t *j = json_object();
-    json_object_set_new(j, "workers", json_null());
-    json_object_set_new(j, "uuid", nfp_json_frame(m->args[2]));
-    json_object_set_new(j, "target", nfp_json_frame(m->args[1]));
-    json_object_set_new(j, "status", json_string("FAILED"));
-    json_object_set_new(j, "service", nfp_json_frame(m->args[0]));
-    json_t *errors = json_array();
-    json_array_append_new(errors, json_string(why));
-    json_object_set_new(j, "errors", errors);
-    nfp_json_to_client(b, m, c, "400", j);
+    nfp_json_to_client(b, m->peer, m->args[0], m->args[2], "400",
+                       nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0], why));
+}
+
+/* Does target t wait for a worker when there is none ("any", "all")? */
+static bool
+nfp_target_waits(struct nfp_frame t)
+{
+    return t.n == 3 && (memcmp(t.p, "any", 3) == 0 || memcmp(t.p, "all", 3) == 0);
 }
 
 static void
@@ -383,14 +420,30 @@ nfp_from_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
         nfp_mmi(b, m, c);
         return;
     }
+    if (svc.n > WQ_MAX_NAME || m->args[2].n == 0 || m->args[2].n > NFP_UUID_MAX) {
+        nfp_json_to_client(b, m->peer, m->args[0], m->args[2], "400",
+                           nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0],
+                                           "the service name or the uuid is too long (or the "
+                                           "uuid empty)"));
+        return;
+    }
     struct nfp_service *s = nfp_service(b, svc);
+    if (m->cmd == NFP_GET) {
+        nfp_jobs_get(b, m, c, s);
+        return;
+    }
+    if (m->cmd == NFP_DELETE && nfp_jobs_delete(b, m, c))
+        return;
     struct nfp_worker **workers = wq_malloc(NFP_TARGET_MAX * sizeof *workers);
     size_t n, unknown;
     nfp_resolve(b, s, m->args[1], workers, &n, &unknown);
-    /* a POST goes to every worker its target names or nowhere; a GET,
-     * DELETE or PUT to those of them still there */
-    if (n == 0 || (unknown > 0 && m->cmd == NFP_POST))
-        nfp_no_workers(b, m, c, unknown);
+    bool waits = m->cmd == NFP_POST && unknown == 0 && nfp_target_waits(m->args[1]);
+    /* a POST goes to every worker its target names or nowhere ("any" and
+     * "all" wait for one); a DELETE or PUT to those of them still there */
+    if ((n == 0 && !waits) || (unknown > 0 && m->cmd == NFP_POST))
+        nfp_no_workers(b, m, unknown);
+    else if (m->cmd == NFP_POST)
+        nfp_jobs_post(b, m, c, s, workers, n);
     else
         nfp_dispatch(b, m, c, s, workers, n);
     wq_free(workers);
@@ -437,6 +490,7 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
         s->workers[s->n++] = w;
         wq_log(LOG_LVL_INFO, "NORFAB worker ready worker=%.*s service=%.*s",
                (int)WQ_MIN(w->len, 128), w->name, (int)WQ_MIN(s->len, 128), s->name);
+        nfp_jobs_ready(b, s);
         return;
     }
     if (w->service == NULL || m->cmd == NFP_READY) {
@@ -465,6 +519,8 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
         f[n++] = m->args[i];
     b->counts.responses++;
     b->send(b->send_arg, f, n);
+    if (m->cmd == NFP_RESPONSE)
+        nfp_jobs_answered(b, w, m);
 }
 
 void
@@ -517,4 +573,5 @@ nfp_broker_tick(struct nfp_broker *b)
         list_unlink(&c->link);
         wq_free(c);
     }
+    nfp_jobs_tick(b);
 }

@@ -11,25 +11,28 @@
 #include "lib/wq.h"
 #include "norfab/nfp.h"
 
+struct core;
 struct nfp_broker;
 struct stats_out;
 
 /* Its settings. */
 struct nfp_broker_config {
-    uint64_t keepalive_ms; /* a KEEPALIVE to each worker this often */
-    uint64_t liveness;     /* a worker unheard of for this many intervals is dead */
-    const char *endpoints; /* what show_broker says it listens on */
-    uint64_t started_ms;   /* the server's start (Unix ms) */
+    uint64_t keepalive_ms;  /* a KEEPALIVE to each worker this often */
+    uint64_t liveness;      /* a worker unheard of for this many intervals is dead */
+    const char *endpoints;  /* what show_broker says it listens on */
+    uint64_t started_ms;    /* the server's start (Unix ms) */
+    uint64_t queue_ttl_ms;  /* a POST waits this long for a worker */
+    uint64_t result_ttl_ms; /* workers' final answers are kept this long */
 };
 
 /* Send frames[0..n) (the peer's identity first): false when the peer is
  * gone or cannot take it (the message is dropped). */
 typedef bool (*nfp_send_fn)(void *arg, const struct nfp_frame *frames, size_t n);
 
-/* A broker sending through send(arg, ...); *now_ms is the server's clock
- * (Unix ms). */
-struct nfp_broker *nfp_broker_new(const struct nfp_broker_config *cfg, nfp_send_fn send, void *arg,
-                                  const uint64_t *now_ms);
+/* A broker sending through send(arg, ...), its jobs on core's space
+ * "norfab"; *now_ms is the server's clock (Unix ms). */
+struct nfp_broker *nfp_broker_new(const struct nfp_broker_config *cfg, struct core *core,
+                                  nfp_send_fn send, void *arg, const uint64_t *now_ms);
 void nfp_broker_free(struct nfp_broker *b);
 
 /* One message as the ROUTER socket received it. */
@@ -47,6 +50,8 @@ struct nfp_broker_counts {
     uint64_t dropped;     /* invalid messages */
     uint64_t disconnects; /* DISCONNECTs sent for unexpected commands */
     uint64_t dead;        /* workers declared dead */
+    uint64_t resent;      /* POSTs sent again to another worker */
+    uint64_t expired;     /* POSTs that found no worker in the queue TTL */
 };
 void nfp_broker_counts(const struct nfp_broker *b, struct nfp_broker_counts *out);
 

@@ -232,9 +232,10 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     }
     fe->read_ev = event_new(env->base, fd, EV_READ | EV_PERSIST, nfp_frontend_read_cb, fe);
     fe->tick_ev = event_new(env->base, -1, EV_PERSIST, nfp_frontend_tick_cb, fe);
-    const struct nfp_broker_config bcfg = {cfg->keepalive_ms, cfg->liveness, fe->endpoints,
-                                           env->started_ms};
-    fe->broker = nfp_broker_new(&bcfg, nfp_frontend_send, fe, env->now_ms);
+    const struct nfp_broker_config bcfg = {cfg->keepalive_ms, cfg->liveness,
+                                           fe->endpoints,     env->started_ms,
+                                           cfg->queue_ttl_ms, cfg->result_ttl_ms};
+    fe->broker = nfp_broker_new(&bcfg, env->core, nfp_frontend_send, fe, env->now_ms);
     return fe;
 }
 

@@ -11,8 +11,10 @@ struct frontend_env;
 
 /* Its own options. */
 struct nfp_frontend_config {
-    uint64_t keepalive_ms; /* -norfab-keepalive-ms */
-    uint64_t liveness;     /* -norfab-liveness */
+    uint64_t keepalive_ms;  /* -norfab-keepalive-ms */
+    uint64_t liveness;      /* -norfab-liveness */
+    uint64_t queue_ttl_ms;  /* -norfab-queue-ttl */
+    uint64_t result_ttl_ms; /* -norfab-result-ttl */
 };
 
 extern const struct frontend_ops nfp_frontend_ops;

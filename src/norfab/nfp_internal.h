@@ -4,14 +4,19 @@
 #define WQ_NFP_INTERNAL_H
 
 #include "lib/wq.h"
+
+#include <jansson.h>
+
 #include "lib/list.h"
 #include "norfab/nfp.h"
 #include "norfab/nfp_broker.h"
 
+struct core;
 struct registry;
 
 /* A service: its ready workers, in the order they came. */
 struct nfp_service {
+    struct list waiting; /* struct nfp_post.link: POSTs queued for a worker, oldest first */
     struct nfp_worker **workers;
     size_t n, cap;
     size_t next;       /* where the next "any" starts: turn by turn */
@@ -42,6 +47,41 @@ struct nfp_client {
     char name[];
 };
 
+/* A worker a POST went to. */
+struct nfp_dest {
+    char *name;
+    size_t len;
+    bool answered; /* it sent a RESPONSE for the job */
+    bool ended;    /* its final one: 200 (kept in result), a 4xx or a 5xx */
+    char *result;  /* the body of its 200 */
+    size_t result_len;
+};
+
+enum nfp_post_state { NFP_QUEUED, NFP_SENT, NFP_ENDED };
+
+/* A POST the broker keeps (nfp_jobs.c): an engine job of the space
+ * "norfab" keyed by its uuid, in the queue named by its service, whose
+ * payload is the request's body.  Queued until a worker of the service
+ * is there, then leased while with its workers; once each has sent its
+ * final answer the engine job ends and the answers stay for the result
+ * TTL. */
+struct nfp_post {
+    struct list link; /* QUEUED: in its service's waiting; else in the broker's sent or ended */
+    struct nfp_service *service;
+    enum nfp_post_state state;
+    bool all;          /* target "all" */
+    uint64_t since_ms; /* QUEUED: since; ENDED: since */
+    char *client;      /* who posted it */
+    size_t client_len;
+    char *target;
+    size_t target_len;
+    struct nfp_dest *dests;
+    size_t ndest;
+    uint64_t bytes; /* what it adds to -max-memory's count */
+    size_t uuid_len;
+    char uuid[];
+};
+
 struct nfp_broker {
     struct nfp_broker_config cfg;
     nfp_send_fn send;
@@ -54,7 +94,16 @@ struct nfp_broker {
     struct registry *clients;  /* identity -> struct nfp_client */
     struct list client_list;
     struct nfp_broker_counts counts;
+    /* the jobs (nfp_jobs.c) */
+    struct core *core;
+    uint8_t space;
+    struct registry *posts; /* uuid -> struct nfp_post */
+    struct list sent;       /* the posts with their workers */
+    struct list ended;      /* the posts ended, the oldest first */
 };
+
+/* A uuid is 1 to this many bytes (an engine key; NORFAB's are 32). */
+#define NFP_UUID_MAX 255
 
 /* The broker's own service. */
 #define NFP_MMI_SERVICE "mmi.service.broker"
@@ -64,11 +113,14 @@ struct nfp_broker {
  * MMI request, status 200. */
 void nfp_mmi(struct nfp_broker *b, const struct nfp_msg *m, struct nfp_client *c);
 
-/* Send a RESPONSE-shaped message to client c: cmd (RESPONSE, MMI),
- * service, uuid, status, body. */
-void nfp_to_client(struct nfp_broker *b, const struct nfp_client *c, uint8_t cmd,
+/* Send a RESPONSE-shaped message to client (its identity; it may be
+ * gone): cmd (RESPONSE, MMI), service, uuid, status, body. */
+void nfp_to_client(struct nfp_broker *b, struct nfp_frame client, uint8_t cmd,
                    struct nfp_frame service, struct nfp_frame uuid, const char *status,
                    struct nfp_frame body);
+
+/* A frame as a JSON string (the empty string where it is not UTF-8). */
+json_t *nfp_json_frame(struct nfp_frame f);
 
 /* Forget worker w (after its DISCONNECT, or dead); with tell, send it a
  * DISCONNECT first. */
@@ -76,5 +128,54 @@ void nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell);
 
 /* Is w dead (unheard of for liveness intervals) at now? */
 bool nfp_worker_dead(const struct nfp_broker *b, const struct nfp_worker *w, uint64_t now);
+
+/* A frame of the text s. */
+struct nfp_frame nfp_str(const char *s);
+
+/* Send client (which may be gone) a RESPONSE for service and uuid with
+ * status and the JSON body j (taken). */
+void nfp_json_to_client(struct nfp_broker *b, struct nfp_frame client, struct nfp_frame service,
+                        struct nfp_frame uuid, const char *status, json_t *j);
+
+/* The JSON object NORFAB's broker answers a request with: workers (taken;
+ * NULL: null), uuid, target, status, service, and errors when why is not
+ * NULL. */
+json_t *nfp_json_answer(json_t *workers, struct nfp_frame uuid, struct nfp_frame target,
+                        const char *status, struct nfp_frame service, const char *why);
+
+/* Forward request cmd of client (its uuid, body) to worker w. */
+void nfp_forward(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
+                 struct nfp_frame client, struct nfp_frame uuid, struct nfp_frame body);
+
+/* The next ready worker of s in turn, NULL if it has none. */
+struct nfp_worker *nfp_service_next(struct nfp_service *s);
+
+/* ---- the jobs (nfp_jobs.c) ---- */
+
+/* Open the broker's engine space. */
+void nfp_jobs_open(struct nfp_broker *b, struct core *core);
+/* Free the posts (the engine's jobs go with the engine). */
+void nfp_jobs_close(struct nfp_broker *b);
+/* Client c's POST m to service s, whose target named workers[0..n) (none:
+ * "any" or "all" with no worker yet, which queues it). */
+void nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+                   struct nfp_service *s, struct nfp_worker **workers, size_t n);
+/* Client c's GET m: answered (400 for a uuid never posted, the kept 200
+ * of a worker gone) or relayed to the named workers still there. */
+void nfp_jobs_get(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+                  struct nfp_service *s);
+/* Client c's DELETE m: true when it cancelled a POST still queued (and
+ * answered); false: relay it. */
+bool nfp_jobs_delete(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c);
+/* Worker w answered (RESPONSE m): note it for its job. */
+void nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct nfp_msg *m);
+/* Worker s got a worker (READY): the POSTs waiting for one go. */
+void nfp_jobs_ready(struct nfp_broker *b, struct nfp_service *s);
+/* Worker w is gone (dead, DISCONNECT; out of its service already): its
+ * "any" jobs it never answered go to another worker, or wait for one. */
+void nfp_jobs_worker_gone(struct nfp_broker *b, const struct nfp_worker *w);
+/* Every keepalive interval: queued POSTs past the queue TTL are answered
+ * 408; ended ones past the result TTL are forgotten. */
+void nfp_jobs_tick(struct nfp_broker *b);
 
 #endif /* WQ_NFP_INTERNAL_H */

@@ -180,7 +180,8 @@ nfp_mmi(struct nfp_broker *b, const struct nfp_msg *m, struct nfp_client *c)
     json_decref(ret);
     if (body == NULL)
         wq_panic(__FILE__, __LINE__, "json_dumps failed");
-    nfp_to_client(b, c, m->cmd == NFP_MMI ? NFP_MMI : NFP_RESPONSE, m->args[0], m->args[2], status,
-                  (struct nfp_frame){body, strlen(body)});
+    (void)c;
+    nfp_to_client(b, m->peer, m->cmd == NFP_MMI ? NFP_MMI : NFP_RESPONSE, m->args[0], m->args[2],
+                  status, (struct nfp_frame){body, strlen(body)});
     free(body);
 }

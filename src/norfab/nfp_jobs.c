@@ -1,0 +1,482 @@
+/* nfp_jobs.c - the POSTs NORFAB's clients make, as jobs of the engine
+ * (nfp_internal.h): queued while their service has no worker, re-sent
+ * when the worker they went to dies without a word, their workers' final
+ * answers kept for the GETs that come after that worker is gone. */
+#include "lib/wq.h"
+#include "norfab/nfp_internal.h"
+
+#include <string.h>
+
+#include "engine/core.h"
+#include "lib/alloc.h"
+#include "lib/log.h"
+#include "lib/registry.h"
+
+static void
+nfp_post_key(const void *elem, const void **key, size_t *len)
+{
+    const struct nfp_post *p = elem;
+    *key = p->uuid;
+    *len = p->uuid_len;
+}
+
+static struct nfp_frame
+nfp_frame_of(const char *p, size_t n)
+{
+    return (struct nfp_frame){p, n};
+}
+
+/* The engine's job of p, NULL once it has ended. */
+static struct job *
+nfp_post_job(const struct nfp_broker *b, const struct nfp_post *p)
+{
+    const struct job_key k = {(const uint8_t *)p->uuid, p->uuid_len, b->space};
+    return core_find_key(b->core, &k);
+}
+
+/* Count bytes more (or fewer) against -max-memory. */
+static void
+nfp_post_count(struct nfp_broker *b, struct nfp_post *p, int64_t bytes)
+{
+    p->bytes += (uint64_t)bytes;
+    b->core->data_bytes += (uint64_t)bytes;
+}
+
+static void
+nfp_post_free(struct nfp_broker *b, struct nfp_post *p)
+{
+    if (b->core != NULL) { /* NULL: the engine is gone first (nfp_jobs_close) */
+        struct job *j = nfp_post_job(b, p);
+        if (j != NULL)
+            core_delete_job(b->core, j);
+        b->core->data_bytes -= p->bytes;
+    }
+    for (size_t i = 0; i < p->ndest; i++) {
+        wq_free(p->dests[i].name);
+        wq_free(p->dests[i].result);
+    }
+    wq_free(p->dests);
+    wq_free(p->client);
+    wq_free(p->target);
+    list_unlink(&p->link);
+    registry_remove(b->posts, p->uuid, p->uuid_len);
+    wq_free(p);
+}
+
+/* core_space_ops.ttr_expired: a job stays with its workers for as long as
+ * they live (the heartbeats say): the engine's longest reservation starts
+ * again. */
+static void
+nfp_ttr_expired(void *arg, struct core *c, struct job *j)
+{
+    struct nfp_broker *b = arg;
+    core_job_retry_at(c, j, (int64_t)*b->now_ms);
+    core_job_take(c, j, *b->now_ms);
+}
+
+static const struct core_space_ops nfp_space_ops = {
+    .ttr_expired = nfp_ttr_expired,
+};
+
+void
+nfp_jobs_open(struct nfp_broker *b, struct core *core)
+{
+    b->core = core;
+    /* no records of its own yet: an empty range of codes */
+    b->space = core_space_open(core, "norfab", &nfp_space_ops, b, CORE_SPACE_FIFO, 1, 0);
+    b->posts = registry_new(nfp_post_key);
+    list_init(&b->sent);
+    list_init(&b->ended);
+}
+
+/* Free the posts queued in service elem (registry_foreach). */
+static void
+nfp_service_free_waiting(void *elem, void *arg)
+{
+    struct nfp_service *s = elem;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->waiting)
+    {
+        nfp_post_free(arg, list_item(n, struct nfp_post, link));
+    }
+}
+
+void
+nfp_jobs_close(struct nfp_broker *b)
+{
+    b->core = NULL; /* the server frees the engine before its front-ends */
+    struct list *lists[] = {&b->sent, &b->ended};
+    for (size_t i = 0; i < WQ_ARRAY_LEN(lists); i++) {
+        struct list *n, *tmp;
+        list_each_safe(n, tmp, lists[i])
+        {
+            nfp_post_free(b, list_item(n, struct nfp_post, link));
+        }
+    }
+    registry_foreach(b->services, nfp_service_free_waiting, b);
+    registry_free(b->posts);
+}
+
+/* ---- sending a POST ---- */
+
+/* The names of p's workers, as JSON. */
+static json_t *
+nfp_post_names(const struct nfp_post *p)
+{
+    json_t *names = json_array();
+    for (size_t i = 0; i < p->ndest; i++)
+        json_array_append_new(names,
+                              nfp_json_frame(nfp_frame_of(p->dests[i].name, p->dests[i].len)));
+    return names;
+}
+
+/* Tell p's client its 202: the workers p went to. */
+static void
+nfp_post_202(struct nfp_broker *b, const struct nfp_post *p)
+{
+    struct nfp_frame uuid = nfp_frame_of(p->uuid, p->uuid_len);
+    struct nfp_frame svc = nfp_frame_of(p->service->name, p->service->len);
+    nfp_json_to_client(b, nfp_frame_of(p->client, p->client_len), svc, uuid, "202",
+                       nfp_json_answer(nfp_post_names(p), uuid,
+                                       nfp_frame_of(p->target, p->target_len), "DISPATCHED", svc,
+                                       NULL));
+}
+
+/* Send p to worker w (a new destination). */
+static void
+nfp_post_send_to(struct nfp_broker *b, struct nfp_post *p, struct nfp_dest *d,
+                 const struct nfp_worker *w)
+{
+    const struct job *j = nfp_post_job(b, p);
+    d->name = wq_malloc(w->len + 1);
+    memcpy(d->name, w->name, w->len);
+    d->len = w->len;
+    nfp_post_count(b, p, (int64_t)w->len);
+    nfp_forward(b, w, NFP_POST, nfp_frame_of(p->client, p->client_len),
+                nfp_frame_of(p->uuid, p->uuid_len),
+                nfp_frame_of(j != NULL ? j->payload : "", j != NULL ? j->payload_len : 0));
+}
+
+/* p goes to workers[0..n) (n > 0): leased, its 202, then the POST to
+ * each, as NORFAB's broker sends them. */
+static void
+nfp_post_dispatch(struct nfp_broker *b, struct nfp_post *p, struct nfp_worker **workers, size_t n)
+{
+    p->dests = wq_calloc(n, sizeof *p->dests);
+    p->ndest = n;
+    nfp_post_count(b, p, (int64_t)(n * sizeof *p->dests));
+    for (size_t i = 0; i < n; i++) {
+        p->dests[i].name = wq_malloc(workers[i]->len + 1);
+        memcpy(p->dests[i].name, workers[i]->name, workers[i]->len);
+        p->dests[i].len = workers[i]->len;
+        nfp_post_count(b, p, (int64_t)workers[i]->len);
+    }
+    struct job *j = nfp_post_job(b, p);
+    if (j != NULL && j->state != JOB_LEASED)
+        core_job_take(b->core, j, *b->now_ms);
+    list_unlink(&p->link);
+    list_push_back(&b->sent, &p->link);
+    p->state = NFP_SENT;
+    nfp_post_202(b, p);
+    struct nfp_frame body =
+        nfp_frame_of(j != NULL ? j->payload : "", j != NULL ? j->payload_len : 0);
+    for (size_t i = 0; i < n; i++)
+        nfp_forward(b, workers[i], NFP_POST, nfp_frame_of(p->client, p->client_len),
+                    nfp_frame_of(p->uuid, p->uuid_len), body);
+    p->service->requests++;
+}
+
+/* p waits in its service's line. */
+static void
+nfp_post_queue(struct nfp_broker *b, struct nfp_post *p)
+{
+    list_unlink(&p->link);
+    list_push_back(&p->service->waiting, &p->link);
+    p->state = NFP_QUEUED;
+    p->since_ms = *b->now_ms;
+}
+
+/* A copy of f, counted for p. */
+static char *
+nfp_post_copy(struct nfp_broker *b, struct nfp_post *p, struct nfp_frame f)
+{
+    char *c = wq_malloc(f.n + 1);
+    memcpy(c, f.p, f.n);
+    nfp_post_count(b, p, (int64_t)f.n);
+    return c;
+}
+
+void
+nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+              struct nfp_service *s, struct nfp_worker **workers, size_t n)
+{
+    struct nfp_frame svc = m->args[0], target = m->args[1], uuid = m->args[2], body = m->args[3];
+    struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
+    if (p != NULL && p->state == NFP_SENT) {
+        nfp_post_202(b, p); /* a POST again: no second copy */
+        return;
+    }
+    if (p != NULL && p->state == NFP_QUEUED)
+        return; /* its 202 comes with a worker */
+    if (p != NULL)
+        nfp_post_free(b, p); /* ended: a new job under the same uuid */
+    const struct job_spec js = {
+        .key = {(const uint8_t *)uuid.p, uuid.n, b->space},
+        .name = {svc.p, svc.n},
+        .ttr = WQ_MAX_TTR_MS,
+        .ttl = UINT64_MAX,
+        .payload = body.p,
+        .payload_len = body.n,
+    };
+    enum core_status st = core_add(b->core, &js, *b->now_ms);
+    if (st != CORE_OK) {
+        nfp_json_to_client(b, m->peer, svc, uuid, "500",
+                           nfp_json_answer(NULL, uuid, target, "FAILED", svc,
+                                           st == CORE_NOMEM ? "out of memory (-max-memory)"
+                                                            : "the job cannot be kept"));
+        return;
+    }
+    p = wq_calloc(1, sizeof *p + uuid.n + 1);
+    memcpy(p->uuid, uuid.p, uuid.n);
+    p->uuid_len = uuid.n;
+    nfp_post_count(b, p, (int64_t)(sizeof *p + uuid.n));
+    p->service = s;
+    p->all = target.n == 3 && memcmp(target.p, "all", 3) == 0;
+    p->client = nfp_post_copy(b, p, (struct nfp_frame){c->name, c->len});
+    p->client_len = c->len;
+    p->target = nfp_post_copy(b, p, target);
+    p->target_len = target.n;
+    list_init(&p->link);
+    registry_insert(b->posts, p);
+    if (n > 0)
+        nfp_post_dispatch(b, p, workers, n);
+    else
+        nfp_post_queue(b, p);
+}
+
+void
+nfp_jobs_ready(struct nfp_broker *b, struct nfp_service *s)
+{
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->waiting)
+    {
+        struct nfp_post *p = list_item(n, struct nfp_post, link);
+        struct nfp_worker *any;
+        if (p->all)
+            nfp_post_dispatch(b, p, s->workers, s->n);
+        else if ((any = nfp_service_next(s)) != NULL)
+            nfp_post_dispatch(b, p, &any, 1);
+    }
+}
+
+/* ---- answers ---- */
+
+/* The destination of p named name[0..len), NULL if none. */
+static struct nfp_dest *
+nfp_post_dest(struct nfp_post *p, const char *name, size_t len)
+{
+    for (size_t i = 0; i < p->ndest; i++)
+        if (p->dests[i].len == len && memcmp(p->dests[i].name, name, len) == 0)
+            return &p->dests[i];
+    return NULL;
+}
+
+void
+nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct nfp_msg *m)
+{
+    struct nfp_frame uuid = m->args[2], status = m->args[3];
+    struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
+    struct nfp_dest *d =
+        p != NULL && p->state == NFP_SENT ? nfp_post_dest(p, w->name, w->len) : NULL;
+    if (d == NULL)
+        return;
+    d->answered = true;
+    bool ok = status.n >= 3 && memcmp(status.p, "200", 3) == 0;
+    bool failed = status.n >= 1 && (status.p[0] == '4' || status.p[0] == '5');
+    if (d->ended || (!ok && !failed))
+        return;
+    d->ended = true;
+    if (ok && m->nargs > 4) {
+        d->result = wq_malloc(m->args[4].n + 1);
+        memcpy(d->result, m->args[4].p, m->args[4].n);
+        d->result_len = m->args[4].n;
+        nfp_post_count(b, p, (int64_t)m->args[4].n);
+    }
+    for (size_t i = 0; i < p->ndest; i++)
+        if (!p->dests[i].ended)
+            return;
+    /* every worker has its final answer: the job ends, the answers stay */
+    struct job *j = nfp_post_job(b, p);
+    if (j != NULL)
+        core_delete_job(b->core, j);
+    p->state = NFP_ENDED;
+    p->since_ms = *b->now_ms;
+    list_unlink(&p->link);
+    list_push_back(&b->ended, &p->link);
+}
+
+void
+nfp_jobs_get(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+             struct nfp_service *s)
+{
+    struct nfp_frame svc = m->args[0], target = m->args[1], uuid = m->args[2];
+    struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
+    if (p == NULL) {
+        nfp_json_to_client(
+            b, m->peer, svc, uuid, "400",
+            nfp_json_answer(NULL, uuid, target, "FAILED", svc, "no job with this uuid was posted"));
+        return;
+    }
+    /* the workers the target names: those there get the GET, those gone
+     * with a final 200 kept are answered with it, the others are left out */
+    size_t cap = p->ndest + 1, nlive = 0, nkept = 0;
+    struct nfp_worker **live = wq_malloc(cap * sizeof *live);
+    struct nfp_dest **kept = wq_malloc(cap * sizeof *kept);
+    json_t *names = json_array();
+    bool any = target.n == 3 && memcmp(target.p, "any", 3) == 0;
+    bool all = any || (target.n == 3 && memcmp(target.p, "all", 3) == 0);
+    json_t *list =
+        target.n > 0 && target.p[0] == '[' ? json_loadb(target.p, target.n, 0, NULL) : NULL;
+    for (size_t i = 0; i < p->ndest && nlive + nkept < cap; i++) {
+        struct nfp_dest *d = &p->dests[i];
+        bool named = all;
+        size_t k;
+        json_t *v;
+        json_array_foreach(list, k, v)
+        {
+            named |= json_is_string(v) && json_string_length(v) == d->len &&
+                     memcmp(json_string_value(v), d->name, d->len) == 0;
+        }
+        if (list == NULL && !all) { /* a name, or names separated by commas */
+            for (const char *q = target.p, *end = target.p + target.n; q <= end && !named;) {
+                const char *comma = memchr(q, ',', (size_t)(end - q));
+                const char *stop = comma != NULL ? comma : end;
+                named = (size_t)(stop - q) == d->len && memcmp(q, d->name, d->len) == 0;
+                q = stop + 1;
+            }
+        }
+        if (!named)
+            continue;
+        struct nfp_worker *w = registry_find(b->workers, d->name, d->len);
+        if (w != NULL && w->service == s)
+            live[nlive++] = w;
+        else if (d->result != NULL)
+            kept[nkept++] = d;
+        else
+            continue;
+        json_array_append_new(names, nfp_json_frame(nfp_frame_of(d->name, d->len)));
+    }
+    json_decref(list);
+    if (nlive + nkept == 0) {
+        json_decref(names);
+        nfp_json_to_client(b, m->peer, svc, uuid, "400",
+                           nfp_json_answer(NULL, uuid, target, "FAILED", svc,
+                                           "no worker of the job that the target names is there, "
+                                           "and none left its result"));
+    } else {
+        nfp_json_to_client(b, m->peer, svc, uuid, "202",
+                           nfp_json_answer(names, uuid, target, "DISPATCHED", svc, NULL));
+        for (size_t i = 0; i < nlive; i++)
+            nfp_forward(b, live[i], NFP_GET, (struct nfp_frame){c->name, c->len}, uuid, m->args[3]);
+        for (size_t i = 0; i < nkept; i++)
+            nfp_to_client(b, m->peer, NFP_RESPONSE, svc, uuid, "200",
+                          nfp_frame_of(kept[i]->result, kept[i]->result_len));
+        s->requests++;
+    }
+    wq_free(live);
+    wq_free(kept);
+}
+
+bool
+nfp_jobs_delete(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c)
+{
+    (void)c;
+    struct nfp_frame svc = m->args[0], uuid = m->args[2];
+    struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
+    if (p == NULL || p->state != NFP_QUEUED)
+        return false;
+    nfp_json_to_client(b, m->peer, svc, uuid, "200",
+                       nfp_json_answer(NULL, uuid, m->args[1], "DELETED", svc, NULL));
+    nfp_post_free(b, p);
+    return true;
+}
+
+/* ---- workers gone, time passing ---- */
+
+void
+nfp_jobs_worker_gone(struct nfp_broker *b, const struct nfp_worker *w)
+{
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &b->sent)
+    {
+        struct nfp_post *p = list_item(n, struct nfp_post, link);
+        struct nfp_dest *d = nfp_post_dest(p, w->name, w->len);
+        if (d == NULL || d->answered || p->all || p->ndest != 1 || p->service != w->service)
+            continue;
+        /* an "any" job it never answered: to the next worker, or back in
+         * the line */
+        nfp_post_count(b, p, -(int64_t)d->len);
+        wq_free(d->name);
+        d->name = NULL;
+        b->counts.resent++;
+        struct nfp_worker *next = nfp_service_next(p->service);
+        if (next != NULL) {
+            nfp_post_send_to(b, p, d, next);
+            nfp_post_202(b, p);
+            continue;
+        }
+        nfp_post_count(b, p, -(int64_t)(p->ndest * sizeof *p->dests));
+        wq_free(p->dests);
+        p->dests = NULL;
+        p->ndest = 0;
+        struct job *j = nfp_post_job(b, p);
+        if (j != NULL)
+            core_job_retry_at(b->core, j, (int64_t)*b->now_ms);
+        nfp_post_queue(b, p);
+    }
+}
+
+/* Answer queued p 408: no worker came in the queue TTL. */
+static void
+nfp_post_expire(struct nfp_broker *b, struct nfp_post *p)
+{
+    struct nfp_frame uuid = nfp_frame_of(p->uuid, p->uuid_len);
+    struct nfp_frame svc = nfp_frame_of(p->service->name, p->service->len);
+    nfp_json_to_client(b, nfp_frame_of(p->client, p->client_len), svc, uuid, "408",
+                       nfp_json_answer(NULL, uuid, nfp_frame_of(p->target, p->target_len),
+                                       "EXPIRED", svc,
+                                       "no worker of the service came within the queue TTL"));
+    b->counts.expired++;
+    nfp_post_free(b, p);
+}
+
+/* The queued posts of service elem past the queue TTL (registry_foreach:
+ * the posts' registry changes, not the services'). */
+static void
+nfp_service_expire(void *elem, void *arg)
+{
+    struct nfp_service *s = elem;
+    struct nfp_broker *b = arg;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &s->waiting)
+    {
+        struct nfp_post *p = list_item(n, struct nfp_post, link);
+        if (*b->now_ms < p->since_ms + b->cfg.queue_ttl_ms)
+            break; /* the line is oldest first */
+        nfp_post_expire(b, p);
+    }
+}
+
+void
+nfp_jobs_tick(struct nfp_broker *b)
+{
+    registry_foreach(b->services, nfp_service_expire, b);
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &b->ended)
+    {
+        struct nfp_post *p = list_item(n, struct nfp_post, link);
+        if (*b->now_ms < p->since_ms + b->cfg.result_ttl_ms)
+            break;
+        nfp_post_free(b, p);
+    }
+}
