@@ -147,7 +147,7 @@ check "Package: workq-server" test "$(field Package)" = workq-server
 check "Version: $version-1" test "$(field Version)" = "$version-1"
 check "Architecture: $arch" test "$(field Architecture)" = "$arch"
 depends=$(field Depends)
-for d in libevent-2.1-7 libevent-openssl-2.1-7 libjemalloc2 libuuid1 libjansson4 libssl3 \
+for d in libevent-2.1-7 libevent-openssl-2.1-7 libjemalloc2 libuuid1 libjansson4 libssl3 libzmq5 \
     "systemd | systemd-standalone-sysusers"; do
     case "$depends" in
     *"$d"*) pass "Depends has $d" ;;

@@ -20,7 +20,7 @@ static int
 workq_open(const struct frontend_env *env, const struct options *o, void **fe)
 {
     const struct cmd_frontend_config cfg = {o->password_file, o->faktory_listen.n > 0,
-                                            o->hero_listen.n > 0};
+                                            o->hero_listen.n > 0, o->norfab_listen.n > 0};
     *fe = cmd_frontend_open(env, &cfg);
     return *fe == NULL ? EX_CONFIG : 0;
 }

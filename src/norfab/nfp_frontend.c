@@ -12,6 +12,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "engine/core.h"
 #include "lib/alloc.h"
 #include "lib/log.h"
 #include "lib/stats_text.h"
@@ -183,6 +184,17 @@ nfp_frontend_stats(void *arg, struct stats_out *o)
                   "DISCONNECTs sent to NORFAB workers for an unexpected command.", k.disconnects);
     stats_counter(o, "workq_norfab_dead_workers", NULL,
                   "NORFAB workers declared dead for missed heartbeats.", k.dead);
+    stats_counter(o, "workq_norfab_resent", NULL,
+                  "NORFAB POSTs sent again to another worker (theirs died without a word).",
+                  k.resent);
+    stats_counter(o, "workq_norfab_expired", NULL,
+                  "NORFAB POSTs that found no worker within -norfab-queue-ttl.", k.expired);
+    struct core_space_counts j;
+    core_space_counts(fe->env->core, core_space_find(fe->env->core, "norfab"), &j);
+    stats_family(o, "workq_norfab_jobs", "gauge", NULL, "NORFAB POSTs kept as jobs, by state.");
+    stats_printf(o->b, "workq_norfab_jobs{state=\"queued\"} %llu\n",
+                 (unsigned long long)(j.enqueued + j.retry + j.scheduled));
+    stats_printf(o->b, "workq_norfab_jobs{state=\"sent\"} %llu\n", (unsigned long long)j.working);
 }
 
 static void

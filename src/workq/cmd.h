@@ -25,6 +25,7 @@ struct cmd_ctx {
     const bool *readonly;    /* the log cannot be written: refuse changes */
     bool faktory;            /* a Faktory listener is on (inspect server shows it) */
     bool hero;               /* a Hero listener is on (inspect server shows it) */
+    bool norfab;             /* a NORFAB listener is on (inspect server shows it) */
     size_t max_line;         /* proto.h's limits */
     uint64_t max_payload;
     struct worker **worker;        /* the current connection's named worker (hello) */

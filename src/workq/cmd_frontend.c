@@ -67,6 +67,7 @@ cmd_frontend_open(const struct frontend_env *env, const struct cmd_frontend_conf
         .readonly = env->readonly,
         .faktory = cfg->faktory,
         .hero = cfg->hero,
+        .norfab = cfg->norfab,
         .max_line = env->max_line,
         .max_payload = env->max_payload,
         .auth_guard = env->auth_guard,

@@ -14,6 +14,7 @@ struct cmd_frontend_config {
     const char *password_file; /* clients must auth; NULL: off */
     bool faktory;              /* a Faktory listener is on (inspect server says so) */
     bool hero;                 /* a Hero listener is on (inspect server says so) */
+    bool norfab;               /* a NORFAB listener is on (inspect server says so) */
 };
 
 extern const struct frontend_ops cmd_frontend_ops;

@@ -114,12 +114,14 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     const struct core_stats *st = &core_ids(ctx->core)->stats;
     /* Faktory's jobs and Hero's (their spaces of the core), after Workq's
      * keys, each only where its protocol is served or has jobs */
-    struct core_space_counts fk, hk;
+    struct core_space_counts fk, hk, nk;
     core_space_counts(ctx->core, core_space_find(ctx->core, "faktory"), &fk);
     core_space_counts(ctx->core, core_space_find(ctx->core, "hero"), &hk);
+    core_space_counts(ctx->core, core_space_find(ctx->core, "norfab"), &nk);
     bool faktory = ctx->faktory || fk.jobs > 0, hero = ctx->hero || hk.jobs > 0;
+    bool norfab = ctx->norfab || nk.jobs > 0;
     inspect_line(out, "+OK 1");
-    inspect_line(out, "server %d", 14 + (faktory ? 7 : 0) + (hero ? 4 : 0));
+    inspect_line(out, "server %d", 14 + (faktory ? 7 : 0) + (hero ? 4 : 0) + (norfab ? 4 : 0));
     inspect_line(out, "active-clients %llu", (unsigned long long)*ctx->clients);
     inspect_line(out, "evicted-jobs %llu", (unsigned long long)st->evicted);
     inspect_time_line(out, "started", (int64_t)ctx->started_ms);
@@ -141,6 +143,13 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
         inspect_line(out, "hero-queued-jobs %llu", (unsigned long long)(hk.enqueued + hk.retry));
         inspect_line(out, "hero-handed-out-jobs %llu", (unsigned long long)hk.working);
         inspect_line(out, "hero-queues %llu", (unsigned long long)hk.queues);
+    }
+    if (norfab) {
+        inspect_line(out, "norfab-jobs %llu", (unsigned long long)nk.jobs);
+        inspect_line(out, "norfab-queued-jobs %llu",
+                     (unsigned long long)(nk.enqueued + nk.retry + nk.scheduled));
+        inspect_line(out, "norfab-sent-jobs %llu", (unsigned long long)nk.working);
+        inspect_line(out, "norfab-queues %llu", (unsigned long long)nk.queues);
     }
 }
 
