@@ -57,7 +57,8 @@ norfab_open(const struct frontend_env *env, const struct options *o, void **fe)
     if (o->norfab_listen.n == 0)
         return 0;
     const struct nfp_frontend_config cfg = {o->norfab_keepalive_ms, o->norfab_liveness,
-                                            o->norfab_queue_ttl_ms, o->norfab_result_ttl_ms};
+                                            o->norfab_queue_ttl_ms, o->norfab_result_ttl_ms,
+                                            o->norfab_curve_secret, o->norfab_curve_clients};
     *fe = nfp_frontend_open(env, &cfg);
     return *fe == NULL ? EX_UNAVAILABLE : 0;
 }

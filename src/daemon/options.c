@@ -119,6 +119,16 @@ static const struct opt_def opt_defs[] = {
      "(expected a duration such as 10m or 30s; at most 10 years)", "TIME",
      "how long the broker keeps a NORFAB job's final answers\nfor GETs after its worker is gone",
      NULL},
+    {"norfab-curve-secret", 0, OPT_PATH, AT(norfab_curve_secret), 0, 0, NULL,
+     "(expected a file name)", "FILE",
+     "CURVE on the NORFAB socket, as NORFAB's clients and\nworkers expect by default, with the "
+     "broker's secret\nkey (40 characters of Z85) on the file's first line\n(default: off)",
+     NULL},
+    {"norfab-curve-clients", 0, OPT_PATH, AT(norfab_curve_clients), 0, 0, NULL,
+     "(expected a file name)", "FILE",
+     "with CURVE, let in only the client and worker public\nkeys of FILE, one Z85 key per line "
+     "(default: any\nkey, as NORFAB's broker)",
+     NULL},
     {"dead-ttl", 0, OPT_DURATION, AT(dead_ttl_ms), 0, MAX_DEAD_TTL_MS, "4320h",
      "(expected a duration such as 720h, 90m or 30s; at most 10 years)", "TIME",
      "how long a Workq job out of retries (add -dead=1)\nstays in the dead set (180 days)", NULL},
@@ -735,6 +745,10 @@ options_check(const struct options *o)
         return EX_CONFIG;
     }
 #endif
+    if (o->norfab_curve_clients != NULL && o->norfab_curve_secret == NULL) {
+        fprintf(stderr, "workq-server: -norfab-curve-clients needs -norfab-curve-secret\n");
+        return EX_CONFIG;
+    }
     for (size_t j = 0; j < o->norfab_listen.n; j++) {
         if (o->norfab_listen.addr[j].tls) {
             fprintf(stderr, "workq-server: -norfab-listen takes HOST:PORT, not tls://: NORFAB "

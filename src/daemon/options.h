@@ -31,6 +31,8 @@ struct options {
     uint64_t norfab_liveness;          /* a worker is dead after this many missed */
     uint64_t norfab_queue_ttl_ms;      /* a POST waits this long for a worker */
     uint64_t norfab_result_ttl_ms;     /* workers' final answers are kept this long */
+    const char *norfab_curve_secret;   /* CURVE's secret key (Z85); NULL: no CURVE */
+    const char *norfab_curve_clients;  /* the client keys let in; NULL: any */
     uint64_t dead_ttl_ms;              /* Workq's dead set: how long a job stays */
     uint64_t dead_max;                 /* and how many stay */
     uint64_t backoff_unit_ms;          /* a second of Workq's retry backoff */

@@ -35,7 +35,7 @@ fwp_frontend_password(struct fwp_frontend *fe, const char *file)
         if (env == NULL || env[0] == '\0')
             return 0;
         snprintf(line, sizeof line, "%s", env);
-    } else if (password_file_read(file, "Faktory", line, sizeof line) != 0) {
+    } else if (password_file_read(file, "Faktory password", line, sizeof line) != 0) {
         return -1;
     }
     fe->password = wq_malloc(strlen(line) + 1);

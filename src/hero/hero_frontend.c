@@ -57,7 +57,7 @@ hero_frontend_open(const struct frontend_env *env, bool listening, const char *p
     hero_jobs_open(&fe->ctx);
     if (password_file != NULL) {
         char line[4096];
-        if (password_file_read(password_file, "Hero", line, sizeof line) != 0) {
+        if (password_file_read(password_file, "Hero password", line, sizeof line) != 0) {
             hero_frontend_close(fe);
             return NULL;
         }

@@ -17,12 +17,13 @@ struct stats_out;
 
 /* Its settings. */
 struct nfp_broker_config {
-    uint64_t keepalive_ms;  /* a KEEPALIVE to each worker this often */
-    uint64_t liveness;      /* a worker unheard of for this many intervals is dead */
-    const char *endpoints;  /* what show_broker says it listens on */
-    uint64_t started_ms;    /* the server's start (Unix ms) */
-    uint64_t queue_ttl_ms;  /* a POST waits this long for a worker */
-    uint64_t result_ttl_ms; /* workers' final answers are kept this long */
+    uint64_t keepalive_ms;    /* a KEEPALIVE to each worker this often */
+    uint64_t liveness;        /* a worker unheard of for this many intervals is dead */
+    const char *endpoints;    /* what show_broker says it listens on */
+    uint64_t started_ms;      /* the server's start (Unix ms) */
+    uint64_t queue_ttl_ms;    /* a POST waits this long for a worker */
+    uint64_t result_ttl_ms;   /* workers' final answers are kept this long */
+    const char *curve_public; /* the broker's CURVE public key (Z85); NULL: no CURVE */
 };
 
 /* Send frames[0..n) (the peer's identity first): false when the peer is

@@ -20,6 +20,7 @@
 #include "net/frontend.h"
 #include "net/listener.h"
 #include "norfab/nfp_broker.h"
+#include "norfab/nfp_curve.h"
 
 /* Messages read in one turn before the other sockets' turn. */
 #define NFP_TURN 64
@@ -32,6 +33,8 @@ struct nfp_frontend {
     void *zctx, *sock;
     struct event *read_ev, *tick_ev;
     struct nfp_broker *broker;
+    struct nfp_curve *curve; /* NULL: no CURVE */
+    char curve_public[41];   /* the broker's public key, Z85 */
     char endpoints[LISTEN_MAX * (LISTEN_BOUND_MAX + 1)];
 };
 
@@ -206,6 +209,7 @@ nfp_frontend_close(void *arg)
     if (fe->tick_ev != NULL)
         event_free(fe->tick_ev);
     nfp_broker_free(fe->broker);
+    nfp_curve_close(fe->curve);
     if (fe->sock != NULL)
         zmq_close(fe->sock);
     if (fe->zctx != NULL)
@@ -235,6 +239,12 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     zmq_setsockopt(fe->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(fe->sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(fe->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    if (cfg->curve_secret != NULL &&
+        (fe->curve = nfp_curve_open(fe->zctx, fe->sock, env->base, cfg->curve_secret,
+                                    cfg->curve_clients, fe->curve_public)) == NULL) {
+        nfp_frontend_close(fe);
+        return NULL;
+    }
     int fd;
     size_t size = sizeof fd;
     if (zmq_getsockopt(fe->sock, ZMQ_FD, &fd, &size) != 0) {
@@ -244,9 +254,15 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     }
     fe->read_ev = event_new(env->base, fd, EV_READ | EV_PERSIST, nfp_frontend_read_cb, fe);
     fe->tick_ev = event_new(env->base, -1, EV_PERSIST, nfp_frontend_tick_cb, fe);
-    const struct nfp_broker_config bcfg = {cfg->keepalive_ms, cfg->liveness,
-                                           fe->endpoints,     env->started_ms,
-                                           cfg->queue_ttl_ms, cfg->result_ttl_ms};
+    const struct nfp_broker_config bcfg = {
+        .keepalive_ms = cfg->keepalive_ms,
+        .liveness = cfg->liveness,
+        .endpoints = fe->endpoints,
+        .started_ms = env->started_ms,
+        .queue_ttl_ms = cfg->queue_ttl_ms,
+        .result_ttl_ms = cfg->result_ttl_ms,
+        .curve_public = fe->curve != NULL ? fe->curve_public : NULL,
+    };
     fe->broker = nfp_broker_new(&bcfg, env->core, nfp_frontend_send, fe, env->now_ms);
     return fe;
 }

@@ -11,10 +11,12 @@ struct frontend_env;
 
 /* Its own options. */
 struct nfp_frontend_config {
-    uint64_t keepalive_ms;  /* -norfab-keepalive-ms */
-    uint64_t liveness;      /* -norfab-liveness */
-    uint64_t queue_ttl_ms;  /* -norfab-queue-ttl */
-    uint64_t result_ttl_ms; /* -norfab-result-ttl */
+    uint64_t keepalive_ms;     /* -norfab-keepalive-ms */
+    uint64_t liveness;         /* -norfab-liveness */
+    uint64_t queue_ttl_ms;     /* -norfab-queue-ttl */
+    uint64_t result_ttl_ms;    /* -norfab-result-ttl */
+    const char *curve_secret;  /* -norfab-curve-secret; NULL: no CURVE */
+    const char *curve_clients; /* -norfab-curve-clients; NULL: any key */
 };
 
 extern const struct frontend_ops nfp_frontend_ops;

@@ -31,13 +31,15 @@ nfp_mmi_admits(const json_t *filter, const char *value, size_t n)
 static json_t *
 nfp_mmi_show_broker(struct nfp_broker *b, uint64_t now)
 {
-    return json_pack(
-        "{s:s, s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:s}", "endpoint", b->cfg.endpoints, "status",
-        "active", "keepalives", "interval", (json_int_t)b->cfg.keepalive_ms, "multiplier",
-        (json_int_t)b->cfg.liveness, "workers count", (json_int_t)registry_count(b->workers),
-        "services count", (json_int_t)registry_count(b->services), "clients count",
-        (json_int_t)registry_count(b->clients), "uptime (s)",
-        (json_int_t)((now - b->started_ms) / 1000), "broker", "workq " PACKAGE_VERSION);
+    return json_pack("{s:s, s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:s, s:{s:b, s:s?}}", "endpoint",
+                     b->cfg.endpoints, "status", "active", "keepalives", "interval",
+                     (json_int_t)b->cfg.keepalive_ms, "multiplier", (json_int_t)b->cfg.liveness,
+                     "workers count", (json_int_t)registry_count(b->workers), "services count",
+                     (json_int_t)registry_count(b->services), "clients count",
+                     (json_int_t)registry_count(b->clients), "uptime (s)",
+                     (json_int_t)((now - b->started_ms) / 1000), "broker", "workq " PACKAGE_VERSION,
+                     "security", "zmq-auth", b->cfg.curve_public != NULL, "broker-public-key",
+                     b->cfg.curve_public);
 }
 
 /* show_workers: name, service, alive or dead, seconds left before it is

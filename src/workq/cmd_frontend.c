@@ -30,7 +30,7 @@ cmd_frontend_password(struct cmd_frontend *fe)
     char line[CMD_AUTH_MAX_PASSWORD + 2];
     if (file == NULL)
         return 0;
-    int rc = password_file_read(file, "Workq", line, sizeof line);
+    int rc = password_file_read(file, "Workq password", line, sizeof line);
     if (rc == 0 && !cmd_auth_valid_password(line)) {
         wq_log(LOG_LVL_ERROR,
                "the Workq password in file=%s is not one word of at most %d printable "

@@ -30,7 +30,7 @@ read_text(const char *text, char *line, size_t cap)
 {
     char path[4096];
     file_with(path, sizeof path, text);
-    int rc = password_file_read(path, "Test", line, cap);
+    int rc = password_file_read(path, "Test password", line, cap);
     unlink(path);
     return rc;
 }
@@ -55,7 +55,8 @@ START_TEST(test_refused)
     ck_assert_int_eq(read_text("", line, sizeof line), -1);
     ck_assert_int_eq(read_text("\nafter an empty line\n", line, sizeof line), -1);
     ck_assert_int_eq(read_text("\r\n", line, sizeof line), -1);
-    ck_assert_int_eq(password_file_read("/nonexistent/password", "Test", line, sizeof line), -1);
+    ck_assert_int_eq(
+        password_file_read("/nonexistent/password", "Test password", line, sizeof line), -1);
 }
 END_TEST
 
