@@ -235,8 +235,7 @@ nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
     wq_free(w);
 }
 
-/* The service named f, created if need be. */
-static struct nfp_service *
+struct nfp_service *
 nfp_service(struct nfp_broker *b, struct nfp_frame f)
 {
     struct nfp_service *s = registry_find(b->services, f.p, f.n);
@@ -538,6 +537,12 @@ nfp_broker_handle(struct nfp_broker *b, const struct nfp_frame *frames, size_t n
         nfp_from_client(b, &m, *b->now_ms);
     else
         nfp_from_worker(b, &m, *b->now_ms);
+}
+
+void
+nfp_broker_replayed(struct nfp_broker *b)
+{
+    nfp_jobs_replayed(b);
 }
 
 void

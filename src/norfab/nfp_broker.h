@@ -24,6 +24,7 @@ struct nfp_broker_config {
     uint64_t queue_ttl_ms;    /* a POST waits this long for a worker */
     uint64_t result_ttl_ms;   /* workers' final answers are kept this long */
     const char *curve_public; /* the broker's CURVE public key (Z85); NULL: no CURVE */
+    const bool *readonly;     /* the command log cannot be written: no new POSTs */
 };
 
 /* Send frames[0..n) (the peer's identity first): false when the peer is
@@ -42,6 +43,9 @@ void nfp_broker_handle(struct nfp_broker *b, const struct nfp_frame *frames, siz
 /* Every keepalive_ms: a KEEPALIVE to each worker; workers unheard of for
  * liveness intervals are dead (forgotten, told nothing). */
 void nfp_broker_tick(struct nfp_broker *b);
+
+/* The command log has been read back: its POSTs are jobs again. */
+void nfp_broker_replayed(struct nfp_broker *b);
 
 /* Counts, for the metrics and show_broker. */
 struct nfp_broker_counts {

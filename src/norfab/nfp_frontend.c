@@ -262,13 +262,22 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
         .queue_ttl_ms = cfg->queue_ttl_ms,
         .result_ttl_ms = cfg->result_ttl_ms,
         .curve_public = fe->curve != NULL ? fe->curve_public : NULL,
+        .readonly = env->readonly,
     };
     fe->broker = nfp_broker_new(&bcfg, env->core, nfp_frontend_send, fe, env->now_ms);
     return fe;
 }
 
+static void
+nfp_frontend_replayed(void *arg)
+{
+    struct nfp_frontend *fe = arg;
+    nfp_broker_replayed(fe->broker);
+}
+
 const struct frontend_ops nfp_frontend_ops = {
     .bind = nfp_frontend_bind,
+    .replayed = nfp_frontend_replayed,
     .accept = nfp_frontend_accept,
     .stats = nfp_frontend_stats,
     .close = nfp_frontend_close,

@@ -11,6 +11,7 @@
 #include "norfab/nfp.h"
 #include "norfab/nfp_broker.h"
 
+struct cmdlog_rec;
 struct core;
 struct registry;
 
@@ -78,6 +79,8 @@ struct nfp_post {
     struct nfp_dest *dests;
     size_t ndest;
     uint64_t bytes; /* what it adds to -max-memory's count */
+    char *body;     /* read back from the log, until its engine job is made */
+    size_t body_len;
     size_t uuid_len;
     char uuid[];
 };
@@ -149,6 +152,8 @@ void nfp_forward(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
 
 /* The next ready worker of s in turn, NULL if it has none. */
 struct nfp_worker *nfp_service_next(struct nfp_service *s);
+/* The service named f, created if need be. */
+struct nfp_service *nfp_service(struct nfp_broker *b, struct nfp_frame f);
 
 /* ---- the jobs (nfp_jobs.c) ---- */
 
@@ -175,7 +180,23 @@ void nfp_jobs_ready(struct nfp_broker *b, struct nfp_service *s);
  * "any" jobs it never answered go to another worker, or wait for one. */
 void nfp_jobs_worker_gone(struct nfp_broker *b, const struct nfp_worker *w);
 /* Every keepalive interval: queued POSTs past the queue TTL are answered
- * 408; ended ones past the result TTL are forgotten. */
+ * 408; ended ones past the result TTL are forgotten; "any" POSTs whose
+ * worker has not come back since a restart go to another. */
 void nfp_jobs_tick(struct nfp_broker *b);
+/* The log has been read back: the POSTs read become the engine's jobs. */
+void nfp_jobs_replayed(struct nfp_broker *b);
+/* Free p (its engine job too, while the engine is there). */
+void nfp_post_free(struct nfp_broker *b, struct nfp_post *p);
+
+/* ---- the log (nfp_log.c) ---- */
+
+/* Record p's state whole (its body, body: the engine job's payload). */
+void nfp_log_post(struct nfp_broker *b, const struct nfp_post *p, struct nfp_frame body);
+/* Record d's final 200 body. */
+void nfp_log_result(struct nfp_broker *b, const struct nfp_post *p, const struct nfp_dest *d);
+/* Record that p (d NULL) or d's kept answer is forgotten. */
+void nfp_log_gone(struct nfp_broker *b, const struct nfp_post *p, const struct nfp_dest *d);
+/* core_space_ops.replay: a record of codes 56 to 58. */
+void nfp_jobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_ms);
 
 #endif /* WQ_NFP_INTERNAL_H */

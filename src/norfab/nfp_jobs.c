@@ -11,6 +11,7 @@
 #include "lib/alloc.h"
 #include "lib/log.h"
 #include "lib/registry.h"
+#include "store/cmdlog_codec.h"
 
 static void
 nfp_post_key(const void *elem, const void **key, size_t *len)
@@ -42,7 +43,7 @@ nfp_post_count(struct nfp_broker *b, struct nfp_post *p, int64_t bytes)
     b->core->data_bytes += (uint64_t)bytes;
 }
 
-static void
+void
 nfp_post_free(struct nfp_broker *b, struct nfp_post *p)
 {
     if (b->core != NULL) { /* NULL: the engine is gone first (nfp_jobs_close) */
@@ -58,9 +59,37 @@ nfp_post_free(struct nfp_broker *b, struct nfp_post *p)
     wq_free(p->dests);
     wq_free(p->client);
     wq_free(p->target);
+    wq_free(p->body);
     list_unlink(&p->link);
-    registry_remove(b->posts, p->uuid, p->uuid_len);
+    if (registry_find(b->posts, p->uuid, p->uuid_len) == p)
+        registry_remove(b->posts, p->uuid, p->uuid_len);
     wq_free(p);
+}
+
+/* Forget p for good: in the log (it and its kept answers), then here. */
+static void
+nfp_post_forget(struct nfp_broker *b, struct nfp_post *p)
+{
+    for (size_t i = 0; i < p->ndest; i++)
+        if (p->dests[i].result != NULL)
+            nfp_log_gone(b, p, &p->dests[i]);
+    nfp_log_gone(b, p, NULL);
+    nfp_post_free(b, p);
+}
+
+/* The engine job's payload: the POST's body. */
+static struct nfp_frame
+nfp_post_body(const struct nfp_broker *b, const struct nfp_post *p)
+{
+    const struct job *j = nfp_post_job(b, p);
+    return j != NULL ? nfp_frame_of(j->payload, j->payload_len) : nfp_frame_of("", 0);
+}
+
+/* Log p's state as it is now. */
+static void
+nfp_post_logged(struct nfp_broker *b, const struct nfp_post *p)
+{
+    nfp_log_post(b, p, nfp_post_body(b, p));
 }
 
 /* core_space_ops.ttr_expired: a job stays with its workers for as long as
@@ -76,6 +105,7 @@ nfp_ttr_expired(void *arg, struct core *c, struct job *j)
 
 static const struct core_space_ops nfp_space_ops = {
     .ttr_expired = nfp_ttr_expired,
+    .replay = nfp_jobs_replay,
 };
 
 void
@@ -83,10 +113,40 @@ nfp_jobs_open(struct nfp_broker *b, struct core *core)
 {
     b->core = core;
     /* no records of its own yet: an empty range of codes */
-    b->space = core_space_open(core, "norfab", &nfp_space_ops, b, CORE_SPACE_FIFO, 1, 0);
+    b->space = core_space_open(core, "norfab", &nfp_space_ops, b, CORE_SPACE_FIFO, CMDLOG_N_POST,
+                               CMDLOG_N_MAX);
     b->posts = registry_new(nfp_post_key);
     list_init(&b->sent);
     list_init(&b->ended);
+}
+
+struct nfp_collect {
+    struct nfp_post **posts;
+    size_t n;
+};
+
+static void
+nfp_collect_cb(void *elem, void *arg)
+{
+    struct nfp_collect *c = arg;
+    c->posts[c->n++] = elem;
+}
+
+/* Every post, the longest in its state first. */
+static struct nfp_post **
+nfp_posts_sorted(struct nfp_broker *b, size_t *n)
+{
+    struct nfp_collect c = {wq_malloc((registry_count(b->posts) + 1) * sizeof *c.posts), 0};
+    registry_foreach(b->posts, nfp_collect_cb, &c);
+    for (size_t i = 1; i < c.n; i++) { /* insertion sort: posts read back are few */
+        struct nfp_post *p = c.posts[i];
+        size_t k = i;
+        for (; k > 0 && c.posts[k - 1]->since_ms > p->since_ms; k--)
+            c.posts[k] = c.posts[k - 1];
+        c.posts[k] = p;
+    }
+    *n = c.n;
+    return c.posts;
 }
 
 /* Free the posts queued in service elem (registry_foreach). */
@@ -114,6 +174,12 @@ nfp_jobs_close(struct nfp_broker *b)
         }
     }
     registry_foreach(b->services, nfp_service_free_waiting, b);
+    /* read back but never made jobs (the server stopped before) */
+    size_t n;
+    struct nfp_post **posts = nfp_posts_sorted(b, &n);
+    for (size_t i = 0; i < n; i++)
+        nfp_post_free(b, posts[i]);
+    wq_free(posts);
     registry_free(b->posts);
 }
 
@@ -147,14 +213,12 @@ static void
 nfp_post_send_to(struct nfp_broker *b, struct nfp_post *p, struct nfp_dest *d,
                  const struct nfp_worker *w)
 {
-    const struct job *j = nfp_post_job(b, p);
     d->name = wq_malloc(w->len + 1);
     memcpy(d->name, w->name, w->len);
     d->len = w->len;
     nfp_post_count(b, p, (int64_t)w->len);
     nfp_forward(b, w, NFP_POST, nfp_frame_of(p->client, p->client_len),
-                nfp_frame_of(p->uuid, p->uuid_len),
-                nfp_frame_of(j != NULL ? j->payload : "", j != NULL ? j->payload_len : 0));
+                nfp_frame_of(p->uuid, p->uuid_len), nfp_post_body(b, p));
 }
 
 /* p goes to workers[0..n) (n > 0): leased, its 202, then the POST to
@@ -177,9 +241,9 @@ nfp_post_dispatch(struct nfp_broker *b, struct nfp_post *p, struct nfp_worker **
     list_unlink(&p->link);
     list_push_back(&b->sent, &p->link);
     p->state = NFP_SENT;
+    nfp_post_logged(b, p);
     nfp_post_202(b, p);
-    struct nfp_frame body =
-        nfp_frame_of(j != NULL ? j->payload : "", j != NULL ? j->payload_len : 0);
+    struct nfp_frame body = nfp_post_body(b, p);
     for (size_t i = 0; i < n; i++)
         nfp_forward(b, workers[i], NFP_POST, nfp_frame_of(p->client, p->client_len),
                     nfp_frame_of(p->uuid, p->uuid_len), body);
@@ -218,8 +282,14 @@ nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_cl
     }
     if (p != NULL && p->state == NFP_QUEUED)
         return; /* its 202 comes with a worker */
+    if (*b->cfg.readonly) {
+        nfp_json_to_client(b, m->peer, svc, uuid, "500",
+                           nfp_json_answer(NULL, uuid, target, "FAILED", svc,
+                                           "read-only: the command log cannot be written"));
+        return;
+    }
     if (p != NULL)
-        nfp_post_free(b, p); /* ended: a new job under the same uuid */
+        nfp_post_forget(b, p); /* ended: a new job under the same uuid */
     const struct job_spec js = {
         .key = {(const uint8_t *)uuid.p, uuid.n, b->space},
         .name = {svc.p, svc.n},
@@ -248,10 +318,12 @@ nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_cl
     p->target_len = target.n;
     list_init(&p->link);
     registry_insert(b->posts, p);
-    if (n > 0)
+    if (n > 0) {
         nfp_post_dispatch(b, p, workers, n);
-    else
+    } else {
         nfp_post_queue(b, p);
+        nfp_post_logged(b, p);
+    }
 }
 
 void
@@ -290,21 +362,29 @@ nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct
         p != NULL && p->state == NFP_SENT ? nfp_post_dest(p, w->name, w->len) : NULL;
     if (d == NULL)
         return;
+    bool first = !d->answered;
     d->answered = true;
     bool ok = status.n >= 3 && memcmp(status.p, "200", 3) == 0;
     bool failed = status.n >= 1 && (status.p[0] == '4' || status.p[0] == '5');
-    if (d->ended || (!ok && !failed))
+    if (d->ended || (!ok && !failed)) {
+        if (first) /* it has the job now: it is not sent again */
+            nfp_post_logged(b, p);
         return;
+    }
     d->ended = true;
     if (ok && m->nargs > 4) {
         d->result = wq_malloc(m->args[4].n + 1);
         memcpy(d->result, m->args[4].p, m->args[4].n);
         d->result_len = m->args[4].n;
         nfp_post_count(b, p, (int64_t)m->args[4].n);
+        nfp_log_result(b, p, d);
     }
-    for (size_t i = 0; i < p->ndest; i++)
-        if (!p->dests[i].ended)
+    for (size_t i = 0; i < p->ndest; i++) {
+        if (!p->dests[i].ended) {
+            nfp_post_logged(b, p);
             return;
+        }
+    }
     /* every worker has its final answer: the job ends, the answers stay */
     struct job *j = nfp_post_job(b, p);
     if (j != NULL)
@@ -313,6 +393,7 @@ nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct
     p->since_ms = *b->now_ms;
     list_unlink(&p->link);
     list_push_back(&b->ended, &p->link);
+    nfp_log_post(b, p, nfp_frame_of("", 0));
 }
 
 void
@@ -397,11 +478,46 @@ nfp_jobs_delete(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_
         return false;
     nfp_json_to_client(b, m->peer, svc, uuid, "200",
                        nfp_json_answer(NULL, uuid, m->args[1], "DELETED", svc, NULL));
-    nfp_post_free(b, p);
+    nfp_post_forget(b, p);
     return true;
 }
 
 /* ---- workers gone, time passing ---- */
+
+/* p's only worker d never answered and is gone: p goes to the next
+ * ready worker of its service, with a new 202, or back in the line. */
+static void
+nfp_post_resend(struct nfp_broker *b, struct nfp_post *p, struct nfp_dest *d)
+{
+    nfp_post_count(b, p, -(int64_t)d->len);
+    wq_free(d->name);
+    d->name = NULL;
+    d->len = 0;
+    b->counts.resent++;
+    struct nfp_worker *next = nfp_service_next(p->service);
+    if (next != NULL) {
+        nfp_post_send_to(b, p, d, next);
+        nfp_post_logged(b, p);
+        nfp_post_202(b, p);
+        return;
+    }
+    nfp_post_count(b, p, -(int64_t)(p->ndest * sizeof *p->dests));
+    wq_free(p->dests);
+    p->dests = NULL;
+    p->ndest = 0;
+    struct job *j = nfp_post_job(b, p);
+    if (j != NULL)
+        core_job_retry_at(b->core, j, (int64_t)*b->now_ms);
+    nfp_post_queue(b, p);
+    nfp_post_logged(b, p);
+}
+
+/* Is p an "any" POST its only worker has not answered? */
+static bool
+nfp_post_unanswered(const struct nfp_post *p)
+{
+    return !p->all && p->ndest == 1 && !p->dests[0].answered;
+}
 
 void
 nfp_jobs_worker_gone(struct nfp_broker *b, const struct nfp_worker *w)
@@ -410,29 +526,9 @@ nfp_jobs_worker_gone(struct nfp_broker *b, const struct nfp_worker *w)
     list_each_safe(n, tmp, &b->sent)
     {
         struct nfp_post *p = list_item(n, struct nfp_post, link);
-        struct nfp_dest *d = nfp_post_dest(p, w->name, w->len);
-        if (d == NULL || d->answered || p->all || p->ndest != 1 || p->service != w->service)
-            continue;
-        /* an "any" job it never answered: to the next worker, or back in
-         * the line */
-        nfp_post_count(b, p, -(int64_t)d->len);
-        wq_free(d->name);
-        d->name = NULL;
-        b->counts.resent++;
-        struct nfp_worker *next = nfp_service_next(p->service);
-        if (next != NULL) {
-            nfp_post_send_to(b, p, d, next);
-            nfp_post_202(b, p);
-            continue;
-        }
-        nfp_post_count(b, p, -(int64_t)(p->ndest * sizeof *p->dests));
-        wq_free(p->dests);
-        p->dests = NULL;
-        p->ndest = 0;
-        struct job *j = nfp_post_job(b, p);
-        if (j != NULL)
-            core_job_retry_at(b->core, j, (int64_t)*b->now_ms);
-        nfp_post_queue(b, p);
+        if (nfp_post_unanswered(p) && p->service == w->service && p->dests[0].len == w->len &&
+            memcmp(p->dests[0].name, w->name, w->len) == 0)
+            nfp_post_resend(b, p, &p->dests[0]);
     }
 }
 
@@ -447,7 +543,7 @@ nfp_post_expire(struct nfp_broker *b, struct nfp_post *p)
                                        "EXPIRED", svc,
                                        "no worker of the service came within the queue TTL"));
     b->counts.expired++;
-    nfp_post_free(b, p);
+    nfp_post_forget(b, p);
 }
 
 /* The queued posts of service elem past the queue TTL (registry_foreach:
@@ -471,12 +567,65 @@ void
 nfp_jobs_tick(struct nfp_broker *b)
 {
     registry_foreach(b->services, nfp_service_expire, b);
+    /* since a restart, a worker has had its liveness to come back */
+    uint64_t grace = b->cfg.liveness * b->cfg.keepalive_ms;
+    if (*b->now_ms >= b->started_ms + grace) {
+        struct list *n, *tmp;
+        list_each_safe(n, tmp, &b->sent)
+        {
+            struct nfp_post *p = list_item(n, struct nfp_post, link);
+            if (nfp_post_unanswered(p) &&
+                registry_find(b->workers, p->dests[0].name, p->dests[0].len) == NULL)
+                nfp_post_resend(b, p, &p->dests[0]);
+        }
+    }
     struct list *n, *tmp;
     list_each_safe(n, tmp, &b->ended)
     {
         struct nfp_post *p = list_item(n, struct nfp_post, link);
         if (*b->now_ms < p->since_ms + b->cfg.result_ttl_ms)
             break;
-        nfp_post_free(b, p);
+        nfp_post_forget(b, p);
     }
+}
+
+/* ---- after replay ---- */
+
+void
+nfp_jobs_replayed(struct nfp_broker *b)
+{
+    size_t n;
+    struct nfp_post **posts = nfp_posts_sorted(b, &n);
+    for (size_t i = 0; i < n; i++) {
+        struct nfp_post *p = posts[i];
+        uint64_t bytes =
+            sizeof *p + p->uuid_len + p->client_len + p->target_len + p->ndest * sizeof *p->dests;
+        for (size_t k = 0; k < p->ndest; k++)
+            bytes += p->dests[k].len + p->dests[k].result_len;
+        nfp_post_count(b, p, (int64_t)bytes);
+        if (p->state == NFP_ENDED) {
+            list_push_back(&b->ended, &p->link);
+            continue;
+        }
+        const struct job_spec js = {
+            .key = {(const uint8_t *)p->uuid, p->uuid_len, b->space},
+            .name = {p->service->name, p->service->len},
+            .ttr = WQ_MAX_TTR_MS,
+            .ttl = UINT64_MAX,
+            .payload = p->body,
+            .payload_len = p->body_len,
+        };
+        core_restore(b->core, &js, *b->now_ms);
+        wq_free(p->body);
+        p->body = NULL;
+        struct job *j = nfp_post_job(b, p);
+        if (p->state == NFP_SENT && j != NULL) {
+            core_job_take(b->core, j, *b->now_ms);
+            list_push_back(&b->sent, &p->link);
+        } else {
+            p->state = NFP_QUEUED;
+            list_push_back(&p->service->waiting, &p->link);
+        }
+    }
+    wq_free(posts);
 }

@@ -287,6 +287,19 @@ cmdlog_hero_size(const struct cmdlog_rec *r)
     return n;
 }
 
+/* Bytes of the payload (code and body) of a NORFAB record. */
+static size_t
+cmdlog_norfab_size(const struct cmdlog_rec *r)
+{
+    size_t n = 1 + uvarint_len(r->jid.n) + r->jid.n + uvarint_len(r->name.n) + r->name.n;
+    if (r->code == CMDLOG_N_POST)
+        n += uvarint_len(r->payload.n) + r->payload.n + uvarint_len(r->result.n) + r->result.n +
+             uvarint_len(r->after.n) + r->after.n + 1 + uvarint_len(r->seq);
+    else if (r->code == CMDLOG_N_RESULT)
+        n += uvarint_len(r->payload.n) + r->payload.n;
+    return n;
+}
+
 /* Bytes of the payload (code and body) of r. */
 static size_t
 cmdlog_payload_size(const struct cmdlog_rec *r)
@@ -295,6 +308,8 @@ cmdlog_payload_size(const struct cmdlog_rec *r)
         return cmdlog_faktory_size(r);
     if (cmdlog_code_is_hero(r->code))
         return cmdlog_hero_size(r);
+    if (cmdlog_code_is_norfab(r->code))
+        return cmdlog_norfab_size(r);
     size_t n = 1 + JOBID_LEN;
     switch (r->code) {
     case CMDLOG_ADD:
@@ -401,6 +416,24 @@ cmdlog_hero_encode(const struct cmdlog_rec *r, uint8_t *o)
     return o;
 }
 
+/* The body of a NORFAB record into o; returns its end. */
+static uint8_t *
+cmdlog_norfab_encode(const struct cmdlog_rec *r, uint8_t *o)
+{
+    o = put_bytes(o, &r->jid);
+    o = put_bytes(o, &r->name);
+    if (r->code == CMDLOG_N_POST) {
+        o = put_bytes(o, &r->payload);
+        o = put_bytes(o, &r->result);
+        o = put_bytes(o, &r->after);
+        *o++ = (uint8_t)(r->left ? 1 : 0);
+        o += cmdlog_uvarint_put(o, r->seq);
+    } else if (r->code == CMDLOG_N_RESULT) {
+        o = put_bytes(o, &r->payload);
+    }
+    return o;
+}
+
 void
 cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
 {
@@ -409,8 +442,10 @@ cmdlog_rec_encode(const struct cmdlog_rec *r, uint8_t *out)
     o += CMDLOG_TIME_LEN;
     o += cmdlog_uvarint_put(o, cmdlog_payload_size(r));
     *o++ = r->code;
-    if (cmdlog_code_is_faktory(r->code) || cmdlog_code_is_hero(r->code)) {
-        o = cmdlog_code_is_hero(r->code) ? cmdlog_hero_encode(r, o) : cmdlog_faktory_encode(r, o);
+    if (!cmdlog_code_has_id(r->code)) {
+        o = cmdlog_code_is_hero(r->code)     ? cmdlog_hero_encode(r, o)
+            : cmdlog_code_is_norfab(r->code) ? cmdlog_norfab_encode(r, o)
+                                             : cmdlog_faktory_encode(r, o);
         put_be(o, cmdlog_crc32c(0, out, (size_t)(o - out)), 4);
         return;
     }
@@ -567,6 +602,27 @@ cmdlog_hero_decode(struct reader *rd, struct cmdlog_rec *r)
     return !rd->bad && rd->p == rd->end;
 }
 
+/* Decode the body of a NORFAB record (after the code) into r. */
+static bool
+cmdlog_norfab_decode(struct reader *rd, struct cmdlog_rec *r)
+{
+    r->jid = rd_bytes(rd);
+    rd->bad |= r->jid.n == 0;
+    r->name = rd_bytes(rd);
+    if (r->code == CMDLOG_N_POST) {
+        r->payload = rd_bytes(rd);
+        r->result = rd_bytes(rd);
+        r->after = rd_bytes(rd);
+        const uint8_t *flags = rd_take(rd, 1);
+        rd->bad |= flags != NULL && flags[0] > 1;
+        r->left = flags != NULL && flags[0] == 1;
+        r->seq = rd_uvarint(rd);
+    } else if (r->code == CMDLOG_N_RESULT) {
+        r->payload = rd_bytes(rd);
+    }
+    return !rd->bad && rd->p == rd->end;
+}
+
 /* Decode the payload (code onwards) into r. */
 static bool
 cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
@@ -576,13 +632,16 @@ cmdlog_payload_decode(const uint8_t *p, size_t len, struct cmdlog_rec *r)
     if (rd.bad || code[0] < CMDLOG_ADD || code[0] > CMDLOG_CODE_MAX ||
         (code[0] > CMDLOG_WORKQ_MAX && code[0] < CMDLOG_CANCEL &&
          !cmdlog_code_is_faktory(code[0])) ||
-        (code[0] > CMDLOG_EXT_MAX && !cmdlog_code_is_hero(code[0])))
+        (code[0] > CMDLOG_EXT_MAX && !cmdlog_code_is_hero(code[0]) &&
+         !cmdlog_code_is_norfab(code[0])))
         return false;
     r->code = code[0];
     if (cmdlog_code_is_faktory(r->code))
         return cmdlog_faktory_decode(&rd, r);
     if (cmdlog_code_is_hero(r->code))
         return cmdlog_hero_decode(&rd, r);
+    if (cmdlog_code_is_norfab(r->code))
+        return cmdlog_norfab_decode(&rd, r);
     const uint8_t *id = rd_take(&rd, JOBID_LEN);
     if (rd.bad)
         return false;
@@ -678,6 +737,23 @@ cmdlog_rec_decode(const uint8_t *in, size_t len, struct cmdlog_rec *r, size_t *u
 size_t
 cmdlog_rec_key(const struct cmdlog_rec *r, uint8_t *key, size_t cap)
 {
+    if (cmdlog_code_is_norfab(r->code)) {
+        /* 'n', 'p' (the POST) or 'r' (a worker's result), the uuid's
+         * length, the uuid, then the worker */
+        bool result = r->code != CMDLOG_N_POST && r->name.n > 0;
+        size_t n = 2 + 10 + r->jid.n + (result ? r->name.n : 0);
+        if (n > cap)
+            return 0;
+        key[0] = 'n';
+        key[1] = result ? 'r' : 'p';
+        size_t at = 2 + cmdlog_uvarint_put(key + 2, r->jid.n);
+        memcpy(key + at, r->jid.p, r->jid.n);
+        at += r->jid.n;
+        if (!result)
+            return at;
+        memcpy(key + at, r->name.p, r->name.n);
+        return at + r->name.n;
+    }
     if (cmdlog_code_is_hero(r->code)) {
         /* 'h', what (field, element, expiry), the key's length, the key,
          * then the field or the element */
@@ -719,14 +795,16 @@ cmdlog_rec_ends_job(const struct cmdlog_rec *r)
 {
     return r->code == CMDLOG_DELETE || r->code == CMDLOG_EXPIRE || r->code == CMDLOG_F_ACK ||
            r->code == CMDLOG_F_DISCARD || r->code == CMDLOG_H_HDEL || r->code == CMDLOG_H_POP ||
-           (r->code == CMDLOG_H_EXPIRE && !r->timed) || r->code == CMDLOG_H_END;
+           (r->code == CMDLOG_H_EXPIRE && !r->timed) || r->code == CMDLOG_H_END ||
+           r->code == CMDLOG_N_GONE;
 }
 
 bool
 cmdlog_rec_supersedes(const struct cmdlog_rec *r)
 {
     return r->code == CMDLOG_H_HSET || (r->code == CMDLOG_H_EXPIRE && r->timed) ||
-           r->code == CMDLOG_H_TAKE || r->code == CMDLOG_H_BACK;
+           r->code == CMDLOG_H_TAKE || r->code == CMDLOG_H_BACK || r->code == CMDLOG_N_POST ||
+           r->code == CMDLOG_N_RESULT;
 }
 
 void

@@ -60,7 +60,14 @@ enum cmdlog_code {
     CMDLOG_H_END = 54,    /* job id: ended (after a 53 or 55) */
     CMDLOG_H_BACK = 55,   /* job id, work queue, times handed out: back on its list */
     CMDLOG_H_MAX = 55,
-    CMDLOG_CODE_MAX = 55,
+    /* The NORFAB front-end's POSTs, 56 to 58; their body starts with the
+     * POST's uuid (in jid). */
+    CMDLOG_N_POST = 56,   /* uuid, service (name), body (payload), client (result),
+                           * target and workers (after), all (left), state (seq) */
+    CMDLOG_N_RESULT = 57, /* uuid, worker (name), its final 200 body (payload) */
+    CMDLOG_N_GONE = 58,   /* uuid, worker (name; empty: the POST itself): forgotten */
+    CMDLOG_N_MAX = 58,
+    CMDLOG_CODE_MAX = 58,
 };
 
 /* Is code one of the Faktory front-end's? */
@@ -77,13 +84,21 @@ cmdlog_code_is_hero(uint8_t code)
     return code >= CMDLOG_H_HSET && code <= CMDLOG_H_MAX;
 }
 
+/* Is code one of the NORFAB front-end's? */
+static inline bool
+cmdlog_code_is_norfab(uint8_t code)
+{
+    return code >= CMDLOG_N_POST && code <= CMDLOG_N_MAX;
+}
+
 /* Does a record of code name a job by its 16-byte id (the engine's own
  * records), rather than by a front-end's key (Faktory's jid, a queue, a
- * Hero key)? */
+ * Hero key, a NORFAB uuid)? */
 static inline bool
 cmdlog_code_has_id(uint8_t code)
 {
-    return !cmdlog_code_is_faktory(code) && !cmdlog_code_is_hero(code);
+    return !cmdlog_code_is_faktory(code) && !cmdlog_code_is_hero(code) &&
+           !cmdlog_code_is_norfab(code);
 }
 
 /* One record, decoded.  Pointers refer into the buffer it was decoded from

@@ -935,15 +935,93 @@ START_TEST(test_rec_hero)
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
     ck_assert(r.code == CMDLOG_H_BACK && r.seq == 2 && cmdlog_rec_supersedes(&r));
     ck_assert_uint_eq(cmdlog_rec_key(&r, k1, sizeof k1), n1 = cmdlog_rec_key(&r, k2, sizeof k2));
-    /* an empty key; 56 is no code */
+    /* an empty key */
     static const uint8_t nokey[] = {54, 0};
     b.len = 0;
     ref_rec_raw(&b, NOW, nokey, sizeof nokey);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
-    static const uint8_t next[] = {56, 1, 'j'};
+    ref_buf_free(&b);
+}
+END_TEST
+
+/* NORFAB's records (56 to 58): the bytes by hand, read back, refused
+ * malformed; a POST's state and a worker's result supersede their earlier
+ * records, and a gone record ends the one it names (the POST, or one
+ * worker's result). */
+START_TEST(test_rec_norfab)
+{
+    struct ref_buf b = {0};
+    struct cmdlog_rec r, w;
+    size_t used;
+    uint8_t mine[128], k1[128], k2[128], k3[128];
+    /* 56: uuid, service, body, client, target and workers, all, state */
+    static const uint8_t post[] = {56,  2, 'u', '1', 3, 's', 'v', 'c', 2, '{',
+                                   '}', 2, 'c', '1', 3, 'a', 'l', 'l', 1, 2};
+    ref_rec_raw(&b, NOW, post, sizeof post);
+    w = (struct cmdlog_rec){.code = CMDLOG_N_POST,
+                            .at_ms = NOW,
+                            .jid = {"u1", 2},
+                            .name = {"svc", 3},
+                            .payload = {"{}", 2},
+                            .result = {"c1", 2},
+                            .after = {"all", 3},
+                            .left = true,
+                            .seq = 2};
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(r.jid.n == 2 && r.name.n == 3 && r.payload.n == 2 && r.result.n == 2 &&
+              r.after.n == 3 && r.left && r.seq == 2);
+    ck_assert(cmdlog_rec_supersedes(&r) && !cmdlog_rec_ends_job(&r));
+    size_t n1 = cmdlog_rec_key(&r, k1, sizeof k1);
+    uint8_t bad[sizeof post];
+    memcpy(bad, post, sizeof post);
+    bad[18] = 2; /* the flags: 1 is "all", nothing else */
     b.len = 0;
-    ref_rec_raw(&b, NOW, next, sizeof next);
+    ref_rec_raw(&b, NOW, bad, sizeof bad);
     ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    /* 57: uuid, worker, body: a key of its own */
+    static const uint8_t result[] = {57, 2, 'u', '1', 2, 'w', '1', 2, 'o', 'k'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, result, sizeof result);
+    w = (struct cmdlog_rec){.code = CMDLOG_N_RESULT,
+                            .at_ms = NOW,
+                            .jid = {"u1", 2},
+                            .name = {"w1", 2},
+                            .payload = {"ok", 2}};
+    ck_assert_uint_eq(cmdlog_rec_size(&w), b.len);
+    cmdlog_rec_encode(&w, mine);
+    REQUIRE_BYTES(mine, b.data, b.len);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(cmdlog_rec_supersedes(&r) && !cmdlog_rec_ends_job(&r));
+    size_t n2 = cmdlog_rec_key(&r, k2, sizeof k2);
+    ck_assert(n2 != n1 || memcmp(k1, k2, n1) != 0);
+    /* 58: uuid and nothing: the POST's key; uuid and a worker: its result's */
+    static const uint8_t gone[] = {58, 2, 'u', '1', 0};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, gone, sizeof gone);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert(cmdlog_rec_ends_job(&r) && !cmdlog_rec_supersedes(&r));
+    ck_assert_uint_eq(cmdlog_rec_key(&r, k3, sizeof k3), n1);
+    ck_assert_mem_eq(k1, k3, n1);
+    static const uint8_t gone_result[] = {58, 2, 'u', '1', 2, 'w', '1'};
+    b.len = 0;
+    ref_rec_raw(&b, NOW, gone_result, sizeof gone_result);
+    ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_OK);
+    ck_assert_uint_eq(cmdlog_rec_key(&r, k3, sizeof k3), n2);
+    ck_assert_mem_eq(k2, k3, n2);
+    /* an empty uuid; a byte too many; 59 is no code */
+    static const uint8_t nouuid[] = {58, 0, 0};
+    static const uint8_t longer[] = {58, 2, 'u', '1', 0, 0};
+    static const uint8_t next[] = {59, 1, 'j', 0};
+    const uint8_t *refused[] = {nouuid, longer, next};
+    size_t sizes[] = {sizeof nouuid, sizeof longer, sizeof next};
+    for (size_t i = 0; i < 3; i++) {
+        b.len = 0;
+        ref_rec_raw(&b, NOW, refused[i], sizes[i]);
+        ck_assert_int_eq(cmdlog_rec_decode(b.data, b.len, &r, &used), CMDLOG_REC_BAD);
+    }
     ref_buf_free(&b);
 }
 END_TEST
@@ -1152,6 +1230,7 @@ cmdlog_codec_suite(void)
         {"rec_malformed", test_rec_malformed},
         {"rec_retry_policy", test_rec_retry_policy},
         {"rec_hero", test_rec_hero},
+        {"rec_norfab", test_rec_norfab},
         {"rec_size_boundaries", test_rec_size_boundaries},
         {"segment_names", test_segment_names},
     };
