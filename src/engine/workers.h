@@ -17,6 +17,7 @@ enum worker_state { WORKER_RUNNING, WORKER_QUIET, WORKER_TERMINATE };
 /* Which protocols a worker spoke through (a name may be used by both). */
 #define WORKER_FAKTORY 0x1 /* a Faktory HELLO with a wid */
 #define WORKER_WORKQ   0x2 /* a Workq hello (ours) */
+#define WORKER_NORFAB  0x4 /* a NORFAB worker's READY */
 
 struct worker {
     char *wid; /* NUL-terminated */

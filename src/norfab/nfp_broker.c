@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/core.h"
+#include "engine/workers.h"
 #include "lib/alloc.h"
 #include "lib/log.h"
 #include "lib/registry.h"
@@ -230,9 +232,29 @@ nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
         nfp_service_leave(w->service, w);
         nfp_jobs_worker_gone(b, w);
     }
+    if (w->reg != NULL)
+        workers_detach(b->core->workers, w->reg);
     registry_remove(b->workers, w->name, w->len);
     list_unlink(&w->link);
     wq_free(w);
+}
+
+/* w, ready, joins the engine's worker registry (inspect workers) under
+ * its name, with its service as its label. */
+static void
+nfp_worker_register(struct nfp_broker *b, struct nfp_worker *w, uint64_t now)
+{
+    if (!workers_valid_id(w->name, w->len))
+        return;
+    json_t *labels = json_array();
+    json_array_append_new(labels,
+                          nfp_json_frame((struct nfp_frame){w->service->name, w->service->len}));
+    char *text = json_dumps(labels, JSON_COMPACT);
+    json_decref(labels);
+    w->reg = workers_attach(b->core->workers, w->name, w->len, "", 0, text != NULL ? text : "[]",
+                            WORKER_NORFAB, "", now);
+    snprintf(w->reg->last_command, sizeof w->reg->last_command, "READY");
+    free(text);
 }
 
 struct nfp_service *
@@ -478,6 +500,10 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
     }
     w->ascii = m->ascii;
     w->seen_ms = now;
+    if (w->reg != NULL) {
+        w->reg->last_beat_ms = now;
+        snprintf(w->reg->last_command, sizeof w->reg->last_command, "%s", nfp_cmd_name(m->cmd));
+    }
     if (m->cmd == NFP_READY && w->service == NULL) {
         w->service = nfp_service(b, m->args[0]);
         w->ready_ms = now;
@@ -487,6 +513,7 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
             s->workers = wq_realloc(s->workers, s->cap * sizeof *s->workers);
         }
         s->workers[s->n++] = w;
+        nfp_worker_register(b, w, now);
         wq_log(LOG_LVL_INFO, "NORFAB worker ready worker=%.*s service=%.*s",
                (int)WQ_MIN(w->len, 128), w->name, (int)WQ_MIN(s->len, 128), s->name);
         nfp_jobs_ready(b, s);

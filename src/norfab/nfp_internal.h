@@ -13,6 +13,7 @@
 
 struct cmdlog_rec;
 struct core;
+struct worker;
 struct registry;
 
 /* A service: its ready workers, in the order they came. */
@@ -34,6 +35,7 @@ struct nfp_worker {
     uint64_t seen_ms;            /* its last command */
     uint64_t ready_ms;           /* its READY */
     uint64_t keepalives_tx, keepalives_rx;
+    struct worker *reg; /* in the engine's worker registry (NULL: not a valid wid) */
     size_t len;
     char name[];
 };

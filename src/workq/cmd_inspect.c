@@ -213,9 +213,13 @@ inspect_workers(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_
     }
     inspect_line(out, "+OK %llu", (unsigned long long)count);
     for (uint64_t i = first; i < first + count; i++) {
-        static const char *const kinds[] = {"", "faktory", "workq", "faktory,workq"};
-        char host[256], labels[256];
         const struct worker *w = k[i];
+        char host[256], labels[256], kinds[32] = "";
+        static const char *const kind_names[] = {"faktory", "workq", "norfab"};
+        for (size_t b = 0; b < WQ_ARRAY_LEN(kind_names); b++)
+            if (w->kinds & (1u << b))
+                snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%s",
+                         kinds[0] != '\0' ? "," : "", kind_names[b]);
         inspect_line(out, "%s 12", w->wid);
         inspect_line(out, "hostname %s", inspect_printable(w->hostname, host, sizeof host));
         inspect_line(out, "pid %lld", (long long)w->pid);
@@ -223,7 +227,7 @@ inspect_workers(struct cmd_ctx *ctx, struct reply *out, uint64_t offset, uint64_
         inspect_line(out, "connections %u", (unsigned)w->connections);
         inspect_time_line(out, "last-beat", (int64_t)w->last_beat_ms);
         inspect_line(out, "state %s", worker_state_name(w->state));
-        inspect_line(out, "kind %s", kinds[w->kinds & 3]);
+        inspect_line(out, "kind %s", kinds);
         inspect_line(out, "address %s", w->address);
         inspect_time_line(out, "connected", (int64_t)w->connected_ms);
         inspect_line(out, "last-command %s", w->last_command);
