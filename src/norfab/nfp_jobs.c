@@ -112,7 +112,6 @@ void
 nfp_jobs_open(struct nfp_broker *b, struct core *core)
 {
     b->core = core;
-    /* no records of its own yet: an empty range of codes */
     b->space = core_space_open(core, "norfab", &nfp_space_ops, b, CORE_SPACE_FIFO, CMDLOG_N_POST,
                                CMDLOG_N_MAX);
     b->posts = registry_new(nfp_post_key);
@@ -396,64 +395,94 @@ nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct
     nfp_log_post(b, p, nfp_frame_of("", 0));
 }
 
+/* Does target t (any, all, a name, names separated by commas, a JSON
+ * list: list, parsed) name the worker name[0..len)? */
+static bool
+nfp_target_names(struct nfp_frame t, const json_t *list, const char *name, size_t len)
+{
+    if (t.n == 3 && (memcmp(t.p, "any", 3) == 0 || memcmp(t.p, "all", 3) == 0))
+        return true;
+    if (list != NULL) {
+        size_t k;
+        json_t *v;
+        json_array_foreach(list, k, v)
+        {
+            if (json_is_string(v) && json_string_length(v) == len &&
+                memcmp(json_string_value(v), name, len) == 0)
+                return true;
+        }
+        return false;
+    }
+    for (const char *q = t.p, *end = t.p + t.n; q <= end;) {
+        const char *comma = memchr(q, ',', (size_t)(end - q));
+        const char *stop = comma != NULL ? comma : end;
+        if ((size_t)(stop - q) == len && memcmp(q, name, len) == 0)
+            return true;
+        q = stop + 1;
+    }
+    return false;
+}
+
+/* Sort p's workers that target t names (all of them when every_one) into
+ * those still there (live) and those gone with a final 200 kept (kept);
+ * their names into names. */
+static void
+nfp_get_split(struct nfp_broker *b, const struct nfp_post *p, struct nfp_frame t, bool every_one,
+              struct nfp_worker **live, size_t *nlive, struct nfp_dest **kept, size_t *nkept,
+              json_t *names)
+{
+    json_t *list = t.n > 0 && t.p[0] == '[' ? json_loadb(t.p, t.n, 0, NULL) : NULL;
+    *nlive = *nkept = 0;
+    for (size_t i = 0; i < p->ndest; i++) {
+        struct nfp_dest *d = &p->dests[i];
+        if (!every_one && !nfp_target_names(t, list, d->name, d->len))
+            continue;
+        struct nfp_worker *w = registry_find(b->workers, d->name, d->len);
+        if (w != NULL && w->service == p->service)
+            live[(*nlive)++] = w;
+        else if (d->result != NULL)
+            kept[(*nkept)++] = d;
+        else
+            continue;
+        json_array_append_new(names, nfp_json_frame(nfp_frame_of(d->name, d->len)));
+    }
+    json_decref(list);
+}
+
 void
 nfp_jobs_get(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
              struct nfp_service *s)
 {
     struct nfp_frame svc = m->args[0], target = m->args[1], uuid = m->args[2];
     struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
-    if (p == NULL) {
+    if (p == NULL || p->service != s) {
         nfp_json_to_client(
             b, m->peer, svc, uuid, "400",
             nfp_json_answer(NULL, uuid, target, "FAILED", svc, "no job with this uuid was posted"));
         return;
     }
-    /* the workers the target names: those there get the GET, those gone
-     * with a final 200 kept are answered with it, the others are left out */
-    size_t cap = p->ndest + 1, nlive = 0, nkept = 0;
-    struct nfp_worker **live = wq_malloc(cap * sizeof *live);
-    struct nfp_dest **kept = wq_malloc(cap * sizeof *kept);
-    json_t *names = json_array();
-    bool any = target.n == 3 && memcmp(target.p, "any", 3) == 0;
-    bool all = any || (target.n == 3 && memcmp(target.p, "all", 3) == 0);
-    json_t *list =
-        target.n > 0 && target.p[0] == '[' ? json_loadb(target.p, target.n, 0, NULL) : NULL;
-    for (size_t i = 0; i < p->ndest && nlive + nkept < cap; i++) {
-        struct nfp_dest *d = &p->dests[i];
-        bool named = all;
-        size_t k;
-        json_t *v;
-        json_array_foreach(list, k, v)
-        {
-            named |= json_is_string(v) && json_string_length(v) == d->len &&
-                     memcmp(json_string_value(v), d->name, d->len) == 0;
-        }
-        if (list == NULL && !all) { /* a name, or names separated by commas */
-            for (const char *q = target.p, *end = target.p + target.n; q <= end && !named;) {
-                const char *comma = memchr(q, ',', (size_t)(end - q));
-                const char *stop = comma != NULL ? comma : end;
-                named = (size_t)(stop - q) == d->len && memcmp(q, d->name, d->len) == 0;
-                q = stop + 1;
-            }
-        }
-        if (!named)
-            continue;
-        struct nfp_worker *w = registry_find(b->workers, d->name, d->len);
-        if (w != NULL && w->service == s)
-            live[nlive++] = w;
-        else if (d->result != NULL)
-            kept[nkept++] = d;
-        else
-            continue;
-        json_array_append_new(names, nfp_json_frame(nfp_frame_of(d->name, d->len)));
+    if (p->state == NFP_QUEUED) { /* with no worker yet: a 202 naming none */
+        nfp_json_to_client(b, m->peer, svc, uuid, "202",
+                           nfp_json_answer(json_array(), uuid, target, "QUEUED", svc, NULL));
+        return;
     }
-    json_decref(list);
+    /* the workers the target names: those there get the GET, those gone
+     * with a final 200 kept are answered with it, the others are left out;
+     * naming none of them (the job went to another worker while the
+     * client was away), the job's own workers */
+    struct nfp_worker **live = wq_malloc((p->ndest + 1) * sizeof *live);
+    struct nfp_dest **kept = wq_malloc((p->ndest + 1) * sizeof *kept);
+    size_t nlive, nkept;
+    json_t *names = json_array();
+    nfp_get_split(b, p, target, false, live, &nlive, kept, &nkept, names);
+    if (nlive + nkept == 0)
+        nfp_get_split(b, p, target, true, live, &nlive, kept, &nkept, names);
     if (nlive + nkept == 0) {
         json_decref(names);
         nfp_json_to_client(b, m->peer, svc, uuid, "400",
                            nfp_json_answer(NULL, uuid, target, "FAILED", svc,
-                                           "no worker of the job that the target names is there, "
-                                           "and none left its result"));
+                                           "no worker of the job is there, and none left its "
+                                           "result"));
     } else {
         nfp_json_to_client(b, m->peer, svc, uuid, "202",
                            nfp_json_answer(names, uuid, target, "DISPATCHED", svc, NULL));
@@ -598,6 +627,12 @@ nfp_jobs_replayed(struct nfp_broker *b)
     struct nfp_post **posts = nfp_posts_sorted(b, &n);
     for (size_t i = 0; i < n; i++) {
         struct nfp_post *p = posts[i];
+        if (p->service == NULL) { /* answers whose POST is gone from the log */
+            for (size_t k = 0; k < p->ndest; k++)
+                nfp_log_gone(b, p, &p->dests[k]);
+            nfp_post_free(b, p);
+            continue;
+        }
         uint64_t bytes =
             sizeof *p + p->uuid_len + p->client_len + p->target_len + p->ndest * sizeof *p->dests;
         for (size_t k = 0; k < p->ndest; k++)

@@ -158,6 +158,44 @@ nfp_replay_post(struct nfp_broker *b, const struct cmdlog_rec *r)
     registry_insert(b->posts, p);
 }
 
+/* The destination of p named r's worker, added if p has none of that
+ * name. */
+static struct nfp_dest *
+nfp_replay_dest(struct nfp_post *p, const struct cmdlog_rec *r)
+{
+    for (size_t i = 0; i < p->ndest; i++)
+        if (p->dests[i].len == r->name.n && memcmp(p->dests[i].name, r->name.p, r->name.n) == 0)
+            return &p->dests[i];
+    p->dests = wq_realloc(p->dests, (p->ndest + 1) * sizeof *p->dests);
+    struct nfp_dest *d = &p->dests[p->ndest++];
+    memset(d, 0, sizeof *d);
+    d->name = wq_malloc(r->name.n + 1);
+    memcpy(d->name, r->name.p, r->name.n);
+    d->len = r->name.n;
+    return d;
+}
+
+/* Record 57: a worker's kept answer.  Cleaning may have left it before
+ * its POST's last state (56): it then waits in a post of no service,
+ * whose answers the state takes over. */
+static void
+nfp_replay_result(struct nfp_broker *b, struct nfp_post *p, const struct cmdlog_rec *r)
+{
+    if (p == NULL) {
+        p = wq_calloc(1, sizeof *p + r->jid.n + 1);
+        memcpy(p->uuid, r->jid.p, r->jid.n);
+        p->uuid_len = r->jid.n;
+        list_init(&p->link);
+        p->state = NFP_ENDED;
+        registry_insert(b->posts, p);
+    }
+    struct nfp_dest *d = nfp_replay_dest(p, r);
+    wq_free(d->result);
+    d->result = wq_malloc(r->payload.n + 1);
+    memcpy(d->result, r->payload.p, r->payload.n);
+    d->result_len = r->payload.n;
+}
+
 void
 nfp_jobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t now_ms)
 {
@@ -174,12 +212,7 @@ nfp_jobs_replay(void *arg, struct core *c, const struct cmdlog_rec *r, uint64_t 
         nfp_replay_post(b, r);
         break;
     case CMDLOG_N_RESULT:
-        if (d != NULL) {
-            wq_free(d->result);
-            d->result = wq_malloc(r->payload.n + 1);
-            memcpy(d->result, r->payload.p, r->payload.n);
-            d->result_len = r->payload.n;
-        }
+        nfp_replay_result(b, p, r);
         break;
     case CMDLOG_N_GONE:
         if (p != NULL && r->name.n == 0) {
