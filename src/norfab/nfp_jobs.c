@@ -352,6 +352,34 @@ nfp_post_dest(struct nfp_post *p, const char *name, size_t len)
     return NULL;
 }
 
+/* p ends: its engine job goes, its workers' answers stay for the result
+ * TTL. */
+static void
+nfp_post_end(struct nfp_broker *b, struct nfp_post *p)
+{
+    struct job *j = nfp_post_job(b, p);
+    if (j != NULL)
+        core_delete_job(b->core, j);
+    p->state = NFP_ENDED;
+    p->since_ms = *b->now_ms;
+    list_unlink(&p->link);
+    list_push_back(&b->ended, &p->link);
+    nfp_log_post(b, p, nfp_frame_of("", 0));
+}
+
+/* Are all of p's workers that owe it a final answer gone (dead, or not
+ * back since a restart)?  Then nobody will answer it: it ends. */
+static bool
+nfp_post_orphaned(const struct nfp_broker *b, const struct nfp_post *p)
+{
+    for (size_t i = 0; i < p->ndest; i++) {
+        const struct nfp_dest *d = &p->dests[i];
+        if (!d->ended && registry_find(b->workers, d->name, d->len) != NULL)
+            return false;
+    }
+    return true;
+}
+
 void
 nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct nfp_msg *m)
 {
@@ -384,15 +412,7 @@ nfp_jobs_answered(struct nfp_broker *b, const struct nfp_worker *w, const struct
             return;
         }
     }
-    /* every worker has its final answer: the job ends, the answers stay */
-    struct job *j = nfp_post_job(b, p);
-    if (j != NULL)
-        core_delete_job(b->core, j);
-    p->state = NFP_ENDED;
-    p->since_ms = *b->now_ms;
-    list_unlink(&p->link);
-    list_push_back(&b->ended, &p->link);
-    nfp_log_post(b, p, nfp_frame_of("", 0));
+    nfp_post_end(b, p); /* every worker has its final answer */
 }
 
 /* Does target t (any, all, a name, names separated by commas, a JSON
@@ -606,6 +626,8 @@ nfp_jobs_tick(struct nfp_broker *b)
             if (nfp_post_unanswered(p) &&
                 registry_find(b->workers, p->dests[0].name, p->dests[0].len) == NULL)
                 nfp_post_resend(b, p, &p->dests[0]);
+            else if (nfp_post_orphaned(b, p))
+                nfp_post_end(b, p);
         }
     }
     struct list *n, *tmp;
