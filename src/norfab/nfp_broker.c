@@ -155,12 +155,8 @@ nfp_json_to_client(struct nfp_broker *b, struct nfp_frame client, struct nfp_fra
 json_t *
 nfp_json_frame(struct nfp_frame f)
 {
-    json_t *s = json_stringn_nocheck(f.p, f.n);
-    if (json_string_value(s) == NULL || !json_is_string(s)) {
-        json_decref(s);
-        s = json_string("");
-    }
-    return s;
+        json_t *s = json_stringn(f.p, f.n); /* NULL: not UTF-8 */
+    return s != NULL ? s : json_string("");
 }
 
 /* ---- peers ---- */
