@@ -73,7 +73,7 @@ nfp_parse(const struct nfp_frame *frames, size_t n, struct nfp_msg *m)
     memset(m, 0, sizeof *m);
     if (n < 4)
         return NFP_SHORT;
-        m->peer = frames[0];
+    m->peer = frames[0];
     if (m->peer.n == 0)
         return NFP_NO_PEER;
     if (frames[1].n != 0)
@@ -107,7 +107,7 @@ nfp_check_text(enum nfp_check check)
         [NFP_NO_EMPTY] = "no empty frame after the address",
         [NFP_BAD_HEADER] = "unknown header",
         [NFP_BAD_CMD] = "unknown command",
-                [NFP_BAD_ARGS] = "too few frames for its command",
+        [NFP_BAD_ARGS] = "too few frames for its command",
         [NFP_NO_PEER] = "no identity",
     };
     return texts[check];

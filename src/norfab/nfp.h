@@ -55,7 +55,7 @@ enum nfp_check {
     NFP_NO_EMPTY,   /* the frame after the identity is not empty */
     NFP_BAD_HEADER, /* neither a client's nor a worker's */
     NFP_BAD_CMD,    /* not a command, or not one this peer sends */
-        NFP_BAD_ARGS,   /* too few frames for its command */
+    NFP_BAD_ARGS,   /* too few frames for its command */
     NFP_NO_PEER,    /* an empty identity (a ROUTER never gives one) */
 };
 

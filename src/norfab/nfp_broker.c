@@ -155,7 +155,7 @@ nfp_json_to_client(struct nfp_broker *b, struct nfp_frame client, struct nfp_fra
 json_t *
 nfp_json_frame(struct nfp_frame f)
 {
-        json_t *s = json_stringn(f.p, f.n); /* NULL: not UTF-8 */
+    json_t *s = json_stringn(f.p, f.n); /* NULL: not UTF-8 */
     return s != NULL ? s : json_string("");
 }
 
