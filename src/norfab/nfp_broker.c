@@ -437,7 +437,7 @@ nfp_from_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
         nfp_mmi(b, m, c);
         return;
     }
-        if (svc.n == 0 || svc.n > WQ_MAX_NAME || m->args[2].n == 0 || m->args[2].n > NFP_UUID_MAX) {
+    if (svc.n == 0 || svc.n > WQ_MAX_NAME || m->args[2].n == 0 || m->args[2].n > NFP_UUID_MAX) {
         nfp_json_to_client(b, m->peer, m->args[0], m->args[2], "400",
                            nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0],
                                            "the service name or the uuid is empty or too "
