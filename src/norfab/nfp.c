@@ -93,8 +93,8 @@ nfp_parse(const struct nfp_frame *frames, size_t n, struct nfp_msg *m)
     if (m->nargs < (size_t)need)
         return NFP_BAD_ARGS;
     if ((m->cmd == NFP_RESPONSE || m->cmd == NFP_EVENT || m->cmd == NFP_STREAM) &&
-        m->args[1].n != 0)
-        return NFP_BAD_ARGS; /* the client's address is followed by an empty frame */
+        (m->args[0].n == 0 || m->args[1].n != 0))
+        return NFP_BAD_ARGS; /* a client's address, then an empty frame */
     if (m->cmd == NFP_READY && (m->args[0].n == 0 || m->args[0].n > WQ_MAX_NAME))
         return NFP_BAD_ARGS; /* a service is 1 to 255 bytes */
     return NFP_VALID;
