@@ -211,7 +211,11 @@ nfp_forward(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd, struc
 struct nfp_worker *
 nfp_service_next(struct nfp_service *s)
 {
-    return s->n > 0 ? s->workers[s->next++ % s->n] : NULL;
+    if (s->n == 0)
+        return NULL;
+    if (s->next >= s->n) /* next is the index of the worker whose turn it is */
+        s->next = 0;
+    return s->workers[s->next++];
 }
 
 void
@@ -230,6 +234,8 @@ nfp_worker_drop(struct nfp_broker *b, struct nfp_worker *w, bool tell)
     }
     if (w->reg != NULL)
         workers_detach(b->core->workers, w->reg);
+    if (w->service != NULL)
+        nfp_service_release(b, w->service);
     registry_remove(b->workers, w->name, w->len);
     list_unlink(&w->link);
     wq_free(w);
@@ -251,6 +257,16 @@ nfp_worker_register(struct nfp_broker *b, struct nfp_worker *w, uint64_t now)
                             WORKER_NORFAB, "", now);
     snprintf(w->reg->last_command, sizeof w->reg->last_command, "READY");
     free(text);
+}
+
+void
+nfp_service_release(struct nfp_broker *b, struct nfp_service *s)
+{
+    if (s->n > 0 || s->posts > 0)
+        return;
+    registry_remove(b->services, s->name, s->len);
+    wq_free(s->workers);
+    wq_free(s);
 }
 
 struct nfp_service *
@@ -400,11 +416,49 @@ nfp_no_workers(struct nfp_broker *b, const struct nfp_msg *m, size_t unknown)
                        nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0], why));
 }
 
+/* Is f 1 to max bytes of UTF-8 (a service's name, a uuid: they are
+ * echoed in JSON answers)? */
+static bool
+nfp_text(struct nfp_frame f, size_t max)
+{
+    if (f.n == 0 || f.n > max)
+        return false;
+    json_t *s = json_stringn(f.p, f.n);
+    json_decref(s);
+    return s != NULL;
+}
+
 /* Does target t wait for a worker when there is none ("any", "all")? */
 static bool
 nfp_target_waits(struct nfp_frame t)
 {
     return t.n == 3 && (memcmp(t.p, "any", 3) == 0 || memcmp(t.p, "all", 3) == 0);
+}
+
+/* Route client c's request m to service s. */
+static void
+nfp_route(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
+          struct nfp_service *s)
+{
+    if (m->cmd == NFP_GET) {
+        nfp_jobs_get(b, m, c, s);
+        return;
+    }
+    if (m->cmd == NFP_DELETE && nfp_jobs_delete(b, m, c))
+        return;
+    struct nfp_worker **workers = wq_malloc(NFP_TARGET_MAX * sizeof *workers);
+    size_t n, unknown;
+    nfp_resolve(b, s, m->args[1], workers, &n, &unknown);
+    bool waits = m->cmd == NFP_POST && unknown == 0 && nfp_target_waits(m->args[1]);
+    /* a POST goes to every worker its target names or nowhere ("any" and
+     * "all" wait for one); a DELETE or PUT to those of them still there */
+    if ((n == 0 && !waits) || (unknown > 0 && m->cmd == NFP_POST))
+        nfp_no_workers(b, m, unknown);
+    else if (m->cmd == NFP_POST)
+        nfp_jobs_post(b, m, c, s, workers, n);
+    else
+        nfp_dispatch(b, m, c, s, workers, n);
+    wq_free(workers);
 }
 
 static void
@@ -437,33 +491,18 @@ nfp_from_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
         nfp_mmi(b, m, c);
         return;
     }
-    if (svc.n == 0 || svc.n > WQ_MAX_NAME || m->args[2].n == 0 || m->args[2].n > NFP_UUID_MAX) {
+    if (!nfp_text(svc, WQ_MAX_NAME) || !nfp_text(m->args[2], NFP_UUID_MAX)) {
         nfp_json_to_client(b, m->peer, m->args[0], m->args[2], "400",
                            nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0],
-                                           "the service name or the uuid is empty or too "
-                                           "long"));
+                                           "the service name or the uuid is not 1 to 255 "
+                                           "bytes of UTF-8"));
         return;
     }
     struct nfp_service *s = nfp_service(b, svc);
-    if (m->cmd == NFP_GET) {
-        nfp_jobs_get(b, m, c, s);
-        return;
-    }
-    if (m->cmd == NFP_DELETE && nfp_jobs_delete(b, m, c))
-        return;
-    struct nfp_worker **workers = wq_malloc(NFP_TARGET_MAX * sizeof *workers);
-    size_t n, unknown;
-    nfp_resolve(b, s, m->args[1], workers, &n, &unknown);
-    bool waits = m->cmd == NFP_POST && unknown == 0 && nfp_target_waits(m->args[1]);
-    /* a POST goes to every worker its target names or nowhere ("any" and
-     * "all" wait for one); a DELETE or PUT to those of them still there */
-    if ((n == 0 && !waits) || (unknown > 0 && m->cmd == NFP_POST))
-        nfp_no_workers(b, m, unknown);
-    else if (m->cmd == NFP_POST)
-        nfp_jobs_post(b, m, c, s, workers, n);
-    else
-        nfp_dispatch(b, m, c, s, workers, n);
-    wq_free(workers);
+    s->posts++; /* held while the request is handled (a POST forgotten may release it) */
+    nfp_route(b, m, c, s);
+    s->posts--;
+    nfp_service_release(b, s);
 }
 
 /* ---- worker messages ---- */

@@ -21,7 +21,8 @@ struct nfp_service {
     struct list waiting; /* struct nfp_post.link: POSTs queued for a worker, oldest first */
     struct nfp_worker **workers;
     size_t n, cap;
-    size_t next;       /* where the next "any" starts: turn by turn */
+    size_t next;       /* the index of the worker whose "any" turn it is */
+    size_t posts;      /* POSTs of it the broker keeps */
     uint64_t requests; /* routed to it */
     size_t len;
     char name[];
@@ -73,6 +74,7 @@ struct nfp_post {
     struct nfp_service *service;
     enum nfp_post_state state;
     bool all;          /* target "all" */
+    bool any;          /* target "any": the one kind sent again to another worker */
     uint64_t since_ms; /* QUEUED: since; ENDED: since */
     char *client;      /* who posted it */
     size_t client_len;
@@ -156,6 +158,9 @@ void nfp_forward(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
 struct nfp_worker *nfp_service_next(struct nfp_service *s);
 /* The service named f, created if need be. */
 struct nfp_service *nfp_service(struct nfp_broker *b, struct nfp_frame f);
+/* Free s if nothing holds it (no worker, no POST), so that the names
+ * clients make up do not pile up. */
+void nfp_service_release(struct nfp_broker *b, struct nfp_service *s);
 
 /* ---- the jobs (nfp_jobs.c) ---- */
 

@@ -63,6 +63,11 @@ nfp_post_free(struct nfp_broker *b, struct nfp_post *p)
     list_unlink(&p->link);
     if (registry_find(b->posts, p->uuid, p->uuid_len) == p)
         registry_remove(b->posts, p->uuid, p->uuid_len);
+    if (p->service != NULL) {
+        p->service->posts--;
+        if (b->core != NULL) /* not while the services are freed */
+            nfp_service_release(b, p->service);
+    }
     wq_free(p);
 }
 
@@ -310,7 +315,9 @@ nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_cl
     p->uuid_len = uuid.n;
     nfp_post_count(b, p, (int64_t)(sizeof *p + uuid.n));
     p->service = s;
+    s->posts++;
     p->all = target.n == 3 && memcmp(target.p, "all", 3) == 0;
+    p->any = target.n == 3 && memcmp(target.p, "any", 3) == 0;
     p->client = nfp_post_copy(b, p, (struct nfp_frame){c->name, c->len});
     p->client_len = c->len;
     p->target = nfp_post_copy(b, p, target);
@@ -561,11 +568,11 @@ nfp_post_resend(struct nfp_broker *b, struct nfp_post *p, struct nfp_dest *d)
     nfp_post_logged(b, p);
 }
 
-/* Is p an "any" POST its only worker has not answered? */
+/* Is p an "any" POST its worker has not answered? */
 static bool
 nfp_post_unanswered(const struct nfp_post *p)
 {
-    return !p->all && p->ndest == 1 && !p->dests[0].answered;
+    return p->any && p->ndest == 1 && !p->dests[0].answered;
 }
 
 void

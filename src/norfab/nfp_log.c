@@ -116,6 +116,7 @@ nfp_replay_unpack(struct nfp_broker *b, struct nfp_post *p, struct wq_str packed
         in++;
     }
     (void)b;
+    p->any = p->target_len == 3 && memcmp(p->target, "any", 3) == 0;
     return in == end;
 }
 
@@ -129,6 +130,7 @@ nfp_replay_post(struct nfp_broker *b, const struct cmdlog_rec *r)
     p->uuid_len = r->jid.n;
     list_init(&p->link);
     p->service = nfp_service(b, (struct nfp_frame){r->name.p, r->name.n});
+    p->service->posts++;
     p->state = r->seq <= NFP_ENDED ? (enum nfp_post_state)r->seq : NFP_ENDED;
     p->all = r->left;
     p->since_ms = (uint64_t)r->at_ms;

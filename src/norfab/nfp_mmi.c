@@ -173,8 +173,13 @@ nfp_mmi(struct nfp_broker *b, const struct nfp_msg *m, struct nfp_client *c)
     } else if (strcmp(t, "disconnect") == 0) {
         ret = nfp_mmi_disconnect(b, kwargs);
     } else {
+        /* the task's first 120 bytes or fewer, not cutting a character */
+        size_t cut = strlen(t);
+        if (cut > 120)
+            for (cut = 120; cut > 0 && ((unsigned char)t[cut] & 0xc0) == 0x80; cut--)
+                ;
         char text[160];
-        snprintf(text, sizeof text, "Unsupported task '%.120s'", t);
+        snprintf(text, sizeof text, "Unsupported task '%.*s'", (int)cut, t);
         ret = json_string(text);
     }
     json_decref(req);

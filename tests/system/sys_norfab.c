@@ -697,9 +697,10 @@ START_TEST(test_post_named)
 }
 END_TEST
 
-/* No worker of the service is named, or it has none: 400 with NORFAB's
- * keys, and nothing reaches any worker.  A POST naming a worker that is
- * not there goes nowhere, even when others it names are. */
+/* No worker of the service is named: 400 with NORFAB's keys, and nothing
+ * reaches any worker.  A POST naming a worker that is not there goes
+ * nowhere, even when others it names are.  ("any" and "all" to a service
+ * with no worker wait for one: test_queued_post.) */
 START_TEST(test_post_no_workers)
 {
     start();
@@ -711,14 +712,11 @@ START_TEST(test_post_no_workers)
     await_workers("netbox", "nb1");
     void *c = peer("c1");
     const char *id;
-    /* a service nobody serves, whatever the target */
+    /* a service nobody serves, named workers */
     static const struct {
         const char *target, *error;
-    } none[] = {{"any", NO_WORKER},
-                {"all", NO_WORKER},
-                {"w1", NOT_WORKERS("1")},
-                {"[\"w1\"]", NOT_WORKERS("1")},
-                {"w1,w2", NOT_WORKERS("2")}};
+    } none[] = {
+        {"w1", NOT_WORKERS("1")}, {"[\"w1\"]", NOT_WORKERS("1")}, {"w1,w2", NOT_WORKERS("2")}};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
         id = uuid();
         request(c, "0x04", "nothere", none[i].target, id, task("x"));
@@ -767,11 +765,19 @@ START_TEST(test_get_delete_put_partial)
     start();
     void *w[3] = {peer("w1"), peer("w2"), peer("w3")};
     ready_all(w, 3, "w1,w2,w3");
-    SEND(w[1], "", NFPW, "0x03", SVC);
-    await_workers(SVC, "w1,w3");
     void *c = peer("c1");
     const char *target = "[\"w1\",\"w2\",\"w3\"]";
-    const char *id = uuid(), *body = task("get_facts");
+    char posted[40]; /* uuid()'s text lives in a ring that turns */
+    snprintf(posted, sizeof posted, "%s", uuid());
+    const char *body = task("get_facts");
+    /* a job posted to all three before w2 left */
+    post(c, "all", posted, body);
+    expect_202(c, posted, "all", "[\"w1\",\"w2\",\"w3\"]");
+    for (int i = 0; i < 3; i++)
+        expect_job(w[i], "0x04", "c1", posted, body);
+    SEND(w[1], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "w1,w3");
+    const char *id = posted;
     request(c, "0x06", SVC, target, id, body);
     expect_202(c, id, target, "[\"w1\",\"w3\"]");
     expect_job(w[0], "0x06", "c1", id, body);
@@ -787,19 +793,28 @@ START_TEST(test_get_delete_put_partial)
     expect_job(w[2], "0x10", "c1", id, credit);
     expect_silence(c, false, 100);
     expect_silence(w[1], true, 0);
-    /* GET to all and any: a 202 as for POST */
-    id = uuid();
+    /* GET to all: a 202 as for POST */
+    id = posted;
     request(c, "0x06", SVC, "all", id, body);
     expect_202(c, id, "all", "[\"w1\",\"w3\"]");
     expect_job(w[0], "0x06", "c1", id, body);
     expect_job(w[2], "0x06", "c1", id, body);
-    /* nobody left of those named */
-    static const char *const cmds[] = {"0x06", "0x07", "0x10"};
-    for (size_t i = 0; i < 3; i++) {
+    /* nobody left of those named: DELETE and PUT 400; a GET falls back
+     * to the job's workers still there */
+    static const char *const cmds[] = {"0x07", "0x10"};
+    for (size_t i = 0; i < 2; i++) {
         id = uuid();
         request(c, cmds[i], SVC, "[\"w2\",\"w9\"]", id, body);
         expect_400(c, SVC, id, "[\"w2\",\"w9\"]", NOT_WORKERS("2"));
     }
+    request(c, "0x06", SVC, "[\"w2\",\"w9\"]", posted, body);
+    expect_202(c, posted, "[\"w2\",\"w9\"]", "[\"w1\",\"w3\"]");
+    expect_job(w[0], "0x06", "c1", posted, body);
+    expect_job(w[2], "0x06", "c1", posted, body);
+    /* a GET for a uuid never posted */
+    id = uuid();
+    request(c, "0x06", SVC, "all", id, body);
+    expect_400(c, SVC, id, "all", "no job with this uuid was posted");
     expect_silence(w[0], true, 50);
     expect_silence(w[2], true, 0);
     stop();
@@ -807,7 +822,8 @@ START_TEST(test_get_delete_put_partial)
 END_TEST
 
 /* "any" keeps its turn when a worker leaves: after w1 w2 w3 w1 w2, w1
- * leaves; w3's turn has not come yet, so the next two go to w3, then w2. */
+ * leaves; w3's turn has not come yet.  w1's two jobs, never answered, go
+ * again first (to w3, then w2), then the next four go w3 w2 w3 w2. */
 START_TEST(test_any_turn_after_leave)
 {
     start();
@@ -815,8 +831,11 @@ START_TEST(test_any_turn_after_leave)
     ready_all(w, 3, "w1,w2,w3");
     void *c = peer("c1");
     char order[16] = "";
+    char ids[6][40];
     for (int i = 0; i < 5; i++) {
         const char *id = uuid();
+        if (i == 0 || i == 3) /* w1's */
+            snprintf(ids[i == 0 ? 0 : 1], sizeof ids[0], "%s", id);
         post(c, "any", id, "{}");
         struct zm m;
         next_msg(c, false, &m, "a 202");
@@ -829,17 +848,20 @@ START_TEST(test_any_turn_after_leave)
     SEND(w[0], "", NFPW, "0x03", SVC);
     await_workers(SVC, "w2,w3");
     memset(order, 0, sizeof order);
-    for (int i = 0; i < 4; i++) {
-        const char *id = uuid();
-        post(c, "any", id, "{}");
+    for (int i = 0; i < 6; i++) { /* w1's two again, then four new */
+        if (i >= 2) {
+            snprintf(ids[i], sizeof ids[i], "%s", uuid());
+            post(c, "any", ids[i], "{}");
+        }
         struct zm m;
         next_msg(c, false, &m, "a 202");
         for (int k = 1; k < 3; k++)
-            if (zm_is(&m, 6, dispatched(f("[\"w%d\"]", k + 1), id, "any", SVC)))
+            if (zm_is(&m, 6, dispatched(f("[\"w%d\"]", k + 1), ids[i], "any", SVC)))
                 order[strlen(order)] = (char)('1' + k);
         zm_free(&m);
     }
-    ck_assert_msg(strcmp(order, "3232") == 0, "after w1 left, any went to %s, want 3232", order);
+    ck_assert_msg(strcmp(order, "323232") == 0, "after w1 left, any went to %s, want 323232",
+                  order);
     stop();
 }
 END_TEST
@@ -950,8 +972,9 @@ START_TEST(test_client_byte_commands)
     answer(w1, "0x08", "c1", idc, "200", "{}");
     EXPECT(c, "", NFPB, "\x08", SVC, idc, "200", "{}");
     /* the byte form of 400 and of the management service */
-    request(c, "\x04", "nothere", "any", idc, "{}");
-    EXPECT(c, "", NFPB, "\x05", "nothere", idc, "400", failed(idc, "any", "nothere", NO_WORKER));
+    request(c, "\x04", "nothere", "w9", idc, "{}");
+    EXPECT(c, "", NFPB, "\x05", "nothere", idc, "400",
+           failed(idc, "w9", "nothere", NOT_WORKERS("1")));
     json_t *j = mmi_on(c, "\x11", "show_workers", "{}", "200");
     json_decref(j);
     request(c, "\x06", SVC, "w1", idc, "{}");
@@ -1119,13 +1142,13 @@ START_TEST(test_silent_worker_dies)
     WEXPECT(w1, "", NFPB, "0x03", "");
     ready(w1, SVC);
     await_workers(SVC, "w2,w1");
-    /* once w2 falls silent too it goes: a POST to the service gets 400 */
+    /* once w2 falls silent too it goes: a POST naming it gets 400 */
     int64_t t1 = systest_now_ms();
     while (strcmp(names = worker_names("{}"), "") != 0)
         ck_assert_msg(systest_now_ms() - t1 < systest_wait_ms(), "still %s", names);
     id = uuid();
-    post(c, "any", id, "{}");
-    expect_400(c, SVC, id, "any", NO_WORKER);
+    post(c, "w2", id, "{}");
+    expect_400(c, SVC, id, "w2", NOT_WORKERS("1"));
     stop();
 }
 END_TEST
@@ -1175,17 +1198,24 @@ START_TEST(test_worker_disconnect)
     SEND(w1, "", NFPW, "0x03", SVC);
     await_workers(SVC, "");
     void *c = peer("c1");
-    const char *id = uuid();
-    post(c, "any", id, "{}");
-    expect_400(c, SVC, id, "any", NO_WORKER);
+    char queued[40];
+    snprintf(queued, sizeof queued, "%s", uuid());
+    post(c, "w1", queued, "{}");
+    expect_400(c, SVC, queued, "w1", NOT_WORKERS("1"));
+    /* "any" with no worker waits for one */
+    snprintf(queued, sizeof queued, "%s", uuid());
+    post(c, "any", queued, "{}");
+    expect_silence(c, false, 100);
     /* a DISCONNECT from one the broker does not know: nothing */
     void *w2 = peer("w2");
     SEND(w2, "", NFPW, "\x03");
     expect_silence(w2, false, 100);
-    /* back */
+    /* back: the waiting POST goes to it */
     ready(w1, SVC);
+    expect_202(c, queued, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", queued, "{}");
     await_workers(SVC, "w1");
-    id = uuid();
+    const char *id = uuid();
     post(c, "any", id, "{}");
     expect_202(c, id, "any", "[\"w1\"]");
     expect_job(w1, "0x04", "c1", id, "{}");
@@ -1500,8 +1530,8 @@ START_TEST(test_not_utf8_request)
         zm_free(&m);
         /* still up */
         const char *id = uuid();
-        request(c, "0x04", "nothere", "any", id, "{}");
-        expect_400(c, "nothere", id, "any", NO_WORKER);
+        request(c, "0x04", "nothere", "w9", id, "{}");
+        expect_400(c, "nothere", id, "w9", NOT_WORKERS("1"));
         stop();
     }
 }
@@ -1627,7 +1657,11 @@ START_TEST(test_mmi_show_broker)
     json_t *j = mmi("show_broker", "{}");
     assert_keys(j, (const char *const[]){"endpoint", "status", "keepalives", "workers count",
                                          "services count", "clients count", "uptime (s)", "broker",
-                                         NULL});
+                                         "security", NULL});
+    json_t *sec = json_object_get(j, "security");
+    assert_keys(sec, (const char *const[]){"zmq-auth", "broker-public-key", NULL});
+    ck_assert(json_is_false(json_object_get(sec, "zmq-auth")));
+    ck_assert(json_is_null(json_object_get(sec, "broker-public-key"))); /* no CURVE */
     ck_assert_str_eq(jget(j, "endpoint"), f("tcp://127.0.0.1:%d", nport));
     ck_assert_str_eq(jget(j, "status"), "active");
     json_t *ka = json_object_get(j, "keepalives");
@@ -1672,8 +1706,8 @@ START_TEST(test_mmi_show_services_clients)
         expect_202(c1, id, "any", i % 2 ? "[\"w2\"]" : "[\"w1\"]");
     }
     const char *id = uuid();
-    request(c2, "0x04", "nothere", "any", id, "{}");
-    expect_400(c2, "nothere", id, "any", NO_WORKER);
+    request(c2, "0x04", "nothere", "any", id, "{}"); /* waits for a worker */
+    expect_silence(c2, false, 50);
     json_t *j = mmi_on(ops, "0x11", "show_services", "{}", "200");
     ck_assert_uint_eq(json_array_size(j), 2);
     json_t *e = entry(j, SVC);
