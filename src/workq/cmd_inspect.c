@@ -91,17 +91,19 @@ inspect_queue_block(struct reply *out, const struct queue *q)
     inspect_line(out, "scheduled-len %u", heap_len(&q->scheduled));
 }
 
-/* inspect server's keys for Faktory's jobs. */
+/* One of inspect server's keys for another space's jobs. */
+struct inspect_count {
+    const char *name;
+    uint64_t value;
+};
+
+/* The keys "<prefix>-<name> <value>" of counts[0..n). */
 static void
-inspect_faktory(struct reply *out, const struct core_space_counts *fk)
+inspect_counts(struct reply *out, const char *prefix, const struct inspect_count *counts, size_t n)
 {
-    inspect_line(out, "faktory-jobs %llu", (unsigned long long)fk->jobs);
-    inspect_line(out, "faktory-scheduled-jobs %llu", (unsigned long long)fk->scheduled);
-    inspect_line(out, "faktory-enqueued-jobs %llu", (unsigned long long)fk->enqueued);
-    inspect_line(out, "faktory-working-jobs %llu", (unsigned long long)fk->working);
-    inspect_line(out, "faktory-retry-jobs %llu", (unsigned long long)fk->retry);
-    inspect_line(out, "faktory-dead-jobs %llu", (unsigned long long)fk->dead);
-    inspect_line(out, "faktory-queues %llu", (unsigned long long)fk->queues);
+    for (size_t i = 0; i < n; i++)
+        inspect_line(out, "%s-%s %llu", prefix, counts[i].name,
+                     (unsigned long long)counts[i].value);
 }
 
 /* The Hero Dispatcher's work queues are queues of the engine's space
@@ -112,8 +114,9 @@ static void
 inspect_server(struct cmd_ctx *ctx, struct reply *out)
 {
     const struct core_stats *st = &core_ids(ctx->core)->stats;
-    /* Faktory's jobs and Hero's (their spaces of the core), after Workq's
-     * keys, each only where its protocol is served or has jobs */
+    /* Faktory's, Hero's and NORFAB's jobs (their spaces of the core),
+     * after Workq's keys, each only where its protocol is served or has
+     * jobs */
     struct core_space_counts fk, hk, nk;
     core_space_counts(ctx->core, core_space_find(ctx->core, "faktory"), &fk);
     core_space_counts(ctx->core, core_space_find(ctx->core, "hero"), &hk);
@@ -136,20 +139,35 @@ inspect_server(struct cmd_ctx *ctx, struct reply *out)
     inspect_line(out, "parked-clients %llu", (unsigned long long)st->parked);
     inspect_line(out, "memory-used %zu", alloc_memory_used());
     inspect_line(out, "allocator %s", alloc_name());
-    if (faktory)
-        inspect_faktory(out, &fk);
+    if (faktory) {
+        const struct inspect_count c[] = {
+            {"jobs", fk.jobs},
+            {"scheduled-jobs", fk.scheduled},
+            {"enqueued-jobs", fk.enqueued},
+            {"working-jobs", fk.working},
+            {"retry-jobs", fk.retry},
+            {"dead-jobs", fk.dead},
+            {"queues", fk.queues},
+        };
+        inspect_counts(out, "faktory", c, WQ_ARRAY_LEN(c));
+    }
     if (hero) {
-        inspect_line(out, "hero-jobs %llu", (unsigned long long)hk.jobs);
-        inspect_line(out, "hero-queued-jobs %llu", (unsigned long long)(hk.enqueued + hk.retry));
-        inspect_line(out, "hero-handed-out-jobs %llu", (unsigned long long)hk.working);
-        inspect_line(out, "hero-queues %llu", (unsigned long long)hk.queues);
+        const struct inspect_count c[] = {
+            {"jobs", hk.jobs},
+            {"queued-jobs", hk.enqueued + hk.retry},
+            {"handed-out-jobs", hk.working},
+            {"queues", hk.queues},
+        };
+        inspect_counts(out, "hero", c, WQ_ARRAY_LEN(c));
     }
     if (norfab) {
-        inspect_line(out, "norfab-jobs %llu", (unsigned long long)nk.jobs);
-        inspect_line(out, "norfab-queued-jobs %llu",
-                     (unsigned long long)(nk.enqueued + nk.retry + nk.scheduled));
-        inspect_line(out, "norfab-sent-jobs %llu", (unsigned long long)nk.working);
-        inspect_line(out, "norfab-queues %llu", (unsigned long long)nk.queues);
+        const struct inspect_count c[] = {
+            {"jobs", nk.jobs},
+            {"queued-jobs", nk.enqueued + nk.retry + nk.scheduled},
+            {"sent-jobs", nk.working},
+            {"queues", nk.queues},
+        };
+        inspect_counts(out, "norfab", c, WQ_ARRAY_LEN(c));
     }
 }
 
