@@ -16,6 +16,7 @@
 #include "lib/log.h"
 #include "lib/registry.h"
 #include "net/password_file.h"
+#include "norfab/nfp_zmq.h"
 
 #define NFP_KEY_LEN     32 /* a CURVE key's bytes */
 #define NFP_KEY_Z85_LEN 40 /* and its Z85 text */
@@ -142,28 +143,12 @@ nfp_zap_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct nfp_curve *cv = arg;
-    for (;;) {
-        uint32_t events = 0;
-        size_t size = sizeof events;
-        if (zmq_getsockopt(cv->zap, ZMQ_EVENTS, &events, &size) != 0 || !(events & ZMQ_POLLIN))
-            return;
+    while (nfp_zmq_readable(cv->zap)) {
         zmq_msg_t f[NFP_ZAP_FRAMES + 1];
-        size_t n = 0;
-        for (bool more = true; more;) {
-            zmq_msg_t tmp, *m = n < WQ_ARRAY_LEN(f) ? &f[n] : &tmp;
-            zmq_msg_init(m);
-            if (zmq_msg_recv(m, cv->zap, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(m);
-                break;
-            }
-            more = zmq_msg_more(m);
-            if (m == &tmp)
-                zmq_msg_close(m);
-            else
-                n++;
-        }
+        bool whole;
+        size_t n = nfp_zmq_recv(cv->zap, f, WQ_ARRAY_LEN(f), &whole);
         if (n > 0)
-            nfp_zap_answer(cv, f, n);
+            nfp_zap_answer(cv, f, whole ? n : 0);
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&f[i]);
     }

@@ -21,6 +21,7 @@
 #include "net/listener.h"
 #include "norfab/nfp_broker.h"
 #include "norfab/nfp_curve.h"
+#include "norfab/nfp_zmq.h"
 
 /* Messages read in one turn before the other sockets' turn. */
 #define NFP_TURN 64
@@ -55,41 +56,6 @@ nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
     return true;
 }
 
-/* Read one message into msgs (up to NFP_MAX_FRAMES frames kept, the rest
- * read and dropped): its frame count, 0 when there is none. */
-static size_t
-nfp_frontend_recv(struct nfp_frontend *fe, zmq_msg_t *msgs, bool *whole)
-{
-    size_t n = 0;
-    *whole = true;
-    for (;;) {
-        zmq_msg_t tmp, *m = n < NFP_MAX_FRAMES ? &msgs[n] : &tmp;
-        zmq_msg_init(m);
-        if (zmq_msg_recv(m, fe->sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(m);
-            return n;
-        }
-        bool more = zmq_msg_more(m);
-        if (m == &tmp) {
-            zmq_msg_close(m);
-            *whole = false;
-        } else {
-            n++;
-        }
-        if (!more)
-            return n;
-    }
-}
-
-/* Does the socket hold input? */
-static bool
-nfp_frontend_readable(struct nfp_frontend *fe)
-{
-    uint32_t events = 0;
-    size_t size = sizeof events;
-    return zmq_getsockopt(fe->sock, ZMQ_EVENTS, &events, &size) == 0 && (events & ZMQ_POLLIN);
-}
-
 static void
 nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -100,9 +66,9 @@ nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
     hooks->begin(hooks->arg);
     zmq_msg_t msgs[NFP_MAX_FRAMES];
     struct nfp_frame frames[NFP_MAX_FRAMES];
-    for (int turn = 0; turn < NFP_TURN && nfp_frontend_readable(fe); turn++) {
+    for (int turn = 0; turn < NFP_TURN && nfp_zmq_readable(fe->sock); turn++) {
         bool whole;
-        size_t n = nfp_frontend_recv(fe, msgs, &whole);
+        size_t n = nfp_zmq_recv(fe->sock, msgs, NFP_MAX_FRAMES, &whole);
         for (size_t i = 0; i < n; i++)
             frames[i] = (struct nfp_frame){zmq_msg_data(&msgs[i]), zmq_msg_size(&msgs[i])};
         if (n > 0 && whole)
@@ -112,7 +78,7 @@ nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&msgs[i]);
     }
-    if (nfp_frontend_readable(fe))
+    if (nfp_zmq_readable(fe->sock))
         event_active(fe->read_ev, EV_READ, 0); /* the rest in the next pass */
     hooks->end(hooks->arg);
 }
