@@ -18,7 +18,14 @@
  * messages (dropped, the server unharmed), mmi (mmi.service.broker over
  * MMI, GET and POST), load (10 clients, 20 workers, 5000 POSTs, none lost
  * or doubled), and the process (exit status, no listener without
- * -norfab-listen, tls:// refused).
+ * -norfab-listen, tls:// refused).  The POSTs as jobs: queue ("any" and
+ * "all" waiting for a worker, GET and DELETE of a queued POST,
+ * -norfab-queue-ttl), resend (an unanswered "any" job to another worker
+ * after a DISCONNECT or a death, never a named one or one answered),
+ * results (the final 200s kept for GETs, -norfab-result-ttl), persist
+ * (kill -9 and SIGTERM with a command log), curve (CURVE and its ZAP
+ * handler, the key files), figures (inspect workers and server, /metrics)
+ * and memory (-max-memory).
  *
  * Every test ends with SIGTERM and expects exit status 0: behind
  * WQ_SERVER_WRAPPER (valgrind --error-exitcode) that is also where memory
@@ -29,11 +36,13 @@
 #include <check.h>
 #include <jansson.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -2065,6 +2074,1383 @@ START_TEST(test_bad_options)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* queue */
+
+/* A new uuid into a local array v (uuid()'s text lives in a ring). */
+#define NEW_UUID(v)                                                                                \
+    char v[40];                                                                                    \
+    snprintf(v, sizeof v, "%s", uuid())
+
+/* One of the broker's own bodies: workers a JSON list or "null", an error
+ * (NULL: no "errors" key). */
+static const char *
+broker_body(const char *workers, const char *id, const char *target, const char *status,
+            const char *service, const char *error)
+{
+    if (error == NULL)
+        return f("{\"workers\":%s,\"uuid\":%s,\"target\":%s,\"status\":%s,\"service\":%s}", workers,
+                 jstr(id), jstr(target), jstr(status), jstr(service));
+    return f("{\"workers\":%s,\"uuid\":%s,\"target\":%s,\"status\":%s,\"service\":%s,"
+             "\"errors\":[%s]}",
+             workers, jstr(id), jstr(target), jstr(status), jstr(service), jstr(error));
+}
+
+#define EXPIRED_WHY "no worker of the service came within the queue TTL"
+#define NO_JOB      "no job with this uuid was posted"
+#define NO_RESULT   "no worker of the job is there, and none left its result"
+
+/* The next message of worker w that is no KEEPALIVE, within the scaled
+ * bound; each KEEPALIVE is answered with one for service, as NORFAB's
+ * worker does, so that w stays alive while it waits. */
+static void
+next_alive(void *w, const char *service, struct zm *m, const char *waiting_for)
+{
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
+    for (;;) {
+        int64_t left = deadline - systest_now_ms();
+        if (left < 0 || !zm_recv(w, m, (int)(left > 0 ? left : 0)))
+            ck_abort_msg("no message within %d ms, waiting for %s; server: %s", systest_wait_ms(),
+                         waiting_for, server_said());
+        if (!is_keepalive(m))
+            return;
+        zm_free(m);
+        SEND(w, "", NFPW, "0x02", service);
+    }
+}
+
+/* expect_job for a worker of service that stays alive while it waits. */
+static void
+expect_job_alive(void *w, const char *service, const char *cmd, const char *client, const char *id,
+                 const char *body)
+{
+    const char *want = show_frames(
+        (const char *const[]){"", NFPB, cmd, client, "", id, body},
+        (const size_t[]){0, 6, strlen(cmd), strlen(client), 0, strlen(id), strlen(body)}, 7);
+    struct zm m;
+    next_alive(w, service, &m, want);
+    ck_assert_msg(m.n == 7 && zm_is(&m, 0, "") && zm_is(&m, 1, NFPB) && zm_is(&m, 2, cmd) &&
+                      zm_is(&m, 3, client) && zm_is(&m, 4, "") && zm_is(&m, 5, id) &&
+                      zm_is(&m, 6, body),
+                  "got %s, want %s", show(&m), want);
+    zm_free(&m);
+}
+
+/* "any" POSTs to a service with no worker wait, first in first out, with
+ * no answer; a POST again with a queued uuid adds nothing.  The first
+ * worker's READY sends them all to it, each with its 202.  Once sent, a
+ * POST again gets its 202 again and no second copy. */
+START_TEST(test_queued_any)
+{
+    start();
+    void *c = peer("c1");
+    NEW_UUID(a);
+    NEW_UUID(b);
+    post(c, "any", a, task("first"));
+    post(c, "any", b, task("second"));
+    expect_silence(c, false, 100);
+    post(c, "any", a, task("first"));
+    expect_silence(c, false, 50);
+    /* no worker yet, but one of another service */
+    void *nb = peer("nb1");
+    ready(nb, "netbox");
+    await_workers("netbox", "nb1");
+    expect_silence(c, false, 50);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    expect_202(c, a, "any", "[\"w1\"]");
+    expect_202(c, b, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", a, task("first"));
+    expect_job(w1, "0x04", "c1", b, task("second"));
+    expect_silence(w1, true, 100);
+    expect_silence(c, false, 0);
+    expect_silence(nb, true, 0);
+    post(c, "any", a, task("first"));
+    expect_202(c, a, "any", "[\"w1\"]");
+    expect_silence(w1, true, 100);
+    expect_silence(c, false, 0);
+    stop();
+}
+END_TEST
+
+/* An "all" POST queued goes to the workers ready when it goes out: the
+ * first worker's READY sends it to that one only; the second gets
+ * nothing.  An "all" POST then goes to both. */
+START_TEST(test_queued_all)
+{
+    start();
+    void *c = peer("c1");
+    NEW_UUID(q);
+    NEW_UUID(any);
+    post(c, "all", q, task("all"));
+    post(c, "any", any, task("any"));
+    expect_silence(c, false, 100);
+    void *w1 = peer("w1"), *w2 = peer("w2");
+    ready(w1, SVC);
+    expect_202(c, q, "all", "[\"w1\"]");
+    expect_202(c, any, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", q, task("all"));
+    expect_job(w1, "0x04", "c1", any, task("any"));
+    ready(w2, SVC);
+    await_workers(SVC, "w1,w2");
+    expect_silence(w2, true, 100);
+    expect_silence(w1, true, 0);
+    expect_silence(c, false, 0);
+    NEW_UUID(both);
+    post(c, "all", both, "{}");
+    expect_202(c, both, "all", "[\"w1\",\"w2\"]");
+    expect_job(w1, "0x04", "c1", both, "{}");
+    expect_job(w2, "0x04", "c1", both, "{}");
+    stop();
+}
+END_TEST
+
+/* A GET for a queued POST: a 202 naming no worker, "QUEUED", with the
+ * GET's target; for a POST of another service: 400.  A DELETE of a
+ * queued POST: 200 "DELETED", and it is gone: a GET gets 400, a DELETE
+ * again goes to the workers (none: 400), a worker that comes gets only
+ * the other one. */
+START_TEST(test_queued_get_delete)
+{
+    start();
+    void *c = peer("c1");
+    NEW_UUID(q);
+    NEW_UUID(d);
+    post(c, "any", q, task("kept"));
+    post(c, "all", d, task("deleted"));
+    expect_silence(c, false, 50);
+    request(c, "0x06", SVC, "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, q, "202", broker_body("[]", q, "any", "QUEUED", SVC, NULL));
+    request(c, "0x06", SVC, "[]", d, "{\"x\":1}");
+    EXPECT(c, "", NFPB, "0x05", SVC, d, "202", broker_body("[]", d, "[]", "QUEUED", SVC, NULL));
+    request(c, "0x06", "netbox", "any", q, "{}");
+    expect_400(c, "netbox", q, "any", NO_JOB);
+    request(c, "0x07", SVC, "all", d, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, d, "200", broker_body("null", d, "all", "DELETED", SVC, NULL));
+    request(c, "0x06", SVC, "all", d, "{}");
+    expect_400(c, SVC, d, "all", NO_JOB);
+    request(c, "0x07", SVC, "all", d, "{}");
+    expect_400(c, SVC, d, "all", NO_WORKER);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    expect_202(c, q, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", q, task("kept"));
+    expect_silence(w1, true, 100);
+    expect_silence(c, false, 0);
+    /* sent now: a GET names w1 and goes to it */
+    request(c, "0x06", SVC, "any", q, "{}");
+    expect_202(c, q, "any", "[\"w1\"]");
+    expect_job(w1, "0x06", "c1", q, "{}");
+    /* a DELETE of a sent POST is relayed, with no answer of the broker's */
+    request(c, "0x07", SVC, "w1", q, "{}");
+    expect_job(w1, "0x07", "c1", q, "{}");
+    expect_silence(c, false, 50);
+    stop();
+}
+END_TEST
+
+/* A DELETE under another service does not cancel a queued POST (as a
+ * GET under another service does not find it): it is that service's
+ * request, which has no worker (400); the POST is still queued and goes
+ * to its worker. */
+START_TEST(test_queued_delete_other_service)
+{
+    start();
+    void *c = peer("c1");
+    NEW_UUID(q);
+    post(c, "any", q, "{}");
+    expect_silence(c, false, 50);
+    request(c, "0x07", "netbox", "any", q, "{}");
+    expect_400(c, "netbox", q, "any", NO_WORKER);
+    request(c, "0x06", SVC, "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, q, "202", broker_body("[]", q, "any", "QUEUED", SVC, NULL));
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    expect_202(c, q, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", q, "{}");
+    stop();
+}
+END_TEST
+
+/* Many services' queued POSTs expire at once: each is answered 408 in
+ * the same heartbeat (give or take the one after), and the services go.
+ * Found: the last POST of a service expiring freed the service while its
+ * line was being walked (a read of freed memory) and took it out of the
+ * registry of services being walked, which skipped others: their 408s
+ * came up to four heartbeats late. */
+START_TEST(test_queue_ttl_many_services)
+{
+    int ka = 100 * systest_slow(), ttl = 300 * systest_slow();
+    char kas[16], ttls[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *extra[] = {"-norfab-keepalive-ms", kas, "-norfab-queue-ttl", ttls, NULL};
+    start_with(extra);
+    void *c = peer("c1");
+    enum { N = 400 };
+    static bool got[N];
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < N; i++)
+        request(c, "0x04", f("svc%03d", i), "any", f("%032d", i), "{}");
+    int64_t first = 0, last = 0;
+    for (int k = 0; k < N; k++) {
+        struct zm m;
+        next_msg(c, false, &m, f("the 408s (%d so far)", k));
+        int i = m.n == 7 && m.len[4] == 32 ? atoi(m.f[4]) : -1;
+        ck_assert_msg(i >= 0 && i < N && !got[i] && zm_is(&m, 3, f("svc%03d", i)) &&
+                          zm_is(&m, 5, "408") &&
+                          zm_is(&m, 6,
+                                broker_body("null", f("%032d", i), "any", "EXPIRED",
+                                            f("svc%03d", i), EXPIRED_WHY)),
+                      "got %s", show(&m));
+        got[i] = true;
+        zm_free(&m);
+        last = systest_now_ms();
+        if (k == 0)
+            first = last;
+    }
+    if (systest_exact_timing())
+        ck_assert_msg(last - first <= ka + 150, "the 408s came over %lld ms (heartbeat %d ms)",
+                      (long long)(last - first), ka);
+    json_t *j = mmi("show_services", "{}");
+    ck_assert_uint_eq(json_array_size(j), 0);
+    json_decref(j);
+    stop();
+}
+END_TEST
+
+/* -norfab-queue-ttl: a POST still queued after it is answered 408
+ * "EXPIRED" and goes: a GET gets 400, a worker that comes gets nothing.
+ * A POST queued again (its worker left before answering) has its TTL
+ * start again. */
+START_TEST(test_queue_ttl)
+{
+    int ka = 100 * systest_slow(), ttl = 300 * systest_slow();
+    char kas[16], ttls[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *extra[] = {"-norfab-keepalive-ms",
+                           kas,
+                           "-norfab-liveness",
+                           "50",
+                           "-norfab-queue-ttl",
+                           ttls,
+                           "-metrics-listen",
+                           "127.0.0.1:0",
+                           NULL};
+    start_with(extra);
+    mport = systest_proc_port(&srv, "metrics");
+    void *c = peer("c1");
+    NEW_UUID(a);
+    NEW_UUID(b);
+    int64_t t0 = systest_now_ms();
+    post(c, "any", a, "{}");
+    post(c, "all", b, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, a, "408",
+           broker_body("null", a, "any", "EXPIRED", SVC, EXPIRED_WHY));
+    int64_t took = systest_now_ms() - t0;
+    EXPECT(c, "", NFPB, "0x05", SVC, b, "408",
+           broker_body("null", b, "all", "EXPIRED", SVC, EXPIRED_WHY));
+    if (systest_exact_timing())
+        ck_assert_msg(took >= ttl - 20 && took <= ttl + ka + 500, "408 after %lld ms",
+                      (long long)took);
+    ck_assert_uint_eq(metric("workq_norfab_expired_total"), 2);
+    request(c, "0x06", SVC, "any", a, "{}");
+    expect_400(c, SVC, a, "any", NO_JOB);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    expect_silence(w1, true, 100);
+    expect_silence(c, false, 0);
+    /* sent to w1, which leaves after the TTL without a word: queued again,
+     * for a whole TTL */
+    NEW_UUID(r);
+    post(c, "any", r, "{}");
+    expect_202(c, r, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", r, "{}");
+    systest_sleep_ms(2 * ttl);
+    int64_t t1 = systest_now_ms();
+    SEND(w1, "", NFPW, "0x03", SVC);
+    EXPECT(c, "", NFPB, "0x05", SVC, r, "408",
+           broker_body("null", r, "any", "EXPIRED", SVC, EXPIRED_WHY));
+    took = systest_now_ms() - t1;
+    if (systest_exact_timing())
+        ck_assert_msg(took >= ttl - 20 && took <= ttl + ka + 500,
+                      "408 %lld ms after it was queued again", (long long)took);
+    ck_assert_uint_eq(metric("workq_norfab_expired_total"), 3);
+    ck_assert_uint_eq(metric("workq_norfab_resent_total"), 1);
+    stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* resend */
+
+/* An "any" POST whose worker sends DISCONNECT before any answer goes at
+ * once to the next worker: a new 202 naming it, the same POST; a GET
+ * naming the first worker (the client missed that 202) goes to the new
+ * one.  Once a worker has answered (201), it keeps the job when it
+ * leaves.  With no worker left the job waits (a GET: QUEUED) for the next
+ * READY. */
+START_TEST(test_resend_disconnect)
+{
+    start();
+    void *w[3] = {peer("w1"), peer("w2"), peer("w3")};
+    ready_all(w, 2, "w1,w2");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    const char *body = task("get_facts");
+    char bodyc[128];
+    snprintf(bodyc, sizeof bodyc, "%s", body);
+    post(c, "any", id, bodyc);
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w[0], "0x04", "c1", id, bodyc);
+    SEND(w[0], "", NFPW, "0x03", SVC);
+    expect_202(c, id, "any", "[\"w2\"]");
+    expect_job(w[1], "0x04", "c1", id, bodyc);
+    expect_silence(c, false, 100);
+    request(c, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c, id, "[\"w1\"]", "[\"w2\"]");
+    expect_job(w[1], "0x06", "c1", id, "{}");
+    const char *ack = "{\"worker\":\"w2\",\"status\":\"ACCEPTED\"}";
+    answer(w[1], "0x05", "c1", id, "201", ack);
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "201", ack);
+    ready(w[0], SVC);
+    await_workers(SVC, "w2,w1");
+    SEND(w[1], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "w1");
+    expect_silence(c, false, 100);
+    expect_silence(w[0], true, 0);
+    /* only w1 left, and it leaves too: the job waits */
+    NEW_UUID(next);
+    post(c, "any", next, "{}");
+    expect_202(c, next, "any", "[\"w1\"]");
+    expect_job(w[0], "0x04", "c1", next, "{}");
+    SEND(w[0], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, "[\"w1\"]", next, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, next, "202",
+           broker_body("[]", next, "[\"w1\"]", "QUEUED", SVC, NULL));
+    ready(w[2], SVC);
+    expect_202(c, next, "any", "[\"w3\"]");
+    expect_job(w[2], "0x04", "c1", next, "{}");
+    expect_silence(c, false, 50);
+    stop();
+}
+END_TEST
+
+/* A POST named to a worker, or to "all", is not moved when a worker
+ * leaves: the others get nothing more; a GET for the named one, whose
+ * worker is gone with no result, gets 400. */
+START_TEST(test_resend_not_named)
+{
+    start();
+    void *w[2] = {peer("w1"), peer("w2")};
+    ready_all(w, 2, "w1,w2");
+    void *c = peer("c1");
+    NEW_UUID(named);
+    NEW_UUID(all);
+    post(c, "w1", named, "{}");
+    expect_202(c, named, "w1", "[\"w1\"]");
+    post(c, "all", all, "{}");
+    expect_202(c, all, "all", "[\"w1\",\"w2\"]");
+    expect_job(w[0], "0x04", "c1", named, "{}");
+    expect_job(w[0], "0x04", "c1", all, "{}");
+    expect_job(w[1], "0x04", "c1", all, "{}");
+    SEND(w[0], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "w2");
+    expect_silence(c, false, 150);
+    expect_silence(w[1], true, 0);
+    request(c, "0x06", SVC, "[\"w1\"]", named, "{}");
+    expect_400(c, SVC, named, "[\"w1\"]", NO_RESULT);
+    /* the "all" one: w2 is still there */
+    request(c, "0x06", SVC, "[\"w1\",\"w2\"]", all, "{}");
+    expect_202(c, all, "[\"w1\",\"w2\"]", "[\"w2\"]");
+    expect_job(w[1], "0x06", "c1", all, "{}");
+    stop();
+}
+END_TEST
+
+/* With heartbeats: a silent worker's unanswered "any" job goes to another
+ * worker once the broker finds it dead, within the window doc/norfab.md
+ * gives; with no worker left, a dead worker's job waits for the next
+ * READY. */
+START_TEST(test_resend_dead)
+{
+    int ka = 100 * systest_slow();
+    start_heartbeat(ka, 3);
+    void *w1 = peer("w1"), *w2 = peer("w2"), *w3 = peer("w3");
+    int64_t t0 = systest_now_ms(); /* before w1's last word, its READY */
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    int64_t t_ready = systest_now_ms(); /* after it */
+    ready(w2, SVC);
+    await_workers(SVC, "w1,w2");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "any", id, task("x"));
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, task("x"));
+    expect_job_alive(w2, SVC, "0x04", "c1", id, task("x"));
+    int64_t t1 = systest_now_ms();
+    expect_202(c, id, "any", "[\"w2\"]");
+    if (systest_exact_timing()) {
+        ck_assert_msg(t1 - t0 >= 2 * ka, "re-sent %lld ms after w1's last word",
+                      (long long)(t1 - t0));
+        ck_assert_msg(t1 - t_ready <= 4 * ka + 300, "re-sent %lld ms after w1's last word",
+                      (long long)(t1 - t_ready));
+    }
+    ck_assert_str_eq(worker_names("{}"), "w2");
+    /* w2 falls silent with both jobs: they wait for w3 */
+    NEW_UUID(next);
+    post(c, "any", next, "{}");
+    expect_202(c, next, "any", "[\"w2\"]");
+    expect_job(w2, "0x04", "c1", next, "{}");
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, "any", next, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, next, "202",
+           broker_body("[]", next, "any", "QUEUED", SVC, NULL));
+    ready(w3, SVC);
+    /* the first job too: w2 never answered it either; first in, first out */
+    expect_202(c, id, "any", "[\"w3\"]");
+    expect_202(c, next, "any", "[\"w3\"]");
+    expect_job(w3, "0x04", "c1", id, task("x"));
+    expect_job(w3, "0x04", "c1", next, "{}");
+    expect_silence(c, false, 50);
+    stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* results */
+
+/* A worker's final 200 is kept: after the worker has left, a GET naming it
+ * gets a 202 naming it, then that 200 from the broker, byte for byte.  A
+ * GET for a uuid never posted: 400. */
+START_TEST(test_kept_result)
+{
+    start();
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "any", id, task("get_facts"));
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, task("get_facts"));
+    const char *ack = "{\"worker\":\"w1\",\"status\":\"ACCEPTED\"}";
+    answer(w1, "0x05", "c1", id, "201", ack);
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "201", ack);
+    request(c, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c, id, "[\"w1\"]", "[\"w1\"]");
+    expect_job(w1, "0x06", "c1", id, "{}");
+    /* its result: JSON, with bytes that are no text at its end */
+    static const char result[] = "{\"w1\":{\"result\":{\"r1\":[1,2]},\"failed\":false}}\x00\xff\n";
+    const size_t rlen = sizeof result - 1;
+    const struct fr answer200[] = {{"", 0}, {NFPW, 6}, {"0x05", 4}, {"c1", 2},
+                                   {"", 0}, {id, 32},  {"200", 3},  {result, rlen}};
+    send_frames(w1, answer200, 8);
+    const struct fr want200[] = {{"", 0},  {NFPB, 6},  {"0x05", 4},   {SVC, strlen(SVC)},
+                                 {id, 32}, {"200", 3}, {result, rlen}};
+    expect_frames(c, false, want200, 7);
+    /* still there: a GET goes to w1 */
+    request(c, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c, id, "[\"w1\"]", "[\"w1\"]");
+    expect_job(w1, "0x06", "c1", id, "{}");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    static const char *const targets[] = {"[\"w1\"]", "w1", "any", "all", "[\"w9\"]"};
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        request(c, "0x06", SVC, targets[i], id, "{}");
+        expect_202(c, id, targets[i], "[\"w1\"]");
+        expect_frames(c, false, want200, 7);
+    }
+    expect_silence(c, false, 50);
+    /* a GET from another client gets it too, as its own */
+    void *c2 = peer("c2");
+    request(c2, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c2, id, "[\"w1\"]", "[\"w1\"]");
+    expect_frames(c2, false, want200, 7);
+    NEW_UUID(never);
+    request(c, "0x06", SVC, "[\"w1\"]", never, "{}");
+    expect_400(c, SVC, never, "[\"w1\"]", NO_JOB);
+    stop();
+}
+END_TEST
+
+/* An "all" job: each worker's 200 kept; a GET naming both, one of them
+ * still there and owing its answer, goes to that one and gets the other's
+ * kept 200; once both have answered and left, both kept 200s come, in
+ * the order of the 202. */
+START_TEST(test_kept_results_all)
+{
+    start();
+    void *w[2] = {peer("w1"), peer("w2")};
+    ready_all(w, 2, "w1,w2");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "all", id, "{}");
+    expect_202(c, id, "all", "[\"w1\",\"w2\"]");
+    expect_job(w[0], "0x04", "c1", id, "{}");
+    expect_job(w[1], "0x04", "c1", id, "{}");
+    answer(w[0], "0x05", "c1", id, "200", "{\"w1\":1}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":1}");
+    SEND(w[0], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "w2");
+    const char *both = "[\"w1\",\"w2\"]";
+    request(c, "0x06", SVC, both, id, "{}");
+    expect_202(c, id, both, both);
+    expect_job(w[1], "0x06", "c1", id, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":1}");
+    /* w2 answers 300 (pending), then 200, and leaves */
+    answer(w[1], "0x05", "c1", id, "300", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "300", "{}");
+    answer(w[1], "0x05", "c1", id, "200", "{\"w2\":2}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w2\":2}");
+    SEND(w[1], "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, both, id, "{}");
+    expect_202(c, id, both, both);
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":1}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w2\":2}");
+    request(c, "0x06", SVC, "[\"w2\"]", id, "{}");
+    expect_202(c, id, "[\"w2\"]", "[\"w2\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w2\":2}");
+    expect_silence(c, false, 50);
+    stop();
+}
+END_TEST
+
+/* -norfab-result-ttl: the kept 200 goes after it; the GET then gets 400.
+ * The job's uuid can then be posted again, a new job. */
+START_TEST(test_result_ttl)
+{
+    int ka = 100 * systest_slow(), ttl = 1000 * systest_slow();
+    char kas[16], ttls[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *extra[] = {
+        "-norfab-keepalive-ms", kas, "-norfab-liveness", "50", "-norfab-result-ttl", ttls, NULL};
+    start_with(extra);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "w1", id, "{}");
+    expect_202(c, id, "w1", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, "{}");
+    answer(w1, "0x05", "c1", id, "200", "{\"w1\":\"done\"}");
+    int64_t t0 = systest_now_ms();
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":\"done\"}");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, "w1", id, "{}");
+    expect_202(c, id, "w1", "[\"w1\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":\"done\"}");
+    int64_t deadline = systest_now_ms() + ttl + systest_wait_ms();
+    for (;;) {
+        ck_assert_msg(systest_now_ms() < deadline, "the kept 200 never went");
+        request(c, "0x06", SVC, "w1", id, "{}");
+        struct zm m;
+        next_msg(c, false, &m, "the GET's answer");
+        bool gone = zm_is(&m, 5, "400");
+        ck_assert_msg(gone || zm_is(&m, 6, dispatched("[\"w1\"]", id, "w1", SVC)), "got %s",
+                      show(&m));
+        if (gone) {
+            ck_assert_msg(m.n == 7 && zm_is(&m, 6, failed(id, "w1", SVC, NO_JOB)), "got %s",
+                          show(&m));
+            zm_free(&m);
+            break;
+        }
+        zm_free(&m);
+        EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":\"done\"}");
+        systest_sleep_ms(50);
+    }
+    int64_t took = systest_now_ms() - t0;
+    if (systest_exact_timing())
+        ck_assert_msg(took >= ttl - 20 && took <= ttl + ka + 1000, "kept for %lld ms",
+                      (long long)took);
+    /* a new job under the same uuid */
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    post(c, "any", id, "{\"again\":1}");
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, "{\"again\":1}");
+    stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* persist */
+
+/* Start with a command log in dir, every record synced, and more options
+ * (NULL terminated; NULL: none). */
+static void
+start_logged(const char *dir, const char *const *more)
+{
+    const char *extra[24] = {"-cmdlog-path", dir, "-cmdlog-sync", "always"};
+    size_t n = 4;
+    for (size_t i = 0; more != NULL && more[i] != NULL; i++) {
+        ck_assert_uint_lt(n, 23);
+        extra[n++] = more[i];
+    }
+    extra[n] = NULL;
+    start_with(extra);
+}
+
+/* Every record the broker made so far is written: the reply to a Workq
+ * command is held until the log has released the records before it. */
+static void
+log_written(void)
+{
+    int fd = systest_connect_port(srv.s.port);
+    (void)systest_server_stat(fd, "jobs");
+    close(fd);
+}
+
+/* Close every socket and SIGKILL the server (under a wrapper, the
+ * wrapper's process). */
+static void
+crash(void)
+{
+    for (size_t i = 0; i < nsocks; i++)
+        zmq_close(socks[i]);
+    nsocks = 0;
+    admin = NULL;
+    zmq_ctx_term(zctx);
+    zctx = NULL;
+    int st = 0;
+    ck_assert_int_eq(kill(srv.s.pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(srv.s.pid, &st, 0), srv.s.pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server not killed");
+    systest_untrack_pid(srv.s.pid);
+    close(srv.s.out_fd);
+    close(srv.err_fd);
+    systest_proc_free(&srv);
+}
+
+/* The three kinds of POST a restart keeps, made on a logged server: q
+ * queued (service netbox, no worker), e ended (w1's 200 kept: result),
+ * u sent to w1 and unanswered; and d queued, then deleted. */
+static void
+persist_setup(const char *q, const char *e, const char *u, const char *d, const char *result)
+{
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    post(c, "any", e, task("ended"));
+    expect_202(c, e, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", e, task("ended"));
+    answer(w1, "0x05", "c1", e, "201", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "201", "{}");
+    answer(w1, "0x05", "c1", e, "200", result);
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "200", result);
+    post(c, "any", u, task("unanswered"));
+    expect_202(c, u, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", u, task("unanswered"));
+    request(c, "0x04", "netbox", "any", q, task("queued"));
+    request(c, "0x04", "netbox", "all", d, task("deleted"));
+    request(c, "0x07", "netbox", "all", d, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", d, "200",
+           broker_body("null", d, "all", "DELETED", "netbox", NULL));
+    request(c, "0x06", "netbox", "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
+           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    int fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 2);
+    close(fd);
+    log_written();
+}
+
+/* After the restart: the kept 200 of e; d gone; q goes to the first
+ * netbox worker. */
+static void
+persist_check(void *c, const char *q, const char *e, const char *d, const char *result)
+{
+    request(c, "0x06", SVC, "[\"w1\"]", e, "{}");
+    expect_202(c, e, "[\"w1\"]", "[\"w1\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "200", result);
+    request(c, "0x06", "netbox", "all", d, "{}");
+    expect_400(c, "netbox", d, "all", NO_JOB);
+    request(c, "0x06", "netbox", "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
+           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    void *nb = peer("nb1");
+    ready(nb, "netbox");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202", dispatched("[\"nb1\"]", q, "any", "netbox"));
+    expect_job(nb, "0x04", "c1", q, task("queued"));
+    expect_silence(nb, true, 50);
+}
+
+/* kill -9 with a command log: after the restart the queued POST waits and
+ * goes to the first worker of its service, the unanswered "any" POST goes
+ * to another worker once w1 has had its liveness to come back (it does
+ * not), the ended one's kept 200 answers a GET. */
+START_TEST(test_persist_kill)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    NEW_UUID(q);
+    NEW_UUID(e);
+    NEW_UUID(u);
+    NEW_UUID(d);
+    const char *result = "{\"w1\":{\"result\":\"kept\",\"failed\":false}}";
+    start_logged(dir, NULL);
+    persist_setup(q, e, u, d, result);
+    crash();
+
+    int ka = 200 * systest_slow();
+    char kas[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    const char *hb[] = {"-norfab-keepalive-ms", kas, "-norfab-liveness", "3", NULL};
+    start_logged(dir, hb);
+    int64_t t0 = systest_now_ms(); /* after the server's start */
+    void *c = peer("c1");
+    void *w2 = peer("w2");
+    ready(w2, SVC);
+    persist_check(c, q, e, d, result);
+    int fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-queued-jobs"), 0);
+    expect_job_alive(w2, SVC, "0x04", "c1", u, task("unanswered"));
+    int64_t took = systest_now_ms() - t0;
+    expect_202(c, u, "any", "[\"w2\"]");
+    if (systest_exact_timing())
+        ck_assert_msg(took >= 2 * ka, "re-sent %lld ms after the restart", (long long)took);
+    /* w2 answers it; a GET after w2 left gets the kept 200 */
+    answer(w2, "0x05", "c1", u, "200", "{\"w2\":true}");
+    EXPECT(c, "", NFPB, "0x05", SVC, u, "200", "{\"w2\":true}");
+    SEND(w2, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, "any", u, "{}");
+    expect_202(c, u, "any", "[\"w2\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, u, "200", "{\"w2\":true}");
+    /* and so after another kill -9 */
+    log_written();
+    close(fd);
+    crash();
+    start_logged(dir, NULL);
+    c = peer("c1");
+    request(c, "0x06", SVC, "any", u, "{}");
+    expect_202(c, u, "any", "[\"w2\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, u, "200", "{\"w2\":true}");
+    request(c, "0x06", SVC, "any", e, "{}");
+    expect_202(c, e, "any", "[\"w1\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "200", result);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* Start with a command log in dir and no NORFAB listener: its records are
+ * skipped and kept. */
+static void
+start_logged_plain(const char *dir)
+{
+    const char *args[] = {"-listen", "127.0.0.1:0", "-cmdlog-path", dir, "-cmdlog-sync",
+                          "always",  NULL};
+    systest_proc_start(&srv, args);
+    systest_track_pid(srv.s.pid);
+    nport = 0;
+    zctx = zmq_ctx_new();
+    ck_assert_ptr_nonnull(zctx);
+    nsocks = 0;
+    admin = NULL;
+}
+
+/* SIGTERM (exit status 0) and a restart replay the same; so does a
+ * restart with -norfab-listen again after one without it, which leaves
+ * NORFAB's records alone (and has no norfab keys in inspect server). */
+START_TEST(test_persist_restart)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    NEW_UUID(q);
+    NEW_UUID(e);
+    NEW_UUID(u);
+    NEW_UUID(d);
+    const char *result = "{\"w1\":{\"result\":\"kept\",\"failed\":false}}";
+    start_logged(dir, NULL);
+    persist_setup(q, e, u, d, result);
+    stop();
+
+    start_logged_plain(dir);
+    int fd = systest_connect_port(srv.s.port);
+    systest_sends(fd, "inspect server\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    unsigned k = 0;
+    ck_assert_int_eq(sscanf(systest_read_line(fd), "server %u", &k), 1);
+    ck_assert_uint_eq(k, 14);
+    close(fd);
+    stop();
+
+    start_logged(dir, NULL);
+    void *c = peer("c1");
+    fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 2);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-queued-jobs"), 1);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-sent-jobs"), 1);
+    close(fd);
+    persist_check(c, q, e, d, result);
+    /* w1 comes back: u is still its job */
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    request(c, "0x06", SVC, "any", u, "{}");
+    expect_202(c, u, "any", "[\"w1\"]");
+    expect_job(w1, "0x06", "c1", u, "{}");
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* The queue TTL and the result TTL go on across a kill -9: a POST queued
+ * before it expires that long after it was queued, not after the
+ * restart; a kept 200 goes that long after its job ended. */
+START_TEST(test_persist_ttls)
+{
+    char dir[32];
+    systest_tmpdir_new(dir);
+    int ka = 100 * systest_slow(), ttl = 1500 * systest_slow();
+    char kas[16], ttls[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *opts[] = {"-norfab-keepalive-ms",
+                          kas,
+                          "-norfab-liveness",
+                          "50",
+                          "-norfab-queue-ttl",
+                          ttls,
+                          "-norfab-result-ttl",
+                          ttls,
+                          NULL};
+    start_logged(dir, opts);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    NEW_UUID(e);
+    NEW_UUID(q);
+    post(c, "any", e, "{}");
+    expect_202(c, e, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", e, "{}");
+    int64_t t_ended = systest_now_ms();
+    answer(w1, "0x05", "c1", e, "200", "{\"w1\":1}");
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "200", "{\"w1\":1}");
+    int64_t t_queued = systest_now_ms();
+    request(c, "0x04", "netbox", "any", q, "{}");
+    log_written();
+    systest_sleep_ms(ttl / 2);
+    crash();
+
+    start_logged(dir, opts);
+    c = peer("c1");
+    request(c, "0x06", SVC, "any", e, "{}");
+    expect_202(c, e, "any", "[\"w1\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, e, "200", "{\"w1\":1}");
+    request(c, "0x06", "netbox", "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
+           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "408",
+           broker_body("null", q, "any", "EXPIRED", "netbox", EXPIRED_WHY));
+    int64_t took = systest_now_ms() - t_queued;
+    if (systest_exact_timing())
+        ck_assert_msg(took >= ttl - 20 && took <= ttl + ka + 400, "408 %lld ms after the POST",
+                      (long long)took);
+    for (int64_t t0 = systest_now_ms();; systest_sleep_ms(20)) {
+        ck_assert_msg(systest_now_ms() - t0 < ttl + systest_wait_ms(), "the kept 200 stays");
+        request(c, "0x06", SVC, "any", e, "{}");
+        struct zm m;
+        next_msg(c, false, &m, "the GET's answer");
+        bool gone = zm_is(&m, 5, "400");
+        ck_assert_msg(m.n == 7 && zm_is(&m, 6,
+                                        gone ? failed(e, "any", SVC, NO_JOB)
+                                             : dispatched("[\"w1\"]", e, "any", SVC)),
+                      "got %s", show(&m));
+        zm_free(&m);
+        if (gone)
+            break;
+        EXPECT(c, "", NFPB, "0x05", SVC, e, "200", "{\"w1\":1}");
+    }
+    took = systest_now_ms() - t_ended;
+    if (systest_exact_timing())
+        ck_assert_msg(took >= ttl - 20 && took <= ttl + ka + 400,
+                      "the kept 200 went %lld ms after the job ended", (long long)took);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* A worker that has answered a job (201) keeps it while it is away
+ * (doc/norfab.md, "Re-sent": NORFAB's workers hold their jobs and answer
+ * for them when they come back): it comes back, answers the client's GET
+ * with 200, leaves, and that 200 is kept for the next GET. */
+START_TEST(test_answered_job_waits_for_worker)
+{
+    int ka = 100 * systest_slow();
+    start_heartbeat(ka, 3);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "any", id, "{}");
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, "{}");
+    answer(w1, "0x05", "c1", id, "201", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "201", "{}");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    /* a few heartbeats pass (past the grace of the start too) */
+    systest_sleep_ms(6 * ka);
+    int fd = systest_connect_port(srv.s.port);
+    uint64_t sent_while_away = systest_server_stat(fd, "norfab-sent-jobs");
+    close(fd);
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    request(c, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c, id, "[\"w1\"]", "[\"w1\"]");
+    expect_job_alive(w1, SVC, "0x06", "c1", id, "{}");
+    answer(w1, "0x05", "c1", id, "200", "{\"w1\":\"late\"}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":\"late\"}");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    request(c, "0x06", SVC, "[\"w1\"]", id, "{}");
+    expect_202(c, id, "[\"w1\"]", "[\"w1\"]");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{\"w1\":\"late\"}");
+    /* and it was still a job, sent, while w1 was away */
+    ck_assert_uint_eq(sent_while_away, 1);
+    stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* curve */
+
+/* A DEALER named name with CURVE: the broker's public key server_pub, its
+ * own key pair (Z85). */
+static void *
+peer_curve(const char *name, const char *server_pub, const char *pub, const char *sec)
+{
+    void *s = zmq_socket(zctx, ZMQ_DEALER);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_IDENTITY, name, strlen(name)), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, server_pub, 40), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, pub, 40), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, sec, 40), 0);
+    int zero = 0, wait = systest_wait_ms();
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero), 0);
+    ck_assert_int_eq(zmq_setsockopt(s, ZMQ_SNDTIMEO, &wait, sizeof wait), 0);
+    ck_assert_int_eq(zmq_connect(s, f("tcp://127.0.0.1:%d", nport)), 0);
+    ck_assert_uint_lt(nsocks, sizeof socks / sizeof socks[0]);
+    socks[nsocks++] = s;
+    return s;
+}
+
+/* A CURVE key pair (Z85, 40 characters each). */
+struct keys {
+    char pub[41], sec[41];
+};
+
+static struct keys
+keypair(void)
+{
+    struct keys k;
+    ck_assert_int_eq(zmq_curve_keypair(k.pub, k.sec), 0);
+    return k;
+}
+
+/* Write text to dir/name; its path. */
+static const char *
+write_file(const char *dir, const char *name, const char *text)
+{
+    const char *path = f("%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_int_eq(fputs(text, fp) >= 0, 1);
+    ck_assert_int_eq(fclose(fp), 0);
+    return path;
+}
+
+/* show_broker for a CURVE client: "security" says so and gives the
+ * broker's public key; the MMI is answered, the worker's jobs go; a
+ * client without CURVE, or with another broker key, gets nothing. */
+START_TEST(test_curve)
+{
+    if (!zmq_has("curve"))
+        return;
+    char dir[32];
+    systest_tmpdir_new(dir);
+    struct keys broker = keypair(), client = keypair(), worker = keypair(), other = keypair();
+    char keyfile[96];
+    snprintf(keyfile, sizeof keyfile, "%s", write_file(dir, "broker.key", f("%s\n", broker.sec)));
+    const char *extra[] = {"-norfab-curve-secret", keyfile, NULL};
+    start_with(extra);
+    ck_assert_msg(systest_proc_wait(&srv, true,
+                                    f("NORFAB CURVE on public_key=%s clients=any key", broker.pub)),
+                  "%s", srv.err.p);
+    ck_assert_ptr_null(strstr(srv.err.p, broker.sec));
+    void *c = peer_curve("c1", broker.pub, client.pub, client.sec);
+    json_t *j = mmi_on(c, "0x11", "show_broker", "{}", "200");
+    json_t *sec = json_object_get(j, "security");
+    char *text = json_dumps(sec, JSON_COMPACT);
+    ck_assert_str_eq(text, f("{\"zmq-auth\":true,\"broker-public-key\":%s}", jstr(broker.pub)));
+    free(text);
+    json_decref(j);
+    void *w1 = peer_curve("w1", broker.pub, worker.pub, worker.sec);
+    ready(w1, SVC);
+    expect_silence(c, false, 50);
+    NEW_UUID(id);
+    for (int64_t t0 = systest_now_ms();; systest_sleep_ms(10)) {
+        ck_assert_msg(systest_now_ms() - t0 < systest_wait_ms(), "w1 never ready");
+        j = mmi_on(c, "0x11", "show_workers", "{}", "200");
+        bool ready_now = strcmp(jget(json_array_get(j, 0), "name"), "w1") == 0;
+        json_decref(j);
+        if (ready_now)
+            break;
+    }
+    post(c, "any", id, "{}");
+    expect_202(c, id, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, "{}");
+    answer(w1, "0x05", "c1", id, "200", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{}");
+    /* no CURVE; CURVE with another broker's key: nothing comes */
+    void *plain = peer("plain");
+    void *wrong = peer_curve("wrong", other.pub, client.pub, client.sec);
+    const char *mmi_body = task("show_broker");
+    request(plain, "0x11", MMI_SVC, "all", "u1", mmi_body);
+    request(wrong, "0x11", MMI_SVC, "all", "u2", mmi_body);
+    ready(plain, SVC);
+    expect_silence(plain, false, 300);
+    expect_silence(wrong, false, 0);
+    j = mmi_on(c, "0x11", "show_workers", "{}", "200");
+    ck_assert_uint_eq(json_array_size(j), 1);
+    json_decref(j);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* -norfab-curve-clients: only the keys listed get in (the others are
+ * refused and logged); the file takes comments and blank lines. */
+START_TEST(test_curve_clients)
+{
+    if (!zmq_has("curve"))
+        return;
+    char dir[32];
+    systest_tmpdir_new(dir);
+    struct keys broker = keypair(), allowed = keypair(), refused = keypair();
+    char keyfile[96], clients[96];
+    snprintf(keyfile, sizeof keyfile, "%s", write_file(dir, "broker.key", f("%s\n", broker.sec)));
+    snprintf(clients, sizeof clients, "%s",
+             write_file(dir, "clients", f("# the operators\n\n  %s\r\n", allowed.pub)));
+    const char *extra[] = {"-norfab-curve-secret", keyfile, "-norfab-curve-clients", clients, NULL};
+    start_with(extra);
+    ck_assert_msg(
+        systest_proc_wait(&srv, true,
+                          f("NORFAB CURVE on public_key=%s clients=%s", broker.pub, clients)),
+        "%s", srv.err.p);
+    void *in = peer_curve("in", broker.pub, allowed.pub, allowed.sec);
+    void *out = peer_curve("out", broker.pub, refused.pub, refused.sec);
+    request(out, "0x11", MMI_SVC, "all", "u1", task("show_broker"));
+    json_t *j = mmi_on(in, "0x11", "show_broker", "{}", "200");
+    ck_assert(json_is_true(json_object_get(json_object_get(j, "security"), "zmq-auth")));
+    json_decref(j);
+    ck_assert_msg(systest_proc_wait(&srv, true,
+                                    f("NORFAB client refused key=%s why=\"this client key is not "
+                                      "let in (-norfab-curve-clients)\"",
+                                      refused.pub)),
+                  "%s", srv.err.p);
+    expect_silence(out, false, 200);
+    j = mmi_on(in, "0x11", "show_clients", "{}", "200");
+    ck_assert_uint_eq(json_array_size(j), 1);
+    ck_assert_str_eq(jget(json_array_get(j, 0), "name"), "in");
+    json_decref(j);
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* Key files that are no key: the server does not start, saying why, with
+ * exit status 69 (EX_UNAVAILABLE: frontends.c gives it for any failure of
+ * nfp_frontend_open, though a bad password file of another listener
+ * gives 78); -norfab-curve-clients without -norfab-curve-secret: 78. */
+START_TEST(test_curve_bad_options)
+{
+    if (!zmq_has("curve"))
+        return;
+    char dir[32];
+    systest_tmpdir_new(dir);
+    struct keys broker = keypair();
+    char missing[96], empty[96], blank[96], shortkey[96], longkey[96], notz85[96], good[96],
+        badclients[96];
+    snprintf(missing, sizeof missing, "%s/none", dir);
+    snprintf(empty, sizeof empty, "%s", write_file(dir, "empty", ""));
+    snprintf(blank, sizeof blank, "%s", write_file(dir, "blank", f("\n%s\n", broker.sec)));
+    snprintf(shortkey, sizeof shortkey, "%s", write_file(dir, "short", f("%.39s\n", broker.sec)));
+    snprintf(longkey, sizeof longkey, "%s", write_file(dir, "long", f("%s \n", broker.sec)));
+    snprintf(notz85, sizeof notz85, "%s", write_file(dir, "notz85", f("~%.39s\n", broker.sec + 1)));
+    snprintf(good, sizeof good, "%s", write_file(dir, "good", f("%s\n", broker.sec)));
+    snprintf(badclients, sizeof badclients, "%s",
+             write_file(dir, "clients", f("# ok\n%s\n", broker.sec + 1)));
+    static const char *const cannot = "cannot read the NORFAB CURVE secret key file=%s error=%s";
+    static const char *const not_key =
+        "the NORFAB CURVE secret key file=%s does not start with a 40-character Z85 key";
+    struct {
+        const char *secret, *clients;
+        char says[256];
+    } cases[] = {
+        {missing, NULL, ""}, {empty, NULL, ""},  {blank, NULL, ""},      {shortkey, NULL, ""},
+        {longkey, NULL, ""}, {notz85, NULL, ""}, {good, badclients, ""}, {good, missing, ""},
+    };
+    snprintf(cases[0].says, 256, cannot, missing, "\"No such file or directory\"");
+    snprintf(cases[1].says, 256, cannot, empty, "\"it is empty\"");
+    snprintf(cases[2].says, 256, "the NORFAB CURVE secret key file=%s starts with an empty line",
+             blank);
+    snprintf(cases[3].says, 256, not_key, shortkey);
+    snprintf(cases[4].says, 256, not_key, longkey);
+    snprintf(cases[5].says, 256, not_key, notz85);
+    snprintf(cases[6].says, 256,
+             "the NORFAB client keys file=%s line=2 is not a 40-character Z85 key", badclients);
+    snprintf(cases[7].says, 256,
+             "cannot read the NORFAB client keys file=%s error=\"No such file or directory\"",
+             missing);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[] = {"-listen",
+                              "127.0.0.1:0",
+                              "-norfab-listen",
+                              "127.0.0.1:0",
+                              "-norfab-curve-secret",
+                              cases[i].secret,
+                              cases[i].clients != NULL ? "-norfab-curve-clients" : NULL,
+                              cases[i].clients,
+                              NULL};
+        struct systest_proc p;
+        int st = systest_proc_run(&p, args);
+        ck_assert_msg(st == 69, "case %zu: exit status %d: %s", i, st, p.err.p);
+        ck_assert_msg(strstr(p.err.p, cases[i].says) != NULL, "case %zu: %s", i, p.err.p);
+        ck_assert_ptr_null(strstr(p.err.p, broker.sec));
+        systest_proc_free(&p);
+    }
+    const char *args[] = {"-listen",     "127.0.0.1:0",           "-norfab-listen",
+                          "127.0.0.1:0", "-norfab-curve-clients", good,
+                          NULL};
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, args), 78);
+    ck_assert_msg(strstr(p.err.p, "-norfab-curve-clients needs -norfab-curve-secret") != NULL, "%s",
+                  p.err.p);
+    systest_proc_free(&p);
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* figures */
+
+/* The KEEPALIVEs show_workers says w1 has sent. */
+static unsigned long long
+keepalives_rx(void)
+{
+    json_t *j = mmi("show_workers", "{}");
+    unsigned long long tx = 0, rx = 0;
+    ck_assert_int_eq(
+        sscanf(jget(json_array_get(j, 0), "keepalives tx/rx"), "%llu / %llu", &tx, &rx), 2);
+    json_decref(j);
+    return rx;
+}
+
+/* Expect the record in inspect workers of the NORFAB worker name, with
+ * this label and last command. */
+static void
+expect_worker_record(int fd, const char *name, const char *label, const char *last)
+{
+    ck_assert_str_eq(systest_read_line(fd), f("%s 12", name));
+    ck_assert_str_eq(systest_read_line(fd), "hostname ");
+    ck_assert_str_eq(systest_read_line(fd), "pid 0");
+    ck_assert_str_eq(systest_read_line(fd), f("labels [%s]", jstr(label)));
+    ck_assert_str_eq(systest_read_line(fd), "connections 1");
+    const char *l = systest_read_line(fd);
+    ck_assert_msg(strncmp(l, "last-beat ", 10) == 0, "%s", l);
+    systest_check_recent(l + 10);
+    ck_assert_str_eq(systest_read_line(fd), "state running");
+    ck_assert_str_eq(systest_read_line(fd), "kind norfab");
+    ck_assert_str_eq(systest_read_line(fd), "address ");
+    l = systest_read_line(fd);
+    ck_assert_msg(strncmp(l, "connected ", 10) == 0, "%s", l);
+    systest_check_recent(l + 10);
+    ck_assert_str_eq(systest_read_line(fd), f("last-command %s", last));
+    ck_assert_str_eq(systest_read_line(fd), "waiting-on ");
+    ck_assert_str_eq(systest_read_line(fd), "jobs 0");
+}
+
+/* A ready worker is in Workq's worker registry: kind norfab, its service
+ * as its label, its last command; gone when it leaves. */
+START_TEST(test_inspect_workers)
+{
+    start();
+    int fd = systest_connect_port(srv.s.port);
+    systest_roundtrip(fd, "inspect workers 0 10\r\n", "+OK 0\r\n");
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    systest_sends(fd, "inspect workers 0 10\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    expect_worker_record(fd, "w1", SVC, "READY");
+    SEND(w1, "", NFPW, "0x02", SVC);
+    for (int64_t t0 = systest_now_ms(); keepalives_rx() < 1; systest_sleep_ms(10))
+        ck_assert_msg(systest_now_ms() - t0 < systest_wait_ms(), "no KEEPALIVE taken");
+    systest_sends(fd, "inspect workers 0 10\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    expect_worker_record(fd, "w1", SVC, "KEEPALIVE");
+    void *c = peer("c1");
+    NEW_UUID(id);
+    post(c, "w1", id, "{}");
+    expect_202(c, id, "w1", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", id, "{}");
+    answer(w1, "0x05", "c1", id, "200", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, id, "200", "{}");
+    systest_sends(fd, "inspect workers 0 10\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    expect_worker_record(fd, "w1", SVC, "RESPONSE");
+    /* a worker of another service; both sorted by name */
+    void *nb = peer("a-nb");
+    ready(nb, "netbox");
+    await_workers("netbox", "a-nb");
+    systest_sends(fd, "inspect workers 0 10\r\n");
+    systest_expect(fd, "+OK 2\r\n");
+    expect_worker_record(fd, "a-nb", "netbox", "READY");
+    expect_worker_record(fd, "w1", SVC, "RESPONSE");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    SEND(nb, "", NFPW, "0x03", "netbox");
+    await_workers(SVC, "");
+    await_workers("netbox", "");
+    systest_roundtrip(fd, "inspect workers 0 10\r\n", "+OK 0\r\n");
+    close(fd);
+    stop();
+}
+END_TEST
+
+/* Check the norfab keys of inspect server and the series of /metrics. */
+static void
+expect_figures(int fd, unsigned jobs, unsigned queued, unsigned sent, unsigned queues)
+{
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), jobs);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-queued-jobs"), queued);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-sent-jobs"), sent);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-queues"), queues);
+    ck_assert_uint_eq(metric("workq_norfab_jobs{state=\"queued\"}"), queued);
+    ck_assert_uint_eq(metric("workq_norfab_jobs{state=\"sent\"}"), sent);
+}
+
+/* inspect server's norfab keys and /metrics' series follow the jobs:
+ * queued, sent, ended, deleted. */
+START_TEST(test_figures)
+{
+    start_metrics();
+    int fd = systest_connect_port(srv.s.port);
+    systest_sends(fd, "inspect server\r\n");
+    systest_expect(fd, "+OK 1\r\n");
+    systest_expect(fd, "server 18\r\n");
+    for (int i = 0; i < 18; i++)
+        (void)systest_read_line(fd);
+    expect_figures(fd, 0, 0, 0, 0);
+    void *c = peer("c1");
+    NEW_UUID(q1);
+    NEW_UUID(q2);
+    request(c, "0x04", "netbox", "any", q1, "{}");
+    request(c, "0x04", "netbox", "all", q2, "{}");
+    expect_silence(c, false, 50);
+    expect_figures(fd, 2, 2, 0, 1);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    NEW_UUID(s1);
+    post(c, "any", s1, "{}");
+    expect_202(c, s1, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", s1, "{}");
+    expect_figures(fd, 3, 2, 1, 2);
+    ck_assert_uint_eq(metric("workq_norfab_workers"), 1);
+    ck_assert_uint_eq(metric("workq_norfab_services"), 2);
+    /* w1 answers 201: still sent; 200: ended, no longer a job */
+    answer(w1, "0x05", "c1", s1, "201", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, s1, "201", "{}");
+    expect_figures(fd, 3, 2, 1, 2);
+    answer(w1, "0x05", "c1", s1, "200", "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, s1, "200", "{}");
+    expect_figures(fd, 2, 2, 0, 1);
+    request(c, "0x07", "netbox", "any", q1, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q1, "200",
+           broker_body("null", q1, "any", "DELETED", "netbox", NULL));
+    expect_figures(fd, 1, 1, 0, 1);
+    void *nb = peer("nb1");
+    ready(nb, "netbox");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q2, "202", dispatched("[\"nb1\"]", q2, "all", "netbox"));
+    expect_figures(fd, 1, 0, 1, 1);
+    /* a re-sent POST counts */
+    unsigned long long resent = metric("workq_norfab_resent_total");
+    NEW_UUID(r);
+    post(c, "any", r, "{}");
+    expect_202(c, r, "any", "[\"w1\"]");
+    SEND(w1, "", NFPW, "0x03", SVC);
+    await_workers(SVC, "");
+    ck_assert_uint_eq(metric("workq_norfab_resent_total"), resent + 1);
+    expect_figures(fd, 2, 1, 1, 2);
+    close(fd);
+    stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* memory */
+
+/* A POST whose body would take the server past -max-memory: 500, kept
+ * nowhere (no worker gets it, a GET gets 400); smaller ones still go. */
+START_TEST(test_max_memory)
+{
+    const char *extra[] = {"-max-memory", "100000", NULL};
+    start_with(extra);
+    void *w1 = peer("w1");
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    void *c = peer("c1");
+    NEW_UUID(small);
+    post(c, "any", small, "{}");
+    expect_202(c, small, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", small, "{}");
+    size_t n = 150000;
+    char *big = malloc(n + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'x', n);
+    big[n] = '\0';
+    static const char *const targets[] = {"any", "w1", "all"};
+    for (size_t i = 0; i < 3; i++) {
+        NEW_UUID(id);
+        post(c, targets[i], id, big);
+        EXPECT(c, "", NFPB, "0x05", SVC, id, "500",
+               broker_body("null", id, targets[i], "FAILED", SVC, "out of memory (-max-memory)"));
+        request(c, "0x06", SVC, "any", id, "{}");
+        expect_400(c, SVC, id, "any", NO_JOB);
+    }
+    /* queued: the same */
+    NEW_UUID(queued);
+    request(c, "0x04", "netbox", "any", queued, big);
+    EXPECT(c, "", NFPB, "0x05", "netbox", queued, "500",
+           broker_body("null", queued, "any", "FAILED", "netbox", "out of memory (-max-memory)"));
+    free(big);
+    expect_silence(w1, true, 100);
+    int fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 1);
+    close(fd);
+    NEW_UUID(after);
+    post(c, "any", after, "{}");
+    expect_202(c, after, "any", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", after, "{}");
+    stop();
+}
+END_TEST
+
 static Suite *
 norfab_suite(void)
 {
@@ -2086,6 +3472,17 @@ norfab_suite(void)
           test_mmi_long_task, NULL}},
         {"load", {test_load, NULL}},
         {"process", {test_sigterm, test_no_listener, test_bad_options, NULL}},
+        {"queue",
+         {test_queued_any, test_queued_all, test_queued_get_delete,
+          test_queued_delete_other_service, test_queue_ttl, test_queue_ttl_many_services, NULL}},
+        {"resend",
+         {test_resend_disconnect, test_resend_not_named, test_resend_dead,
+          test_answered_job_waits_for_worker, NULL}},
+        {"results", {test_kept_result, test_kept_results_all, test_result_ttl, NULL}},
+        {"persist", {test_persist_kill, test_persist_restart, test_persist_ttls, NULL}},
+        {"curve", {test_curve, test_curve_clients, test_curve_bad_options, NULL}},
+        {"figures", {test_inspect_workers, test_figures, NULL}},
+        {"memory", {test_max_memory, NULL}},
     };
     return systest_suite("norfab", groups, sizeof groups / sizeof groups[0]);
 }
