@@ -59,8 +59,9 @@ norfab_open(const struct frontend_env *env, const struct options *o, void **fe)
     const struct nfp_frontend_config cfg = {o->norfab_keepalive_ms, o->norfab_liveness,
                                             o->norfab_queue_ttl_ms, o->norfab_result_ttl_ms,
                                             o->norfab_curve_secret, o->norfab_curve_clients};
-    *fe = nfp_frontend_open(env, &cfg);
-    return *fe == NULL ? EX_UNAVAILABLE : 0;
+    bool bad_file;
+    *fe = nfp_frontend_open(env, &cfg, &bad_file);
+    return *fe == NULL ? (bad_file ? EX_CONFIG : EX_UNAVAILABLE) : 0;
 }
 #endif
 

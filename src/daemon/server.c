@@ -322,6 +322,7 @@ server_init(struct server *srv, const struct options *opts)
         .auth_guard = srv->auth_guard,
         .now_ms = &srv->now_ms,
         .readonly = &srv->readonly,
+        .cmdlog = &srv->cmdlog,
         .clients = &srv->clients,
         .started_ms = srv->started_ms,
         .max_line = opts->max_line,
@@ -366,6 +367,9 @@ server_cmdlog_news(struct server *srv)
     if (released != srv->cmdlog_released) {
         srv->cmdlog_released = released;
         conn_release_held(srv->conns, released);
+        for (size_t i = 0; i < frontend_nrows; i++)
+            if (srv->fe[i] != NULL && frontend_rows[i].ops->released != NULL)
+                frontend_rows[i].ops->released(srv->fe[i], released);
     }
 }
 

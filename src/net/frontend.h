@@ -14,6 +14,7 @@
 #include "lib/wq.h"
 
 struct auth_guard;
+struct cmdlog;
 struct conn_hooks;
 struct conn_service;
 struct core;
@@ -33,6 +34,7 @@ struct frontend_env {
     struct tls *tls;                /* NULL unless a tls:// address needs it */
     const uint64_t *now_ms;         /* the current batch's time (Unix ms) */
     const bool *readonly;           /* the command log cannot be written */
+    struct cmdlog *const *cmdlog;   /* the command log once open (NULL inside: none) */
     const uint64_t *clients;        /* open connections, every listener */
     uint64_t started_ms;
     size_t max_line;          /* -max-line */
@@ -62,6 +64,9 @@ struct frontend_ops {
     /* The command log has been read back (or there is none), and what is
      * logged from now on is written: settle what replay left. */
     void (*replayed)(void *fe);
+    /* The command log released its records up to lsn (cmdlog_released):
+     * what a front-end held back for them may go. */
+    void (*released)(void *fe, uint64_t lsn);
     /* Start accepting on the listeners it took. */
     void (*accept)(void *fe);
     /* SIGHUP: read again what may have changed (a password file). */

@@ -156,8 +156,9 @@ nfp_zap_cb(evutil_socket_t fd, short what, void *arg)
 
 struct nfp_curve *
 nfp_curve_open(void *zctx, void *sock, struct event_base *base, const char *secret_file,
-               const char *clients_file, char public_z85[41])
+               const char *clients_file, char public_z85[41], bool *bad_file)
 {
+    *bad_file = true;
     char line[256];
     uint8_t secret[NFP_KEY_LEN];
     if (password_file_read(secret_file, "NORFAB CURVE secret key", line, sizeof line) != 0)
@@ -174,6 +175,7 @@ nfp_curve_open(void *zctx, void *sock, struct event_base *base, const char *secr
         wq_free(cv);
         return NULL;
     }
+    *bad_file = false;
     /* the handler first: libzmq asks it from the first connection on */
     cv->zap = zmq_socket(zctx, ZMQ_REP);
     int fd, one = 1, zero = 0;

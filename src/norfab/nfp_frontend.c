@@ -14,6 +14,7 @@
 
 #include "engine/core.h"
 #include "lib/alloc.h"
+#include "lib/list.h"
 #include "lib/log.h"
 #include "lib/stats_text.h"
 #include "net/conn.h"
@@ -22,14 +23,25 @@
 #include "norfab/nfp_broker.h"
 #include "norfab/nfp_curve.h"
 #include "norfab/nfp_zmq.h"
+#include "store/cmdlog.h"
 
 /* Messages read in one turn before the other sockets' turn. */
 #define NFP_TURN 64
 /* Frames of one message kept (NORFAB's have 8 at most; the rest dropped). */
 #define NFP_MAX_FRAMES 64
 
+/* A message held until the command log releases the records before it. */
+struct nfp_held {
+    struct list link;
+    uint64_t lsn; /* cmdlog_appended when it was made */
+    size_t n;     /* frames: n lengths, then their bytes */
+    size_t len[];
+};
+
 struct nfp_frontend {
     const struct frontend_env *env;
+    struct list held; /* struct nfp_held, oldest first */
+    uint64_t mark;    /* cmdlog_appended as the current message began */
     struct nfp_frontend_config cfg;
     void *zctx, *sock;
     struct event *read_ev, *tick_ev;
@@ -39,10 +51,10 @@ struct nfp_frontend {
     char endpoints[LISTEN_MAX * (LISTEN_BOUND_MAX + 1)];
 };
 
+/* Send frames[0..n) now: false when the peer is gone or full. */
 static bool
-nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
+nfp_frontend_send_now(struct nfp_frontend *fe, const struct nfp_frame *f, size_t n)
 {
-    struct nfp_frontend *fe = arg;
     for (size_t i = 0; i < n; i++) {
         int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
         if (zmq_send(fe->sock, f[i].p, f[i].n, flags) < 0) {
@@ -56,6 +68,66 @@ nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
     return true;
 }
 
+/* Send a message, or hold it while the records before it are not
+ * released (as the TCP listeners hold their replies): after a crash the
+ * log then has every change a peer was told of. */
+static bool
+nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
+{
+    struct nfp_frontend *fe = arg;
+    struct cmdlog *log = *fe->env->cmdlog;
+    if (log == NULL || (list_empty(&fe->held) && !cmdlog_holds_replies(log, fe->mark)))
+        return nfp_frontend_send_now(fe, f, n);
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += f[i].n;
+    struct nfp_held *h = wq_malloc(sizeof *h + n * sizeof h->len[0] + bytes);
+    h->lsn = cmdlog_appended(log);
+    h->n = n;
+    char *at = (char *)&h->len[n];
+    for (size_t i = 0; i < n; i++) {
+        h->len[i] = f[i].n;
+        if (f[i].n > 0)
+            memcpy(at, f[i].p, f[i].n);
+        at += f[i].n;
+    }
+    list_push_back(&fe->held, &h->link);
+    return true;
+}
+
+/* The log released its records up to lsn: the messages held for them go,
+ * in order. */
+static void
+nfp_frontend_released(void *arg, uint64_t lsn)
+{
+    struct nfp_frontend *fe = arg;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &fe->held)
+    {
+        struct nfp_held *h = list_item(n, struct nfp_held, link);
+        if (h->lsn > lsn)
+            break;
+        struct nfp_frame f[NFP_MAX_FRAMES];
+        const char *at = (const char *)&h->len[h->n];
+        for (size_t i = 0; i < h->n && i < NFP_MAX_FRAMES; i++) {
+            f[i] = (struct nfp_frame){at, h->len[i]};
+            at += h->len[i];
+        }
+        nfp_frontend_send_now(fe, f, WQ_MIN(h->n, (size_t)NFP_MAX_FRAMES));
+        list_unlink(&h->link);
+        wq_free(h);
+    }
+    event_active(fe->read_ev, EV_READ, 0); /* sending may have taken the edge */
+}
+
+/* A message is about to be handled: what the log holds now. */
+static void
+nfp_frontend_mark(struct nfp_frontend *fe)
+{
+    struct cmdlog *log = *fe->env->cmdlog;
+    fe->mark = log != NULL ? cmdlog_appended(log) : 0;
+}
+
 static void
 nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -67,6 +139,7 @@ nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
     zmq_msg_t msgs[NFP_MAX_FRAMES];
     struct nfp_frame frames[NFP_MAX_FRAMES];
     for (int turn = 0; turn < NFP_TURN && nfp_zmq_readable(fe->sock); turn++) {
+        nfp_frontend_mark(fe);
         bool whole;
         size_t n = nfp_zmq_recv(fe->sock, msgs, NFP_MAX_FRAMES, &whole);
         for (size_t i = 0; i < n; i++)
@@ -91,6 +164,7 @@ nfp_frontend_tick_cb(evutil_socket_t fd, short what, void *arg)
     struct nfp_frontend *fe = arg;
     const struct conn_hooks *hooks = fe->env->hooks;
     hooks->begin(hooks->arg);
+    nfp_frontend_mark(fe);
     nfp_broker_tick(fe->broker);
     event_active(fe->read_ev, EV_READ, 0); /* sending may have taken the edge */
     hooks->end(hooks->arg);
@@ -170,6 +244,11 @@ static void
 nfp_frontend_close(void *arg)
 {
     struct nfp_frontend *fe = arg;
+    struct list *n, *tmp;
+    list_each_safe(n, tmp, &fe->held)
+    {
+        wq_free(list_item(n, struct nfp_held, link));
+    }
     if (fe->read_ev != NULL)
         event_free(fe->read_ev);
     if (fe->tick_ev != NULL)
@@ -184,11 +263,14 @@ nfp_frontend_close(void *arg)
 }
 
 void *
-nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_config *cfg)
+nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_config *cfg,
+                  bool *bad_file)
 {
+    *bad_file = false;
     struct nfp_frontend *fe = wq_calloc(1, sizeof *fe);
     fe->env = env;
     fe->cfg = *cfg;
+    list_init(&fe->held);
     fe->zctx = zmq_ctx_new();
     fe->sock = fe->zctx != NULL ? zmq_socket(fe->zctx, ZMQ_ROUTER) : NULL;
     if (fe->sock == NULL) {
@@ -207,7 +289,7 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     zmq_setsockopt(fe->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
     if (cfg->curve_secret != NULL &&
         (fe->curve = nfp_curve_open(fe->zctx, fe->sock, env->base, cfg->curve_secret,
-                                    cfg->curve_clients, fe->curve_public)) == NULL) {
+                                    cfg->curve_clients, fe->curve_public, bad_file)) == NULL) {
         nfp_frontend_close(fe);
         return NULL;
     }
@@ -244,6 +326,7 @@ nfp_frontend_replayed(void *arg)
 const struct frontend_ops nfp_frontend_ops = {
     .bind = nfp_frontend_bind,
     .replayed = nfp_frontend_replayed,
+    .released = nfp_frontend_released,
     .accept = nfp_frontend_accept,
     .stats = nfp_frontend_stats,
     .close = nfp_frontend_close,

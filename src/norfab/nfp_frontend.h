@@ -21,8 +21,9 @@ struct nfp_frontend_config {
 
 extern const struct frontend_ops nfp_frontend_ops;
 
-/* Open the NORFAB front-end on env; NULL after logging (no ZeroMQ
- * context or socket). */
-void *nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_config *cfg);
+/* Open the NORFAB front-end on env; NULL after logging, with *bad_file
+ * true when a CURVE key file is to blame (else ZeroMQ failed). */
+void *nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_config *cfg,
+                        bool *bad_file);
 
 #endif /* WQ_NFP_FRONTEND_H */

@@ -73,10 +73,11 @@ struct nfp_post {
     struct list link; /* QUEUED: in its service's waiting; else in the broker's sent or ended */
     struct nfp_service *service;
     enum nfp_post_state state;
-    bool all;          /* target "all" */
-    bool any;          /* target "any": the one kind sent again to another worker */
-    uint64_t since_ms; /* QUEUED: since; ENDED: since */
-    char *client;      /* who posted it */
+    bool all;           /* target "all" */
+    bool any;           /* target "any": the one kind sent again to another worker */
+    uint64_t since_ms;  /* QUEUED: since; ENDED: since */
+    uint64_t orphan_ms; /* SENT: since when all its owing workers are gone (0: they are not) */
+    char *client;       /* who posted it */
     size_t client_len;
     char *target;
     size_t target_len;

@@ -230,6 +230,7 @@ nfp_post_send_to(struct nfp_broker *b, struct nfp_post *p, struct nfp_dest *d,
 static void
 nfp_post_dispatch(struct nfp_broker *b, struct nfp_post *p, struct nfp_worker **workers, size_t n)
 {
+    wq_free(p->dests); /* a queued POST read back has an empty one */
     p->dests = wq_calloc(n, sizeof *p->dests);
     p->ndest = n;
     nfp_post_count(b, p, (int64_t)(n * sizeof *p->dests));
@@ -530,8 +531,9 @@ nfp_jobs_delete(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_
     (void)c;
     struct nfp_frame svc = m->args[0], uuid = m->args[2];
     struct nfp_post *p = registry_find(b->posts, uuid.p, uuid.n);
-    if (p == NULL || p->state != NFP_QUEUED)
-        return false;
+    if (p == NULL || p->state != NFP_QUEUED || p->service->len != svc.n ||
+        memcmp(p->service->name, svc.p, svc.n) != 0)
+        return false; /* not a POST of that service still queued: relayed */
     nfp_json_to_client(b, m->peer, svc, uuid, "200",
                        nfp_json_answer(NULL, uuid, m->args[1], "DELETED", svc, NULL));
     nfp_post_forget(b, p);
@@ -602,13 +604,17 @@ nfp_post_expire(struct nfp_broker *b, struct nfp_post *p)
     nfp_post_forget(b, p);
 }
 
-/* The queued posts of service elem past the queue TTL (registry_foreach:
- * the posts' registry changes, not the services'). */
+struct nfp_service_list {
+    struct nfp_service **s;
+    size_t n;
+};
+
+/* The queued posts of service s past the queue TTL; s goes if nothing
+ * holds it any more. */
 static void
-nfp_service_expire(void *elem, void *arg)
+nfp_service_expire(struct nfp_broker *b, struct nfp_service *s)
 {
-    struct nfp_service *s = elem;
-    struct nfp_broker *b = arg;
+    s->posts++; /* held: its last POST going must not free it under the walk */
     struct list *n, *tmp;
     list_each_safe(n, tmp, &s->waiting)
     {
@@ -617,12 +623,30 @@ nfp_service_expire(void *elem, void *arg)
             break; /* the line is oldest first */
         nfp_post_expire(b, p);
     }
+    s->posts--;
+    nfp_service_release(b, s);
+}
+
+/* The services with POSTs waiting (registry_foreach). */
+static void
+nfp_service_collect(void *elem, void *arg)
+{
+    struct nfp_service *s = elem;
+    struct nfp_service_list *l = arg;
+    if (!list_empty(&s->waiting))
+        l->s[l->n++] = s;
 }
 
 void
 nfp_jobs_tick(struct nfp_broker *b)
 {
-    registry_foreach(b->services, nfp_service_expire, b);
+    /* the services first, then their lines: expiring may free a service,
+     * which the registry's walk must not see */
+    struct nfp_service_list l = {wq_malloc((registry_count(b->services) + 1) * sizeof *l.s), 0};
+    registry_foreach(b->services, nfp_service_collect, &l);
+    for (size_t i = 0; i < l.n; i++)
+        nfp_service_expire(b, l.s[i]);
+    wq_free(l.s);
     /* since a restart, a worker has had its liveness to come back */
     uint64_t grace = b->cfg.liveness * b->cfg.keepalive_ms;
     if (*b->now_ms >= b->started_ms + grace) {
@@ -631,10 +655,15 @@ nfp_jobs_tick(struct nfp_broker *b)
         {
             struct nfp_post *p = list_item(n, struct nfp_post, link);
             if (nfp_post_unanswered(p) &&
-                registry_find(b->workers, p->dests[0].name, p->dests[0].len) == NULL)
+                registry_find(b->workers, p->dests[0].name, p->dests[0].len) == NULL) {
                 nfp_post_resend(b, p, &p->dests[0]);
-            else if (nfp_post_orphaned(b, p))
-                nfp_post_end(b, p);
+            } else if (!nfp_post_orphaned(b, p)) {
+                p->orphan_ms = 0;
+            } else if (p->orphan_ms == 0) {
+                p->orphan_ms = *b->now_ms;
+            } else if (*b->now_ms >= p->orphan_ms + b->cfg.result_ttl_ms) {
+                nfp_post_end(b, p); /* its workers have been gone a result TTL */
+            }
         }
     }
     struct list *n, *tmp;

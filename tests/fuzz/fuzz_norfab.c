@@ -8,7 +8,8 @@
  * frame, a header, a command and its frames).  What the broker sends is
  * checked to be a message with an identity and then dropped.  At the end
  * the clock moves on past every liveness, queue TTL and result TTL: every
- * worker dies, every POST goes, and the bytes counted for -max-memory
+ * worker dies, every POST goes (an orphan after a result TTL, its answers
+ * after another), and the bytes counted for -max-memory
  * must be back to 0. */
 #include "lib/wq.h"
 #include "fuzz.h"
@@ -77,7 +78,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         line = eol + 1;
     }
-    for (int i = 0; i < 2 * (FUZZ_TTL_MS / FUZZ_KA_MS) + 10; i++) {
+    for (int i = 0; i < 3 * (FUZZ_TTL_MS / FUZZ_KA_MS) + 10; i++) {
         now_ms += FUZZ_KA_MS;
         core_advance(core, now_ms);
         nfp_broker_tick(b);

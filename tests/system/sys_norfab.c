@@ -3174,9 +3174,8 @@ START_TEST(test_curve_clients)
 END_TEST
 
 /* Key files that are no key: the server does not start, saying why, with
- * exit status 69 (EX_UNAVAILABLE: frontends.c gives it for any failure of
- * nfp_frontend_open, though a bad password file of another listener
- * gives 78); -norfab-curve-clients without -norfab-curve-secret: 78. */
+ * exit status 78 (EX_CONFIG, as for another listener's bad password
+ * file); -norfab-curve-clients without -norfab-curve-secret: 78. */
 START_TEST(test_curve_bad_options)
 {
     if (!zmq_has("curve"))
@@ -3229,7 +3228,7 @@ START_TEST(test_curve_bad_options)
                               NULL};
         struct systest_proc p;
         int st = systest_proc_run(&p, args);
-        ck_assert_msg(st == 69, "case %zu: exit status %d: %s", i, st, p.err.p);
+        ck_assert_msg(st == 78, "case %zu: exit status %d: %s", i, st, p.err.p);
         ck_assert_msg(strstr(p.err.p, cases[i].says) != NULL, "case %zu: %s", i, p.err.p);
         ck_assert_ptr_null(strstr(p.err.p, broker.sec));
         systest_proc_free(&p);
