@@ -1060,6 +1060,8 @@ END_TEST
  * it is sent; one that is not ready gets none. */
 START_TEST(test_keepalive_sent)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 6);
     void *idle = peer("idle");
@@ -1166,6 +1168,8 @@ END_TEST
  * liveness spans stays, alive, and gets requests. */
 START_TEST(test_live_worker_stays)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 3);
     void *w1 = peer("w1");
@@ -2280,6 +2284,8 @@ END_TEST
  * came up to four heartbeats late. */
 START_TEST(test_queue_ttl_many_services)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     int ka = 100 * systest_slow(), ttl = 300 * systest_slow();
     char kas[16], ttls[16];
     snprintf(kas, sizeof kas, "%d", ka);
@@ -2477,6 +2483,8 @@ END_TEST
  * READY. */
 START_TEST(test_resend_dead)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 3);
     void *w1 = peer("w1"), *w2 = peer("w2"), *w3 = peer("w3");
@@ -2625,6 +2633,8 @@ END_TEST
  * The job's uuid can then be posted again, a new job. */
 START_TEST(test_result_ttl)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     int ka = 100 * systest_slow(), ttl = 1000 * systest_slow();
     char kas[16], ttls[16];
     snprintf(kas, sizeof kas, "%d", ka);
@@ -2911,6 +2921,8 @@ END_TEST
  * restart; a kept 200 goes that long after its job ended. */
 START_TEST(test_persist_ttls)
 {
+    if (wrapped())
+        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
     char dir[32];
     systest_tmpdir_new(dir);
     int ka = 100 * systest_slow(), ttl = 1500 * systest_slow();
