@@ -13,8 +13,9 @@
 #include "lib/registry.h"
 #include "norfab/nfp_internal.h"
 
-/* A target names at most this many workers. */
-#define NFP_TARGET_MAX 4096
+/* The workers a request resolves to fit on the stack up to this many (a
+ * target names each of its service's workers once at most). */
+#define NFP_TARGET_LOCAL 16
 
 static void
 nfp_service_key(const void *elem, const void **key, size_t *len)
@@ -312,8 +313,7 @@ nfp_target_add(struct nfp_worker **out, size_t *n, struct nfp_worker *w)
     for (size_t i = 0; i < *n; i++)
         if (out[i] == w)
             return;
-    if (*n < NFP_TARGET_MAX)
-        out[(*n)++] = w;
+    out[(*n)++] = w; /* each once: out has room for all of the service's */
 }
 
 /* The worker of service s named name[0..len), or NULL. */
@@ -325,7 +325,8 @@ nfp_service_worker(const struct nfp_broker *b, const struct nfp_service *s, cons
     return w != NULL && w->service == s ? w : NULL;
 }
 
-/* The workers that target t names in service s, into out (*n of them);
+/* The workers that target t names in service s, into out (room for s->n:
+ * each at most once; *n of them);
  * the names that are none of its workers are counted in *unknown.
  * "any": the next one in turn; "all": each; otherwise a name, names
  * separated by commas, or a JSON list of names. */
@@ -341,7 +342,7 @@ nfp_resolve(const struct nfp_broker *b, struct nfp_service *s, struct nfp_frame 
         return;
     }
     if (t.n == 3 && memcmp(t.p, "all", 3) == 0) {
-        for (size_t i = 0; i < s->n && *n < NFP_TARGET_MAX; i++)
+        for (size_t i = 0; i < s->n; i++)
             out[(*n)++] = s->workers[i];
         return;
     }
@@ -446,7 +447,9 @@ nfp_route(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client
     }
     if (m->cmd == NFP_DELETE && nfp_jobs_delete(b, m, c))
         return;
-    struct nfp_worker **workers = wq_malloc(NFP_TARGET_MAX * sizeof *workers);
+    struct nfp_worker *local[NFP_TARGET_LOCAL];
+    struct nfp_worker **workers =
+        s->n <= NFP_TARGET_LOCAL ? local : wq_malloc(s->n * sizeof *workers);
     size_t n, unknown;
     nfp_resolve(b, s, m->args[1], workers, &n, &unknown);
     bool waits = m->cmd == NFP_POST && unknown == 0 && nfp_target_waits(m->args[1]);
@@ -458,7 +461,8 @@ nfp_route(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client
         nfp_jobs_post(b, m, c, s, workers, n);
     else
         nfp_dispatch(b, m, c, s, workers, n);
-    wq_free(workers);
+    if (workers != local)
+        wq_free(workers);
 }
 
 static void
