@@ -119,7 +119,7 @@ nfp_to_worker(struct nfp_broker *b, const struct nfp_worker *w, uint8_t cmd,
     size_t n = 4;
     for (size_t i = 0; i < nextra && n < WQ_ARRAY_LEN(f); i++)
         f[n++] = extra[i];
-    b->send(b->send_arg, f, n);
+    b->send(b->send_arg, f, n, cmd == NFP_KEEPALIVE);
 }
 
 void
@@ -138,7 +138,7 @@ nfp_to_client(struct nfp_broker *b, struct nfp_frame client, uint8_t cmd, struct
                             uuid,
                             nfp_str(status),
                             body};
-    b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+    b->send(b->send_arg, f, WQ_ARRAY_LEN(f), false);
 }
 
 void
@@ -477,7 +477,7 @@ nfp_from_client(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
                                 nfp_str(NFP_BROKER),
                                 nfp_cmd_frame(NFP_OPEN, c->ascii, cbuf),
                                 {"", 0}};
-        b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+        b->send(b->send_arg, f, WQ_ARRAY_LEN(f), false);
         return;
     }
     case NFP_DISCONNECT:
@@ -527,7 +527,7 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
                                 nfp_str(NFP_BROKER),
                                 nfp_cmd_frame(NFP_OPEN, m->ascii, cbuf),
                                 {"", 0}};
-        b->send(b->send_arg, f, WQ_ARRAY_LEN(f));
+        b->send(b->send_arg, f, WQ_ARRAY_LEN(f), false);
         return;
     }
     if (w == NULL) {
@@ -583,7 +583,7 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
     for (size_t i = 2; i < m->nargs && n < WQ_ARRAY_LEN(f); i++)
         f[n++] = m->args[i];
     b->counts.responses++;
-    b->send(b->send_arg, f, n);
+    b->send(b->send_arg, f, n, false);
     if (m->cmd == NFP_RESPONSE)
         nfp_jobs_answered(b, w, m);
 }

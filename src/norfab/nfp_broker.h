@@ -28,8 +28,9 @@ struct nfp_broker_config {
 };
 
 /* Send frames[0..n) (the peer's identity first): false when the peer is
- * gone or cannot take it (the message is dropped). */
-typedef bool (*nfp_send_fn)(void *arg, const struct nfp_frame *frames, size_t n);
+ * gone or cannot take it (the message is dropped).  heartbeat: the message
+ * states nothing (a KEEPALIVE), so it need not wait for the command log. */
+typedef bool (*nfp_send_fn)(void *arg, const struct nfp_frame *frames, size_t n, bool heartbeat);
 
 /* A broker sending through send(arg, ...), its jobs on core's space
  * "norfab"; *now_ms is the server's clock (Unix ms). */

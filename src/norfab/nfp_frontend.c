@@ -16,6 +16,7 @@
 #include "lib/alloc.h"
 #include "lib/list.h"
 #include "lib/log.h"
+#include "lib/registry.h"
 #include "lib/stats_text.h"
 #include "net/conn.h"
 #include "net/frontend.h"
@@ -38,10 +39,18 @@ struct nfp_held {
     size_t len[];
 };
 
+/* A peer with messages held: later ones to it wait behind them. */
+struct nfp_held_peer {
+    size_t held; /* its messages in the held list */
+    size_t len;
+    char id[]; /* its ZeroMQ identity */
+};
+
 struct nfp_frontend {
     const struct frontend_env *env;
-    struct list held; /* struct nfp_held, oldest first */
-    uint64_t mark;    /* cmdlog_appended as the current message began */
+    struct list held;            /* struct nfp_held, oldest first */
+    struct registry *held_peers; /* struct nfp_held_peer, by identity */
+    uint64_t mark;               /* cmdlog_appended as the current message began */
     struct nfp_frontend_config cfg;
     void *zctx, *sock;
     struct event *read_ev, *tick_ev;
@@ -68,16 +77,39 @@ nfp_frontend_send_now(struct nfp_frontend *fe, const struct nfp_frame *f, size_t
     return true;
 }
 
+static void
+nfp_held_peer_key(const void *elem, const void **key, size_t *len)
+{
+    const struct nfp_held_peer *hp = elem;
+    *key = hp->id;
+    *len = hp->len;
+}
+
 /* Send a message, or hold it while the records before it are not
  * released (as the TCP listeners hold their replies): after a crash the
- * log then has every change a peer was told of. */
+ * log then has every change a peer was told of.  Each peer gets its
+ * messages in order; what made no record while the log cannot be written
+ * goes at once to a peer with nothing held, and a heartbeat, which states
+ * nothing, always does: peers stay connected through a failing log. */
 static bool
-nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n)
+nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n, bool heartbeat)
 {
     struct nfp_frontend *fe = arg;
     struct cmdlog *log = *fe->env->cmdlog;
-    if (log == NULL || (list_empty(&fe->held) && !cmdlog_holds_replies(log, fe->mark)))
+    if (log == NULL || heartbeat)
         return nfp_frontend_send_now(fe, f, n);
+    struct nfp_held_peer *hp =
+        registry_count(fe->held_peers) > 0 ? registry_find(fe->held_peers, f[0].p, f[0].n) : NULL;
+    if (hp == NULL && !cmdlog_holds_replies(log, fe->mark))
+        return nfp_frontend_send_now(fe, f, n);
+    if (hp == NULL) {
+        hp = wq_malloc(sizeof *hp + f[0].n);
+        hp->held = 0;
+        hp->len = f[0].n;
+        memcpy(hp->id, f[0].p, f[0].n);
+        registry_insert(fe->held_peers, hp);
+    }
+    hp->held++;
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += f[i].n;
@@ -114,6 +146,9 @@ nfp_frontend_released(void *arg, uint64_t lsn)
             at += h->len[i];
         }
         nfp_frontend_send_now(fe, f, WQ_MIN(h->n, (size_t)NFP_MAX_FRAMES));
+        struct nfp_held_peer *hp = registry_find(fe->held_peers, f[0].p, f[0].n);
+        if (--hp->held == 0)
+            wq_free(registry_remove(fe->held_peers, hp->id, hp->len));
         list_unlink(&h->link);
         wq_free(h);
     }
@@ -241,6 +276,13 @@ nfp_frontend_stats(void *arg, struct stats_out *o)
 }
 
 static void
+nfp_free_elem(void *elem, void *arg)
+{
+    (void)arg;
+    wq_free(elem);
+}
+
+static void
 nfp_frontend_close(void *arg)
 {
     struct nfp_frontend *fe = arg;
@@ -249,6 +291,9 @@ nfp_frontend_close(void *arg)
     {
         wq_free(list_item(n, struct nfp_held, link));
     }
+    if (fe->held_peers != NULL)
+        registry_foreach(fe->held_peers, nfp_free_elem, NULL);
+    registry_free(fe->held_peers);
     if (fe->read_ev != NULL)
         event_free(fe->read_ev);
     if (fe->tick_ev != NULL)
@@ -271,6 +316,7 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     fe->env = env;
     fe->cfg = *cfg;
     list_init(&fe->held);
+    fe->held_peers = registry_new(nfp_held_peer_key);
     fe->zctx = zmq_ctx_new();
     fe->sock = fe->zctx != NULL ? zmq_socket(fe->zctx, ZMQ_ROUTER) : NULL;
     if (fe->sock == NULL) {

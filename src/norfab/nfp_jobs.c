@@ -275,6 +275,19 @@ nfp_post_copy(struct nfp_broker *b, struct nfp_post *p, struct nfp_frame f)
     return c;
 }
 
+/* While the command log cannot be written, m (a change) is answered 500
+ * and changes nothing: true when it was. */
+static bool
+nfp_refuse_readonly(struct nfp_broker *b, const struct nfp_msg *m)
+{
+    if (!*b->cfg.readonly)
+        return false;
+    nfp_json_to_client(b, m->peer, m->args[0], m->args[2], "500",
+                       nfp_json_answer(NULL, m->args[2], m->args[1], "FAILED", m->args[0],
+                                       "read-only: the command log cannot be written"));
+    return true;
+}
+
 void
 nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_client *c,
               struct nfp_service *s, struct nfp_worker **workers, size_t n)
@@ -287,12 +300,8 @@ nfp_jobs_post(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_cl
     }
     if (p != NULL && p->state == NFP_QUEUED)
         return; /* its 202 comes with a worker */
-    if (*b->cfg.readonly) {
-        nfp_json_to_client(b, m->peer, svc, uuid, "500",
-                           nfp_json_answer(NULL, uuid, target, "FAILED", svc,
-                                           "read-only: the command log cannot be written"));
+    if (nfp_refuse_readonly(b, m))
         return;
-    }
     if (p != NULL)
         nfp_post_forget(b, p); /* ended: a new job under the same uuid */
     const struct job_spec js = {
@@ -534,6 +543,8 @@ nfp_jobs_delete(struct nfp_broker *b, const struct nfp_msg *m, const struct nfp_
     if (p == NULL || p->state != NFP_QUEUED || p->service->len != svc.n ||
         memcmp(p->service->name, svc.p, svc.n) != 0)
         return false; /* not a POST of that service still queued: relayed */
+    if (nfp_refuse_readonly(b, m))
+        return true;
     nfp_json_to_client(b, m->peer, svc, uuid, "200",
                        nfp_json_answer(NULL, uuid, m->args[1], "DELETED", svc, NULL));
     nfp_post_forget(b, p);

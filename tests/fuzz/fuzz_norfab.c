@@ -28,9 +28,10 @@
 /* The broker's sending: a message has its identity frame and is sent
  * whole (to nobody). */
 static bool
-fuzz_send(void *arg, const struct nfp_frame *f, size_t n)
+fuzz_send(void *arg, const struct nfp_frame *f, size_t n, bool heartbeat)
 {
     (void)arg;
+    (void)heartbeat;
     if (n < 2 || f[0].n == 0)
         abort();
     for (size_t i = 0; i < n; i++)

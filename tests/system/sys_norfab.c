@@ -25,7 +25,8 @@
  * results (the final 200s kept for GETs, -norfab-result-ttl), persist
  * (kill -9 and SIGTERM with a command log), curve (CURVE and its ZAP
  * handler, the key files), figures (inspect workers and server, /metrics)
- * and memory (-max-memory).
+ * memory (-max-memory) and readonly (the command log cannot be
+ * written).
  *
  * Every test ends with SIGTERM and expects exit status 0: behind
  * WQ_SERVER_WRAPPER (valgrind --error-exitcode) that is also where memory
@@ -41,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -3462,6 +3464,174 @@ START_TEST(test_max_memory)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* read-only */
+
+#define READ_ONLY "read-only: the command log cannot be written"
+
+/* The first KEEPALIVE on worker w within 20 intervals of ms, past the
+ * job relayed to it before (held: false when none came first). */
+static void
+expect_keepalive(void *w, int ms, bool *job_first)
+{
+    int64_t deadline = systest_now_ms() + 20 * (int64_t)ms;
+    *job_first = false;
+    for (;;) {
+        int64_t left = deadline - systest_now_ms();
+        struct zm m;
+        ck_assert_msg(zm_recv(w, &m, left > 0 ? (int)left : 0), "no KEEPALIVE within %d ms",
+                      20 * ms);
+        bool ka = is_keepalive(&m);
+        if (!ka) {
+            ck_assert_msg(!*job_first && m.n == 6 && zm_is(&m, 2, "0x04"), "got %s", show(&m));
+            *job_first = true;
+        }
+        zm_free(&m);
+        if (ka)
+            return;
+    }
+}
+
+/* While the command log cannot be written (a file-size limit of 1 byte
+ * on the server): a POST, to any target, and a DELETE of a queued POST
+ * are answered 500 FAILED after their target is checked, and change
+ * nothing, in the log either (a restart shows the same jobs).  GETs,
+ * relays and KEEPALIVEs go on: a peer waits only behind messages held
+ * for itself, and KEEPALIVEs wait for nothing.  The POST whose record
+ * failed first may have its 202 and its job held until the record is
+ * written; once the limit is lifted, the broker takes POSTs again.  The
+ * limit is set on the server's pid, so not under a wrapper. */
+START_TEST(test_readonly)
+{
+    if (wrapped())
+        return;
+    char dir[32];
+    systest_tmpdir_new(dir);
+    int ka = 100 * systest_slow();
+    char kas[16];
+    snprintf(kas, sizeof kas, "%d", ka);
+    const char *hb[] = {"-norfab-keepalive-ms", kas, "-norfab-liveness", "100", NULL};
+    start_logged(dir, hb);
+    void *w[2] = {peer("w1"), peer("w2")};
+    ready_all(w, 2, "w1,w2");
+    void *c1 = peer("c1");
+    NEW_UUID(q);
+    NEW_UUID(s);
+    request(c1, "0x04", "netbox", "any", q, task("queued"));
+    post(c1, "w2", s, task("sent"));
+    expect_202(c1, s, "w2", "[\"w2\"]");
+    expect_job(w[1], "0x04", "c1", s, task("sent"));
+    log_written();
+
+    struct rlimit old, lim;
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, NULL, &old), 0);
+    lim.rlim_cur = 1;
+    lim.rlim_max = old.rlim_max;
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, &lim, NULL), 0);
+    /* the POST whose record fails first may be held, its 202 and its job */
+    NEW_UUID(first);
+    post(c1, "w1", first, task("first"));
+    struct zm m;
+    bool held = !zm_recv(c1, &m, 1000 * systest_slow());
+    if (!held) {
+        ck_assert_msg(zm_is(&m, 6, dispatched("[\"w1\"]", first, "w1", SVC)), "got %s", show(&m));
+        zm_free(&m);
+    }
+    /* KEEPALIVEs reach both workers, w1 too with its job held */
+    bool job_first;
+    expect_keepalive(w[0], ka, &job_first);
+    ck_assert(job_first == !held);
+    expect_keepalive(w[1], ka, &job_first);
+    ck_assert(!job_first);
+
+    void *c2 = peer("c2");
+    static const char *const targets[] = {"any", "all", "w2", "w1,w2", "[\"w2\"]"};
+    const char *refused[6];
+    for (size_t i = 0; i < 5; i++) {
+        refused[i] = strdup(uuid());
+        post(c2, targets[i], refused[i], task("refused"));
+        EXPECT(c2, "", NFPB, "0x05", SVC, refused[i], "500",
+               broker_body("null", refused[i], targets[i], "FAILED", SVC, READ_ONLY));
+    }
+    refused[5] = strdup(uuid());
+    request(c2, "0x04", "netbox", "all", refused[5], task("refused"));
+    EXPECT(c2, "", NFPB, "0x05", "netbox", refused[5], "500",
+           broker_body("null", refused[5], "all", "FAILED", "netbox", READ_ONLY));
+    /* the target is checked first; the same uuid again: the same answer */
+    NEW_UUID(nowhere);
+    post(c2, "w9", nowhere, "{}");
+    expect_400(c2, SVC, nowhere, "w9", NOT_WORKERS("1"));
+    post(c2, "any", refused[0], task("refused"));
+    EXPECT(c2, "", NFPB, "0x05", SVC, refused[0], "500",
+           broker_body("null", refused[0], "any", "FAILED", SVC, READ_ONLY));
+    for (size_t i = 0; i < 6; i++) {
+        request(c2, "0x06", i < 5 ? SVC : "netbox", "any", refused[i], "{}");
+        expect_400(c2, i < 5 ? SVC : "netbox", refused[i], "any", NO_JOB);
+    }
+    /* a DELETE of the queued POST: refused, it stays queued */
+    request(c2, "0x07", "netbox", "any", q, "{}");
+    EXPECT(c2, "", NFPB, "0x05", "netbox", q, "500",
+           broker_body("null", q, "any", "FAILED", "netbox", READ_ONLY));
+    request(c2, "0x06", "netbox", "any", q, "{}");
+    EXPECT(c2, "", NFPB, "0x05", "netbox", q, "202",
+           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    /* GETs and the workers' answers still go */
+    request(c2, "0x06", SVC, "w2", s, "{}");
+    expect_202(c2, s, "w2", "[\"w2\"]");
+    expect_job(w[1], "0x06", "c2", s, "{}");
+    answer(w[1], "0x05", "c2", s, "300", "{}");
+    EXPECT(c2, "", NFPB, "0x05", SVC, s, "300", "{}");
+    int fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 3);
+    close(fd);
+    expect_silence(w[1], true, 50);
+    if (held)
+        expect_silence(c1, false, 50);
+
+    /* room again: the held messages go, POSTs are taken again */
+    ck_assert_int_eq(prlimit(srv.s.pid, RLIMIT_FSIZE, &old, NULL), 0);
+    NEW_UUID(after);
+    for (int tries = 0;; tries++) {
+        post(c2, "w2", after, task("after"));
+        next_msg(c2, false, &m, "a 202 or a 500");
+        bool taken = zm_is(&m, 5, "202");
+        ck_assert_msg(taken ||
+                          zm_is(&m, 6, broker_body("null", after, "w2", "FAILED", SVC, READ_ONLY)),
+                      "got %s", show(&m));
+        zm_free(&m);
+        if (taken)
+            break;
+        ck_assert_int_lt(tries, 100 * systest_slow());
+        systest_sleep_ms(50);
+    }
+    expect_job(w[1], "0x04", "c2", after, task("after"));
+    if (held) {
+        expect_202(c1, first, "w1", "[\"w1\"]");
+        expect_job(w[0], "0x04", "c1", first, task("first"));
+    }
+    log_written();
+    stop();
+
+    /* a restart: the same four jobs, the refused ones nowhere */
+    start_logged(dir, NULL);
+    fd = systest_connect_port(srv.s.port);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 4);
+    ck_assert_uint_eq(systest_server_stat(fd, "norfab-queued-jobs"), 1);
+    close(fd);
+    void *c = peer("c1");
+    for (size_t i = 0; i < 6; i++) {
+        request(c, "0x06", i < 5 ? SVC : "netbox", "any", refused[i], "{}");
+        expect_400(c, i < 5 ? SVC : "netbox", refused[i], "any", NO_JOB);
+        free((void *)refused[i]);
+    }
+    request(c, "0x06", "netbox", "any", q, "{}");
+    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
+           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    stop();
+    systest_tmpdir_remove(dir);
+}
+END_TEST
+
 static Suite *
 norfab_suite(void)
 {
@@ -3494,6 +3664,7 @@ norfab_suite(void)
         {"curve", {test_curve, test_curve_clients, test_curve_bad_options, NULL}},
         {"figures", {test_inspect_workers, test_figures, NULL}},
         {"memory", {test_max_memory, NULL}},
+        {"readonly", {test_readonly, NULL}},
     };
     return systest_suite("norfab", groups, sizeof groups / sizeof groups[0]);
 }
