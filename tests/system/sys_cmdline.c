@@ -1,6 +1,7 @@
 /* sys_cmdline.c - system tests of workq-server's command line: -version
  * and -help, every spelling of the flags, bad options and their exit
- * status (64), the command-log flags, and an address already in use (69).
+ * status (64), the command-log flags, an address already in use (69),
+ * and, built without libzmq, -norfab-listen refused (78).
  *
  * Tests check behaviour, never speed: every wait is generous and scaled by
  * WQ_TEST_SLOW. */
@@ -173,6 +174,29 @@ START_TEST(test_cli_cannot_bind)
 }
 END_TEST
 
+#ifndef HAVE_ZMQ
+/* A workq-server built without libzmq (./configure --without-zmq) has no
+ * NORFAB broker: -norfab-listen exits 78 (EX_CONFIG), saying what to
+ * install, and starts nothing; without it the server starts as ever. */
+START_TEST(test_cli_no_zmq)
+{
+    const char *const args[] = {"-listen", "127.0.0.1:0", "-norfab-listen", "127.0.0.1:0", NULL};
+    struct systest_proc p;
+    ck_assert_int_eq(systest_proc_run(&p, args), 78);
+    ck_assert_str_eq(p.err.p, "workq-server: -norfab-listen needs libzmq, and this workq-server "
+                              "was built without it (install libzmq3-dev, then ./configure && "
+                              "make)\n");
+    ck_assert_str_eq(p.out.p, "");
+    systest_proc_free(&p);
+    systest_start_srv();
+    int fd = systest_conn();
+    systest_sync(fd);
+    close(fd);
+    systest_stop_srv();
+}
+END_TEST
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* -help and flag errors */
 
@@ -269,6 +293,9 @@ cmdline_suite(void)
          {test_cli_version_help, test_cli_bad_options, test_cli_cmdlog, test_cli_listen_forms,
           test_cli_cannot_bind, NULL}},
         {"help", {test_cli_help, test_cli_flag_errors, NULL}},
+#ifndef HAVE_ZMQ
+        {"no-zmq", {test_cli_no_zmq, NULL}},
+#endif
     };
     return systest_suite("cmdline", groups, sizeof groups / sizeof groups[0]);
 }
