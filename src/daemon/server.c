@@ -94,7 +94,12 @@ server_conns_begin(void *arg)
 {
     struct server *srv = arg;
     server_begin_batch(srv);
-    srv->core->io_bytes = conn_buffered(srv->conns); /* -max-memory counts them */
+    /* -max-memory counts what the connections and the front-ends hold */
+    uint64_t io = conn_buffered(srv->conns);
+    for (size_t i = 0; i < frontend_nrows; i++)
+        if (srv->fe[i] != NULL && frontend_rows[i].ops->buffered != NULL)
+            io += frontend_rows[i].ops->buffered(srv->fe[i]);
+    srv->core->io_bytes = io;
     return srv->now_ms;
 }
 

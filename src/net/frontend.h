@@ -71,6 +71,10 @@ struct frontend_ops {
     void (*accept)(void *fe);
     /* SIGHUP: read again what may have changed (a password file). */
     void (*reload)(void *fe);
+    /* Bytes it holds for its peers outside the connection layer (on a
+     * transport of its own: messages not yet sent), which -max-memory
+     * counts with the connections' buffers. */
+    uint64_t (*buffered)(void *fe);
     /* Append its own series to a scrape. */
     void (*stats)(void *fe, struct stats_out *o);
     /* Free it; its connections are gone. */

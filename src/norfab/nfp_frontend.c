@@ -35,6 +35,7 @@
 struct nfp_held {
     struct list link;
     uint64_t lsn; /* cmdlog_appended when it was made */
+    size_t size;  /* its allocation */
     size_t n;     /* frames: n lengths, then their bytes */
     size_t len[];
 };
@@ -51,6 +52,8 @@ struct nfp_frontend {
     struct list held;            /* struct nfp_held, oldest first */
     struct registry *held_peers; /* struct nfp_held_peer, by identity */
     uint64_t mark;               /* cmdlog_appended as the current message began */
+    uint64_t held_bytes;         /* what the held messages take */
+    _Atomic uint64_t zmq_queued; /* what ZeroMQ holds of the messages sent */
     struct nfp_frontend_config cfg;
     void *zctx, *sock;
     struct event *read_ev, *tick_ev;
@@ -64,15 +67,11 @@ struct nfp_frontend {
 static bool
 nfp_frontend_send_now(struct nfp_frontend *fe, const struct nfp_frame *f, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        int flags = ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0);
-        if (zmq_send(fe->sock, f[i].p, f[i].n, flags) < 0) {
-            /* only the first frame can fail: the peer is gone
-             * (ROUTER_MANDATORY) or its queue is full */
-            wq_log(LOG_LVL_DEBUG, "NORFAB message not sent peer=%.*s error=\"%s\"",
-                   (int)WQ_MIN(f[0].n, 128), f[0].p, zmq_strerror(errno));
-            return false;
-        }
+    if (nfp_zmq_send(fe->sock, f, n, &fe->zmq_queued) != 0) {
+        /* the peer is gone (ROUTER_MANDATORY) or its queue is full */
+        wq_log(LOG_LVL_DEBUG, "NORFAB message not sent peer=%.*s error=\"%s\"",
+               (int)WQ_MIN(f[0].n, 128), f[0].p, zmq_strerror(errno));
+        return false;
     }
     return true;
 }
@@ -113,7 +112,10 @@ nfp_frontend_send(void *arg, const struct nfp_frame *f, size_t n, bool heartbeat
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += f[i].n;
-    struct nfp_held *h = wq_malloc(sizeof *h + n * sizeof h->len[0] + bytes);
+    size_t size = sizeof(struct nfp_held) + n * sizeof(size_t) + bytes;
+    struct nfp_held *h = wq_malloc(size);
+    fe->held_bytes += size;
+    h->size = size;
     h->lsn = cmdlog_appended(log);
     h->n = n;
     char *at = (char *)&h->len[n];
@@ -149,6 +151,7 @@ nfp_frontend_released(void *arg, uint64_t lsn)
         struct nfp_held_peer *hp = registry_find(fe->held_peers, f[0].p, f[0].n);
         if (--hp->held == 0)
             wq_free(registry_remove(fe->held_peers, hp->id, hp->len));
+        fe->held_bytes -= h->size;
         list_unlink(&h->link);
         wq_free(h);
     }
@@ -239,6 +242,15 @@ nfp_frontend_accept(void *arg)
                          (suseconds_t)(fe->cfg.keepalive_ms % 1000) * 1000};
     event_add(fe->tick_ev, &tv);
     event_active(fe->read_ev, EV_READ, 0); /* what came before */
+}
+
+/* -max-memory counts the messages held for the log and what ZeroMQ has
+ * not yet sent. */
+static uint64_t
+nfp_frontend_buffered(void *arg)
+{
+    struct nfp_frontend *fe = arg;
+    return fe->held_bytes + atomic_load_explicit(&fe->zmq_queued, memory_order_relaxed);
 }
 
 static void
@@ -374,6 +386,7 @@ const struct frontend_ops nfp_frontend_ops = {
     .replayed = nfp_frontend_replayed,
     .released = nfp_frontend_released,
     .accept = nfp_frontend_accept,
+    .buffered = nfp_frontend_buffered,
     .stats = nfp_frontend_stats,
     .close = nfp_frontend_close,
 };

@@ -1,12 +1,16 @@
 /* nfp_zmq.h - what the broker's ZeroMQ sockets share (the ROUTER and the
- * ZAP handler's): whether one holds input, and reading one message of
- * several frames.  Built only with libzmq. */
+ * ZAP handler's): whether one holds input, reading one message of several
+ * frames, and sending one with the bytes ZeroMQ holds for it counted.
+ * Built only with libzmq. */
 #ifndef WQ_NFP_ZMQ_H
 #define WQ_NFP_ZMQ_H
 
 #include "lib/wq.h"
 
+#include <stdatomic.h>
 #include <zmq.h>
+
+#include "norfab/nfp.h"
 
 /* Does sock hold input?  (ZMQ_FD is edge-triggered: ask after every send
  * and receive.) */
@@ -16,5 +20,12 @@ bool nfp_zmq_readable(void *sock);
  * read and dropped: *whole is then false); its frame count, 0 when there
  * is none.  The caller closes the msgs. */
 size_t nfp_zmq_recv(void *sock, zmq_msg_t *msgs, size_t max, bool *whole);
+
+/* Send frames[0..n) as one message on sock without waiting: 0, or -1
+ * with errno (only the first frame can fail: the peer is gone or full;
+ * nothing is sent then).  The bytes ZeroMQ holds for the message, about
+ * 100 a frame more than their own, are in *queued until it has sent them
+ * and let go of them: in its I/O thread, so *queued is atomic. */
+int nfp_zmq_send(void *sock, const struct nfp_frame *frames, size_t n, _Atomic uint64_t *queued);
 
 #endif /* WQ_NFP_ZMQ_H */

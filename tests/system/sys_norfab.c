@@ -3464,6 +3464,70 @@ START_TEST(test_max_memory)
 }
 END_TEST
 
+/* A worker that reads nothing (ZeroMQ lets it queue one message, its
+ * kernel 4 KiB): what the broker relays to it waits in ZeroMQ's queue,
+ * and -max-memory counts it.  24 MB of GETs for it take the server past
+ * its 16 MB: a POST is answered 500; once the worker has read them, the
+ * count is back down and POSTs go again. */
+START_TEST(test_max_memory_unsent)
+{
+    const char *extra[] = {"-metrics-listen", "127.0.0.1:0", "-max-memory", "16000000", NULL};
+    start_with(extra);
+    mport = systest_proc_port(&srv, "metrics");
+    void *w1 = zmq_socket(zctx, ZMQ_DEALER);
+    ck_assert_ptr_nonnull(w1);
+    int one = 1, small = 4096, zero = 0;
+    ck_assert_int_eq(zmq_setsockopt(w1, ZMQ_IDENTITY, "w1", 2), 0);
+    ck_assert_int_eq(zmq_setsockopt(w1, ZMQ_RCVHWM, &one, sizeof one), 0);
+    ck_assert_int_eq(zmq_setsockopt(w1, ZMQ_RCVBUF, &small, sizeof small), 0);
+    ck_assert_int_eq(zmq_setsockopt(w1, ZMQ_LINGER, &zero, sizeof zero), 0);
+    ck_assert_int_eq(zmq_connect(w1, f("tcp://127.0.0.1:%d", nport)), 0);
+    socks[nsocks++] = w1;
+    ready(w1, SVC);
+    await_workers(SVC, "w1");
+    unsigned long long idle = metric("workq_memory_jobs_bytes");
+    void *c = peer("c1");
+    NEW_UUID(job);
+    post(c, "w1", job, "{}");
+    expect_202(c, job, "w1", "[\"w1\"]");
+    size_t n = 400000;
+    char *big = malloc(n + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, 'g', n);
+    big[n] = '\0';
+    for (int i = 0; i < 60; i++) {
+        request(c, "0x06", SVC, "w1", job, big);
+        expect_202(c, job, "w1", "[\"w1\"]");
+    }
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
+    while (metric("workq_memory_jobs_bytes") < 16000000) {
+        ck_assert_msg(systest_now_ms() < deadline, "%llu bytes counted",
+                      metric("workq_memory_jobs_bytes"));
+        systest_sleep_ms(20);
+    }
+    NEW_UUID(over);
+    post(c, "w1", over, "{}");
+    EXPECT(c, "", NFPB, "0x05", SVC, over, "500",
+           broker_body("null", over, "w1", "FAILED", SVC, "out of memory (-max-memory)"));
+    /* the worker reads: its job, then the 60 GETs */
+    expect_job(w1, "0x04", "c1", job, "{}");
+    for (int i = 0; i < 60; i++)
+        expect_job(w1, "0x06", "c1", job, big);
+    free(big);
+    deadline = systest_now_ms() + systest_wait_ms();
+    while (metric("workq_memory_jobs_bytes") > idle + 100000) {
+        ck_assert_msg(systest_now_ms() < deadline, "%llu bytes counted, %llu at first",
+                      metric("workq_memory_jobs_bytes"), idle);
+        systest_sleep_ms(20);
+    }
+    NEW_UUID(after);
+    post(c, "w1", after, "{}");
+    expect_202(c, after, "w1", "[\"w1\"]");
+    expect_job(w1, "0x04", "c1", after, "{}");
+    stop();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* read-only */
 
@@ -3663,7 +3727,7 @@ norfab_suite(void)
         {"persist", {test_persist_kill, test_persist_restart, test_persist_ttls, NULL}},
         {"curve", {test_curve, test_curve_clients, test_curve_bad_options, NULL}},
         {"figures", {test_inspect_workers, test_figures, NULL}},
-        {"memory", {test_max_memory, NULL}},
+        {"memory", {test_max_memory, test_max_memory_unsent, NULL}},
         {"readonly", {test_readonly, NULL}},
     };
     return systest_suite("norfab", groups, sizeof groups / sizeof groups[0]);
