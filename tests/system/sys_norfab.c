@@ -2106,6 +2106,16 @@ broker_body(const char *workers, const char *id, const char *target, const char 
 #define NO_JOB      "no job with this uuid was posted"
 #define NO_RESULT   "no worker of the job is there, and none left its result"
 
+/* A GET of client c for id, a POST of service still queued: a 202 naming
+ * no worker. */
+static void
+expect_queued(void *c, const char *service, const char *id)
+{
+    request(c, "0x06", service, "any", id, "{}");
+    EXPECT(c, "", NFPB, "0x05", service, id, "202",
+           broker_body("[]", id, "any", "QUEUED", service, NULL));
+}
+
 /* The next message of worker w that is no KEEPALIVE, within the scaled
  * bound; each KEEPALIVE is answered with one for service, as NORFAB's
  * worker does, so that w stays alive while it waits. */
@@ -2225,8 +2235,7 @@ START_TEST(test_queued_get_delete)
     post(c, "any", q, task("kept"));
     post(c, "all", d, task("deleted"));
     expect_silence(c, false, 50);
-    request(c, "0x06", SVC, "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", SVC, q, "202", broker_body("[]", q, "any", "QUEUED", SVC, NULL));
+    expect_queued(c, SVC, q);
     request(c, "0x06", SVC, "[]", d, "{\"x\":1}");
     EXPECT(c, "", NFPB, "0x05", SVC, d, "202", broker_body("[]", d, "[]", "QUEUED", SVC, NULL));
     request(c, "0x06", "netbox", "any", q, "{}");
@@ -2268,8 +2277,7 @@ START_TEST(test_queued_delete_other_service)
     expect_silence(c, false, 50);
     request(c, "0x07", "netbox", "any", q, "{}");
     expect_400(c, "netbox", q, "any", NO_WORKER);
-    request(c, "0x06", SVC, "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", SVC, q, "202", broker_body("[]", q, "any", "QUEUED", SVC, NULL));
+    expect_queued(c, SVC, q);
     void *w1 = peer("w1");
     ready(w1, SVC);
     expect_202(c, q, "any", "[\"w1\"]");
@@ -2767,9 +2775,7 @@ persist_setup(const char *q, const char *e, const char *u, const char *d, const 
     request(c, "0x07", "netbox", "all", d, "{}");
     EXPECT(c, "", NFPB, "0x05", "netbox", d, "200",
            broker_body("null", d, "all", "DELETED", "netbox", NULL));
-    request(c, "0x06", "netbox", "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
-           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    expect_queued(c, "netbox", q);
     int fd = systest_connect_port(srv.s.port);
     ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 2);
     close(fd);
@@ -2786,9 +2792,7 @@ persist_check(void *c, const char *q, const char *e, const char *d, const char *
     EXPECT(c, "", NFPB, "0x05", SVC, e, "200", result);
     request(c, "0x06", "netbox", "all", d, "{}");
     expect_400(c, "netbox", d, "all", NO_JOB);
-    request(c, "0x06", "netbox", "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
-           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    expect_queued(c, "netbox", q);
     void *nb = peer("nb1");
     ready(nb, "netbox");
     EXPECT(c, "", NFPB, "0x05", "netbox", q, "202", dispatched("[\"nb1\"]", q, "any", "netbox"));
@@ -2964,9 +2968,7 @@ START_TEST(test_persist_ttls)
     request(c, "0x06", SVC, "any", e, "{}");
     expect_202(c, e, "any", "[\"w1\"]");
     EXPECT(c, "", NFPB, "0x05", SVC, e, "200", "{\"w1\":1}");
-    request(c, "0x06", "netbox", "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
-           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    expect_queued(c, "netbox", q);
     EXPECT(c, "", NFPB, "0x05", "netbox", q, "408",
            broker_body("null", q, "any", "EXPIRED", "netbox", EXPIRED_WHY));
     int64_t took = systest_now_ms() - t_queued;
@@ -3418,6 +3420,16 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* memory */
 
+/* A new POST of client c ("c1") to target reaches worker w ("w1"). */
+static void
+expect_post_to_w1(void *c, void *w, const char *target)
+{
+    NEW_UUID(id);
+    post(c, target, id, "{}");
+    expect_202(c, id, target, "[\"w1\"]");
+    expect_job(w, "0x04", "c1", id, "{}");
+}
+
 /* A POST whose body would take the server past -max-memory: 500, kept
  * nowhere (no worker gets it, a GET gets 400); smaller ones still go. */
 START_TEST(test_max_memory)
@@ -3456,10 +3468,7 @@ START_TEST(test_max_memory)
     int fd = systest_connect_port(srv.s.port);
     ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 1);
     close(fd);
-    NEW_UUID(after);
-    post(c, "any", after, "{}");
-    expect_202(c, after, "any", "[\"w1\"]");
-    expect_job(w1, "0x04", "c1", after, "{}");
+    expect_post_to_w1(c, w1, "any");
     stop();
 }
 END_TEST
@@ -3520,10 +3529,7 @@ START_TEST(test_max_memory_unsent)
                       metric("workq_memory_jobs_bytes"), idle);
         systest_sleep_ms(20);
     }
-    NEW_UUID(after);
-    post(c, "w1", after, "{}");
-    expect_202(c, after, "w1", "[\"w1\"]");
-    expect_job(w1, "0x04", "c1", after, "{}");
+    expect_post_to_w1(c, w1, "w1");
     stop();
 }
 END_TEST
@@ -3636,9 +3642,7 @@ START_TEST(test_readonly)
     request(c2, "0x07", "netbox", "any", q, "{}");
     EXPECT(c2, "", NFPB, "0x05", "netbox", q, "500",
            broker_body("null", q, "any", "FAILED", "netbox", READ_ONLY));
-    request(c2, "0x06", "netbox", "any", q, "{}");
-    EXPECT(c2, "", NFPB, "0x05", "netbox", q, "202",
-           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    expect_queued(c2, "netbox", q);
     /* GETs and the workers' answers still go */
     request(c2, "0x06", SVC, "w2", s, "{}");
     expect_202(c2, s, "w2", "[\"w2\"]");
@@ -3688,9 +3692,7 @@ START_TEST(test_readonly)
         expect_400(c, i < 5 ? SVC : "netbox", refused[i], "any", NO_JOB);
         free((void *)refused[i]);
     }
-    request(c, "0x06", "netbox", "any", q, "{}");
-    EXPECT(c, "", NFPB, "0x05", "netbox", q, "202",
-           broker_body("[]", q, "any", "QUEUED", "netbox", NULL));
+    expect_queued(c, "netbox", q);
     stop();
     systest_tmpdir_remove(dir);
 }
