@@ -583,9 +583,9 @@ nfp_from_worker(struct nfp_broker *b, const struct nfp_msg *m, uint64_t now)
     for (size_t i = 2; i < m->nargs && n < WQ_ARRAY_LEN(f); i++)
         f[n++] = m->args[i];
     b->counts.responses++;
-    b->send(b->send_arg, f, n, false);
-    if (m->cmd == NFP_RESPONSE)
+    if (m->cmd == NFP_RESPONSE) /* first: the answer waits for its record */
         nfp_jobs_answered(b, w, m);
+    b->send(b->send_arg, f, n, false);
 }
 
 void

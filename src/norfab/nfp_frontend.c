@@ -28,6 +28,9 @@
 
 /* Messages read in one turn before the other sockets' turn. */
 #define NFP_TURN 64
+/* Messages ZeroMQ queues for one peer (its high-water mark, libzmq's
+ * default); past it, messages to that peer are dropped. */
+#define NFP_PEER_QUEUE 1000
 /* Frames of one message kept (NORFAB's have 8 at most; the rest dropped). */
 #define NFP_MAX_FRAMES 64
 
@@ -338,13 +341,16 @@ nfp_frontend_open(const struct frontend_env *env, const struct nfp_frontend_conf
     }
     /* a worker that connects again under its name takes its name back; a
      * message to a peer that is gone fails rather than vanish; closing
-     * waits for nothing; a message past -max-payload closes its peer */
+     * waits for nothing; a message past -max-payload closes its peer; a
+     * peer is queued NFP_PEER_QUEUE messages at most */
     int one = 1, zero = 0;
     int64_t max_msg = (int64_t)env->max_payload + 65536;
     zmq_setsockopt(fe->sock, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(fe->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(fe->sock, ZMQ_LINGER, &zero, sizeof zero);
     zmq_setsockopt(fe->sock, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+    int hwm = NFP_PEER_QUEUE;
+    zmq_setsockopt(fe->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
     if (cfg->curve_secret != NULL &&
         (fe->curve = nfp_curve_open(fe->zctx, fe->sock, env->base, cfg->curve_secret,
                                     cfg->curve_clients, fe->curve_public, bad_file)) == NULL) {

@@ -37,6 +37,10 @@ nfp_zmq_out_free(void *data, void *hint)
 int
 nfp_zmq_send(void *sock, const struct nfp_frame *f, size_t n, _Atomic uint64_t *queued)
 {
+    if (n == 0 || n > NFP_ZMQ_MAX_FRAMES) {
+        errno = EINVAL;
+        return -1;
+    }
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += f[i].n;
@@ -45,23 +49,28 @@ nfp_zmq_send(void *sock, const struct nfp_frame *f, size_t n, _Atomic uint64_t *
     o->queued = queued;
     o->cost = sizeof *o + bytes + n * NFP_ZMQ_FRAME_COST;
     atomic_fetch_add_explicit(queued, o->cost, memory_order_relaxed);
+    /* every frame made before the first is sent: none fails half-way */
+    zmq_msg_t m[NFP_ZMQ_MAX_FRAMES];
     char *at = o->data;
     for (size_t i = 0; i < n; i++) {
         if (f[i].n > 0)
             memcpy(at, f[i].p, f[i].n);
-        zmq_msg_t m;
-        if (zmq_msg_init_data(&m, at, f[i].n, nfp_zmq_out_free, o) != 0) {
+        if (zmq_msg_init_data(&m[i], at, f[i].n, nfp_zmq_out_free, o) != 0) {
+            for (size_t k = 0; k < i; k++)
+                zmq_msg_close(&m[k]);
             for (size_t k = i; k < n; k++)
                 nfp_zmq_out_free(NULL, o);
             errno = ENOMEM;
             return -1;
         }
         at += f[i].n;
-        if (zmq_msg_send(&m, sock, ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0)) < 0) {
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (zmq_msg_send(&m[i], sock, ZMQ_DONTWAIT | (i + 1 < n ? ZMQ_SNDMORE : 0)) < 0) {
+            /* the first frame (later ones only as the context ends) */
             int err = errno;
-            zmq_msg_close(&m);
-            for (size_t k = i + 1; k < n; k++)
-                nfp_zmq_out_free(NULL, o);
+            for (size_t k = i; k < n; k++)
+                zmq_msg_close(&m[k]);
             errno = err;
             return -1;
         }

@@ -21,9 +21,13 @@ bool nfp_zmq_readable(void *sock);
  * is none.  The caller closes the msgs. */
 size_t nfp_zmq_recv(void *sock, zmq_msg_t *msgs, size_t max, bool *whole);
 
-/* Send frames[0..n) as one message on sock without waiting: 0, or -1
- * with errno (only the first frame can fail: the peer is gone or full;
- * nothing is sent then).  The bytes ZeroMQ holds for the message, about
+/* Frames of a message nfp_zmq_send takes at most. */
+#define NFP_ZMQ_MAX_FRAMES 64
+
+/* Send frames[0..n) (1 to NFP_ZMQ_MAX_FRAMES) as one message on sock
+ * without waiting: 0, or -1 with errno (the peer is gone or full, or
+ * memory ran out: nothing is sent then; later frames fail only as the
+ * context ends).  The bytes ZeroMQ holds for the message, about
  * 100 a frame more than their own, are in *queued until it has sent them
  * and let go of them: in its I/O thread, so *queued is atomic. */
 int nfp_zmq_send(void *sock, const struct nfp_frame *frames, size_t n, _Atomic uint64_t *queued);
