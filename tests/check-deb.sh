@@ -11,7 +11,8 @@
 # DEB_BUILD_OPTIONS defaults to "nocheck" (make check runs in the other CI
 # steps); set it, e.g. to "", to build with the tests.  WQ_DEB_INSTALL=1
 # also installs the package on this machine with dpkg -i, checks that the
-# workq user exists, and purges it again (root only).
+# workq user exists, and purges it again (root only).  WQ_DEB_TARBALL=FILE
+# builds it from that `make dist` tarball instead of this tree.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -48,7 +49,10 @@ version=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' "$top/configure.a
 : "${DEB_BUILD_OPTIONS=nocheck}"
 export DEB_BUILD_OPTIONS
 start=$(date +%s)
-if "$top/contrib/build-deb.sh" -o "$scratch/out" -w "$scratch/work" >"$scratch/build.out" 2>&1; then
+from=""
+[ -z "${WQ_DEB_TARBALL:-}" ] || from="-t $WQ_DEB_TARBALL"
+# shellcheck disable=SC2086 # from is empty or two words
+if "$top/contrib/build-deb.sh" -o "$scratch/out" -w "$scratch/work" $from >"$scratch/build.out" 2>&1; then
     pass "dpkg-buildpackage -us -uc -b ($(($(date +%s) - start)) s, DEB_BUILD_OPTIONS='$DEB_BUILD_OPTIONS')"
 else
     cat "$scratch/build.out"
