@@ -3639,9 +3639,13 @@ START_TEST(test_readonly)
     EXPECT(c2, "", NFPB, "0x05", SVC, s, "300", "{}");
     int fd = systest_connect_port(srv.s.port);
     ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 3);
-    /* a final 200 is kept: its record first, then the answer */
+    /* a final 200 is kept: its record first, then the answer (held) */
     answer(w[1], "0x05", "c2", s, "200", "{\"w2\":\"done\"}");
-    ck_assert_uint_eq(systest_server_stat(fd, "norfab-jobs"), 2);
+    int64_t deadline = systest_now_ms() + systest_wait_ms();
+    while (systest_server_stat(fd, "norfab-jobs") != 2) {
+        ck_assert_msg(systest_now_ms() < deadline, "the 200 did not end the job");
+        systest_sleep_ms(10);
+    }
     close(fd);
     expect_silence(w[1], true, 50);
     expect_silence(c1, false, 50);
