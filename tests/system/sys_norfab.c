@@ -80,6 +80,14 @@ wrapped(void)
     return w != NULL && *w != '\0';
 }
 
+/* A test of timing only returns under a wrapper: ten times slower under
+ * valgrind, and the sanitizers' run covers its memory. */
+#define TIMING_ONLY()                                                                              \
+    do {                                                                                           \
+        if (wrapped())                                                                             \
+            return;                                                                                \
+    } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* The server */
 
@@ -114,10 +122,8 @@ start(void)
 static void
 start_heartbeat(int ms, int liveness)
 {
-    char ka[16], live[16];
-    snprintf(ka, sizeof ka, "%d", ms);
-    snprintf(live, sizeof live, "%d", liveness);
-    const char *extra[] = {"-norfab-keepalive-ms", ka, "-norfab-liveness", live, NULL};
+    const char *extra[] = {"-norfab-keepalive-ms", f("%d", ms), "-norfab-liveness",
+                           f("%d", liveness), NULL};
     start_with(extra);
 }
 
@@ -440,6 +446,11 @@ uuid(void)
     return f("%032llx", ++uuid_no);
 }
 
+/* A new uuid into a local array v (uuid()'s text lives in a ring). */
+#define NEW_UUID(v)                                                                                \
+    char v[40];                                                                                    \
+    snprintf(v, sizeof v, "%s", uuid())
+
 /* A request of client c: ["", "NFPC01", cmd, service, target, uuid, body]. */
 static void
 request(void *c, const char *cmd, const char *service, const char *target, const char *id,
@@ -564,6 +575,27 @@ await_workers(const char *service, const char *names)
             ;
         systest_sleep_ms(10);
     }
+}
+
+/* A worker named name, ready for SVC and known to the broker (it is the
+ * service's only worker). */
+static void *
+ready_worker(const char *name)
+{
+    void *w = peer(name);
+    ready(w, SVC);
+    await_workers(SVC, name);
+    return w;
+}
+
+/* A new POST of client c ("c1") to target reaches worker w ("w1"). */
+static void
+expect_post_to_w1(void *c, void *w, const char *target)
+{
+    NEW_UUID(id);
+    post(c, target, id, "{}");
+    expect_202(c, id, target, "[\"w1\"]");
+    expect_job(w, "0x04", "c1", id, "{}");
 }
 
 /* Workers ready for SVC one after the other (READYs on different
@@ -886,9 +918,7 @@ END_TEST
 START_TEST(test_relay_answers)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     const char *id = uuid(), *body = task("get_facts");
     char idc[40];
@@ -937,9 +967,7 @@ END_TEST
 START_TEST(test_relay_two_clients)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c1 = peer("c1"), *c2 = peer("c2");
     char id1[40], id2[40];
     snprintf(id1, sizeof id1, "%s", uuid());
@@ -968,9 +996,7 @@ END_TEST
 START_TEST(test_client_byte_commands)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     const char *id = uuid();
     char idc[40];
@@ -1062,8 +1088,7 @@ END_TEST
  * it is sent; one that is not ready gets none. */
 START_TEST(test_keepalive_sent)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 6);
     void *idle = peer("idle");
@@ -1170,13 +1195,10 @@ END_TEST
  * liveness spans stays, alive, and gets requests. */
 START_TEST(test_live_worker_stays)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 3);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     int64_t t0 = systest_now_ms();
     unsigned sent = 0;
     while (systest_now_ms() - t0 < 15 * ka) {
@@ -1192,10 +1214,7 @@ START_TEST(test_live_worker_stays)
     ck_assert_str_eq(worker_names("{\"status\":\"alive\"}"), "w1");
     ck_assert_str_eq(worker_names("{\"status\":\"dead\"}"), "");
     void *c = peer("c1");
-    const char *id = uuid();
-    post(c, "any", id, "{}");
-    expect_202(c, id, "any", "[\"w1\"]");
-    expect_job(w1, "0x04", "c1", id, "{}");
+    expect_post_to_w1(c, w1, "any");
     stop();
 }
 END_TEST
@@ -1207,9 +1226,7 @@ END_TEST
 START_TEST(test_worker_disconnect)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     SEND(w1, "", NFPW, "0x03", SVC);
     await_workers(SVC, "");
     void *c = peer("c1");
@@ -1230,10 +1247,7 @@ START_TEST(test_worker_disconnect)
     expect_202(c, queued, "any", "[\"w1\"]");
     expect_job(w1, "0x04", "c1", queued, "{}");
     await_workers(SVC, "w1");
-    const char *id = uuid();
-    post(c, "any", id, "{}");
-    expect_202(c, id, "any", "[\"w1\"]");
-    expect_job(w1, "0x04", "c1", id, "{}");
+    expect_post_to_w1(c, w1, "any");
     stop();
 }
 END_TEST
@@ -1244,9 +1258,7 @@ END_TEST
 START_TEST(test_unexpected_worker_commands)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     ready(w1, SVC);
     WEXPECT(w1, "", NFPB, "0x03", SVC);
     await_workers(SVC, "");
@@ -1284,19 +1296,12 @@ START_TEST(test_worker_reconnects)
     start();
     void *c = peer("c1");
     /* the DISCONNECT came */
-    void *old = peer("w1");
-    ready(old, SVC);
-    await_workers(SVC, "w1");
+    void *old = ready_worker("w1");
     SEND(old, "", NFPW, "0x03", SVC);
     await_workers(SVC, "");
     peer_close(old);
-    void *fresh = peer("w1");
-    ready(fresh, SVC);
-    await_workers(SVC, "w1");
-    const char *id = uuid();
-    post(c, "w1", id, "{}");
-    expect_202(c, id, "w1", "[\"w1\"]");
-    expect_job(fresh, "0x04", "c1", id, "{}");
+    void *fresh = ready_worker("w1");
+    expect_post_to_w1(c, fresh, "w1");
     /* the DISCONNECT was lost */
     peer_close(fresh);
     void *again = peer("w1");
@@ -1305,10 +1310,7 @@ START_TEST(test_worker_reconnects)
     await_workers(SVC, "");
     ready(again, SVC);
     await_workers(SVC, "w1");
-    id = uuid();
-    post(c, "any", id, "{}");
-    expect_202(c, id, "any", "[\"w1\"]");
-    expect_job(again, "0x04", "c1", id, "{}");
+    expect_post_to_w1(c, again, "any");
     stop();
 }
 END_TEST
@@ -1357,9 +1359,7 @@ metric(const char *name)
 START_TEST(test_malformed_dropped)
 {
     start_metrics();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     static const char *const junk[][10] = {
         {""},                                           /* too few frames */
@@ -1485,14 +1485,9 @@ START_TEST(test_garbage_flood)
         }
         send_frames(s, fr, n);
     }
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
-    const char *id = uuid();
-    post(c, "any", id, "{}");
-    expect_202(c, id, "any", "[\"w1\"]");
-    expect_job(w1, "0x04", "c1", id, "{}");
+    expect_post_to_w1(c, w1, "any");
     for (int i = 0; i < NJUNK; i++)
         expect_silence(g[i], false, i == 0 ? 100 : 0);
     stop();
@@ -1646,9 +1641,7 @@ END_TEST
 START_TEST(test_mmi_over_get_post)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     static const char *const cmds[] = {"0x06", "0x04"};
     for (size_t i = 0; i < 2; i++) {
@@ -1666,9 +1659,7 @@ END_TEST
 START_TEST(test_mmi_show_broker)
 {
     start_heartbeat(700, 4);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    (void)ready_worker("w1");
     json_t *j = mmi("show_broker", "{}");
     assert_keys(j, (const char *const[]){"endpoint", "status", "keepalives", "workers count",
                                          "services count", "clients count", "uptime (s)", "broker",
@@ -2011,9 +2002,7 @@ END_TEST
 START_TEST(test_sigterm)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     for (int i = 0; i < 20; i++)
         post(c, "any", uuid(), "{}");
@@ -2082,11 +2071,6 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 /* queue */
-
-/* A new uuid into a local array v (uuid()'s text lives in a ring). */
-#define NEW_UUID(v)                                                                                \
-    char v[40];                                                                                    \
-    snprintf(v, sizeof v, "%s", uuid())
 
 /* One of the broker's own bodies: workers a JSON list or "null", an error
  * (NULL: no "errors" key). */
@@ -2294,12 +2278,9 @@ END_TEST
  * came up to four heartbeats late. */
 START_TEST(test_queue_ttl_many_services)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     int ka = 100 * systest_slow(), ttl = 300 * systest_slow();
-    char kas[16], ttls[16];
-    snprintf(kas, sizeof kas, "%d", ka);
-    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *kas = f("%d", ka), *ttls = f("%dms", ttl);
     const char *extra[] = {"-norfab-keepalive-ms", kas, "-norfab-queue-ttl", ttls, NULL};
     start_with(extra);
     void *c = peer("c1");
@@ -2342,9 +2323,7 @@ END_TEST
 START_TEST(test_queue_ttl)
 {
     int ka = 100 * systest_slow(), ttl = 300 * systest_slow();
-    char kas[16], ttls[16];
-    snprintf(kas, sizeof kas, "%d", ka);
-    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *kas = f("%d", ka), *ttls = f("%dms", ttl);
     const char *extra[] = {"-norfab-keepalive-ms",
                            kas,
                            "-norfab-liveness",
@@ -2373,9 +2352,7 @@ START_TEST(test_queue_ttl)
     ck_assert_uint_eq(metric("workq_norfab_expired_total"), 2);
     request(c, "0x06", SVC, "any", a, "{}");
     expect_400(c, SVC, a, "any", NO_JOB);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     expect_silence(w1, true, 100);
     expect_silence(c, false, 0);
     /* sent to w1, which leaves after the TTL without a word: queued again,
@@ -2493,8 +2470,7 @@ END_TEST
  * READY. */
 START_TEST(test_resend_dead)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 3);
     void *w1 = peer("w1"), *w2 = peer("w2"), *w3 = peer("w3");
@@ -2548,9 +2524,7 @@ END_TEST
 START_TEST(test_kept_result)
 {
     start();
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     NEW_UUID(id);
     post(c, "any", id, task("get_facts"));
@@ -2643,18 +2617,13 @@ END_TEST
  * The job's uuid can then be posted again, a new job. */
 START_TEST(test_result_ttl)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     int ka = 100 * systest_slow(), ttl = 1000 * systest_slow();
-    char kas[16], ttls[16];
-    snprintf(kas, sizeof kas, "%d", ka);
-    snprintf(ttls, sizeof ttls, "%dms", ttl);
+    const char *kas = f("%d", ka), *ttls = f("%dms", ttl);
     const char *extra[] = {
         "-norfab-keepalive-ms", kas, "-norfab-liveness", "50", "-norfab-result-ttl", ttls, NULL};
     start_with(extra);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     NEW_UUID(id);
     post(c, "w1", id, "{}");
@@ -2756,9 +2725,7 @@ crash(void)
 static void
 persist_setup(const char *q, const char *e, const char *u, const char *d, const char *result)
 {
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     post(c, "any", e, task("ended"));
     expect_202(c, e, "any", "[\"w1\"]");
@@ -2818,8 +2785,7 @@ START_TEST(test_persist_kill)
     crash();
 
     int ka = 200 * systest_slow();
-    char kas[16];
-    snprintf(kas, sizeof kas, "%d", ka);
+    const char *kas = f("%d", ka);
     const char *hb[] = {"-norfab-keepalive-ms", kas, "-norfab-liveness", "3", NULL};
     start_logged(dir, hb);
     int64_t t0 = systest_now_ms(); /* after the server's start */
@@ -2911,9 +2877,7 @@ START_TEST(test_persist_restart)
     close(fd);
     persist_check(c, q, e, d, result);
     /* w1 comes back: u is still its job */
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     request(c, "0x06", SVC, "any", u, "{}");
     expect_202(c, u, "any", "[\"w1\"]");
     expect_job(w1, "0x06", "c1", u, "{}");
@@ -2927,12 +2891,11 @@ END_TEST
  * restart; a kept 200 goes that long after its job ended. */
 START_TEST(test_persist_ttls)
 {
-    if (wrapped())
-        return; /* timing, ten times slower under valgrind: the sanitizers' run covers its memory */
+    TIMING_ONLY();
     char dir[32];
     systest_tmpdir_new(dir);
     int ka = 100 * systest_slow(), ttl = 1500 * systest_slow();
-    char kas[16], ttls[16];
+    char kas[16], ttls[16]; /* opts serve two starts: not in f()'s ring */
     snprintf(kas, sizeof kas, "%d", ka);
     snprintf(ttls, sizeof ttls, "%dms", ttl);
     const char *opts[] = {"-norfab-keepalive-ms",
@@ -2945,9 +2908,7 @@ START_TEST(test_persist_ttls)
                           ttls,
                           NULL};
     start_logged(dir, opts);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     NEW_UUID(e);
     NEW_UUID(q);
@@ -3007,9 +2968,7 @@ START_TEST(test_answered_job_waits_for_worker)
 {
     int ka = 100 * systest_slow();
     start_heartbeat(ka, 3);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     NEW_UUID(id);
     post(c, "any", id, "{}");
@@ -3307,9 +3266,7 @@ START_TEST(test_inspect_workers)
     start();
     int fd = systest_connect_port(srv.s.port);
     systest_roundtrip(fd, "inspect workers 0 10\r\n", "+OK 0\r\n");
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     systest_sends(fd, "inspect workers 0 10\r\n");
     systest_expect(fd, "+OK 1\r\n");
     expect_worker_record(fd, "w1", SVC, "READY");
@@ -3378,9 +3335,7 @@ START_TEST(test_figures)
     request(c, "0x04", "netbox", "all", q2, "{}");
     expect_silence(c, false, 50);
     expect_figures(fd, 2, 2, 0, 1);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     NEW_UUID(s1);
     post(c, "any", s1, "{}");
     expect_202(c, s1, "any", "[\"w1\"]");
@@ -3420,25 +3375,13 @@ END_TEST
 /* ------------------------------------------------------------------------ */
 /* memory */
 
-/* A new POST of client c ("c1") to target reaches worker w ("w1"). */
-static void
-expect_post_to_w1(void *c, void *w, const char *target)
-{
-    NEW_UUID(id);
-    post(c, target, id, "{}");
-    expect_202(c, id, target, "[\"w1\"]");
-    expect_job(w, "0x04", "c1", id, "{}");
-}
-
 /* A POST whose body would take the server past -max-memory: 500, kept
  * nowhere (no worker gets it, a GET gets 400); smaller ones still go. */
 START_TEST(test_max_memory)
 {
     const char *extra[] = {"-max-memory", "100000", NULL};
     start_with(extra);
-    void *w1 = peer("w1");
-    ready(w1, SVC);
-    await_workers(SVC, "w1");
+    void *w1 = ready_worker("w1");
     void *c = peer("c1");
     NEW_UUID(small);
     post(c, "any", small, "{}");
@@ -3568,8 +3511,7 @@ START_TEST(test_readonly)
     char dir[32];
     systest_tmpdir_new(dir);
     int ka = 100 * systest_slow();
-    char kas[16];
-    snprintf(kas, sizeof kas, "%d", ka);
+    const char *kas = f("%d", ka);
     const char *hb[] = {"-norfab-keepalive-ms", kas, "-norfab-liveness", "100", NULL};
     start_logged(dir, hb);
     void *w[2] = {peer("w1"), peer("w2")};
