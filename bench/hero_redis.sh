@@ -48,11 +48,8 @@ tmp=$(mktemp -d /tmp/hero_redis.XXXXXX)
 : >"$raw"
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-
-# A free loopback port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# free_port, stop, cpu_ticks, cpu_ns, median
+. "$here/bench_lib.sh"
 
 # start SETUP: a fresh server of that setup in the background; sets pid and
 # port, and waits until it answers PING.
@@ -82,22 +79,6 @@ start() {
     done
     echo "$0: $1 did not start: $(cat "$tmp/out")" >&2
     exit 1
-}
-
-stop() {
-    kill "$pid"
-    wait "$pid" 2>/dev/null
-    pid=""
-}
-
-# The server's CPU time so far, in clock ticks (utime + stime).
-cpu_ticks() {
-    sed 's/^.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}'
-}
-
-# The same in nanoseconds: the time on a CPU of each of its threads.
-cpu_ns() {
-    cat /proc/"$pid"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'
 }
 
 commands=("LPUSH hero:bench:l x" "LPOP hero:bench:l" "HSET hero:bench:h f v" "HGETALL hero:bench:h")
@@ -142,7 +123,6 @@ for round in $(seq "$rounds"); do
 done
 
 # Medians.
-median() { sort -g | awk '{a[NR]=$1} END{print NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for col in 6 7; do
     if [ $col = 6 ]; then
         echo "redis-benchmark -n $requests -c 50, requests/s, median of $rounds"

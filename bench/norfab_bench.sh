@@ -43,11 +43,8 @@ tmp=$(mktemp -d /tmp/norfab_bench.XXXXXX)
 : >"$raw"
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-
-# A free loopback port.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
+# free_port, stop, cpu_ticks, cpu_ns, median
+. "$here/bench_lib.sh"
 
 # start SETUP: a fresh server of that setup in the background; sets pid and
 # port, and waits until it says it listens.
@@ -64,22 +61,6 @@ start() {
     done
     echo "$0: $1 did not start: $(cat "$tmp/out")" >&2
     exit 1
-}
-
-stop() {
-    kill "$pid"
-    wait "$pid" 2>/dev/null
-    pid=""
-}
-
-# The server's CPU time so far, in clock ticks (utime + stime).
-cpu_ticks() {
-    sed 's/^.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}'
-}
-
-# The same in nanoseconds: the time on a CPU of each of its threads.
-cpu_ns() {
-    cat /proc/"$pid"/task/*/schedstat | awk '{t += $1} END {printf "%.0f", t}'
 }
 
 # The machine's busy time so far, in clock ticks (/proc/stat: user, nice,
@@ -131,7 +112,6 @@ done
 echo "end: $(uptime)"
 
 # Medians.
-median() { sort -g | awk '{a[NR]=$1} END{print NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 col() { awk -F'\t' -v s="$1" -v i="$2" -v k="$3" '$2==s && $3==i {print $k}' "$raw" | median; }
 echo "norfab_bench -c 4 -w 8, median of $rounds runs (-n $n1 at 1 in flight, $n32 at 32);"
 echo "other CPU: the most that anything else on the machine used during one run"
