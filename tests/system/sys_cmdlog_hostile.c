@@ -389,8 +389,7 @@ START_TEST(test_sparse_segment_bounded)
     for (unsigned i = 1; i <= 3; i++)
         ck_assert(has_job(fd, i));
     close(fd);
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    if (w == NULL || *w == '\0')
+    if (!systest_wrapped())
         ck_assert_msg(kib > 0 && kib < 256 * 1024, "VmHWM %ld KiB after a 10 GiB segment", kib);
     systest_stop(&s);
     struct stat st;

@@ -89,27 +89,6 @@ stop(void)
     systest_proc_free(&srv);
 }
 
-/* SIGKILL (under a wrapper, the wrapper's process is the server's). */
-static void
-crash(void)
-{
-    int st = 0;
-    ck_assert_int_eq(kill(srv.s.pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(srv.s.pid, &st, 0), srv.s.pid);
-    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server not killed");
-    systest_untrack_pid(srv.s.pid);
-    close(srv.s.out_fd);
-    close(srv.err_fd);
-    systest_proc_free(&srv);
-}
-
-static bool
-wrapped(void)
-{
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    return w != NULL && *w != '\0';
-}
-
 /* ------------------------------------------------------------------------ */
 /* Connections and commands */
 
@@ -823,7 +802,7 @@ END_TEST
  * a wrapper (see sys_persist.c). */
 START_TEST(test_push_readonly)
 {
-    if (wrapped())
+    if (systest_wrapped())
         return;
     char dir[32];
     systest_tmpdir_new(dir);
@@ -1402,7 +1381,7 @@ START_TEST(test_fail_backoff_saturates)
                        "\"next_at\":\"9999-12-31T23:59:59.999Z\"}",
                        failed_at));
     fail_job(fd, "huge-retry");
-    if (!wrapped()) {
+    if (!systest_wrapped()) {
         /* counts 9,794 to 11,585 wrapped to year 0000, 11,586 on anywhere */
         fail_again(fd, "huge-retry", "hr", 12000 - 710);
         expect_counts(fd, 0, 0, 1, 0, 0);
@@ -2440,7 +2419,7 @@ START_TEST(test_persistence)
                "{\"jids\":[\"pers-discarded\"]}}");
     push(fd, p1);
     rt(fd, "QUEUE PAUSE pp", "+OK");
-    crash();
+    systest_proc_crash(&srv);
     close(fd);
 
     start("-cmdlog-path", dir, "-cmdlog-sync", "always", NULL);

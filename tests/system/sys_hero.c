@@ -356,14 +356,6 @@ let_block(void)
     systest_sleep_ms(100 * systest_slow());
 }
 
-/* Is the server run under a wrapper (WQ_SERVER_WRAPPER: valgrind)? */
-static bool
-wrapped(void)
-{
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    return w != NULL && *w != '\0';
-}
-
 /* The number that INFO section's line "name:N" gives. */
 static unsigned long long
 info_number(int fd, const char *section, const char *name)
@@ -1972,7 +1964,7 @@ ro_unchanged(int fd, bool first)
  * The limit is set on the server's pid, so not under a wrapper. */
 START_TEST(test_readonly_workq)
 {
-    if (wrapped())
+    if (systest_wrapped())
         return;
     char dir[32];
     systest_tmpdir_new(dir);

@@ -129,20 +129,6 @@ stop(void)
     systest_proc_free(&srv);
 }
 
-/* SIGKILL (under a wrapper, the wrapper's process is the server's). */
-static void
-crash(void)
-{
-    int st = 0;
-    ck_assert_int_eq(kill(srv.s.pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(srv.s.pid, &st, 0), srv.s.pid);
-    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server not killed");
-    systest_untrack_pid(srv.s.pid);
-    close(srv.s.out_fd);
-    close(srv.err_fd);
-    systest_proc_free(&srv);
-}
-
 /* A new connection to the Hero listener. */
 static int
 hero(void)
@@ -1212,7 +1198,7 @@ START_TEST(test_persist_state)
     cmd(c, "PTTL", "hero:soon", NULL);
     ck_assert_int_gt(read_int(c), 0);
     char *before = dump_but(c, "hero:soon");
-    crash();
+    systest_proc_crash(&srv);
     close(c);
 
     start_logged(dir);
@@ -1275,7 +1261,7 @@ START_TEST(test_persist_handed_out)
     rt(w, ":1\r\n", "HSET", J("F"), "status", "finished", NULL);
     rt(c, arr("Q", "x", NULL), "LRANGE", WQ1, "0", "-1", NULL);
     int64_t t0 = systest_now_ms();
-    crash();
+    systest_proc_crash(&srv);
     close(w);
     close(c);
 
@@ -1291,7 +1277,7 @@ START_TEST(test_persist_handed_out)
     rt(c, ":3\r\n", "LPUSH", WQ1, "Q", "R1", NULL);
     /* the state is durable: another kill changes nothing */
     char *before = dump(c);
-    crash();
+    systest_proc_crash(&srv);
     close(c);
     start_logged(dir);
     c = hero();
@@ -1321,7 +1307,7 @@ START_TEST(test_persist_handed_count)
     rt(w, bulk("T"), "LPOP", WQ1, NULL);
     close(w);
     wait_list(c, WQ1, arr("T", "x", NULL)); /* lost once: back at the head */
-    crash();
+    systest_proc_crash(&srv);
     close(c);
 
     start_logged(dir);
@@ -1426,7 +1412,7 @@ START_TEST(test_persist_full_state)
     ck_assert_int_gt(read_int(c), 0);
     rt(c, ":1\r\n", "EXPIRE", "hero:l1", "3600", NULL);
     char *before = dump(c);
-    crash();
+    systest_proc_crash(&srv);
     close(w);
     close(c);
 
@@ -1571,7 +1557,7 @@ START_TEST(test_persist_queue_expired_while_down)
     rt(w, bulk("P"), "LPOP", WQ1, NULL);
     rt(c, ":2\r\n", "RPUSH", WQ2, "D", "x", NULL);
     rt(c, ":1\r\n", "PEXPIRE", WQ2, f("%d", 300 * systest_slow()), NULL);
-    crash();
+    systest_proc_crash(&srv);
     close(w);
     close(c);
     systest_sleep_ms(400 * systest_slow()); /* past WQ2's expiry */
@@ -1750,7 +1736,7 @@ START_TEST(test_persist_expiry_after_cleaning)
         rt(c, i == 0 ? ":1\r\n" : ":0\r\n", "HSET", "hero:filler", "g", big, NULL);
     ck_assert_msg(systest_proc_wait(&srv, true, "cmdlog cleaned"), "the log was never cleaned: %s",
                   srv.err.p);
-    crash();
+    systest_proc_crash(&srv);
     close(c);
 
     start_logged(dir);
@@ -1816,7 +1802,7 @@ START_TEST(test_persist_plain_before_hash)
     int c = hero();
     rt(c, ":1\r\n", "RPUSH", WQ1, "P", NULL); /* no hash yet: plain */
     job(c, "P", "retries", "0", NULL);
-    crash();
+    systest_proc_crash(&srv);
     close(c);
 
     start_logged(dir);
@@ -1824,7 +1810,7 @@ START_TEST(test_persist_plain_before_hash)
     rt(c, arr("P", NULL), "LRANGE", WQ1, "0", "-1", NULL);
     rt(c, ":2\r\n", "RPUSH", WQ1, "P", NULL); /* still plain: this one is the job */
     rt(c, ":2\r\n", "RPUSH", WQ1, "P", NULL);
-    crash();
+    systest_proc_crash(&srv);
     close(c);
 
     start_logged(dir);

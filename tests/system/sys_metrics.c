@@ -351,7 +351,7 @@ try_add(int fd, unsigned n)
 
 START_TEST(test_readyz_read_only)
 {
-    if (getenv("WQ_SERVER_WRAPPER") != NULL && *getenv("WQ_SERVER_WRAPPER") != '\0')
+    if (systest_wrapped())
         return; /* prlimit needs the server's own pid */
     char dir[64];
     systest_tmpdir_new(dir);

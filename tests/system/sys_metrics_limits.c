@@ -27,13 +27,6 @@
 static struct systest_proc srv;
 static int mport; /* the metrics listener */
 
-static bool
-wrapped(void)
-{
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    return w != NULL && *w != '\0';
-}
-
 /* Start a server with a metrics listener and extra (NULL ended). */
 static void
 start(const char *const *extra)
@@ -181,7 +174,7 @@ END_TEST
  * answered at once. */
 START_TEST(test_pipelined_unread)
 {
-    if (wrapped())
+    if (systest_wrapped())
         return; /* valgrind's memory is not the server's */
     start(NULL);
     int wq = systest_connect_port(srv.s.port);
@@ -223,7 +216,7 @@ END_TEST
  * again once descriptors are free. */
 START_TEST(test_descriptor_limit)
 {
-    if (wrapped())
+    if (systest_wrapped())
         return; /* valgrind needs descriptors of its own */
     struct rlimit old, low = {64, 64};
     ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);

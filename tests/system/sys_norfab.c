@@ -72,19 +72,11 @@ static size_t nsocks;
 static void *admin;                /* the helpers' own client (mmi()) */
 static unsigned long long uuid_no; /* the last uuid() */
 
-/* Is the server run under a wrapper (WQ_SERVER_WRAPPER: valgrind)? */
-static bool
-wrapped(void)
-{
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    return w != NULL && *w != '\0';
-}
-
 /* A test of timing only returns under a wrapper: ten times slower under
  * valgrind, and the sanitizers' run covers its memory. */
 #define TIMING_ONLY()                                                                              \
     do {                                                                                           \
-        if (wrapped())                                                                             \
+        if (systest_wrapped())                                                                     \
             return;                                                                                \
     } while (0)
 
@@ -1440,7 +1432,7 @@ START_TEST(test_garbage_flood)
     for (int i = 0; i < NJUNK; i++)
         g[i] = peer(f("junk-%d", i));
     uint64_t seed = 0x9e3779b97f4a7c15ull;
-    int count = wrapped() ? 3000 : 30000;
+    int count = systest_wrapped() ? 3000 : 30000;
     static const char *const heads[] = {NFPC, NFPW, "NFPX01", "", "NFPC0"};
     static const char *const cmds[] = {"0x99", "0x0a", "\x12", "0X04", "", "0x4", "\xff"};
     for (int i = 0; i < count; i++) {
@@ -2709,14 +2701,7 @@ crash(void)
     admin = NULL;
     zmq_ctx_term(zctx);
     zctx = NULL;
-    int st = 0;
-    ck_assert_int_eq(kill(srv.s.pid, SIGKILL), 0);
-    ck_assert_int_eq(waitpid(srv.s.pid, &st, 0), srv.s.pid);
-    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server not killed");
-    systest_untrack_pid(srv.s.pid);
-    close(srv.s.out_fd);
-    close(srv.err_fd);
-    systest_proc_free(&srv);
+    systest_proc_crash(&srv);
 }
 
 /* The three kinds of POST a restart keeps, made on a logged server: q
@@ -3506,7 +3491,7 @@ expect_keepalive(void *w, int ms)
  * again.  The limit is set on the server's pid, so not under a wrapper. */
 START_TEST(test_readonly)
 {
-    if (wrapped())
+    if (systest_wrapped())
         return;
     char dir[32];
     systest_tmpdir_new(dir);

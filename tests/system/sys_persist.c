@@ -80,13 +80,6 @@ iso_time(int64_t ms, bool frac)
     return frac ? f("%s.%03dZ", b, (int)(ms % 1000)) : f("%sZ", b);
 }
 
-static bool
-wrapped(void)
-{
-    const char *w = getenv("WQ_SERVER_WRAPPER");
-    return w != NULL && *w != '\0';
-}
-
 /* ------------------------------------------------------------------------ */
 /* Helpers: the test directory and the server process */
 
@@ -889,7 +882,7 @@ kill_rounds(const struct kcase *k)
     w.jobs = calloc(KMAXJOBS, sizeof *w.jobs);
     w.seed = (unsigned)time(NULL) ^ (unsigned)getpid();
     rng_seed(w.seed);
-    int rounds = wrapped() ? 1 : 3;
+    int rounds = systest_wrapped() ? 1 : 3;
     unsigned cleaned = 0;
     struct systest_fx x;
     systest_fx_init(&x, "persist", false);
@@ -994,7 +987,7 @@ START_TEST(test_kill_while_cleaning)
 {
     static const struct kcase k = {"always", "4096", "10", 0};
     unsigned cleaned = kill_rounds(&k);
-    ck_assert_msg(cleaned > 0 || wrapped(), "no segment was cleaned during the test");
+    ck_assert_msg(cleaned > 0 || systest_wrapped(), "no segment was cleaned during the test");
 }
 END_TEST
 
@@ -1397,7 +1390,7 @@ try_add(int fd, uint64_t n, const char *payload)
 START_TEST(test_full_disk)
 {
     const char *policy = full_policies[_i];
-    if (wrapped())
+    if (systest_wrapped())
         return; /* prlimit needs the server's own pid; see the top of the file */
     struct systest_fx x;
     systest_fx_init(&x, "persist", false);

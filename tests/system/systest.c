@@ -189,6 +189,13 @@ systest_exact_timing(void)
     return systest_slow() == 1;
 }
 
+bool
+systest_wrapped(void)
+{
+    const char *w = getenv("WQ_SERVER_WRAPPER");
+    return w != NULL && *w != '\0';
+}
+
 void
 systest_sleep_past(int ms)
 {

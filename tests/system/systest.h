@@ -85,6 +85,9 @@ int systest_proc_finish(struct systest_proc *p);
 int systest_proc_run(struct systest_proc *p, const char *const *args);
 /* SIGTERM it, wait for it with its output and expect exit status 0. */
 void systest_proc_stop(struct systest_proc *p);
+/* SIGKILL it (under a wrapper, the wrapper's process), expect it killed,
+ * untrack and free it. */
+void systest_proc_crash(struct systest_proc *p);
 /* Free what was read (the process must have ended). */
 void systest_proc_free(struct systest_proc *p);
 /* The ports of a server with every kind of listener. */
@@ -172,6 +175,9 @@ int systest_slow(void);
 /* True when WQ_TEST_SLOW is 1: checks that something has NOT happened yet
  * run only then. */
 bool systest_exact_timing(void);
+/* Is the server run under a wrapper (WQ_SERVER_WRAPPER, e.g. valgrind)?
+ * Then its pid is the wrapper's, and it runs several times slower. */
+bool systest_wrapped(void);
 /* Sleep long enough for a server-side deadline of ms to have passed
  * (ms + 300, scaled). */
 void systest_sleep_past(int ms);

@@ -341,6 +341,19 @@ systest_proc_start(struct systest_proc *p, const char *const *args)
 }
 
 void
+systest_proc_crash(struct systest_proc *p)
+{
+    int st = 0;
+    ck_assert_int_eq(kill(p->s.pid, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(p->s.pid, &st, 0), p->s.pid);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "server not killed");
+    systest_untrack_pid(p->s.pid);
+    close(p->s.out_fd);
+    close(p->err_fd);
+    systest_proc_free(p);
+}
+
+void
 systest_proc_stop(struct systest_proc *p)
 {
     ck_assert_int_eq(kill(p->s.pid, SIGTERM), 0);
