@@ -31,8 +31,6 @@
 /* Messages ZeroMQ queues for one peer (its high-water mark, libzmq's
  * default); past it, messages to that peer are dropped. */
 #define NFP_PEER_QUEUE 1000
-/* Frames of one message kept (NORFAB's have 8 at most; the rest dropped). */
-#define NFP_MAX_FRAMES 64
 
 /* A message held until the command log releases the records before it. */
 struct nfp_held {
@@ -144,13 +142,13 @@ nfp_frontend_released(void *arg, uint64_t lsn)
         struct nfp_held *h = list_item(n, struct nfp_held, link);
         if (h->lsn > lsn)
             break;
-        struct nfp_frame f[NFP_MAX_FRAMES];
+        struct nfp_frame f[NFP_ZMQ_MAX_FRAMES];
         const char *at = (const char *)&h->len[h->n];
-        for (size_t i = 0; i < h->n && i < NFP_MAX_FRAMES; i++) {
+        for (size_t i = 0; i < h->n && i < NFP_ZMQ_MAX_FRAMES; i++) {
             f[i] = (struct nfp_frame){at, h->len[i]};
             at += h->len[i];
         }
-        nfp_frontend_send_now(fe, f, WQ_MIN(h->n, (size_t)NFP_MAX_FRAMES));
+        nfp_frontend_send_now(fe, f, WQ_MIN(h->n, (size_t)NFP_ZMQ_MAX_FRAMES));
         struct nfp_held_peer *hp = registry_find(fe->held_peers, f[0].p, f[0].n);
         if (--hp->held == 0)
             wq_free(registry_remove(fe->held_peers, hp->id, hp->len));
@@ -177,18 +175,19 @@ nfp_frontend_read_cb(evutil_socket_t fd, short what, void *arg)
     struct nfp_frontend *fe = arg;
     const struct conn_hooks *hooks = fe->env->hooks;
     hooks->begin(hooks->arg);
-    zmq_msg_t msgs[NFP_MAX_FRAMES];
-    struct nfp_frame frames[NFP_MAX_FRAMES];
+    zmq_msg_t msgs[NFP_ZMQ_MAX_FRAMES];
+    struct nfp_frame frames[NFP_ZMQ_MAX_FRAMES];
     for (int turn = 0; turn < NFP_TURN && nfp_zmq_readable(fe->sock); turn++) {
         nfp_frontend_mark(fe);
         bool whole;
-        size_t n = nfp_zmq_recv(fe->sock, msgs, NFP_MAX_FRAMES, &whole);
+        size_t n = nfp_zmq_recv(fe->sock, msgs, NFP_ZMQ_MAX_FRAMES, &whole);
         for (size_t i = 0; i < n; i++)
             frames[i] = (struct nfp_frame){zmq_msg_data(&msgs[i]), zmq_msg_size(&msgs[i])};
         if (n > 0 && whole)
             nfp_broker_handle(fe->broker, frames, n);
         else if (n > 0)
-            wq_log(LOG_LVL_DEBUG, "NORFAB message dropped: more than %d frames", NFP_MAX_FRAMES);
+            wq_log(LOG_LVL_DEBUG, "NORFAB message dropped: more than %d frames",
+                   NFP_ZMQ_MAX_FRAMES);
         for (size_t i = 0; i < n; i++)
             zmq_msg_close(&msgs[i]);
     }

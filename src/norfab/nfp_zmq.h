@@ -21,7 +21,8 @@ bool nfp_zmq_readable(void *sock);
  * is none.  The caller closes the msgs. */
 size_t nfp_zmq_recv(void *sock, zmq_msg_t *msgs, size_t max, bool *whole);
 
-/* Frames of a message nfp_zmq_send takes at most. */
+/* Frames of a message the broker reads (NORFAB's have 8 at most: the
+ * rest are dropped) or nfp_zmq_send takes, at most. */
 #define NFP_ZMQ_MAX_FRAMES 64
 
 /* Send frames[0..n) (1 to NFP_ZMQ_MAX_FRAMES) as one message on sock
